@@ -1,0 +1,30 @@
+"""Benchmark cases for scripts/bench_losses.py, one module per family of variants."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable
+
+# Modules whose ``cases(quick: bool) -> list[Case]`` make up the benchmark, in report order.
+CASE_MODULES = ("logit_losses", "adaptive", "sampled")
+
+
+@dataclass
+class Case:
+    """One benchmark row.
+
+    Args:
+        group: the table it belongs to, with the sizes, e.g. "cross-entropy (N=4096, C=32000)".
+        name: the row, e.g. "sparse_softmax_cross_entropy (k=10)".
+        setup: builds the inputs (untimed) and returns the step to time (one forward+backward).
+        baseline: name of the row in the same group that ratios are taken against.
+        target: ("<=", 0.8) = time ≤ 0.8× baseline; (">=", 20) = at least 20× faster than baseline.
+        repeats: timed calls per row.
+    """
+
+    group: str
+    name: str
+    setup: Callable[[], Callable[[], object]]
+    baseline: str | None = None
+    target: tuple[str, float] | None = None
+    repeats: int = field(default=5)

@@ -1,0 +1,168 @@
+"""Benchmark every softmax variant beside its reference: forward+backward time and peak memory.
+
+    make bench                                   # full sizes, writes results/bench_losses_<device>.md
+    python scripts/bench_losses.py --quick       # small sizes, prints only (a check that it runs)
+    python scripts/bench_losses.py --only sparse # groups whose title contains "sparse"
+
+Rows come from ``scripts/bench_cases/*.py`` (each module has ``cases(quick) -> list[Case]``);
+their references are imported from ``tests/`` so the benchmark times what the tests check.
+Within a group the rows are timed round-robin, in one process, so a ratio compares runs made
+under the same machine load. Peak memory is measured per row in a fresh subprocess: the rise of
+the peak resident set (CPU) or of ``torch.cuda.max_memory_allocated`` (GPU) over the inputs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import importlib
+import os
+import platform
+import resource
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path[:0] = [str(ROOT), str(ROOT / "scripts")]
+
+from bench_cases import Case, CASE_MODULES  # noqa: E402
+
+
+def load_cases(quick: bool, only: str | None) -> list[Case]:
+    cases = [c for m in CASE_MODULES for c in importlib.import_module(f"bench_cases.{m}").cases(quick)]
+    return [c for c in cases if only is None or only.lower() in c.group.lower()]
+
+
+def sync() -> None:
+    if torch.cuda.is_available():
+        torch.cuda.synchronize()
+
+
+def time_group(rows: list[Case], repeats: int, warmup: int) -> dict[str, float]:
+    """Median seconds per call of each row's step, calls interleaved across the rows."""
+    steps = {c.name: c.setup() for c in rows}
+    for step in steps.values():
+        for _ in range(warmup):
+            step()
+    times: dict[str, list[float]] = {name: [] for name in steps}
+    for _ in range(repeats):
+        for name, step in steps.items():
+            sync()
+            t0 = time.perf_counter()
+            step()
+            sync()
+            times[name].append(time.perf_counter() - t0)
+    return {name: statistics.median(ts) for name, ts in times.items()}
+
+
+def peak_memory_child(group: str, name: str, quick: bool) -> None:
+    """Run in a subprocess: print the MiB the step adds to the peak over its inputs."""
+    (case,) = [c for c in load_cases(quick, None) if c.group == group and c.name == name]
+    step = case.setup()
+    if torch.cuda.is_available():
+        torch.cuda.synchronize()
+        torch.cuda.reset_peak_memory_stats()
+        base = torch.cuda.memory_allocated()
+        step()
+        torch.cuda.synchronize()
+        print((torch.cuda.max_memory_allocated() - base) / 2**20)
+    else:
+        base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # KiB on Linux
+        step()
+        print((resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - base) / 1024)
+
+
+def peak_memory(case: Case, quick: bool) -> float | None:
+    cmd = [sys.executable, __file__, "--memory-of", case.group, case.name] + (["--quick"] if quick else [])
+    out = subprocess.run(cmd, capture_output=True, text=True)
+    if out.returncode != 0:
+        print(out.stderr[-2000:], file=sys.stderr)
+        return None
+    return float(out.stdout.strip().splitlines()[-1])
+
+
+def verdict(case: Case, ratio: float | None) -> str:
+    if case.target is None or ratio is None:
+        return ""
+    op, bound = case.target
+    if op == "<=":
+        return f"≤ {bound}× : {'**met**' if ratio <= bound else '**not met**'}"
+    speedup = 1.0 / ratio
+    return f"≥ {bound}× faster: {'**met**' if speedup >= bound else '**not met**'}"
+
+
+def machine() -> str:
+    dev = torch.cuda.get_device_name() if torch.cuda.is_available() else f"CPU ({platform.processor() or platform.machine()})"
+    return (
+        f"{dev}, {os.cpu_count()} cores, torch threads {torch.get_num_threads()}; "
+        f"torch {torch.__version__}, Python {platform.python_version()}, {platform.platform()}"
+    )
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--quick", action="store_true", help="small sizes; print only, write no report")
+    ap.add_argument("--only", help="run the groups whose title contains this text")
+    ap.add_argument("--repeats", type=int, default=None)
+    ap.add_argument("--no-memory", action="store_true", help="skip the per-row memory subprocesses")
+    ap.add_argument("--memory-of", nargs=2, metavar=("GROUP", "NAME"), help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.memory_of:
+        peak_memory_child(*args.memory_of, quick=args.quick)
+        return
+
+    torch.manual_seed(0)
+    cases = load_cases(args.quick, args.only)
+    groups: dict[str, list[Case]] = {}
+    for c in cases:
+        groups.setdefault(c.group, []).append(c)
+
+    lines = [
+        "| variant | time (ms) | × baseline | peak mem (MiB) | target |",
+        "|---|---:|---:|---:|---|",
+    ]
+    report = []
+    for group, rows in groups.items():
+        repeats = args.repeats or rows[0].repeats if not args.quick else 2
+        med = time_group(rows, repeats=repeats, warmup=1)
+        report += [f"\n### {group}\n", *lines]
+        for c in rows:
+            base = med.get(c.baseline) if c.baseline else None
+            ratio = med[c.name] / base if base else None
+            mem = None if args.no_memory else peak_memory(c, args.quick)
+            row = (
+                f"| {c.name} | {med[c.name] * 1e3:.1f} | {'' if ratio is None else f'{ratio:.2f}'} | "
+                f"{'' if mem is None else f'{mem:.0f}'} | {verdict(c, ratio)} |"
+            )
+            report.append(row)
+            print(f"[{group}] {row}", flush=True)
+
+    if args.quick:
+        return
+    kind = "cuda" if torch.cuda.is_available() else "cpu"
+    out = ROOT / "results" / f"bench_losses_{kind}.md"
+    command = "python scripts/bench_losses.py " + " ".join(sys.argv[1:])
+    header = [
+        f"# Losses benchmark ({kind})",
+        "",
+        f"- command: `{command.strip()}` (or `make bench`)",
+        f"- machine: {machine()}",
+        f"- date: {dt.datetime.now(dt.timezone.utc):%Y-%m-%d %H:%M} UTC",
+        "- time: median over repeats of one call (forward+backward unless the row says otherwise),",
+        "  rows of a group interleaved in one process; × baseline = this row's time / the baseline row's.",
+        "- peak mem: rise of the peak RSS (CPU) or of max_memory_allocated (GPU) over the inputs,",
+        "  one fresh subprocess per row.",
+    ]
+    tmp = out.with_suffix(".md.tmp")
+    tmp.write_text("\n".join(header + report) + "\n")
+    tmp.replace(out)  # atomic: a half-written report never replaces a good one
+    print(f"wrote {out.relative_to(ROOT)}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,45 @@
+"""The shared losses module: every softmax variant as a pure function and as an output head.
+
+Heads (``nn.Module``, interface in :mod:`softmax_zoo.losses.head`)::
+
+    SoftmaxHead, StableSoftmaxHead, SparseSoftmaxHead, AdaptiveSoftmaxHead, SampledSoftmaxHead
+
+Functions on logits (N, C) and targets (N,)::
+
+    softmax_cross_entropy, stable_cross_entropy, stable_kd_loss,
+    sparse_softmax, sparse_softmax_cross_entropy
+
+Samplers for :class:`SampledSoftmaxHead`::
+
+    UniformSampler, UnigramSampler, QuadraticKernelSampler, SoftmaxSampler
+"""
+
+from .adaptive import AdaptiveSoftmaxHead, optimal_cutoffs
+from .head import OutputHead
+from .kernel_sampler import QuadraticKernelSampler
+from .sampled import SampledSoftmaxHead
+from .samplers import Sampler, SoftmaxSampler, UniformSampler, UnigramSampler
+from .softmax import SoftmaxHead, softmax_cross_entropy
+from .sparse import SparseSoftmaxHead, sparse_softmax, sparse_softmax_cross_entropy
+from .stable import StableSoftmaxHead, stable_cross_entropy
+from .stable_kd import stable_kd_loss
+
+__all__ = [
+    "OutputHead",
+    "SoftmaxHead",
+    "StableSoftmaxHead",
+    "SparseSoftmaxHead",
+    "AdaptiveSoftmaxHead",
+    "SampledSoftmaxHead",
+    "Sampler",
+    "UniformSampler",
+    "UnigramSampler",
+    "QuadraticKernelSampler",
+    "SoftmaxSampler",
+    "softmax_cross_entropy",
+    "stable_cross_entropy",
+    "stable_kd_loss",
+    "sparse_softmax",
+    "sparse_softmax_cross_entropy",
+    "optimal_cutoffs",
+]

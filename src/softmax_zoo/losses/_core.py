@@ -1,0 +1,75 @@
+"""The functional core every loss shares: input checks, the ignore mask and the reduction.
+
+Conventions (every loss in this package):
+    logits: (N, C) float, target: (N,) long, ``ignore_index=-100`` rows contribute nothing,
+    ``reduction``: "none" -> (N,) with 0 at ignored rows, "sum", or "mean" over the non-ignored
+    rows (0/0 -> nan, as ``torch.nn.functional.cross_entropy``).
+"""
+
+from __future__ import annotations
+
+import torch
+
+REDUCTIONS = ("mean", "sum", "none")
+
+
+def check_reduction(reduction: str) -> None:
+    if reduction not in REDUCTIONS:
+        raise ValueError(f"reduction must be one of {REDUCTIONS}, got {reduction!r}")
+
+
+def check_label_smoothing(label_smoothing: float) -> None:
+    if not 0.0 <= label_smoothing <= 1.0:
+        raise ValueError(f"label_smoothing must be in [0, 1], got {label_smoothing}")
+
+
+def check_logits_target(logits: torch.Tensor, target: torch.Tensor, ignore_index: int) -> torch.Tensor:
+    """Validate ``logits`` (N, C) and ``target`` (N,); return the (N,) bool mask of kept rows.
+
+    Raises:
+        ValueError: naming the bad shape, dtype or target value. Nothing is clamped.
+    """
+    if logits.dim() != 2:
+        raise ValueError(f"logits must be (N, C), got shape {tuple(logits.shape)}")
+    if not logits.is_floating_point():
+        raise ValueError(f"logits must be floating point, got {logits.dtype}")
+    if target.dim() != 1 or target.shape[0] != logits.shape[0]:
+        raise ValueError(
+            f"target must be (N,) = ({logits.shape[0]},) to match logits {tuple(logits.shape)}, "
+            f"got {tuple(target.shape)}"
+        )
+    if target.dtype not in (torch.int64, torch.int32):
+        raise ValueError(f"target must be an integer tensor, got {target.dtype}")
+    if target.device != logits.device:
+        raise ValueError(f"target is on {target.device} but logits on {logits.device}")
+    return check_target_range(target, logits.shape[1], ignore_index)
+
+
+def check_target_range(target: torch.Tensor, num_classes: int, ignore_index: int) -> torch.Tensor:
+    """Return the (N,) mask of non-ignored rows; raise if a kept target is outside [0, C)."""
+    keep = target != ignore_index
+    bad = keep & ((target < 0) | (target >= num_classes))
+    if bool(bad.any()):
+        value = int(target[bad][0])
+        raise ValueError(
+            f"target {value} is outside [0, {num_classes}) and is not ignore_index={ignore_index}"
+        )
+    return keep
+
+
+def reduce_loss(loss: torch.Tensor, keep: torch.Tensor, reduction: str) -> torch.Tensor:
+    """Reduce per-row ``loss`` (N,) whose ignored rows are already 0, with ``keep`` (N,) bool."""
+    if reduction == "none":
+        return loss
+    total = loss.sum()
+    if reduction == "sum":
+        return total
+    return total / keep.sum()
+
+
+def reduction_scale(keep: torch.Tensor, reduction: str, dtype: torch.dtype) -> torch.Tensor:
+    """(N,) weight d loss / d row-loss for a reduction: what a custom backward multiplies by."""
+    scale = keep.to(dtype)
+    if reduction == "mean":
+        scale = scale / keep.sum()
+    return scale

@@ -1,0 +1,109 @@
+"""``OutputHead``: the interface every softmax variant implements (../DESIGN.md, "The losses interface").
+
+A head owns the output projection (or is handed a tied weight, e.g. the input embeddings), so
+that variants that need the hidden states (adaptive, sampled) and variants that need only the
+logits (softmax, stable, sparse) swap freely in any model::
+
+    head = SparseSoftmaxHead(d, C, k=10)       # or hydra.utils.instantiate(cfg.loss, in_features=d, num_classes=C)
+    loss = head(hidden, target)                # (..., d), (...) -> scalar (reduction="mean")
+    logp = head.log_probs(hidden)              # (..., C): the distribution the variant defines at inference
+    pred = head.predict(hidden)                # (...,)
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from ._core import check_reduction
+
+
+class OutputHead(nn.Module):
+    """Base class: a linear projection ``logits = hidden @ weight.T + bias`` and a loss on top.
+
+    Subclasses that work on logits implement :meth:`loss_from_logits`; subclasses with their own
+    projection structure (adaptive, sampled) override :meth:`forward` and :meth:`log_probs`.
+
+    Args:
+        in_features: d, the hidden size.
+        num_classes: C, the number of classes (vocabulary size for language models).
+        weight: optional (C, d) parameter to tie the projection to (e.g. input embeddings).
+        bias: add a learnt (C,) bias.
+        ignore_index: target value whose rows contribute nothing.
+        reduction: "mean" (over non-ignored rows), "sum" or "none".
+    """
+
+    def __init__(
+        self,
+        in_features: int,
+        num_classes: int,
+        *,
+        weight: torch.Tensor | None = None,
+        bias: bool = True,
+        ignore_index: int = -100,
+        reduction: str = "mean",
+    ) -> None:
+        super().__init__()
+        if in_features < 1:
+            raise ValueError(f"in_features must be >= 1, got {in_features}")
+        if num_classes < 2:
+            raise ValueError(f"num_classes must be >= 2, got {num_classes}")
+        check_reduction(reduction)
+        self.in_features = in_features
+        self.num_classes = num_classes
+        self.ignore_index = ignore_index
+        self.reduction = reduction
+        if weight is None:
+            weight = nn.Parameter(torch.empty(num_classes, in_features))
+            nn.init.kaiming_uniform_(weight, a=math.sqrt(5))  # nn.Linear's initialisation
+        elif tuple(weight.shape) != (num_classes, in_features):
+            raise ValueError(
+                f"tied weight must be (num_classes, in_features) = ({num_classes}, {in_features}), "
+                f"got {tuple(weight.shape)}"
+            )
+        self.weight = weight
+        self.bias = nn.Parameter(torch.zeros(num_classes)) if bias else None
+
+    # -- shared helpers -------------------------------------------------------------------------
+    def check_hidden(self, hidden: torch.Tensor, weight: torch.Tensor | None = None) -> None:
+        """Raise ``ValueError`` if ``hidden`` (..., d) does not fit ``weight`` (C, d)."""
+        weight = self.weight if weight is None else weight
+        if hidden.shape[-1] != weight.shape[-1]:
+            raise ValueError(
+                f"hidden has {hidden.shape[-1]} features but the head expects {weight.shape[-1]}"
+            )
+        if hidden.device != weight.device:
+            raise ValueError(f"hidden is on {hidden.device} but the weight on {weight.device}")
+        # Under autocast a bf16/fp16 hidden meets an fp32 weight by design; elsewhere it is a bug.
+        if hidden.dtype != weight.dtype and not torch.is_autocast_enabled(hidden.device.type):
+            raise ValueError(f"hidden is {hidden.dtype} but the weight is {weight.dtype}")
+
+    def logits(self, hidden: torch.Tensor) -> torch.Tensor:
+        """hidden (..., d) -> logits (..., C)."""
+        self.check_hidden(hidden)
+        return F.linear(hidden, self.weight, self.bias)
+
+    # -- the interface ----------------------------------------------------------------------------
+    def loss_from_logits(self, logits: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+        """logits (N, C), target (N,) -> loss reduced by ``self.reduction``."""
+        raise NotImplementedError
+
+    def forward(self, hidden: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+        """hidden (..., d), target (...) -> loss (scalar, or target's shape for reduction="none")."""
+        logits = self.logits(hidden).reshape(-1, self.num_classes)  # (N, C)
+        loss = self.loss_from_logits(logits, target.reshape(-1))
+        return loss.reshape(target.shape) if self.reduction == "none" else loss
+
+    def log_probs(self, hidden: torch.Tensor) -> torch.Tensor:
+        """hidden (..., d) -> (..., C) log-probabilities, normalised in float32."""
+        return torch.log_softmax(self.logits(hidden).float(), dim=-1)
+
+    def predict(self, hidden: torch.Tensor) -> torch.Tensor:
+        """hidden (..., d) -> (...,) most probable class."""
+        return self.log_probs(hidden).argmax(dim=-1)
+
+    def extra_repr(self) -> str:
+        return f"in_features={self.in_features}, num_classes={self.num_classes}, bias={self.bias is not None}"

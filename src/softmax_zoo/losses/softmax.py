@@ -1,0 +1,60 @@
+"""Full softmax cross-entropy: the baseline every other variant is measured against.
+
+loss_i = logsumexp_j(z_ij) − z_i,t  (with label smoothing ε: (1−ε)·that + ε·mean_j(logsumexp − z_ij)).
+A thin wrapper over ``torch.nn.functional.cross_entropy`` (fused log-softmax + NLL), with this
+package's input checks, so that it equals torch in value and gradient.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+
+from ._core import check_label_smoothing, check_logits_target, check_reduction
+from .head import OutputHead
+
+
+def softmax_cross_entropy(
+    logits: torch.Tensor,
+    target: torch.Tensor,
+    *,
+    ignore_index: int = -100,
+    reduction: str = "mean",
+    label_smoothing: float = 0.0,
+) -> torch.Tensor:
+    """Cross-entropy of the full softmax.
+
+    Args:
+        logits: (N, C) unnormalised scores.
+        target: (N,) class ids; ``ignore_index`` rows contribute nothing.
+        reduction: "mean" over non-ignored rows, "sum", or "none" -> (N,).
+        label_smoothing: ε in [0, 1], spread uniformly over all C classes.
+    """
+    check_reduction(reduction)
+    check_label_smoothing(label_smoothing)
+    check_logits_target(logits, target, ignore_index)
+    return F.cross_entropy(
+        logits, target, ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing
+    )
+
+
+class SoftmaxHead(OutputHead):
+    """Linear projection + full softmax cross-entropy (see :class:`OutputHead` for the arguments).
+
+    Args:
+        label_smoothing: ε for training; ``log_probs`` is always the plain softmax.
+    """
+
+    def __init__(self, in_features: int, num_classes: int, *, label_smoothing: float = 0.0, **kwargs) -> None:
+        super().__init__(in_features, num_classes, **kwargs)
+        check_label_smoothing(label_smoothing)
+        self.label_smoothing = label_smoothing
+
+    def loss_from_logits(self, logits: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+        return softmax_cross_entropy(
+            logits,
+            target,
+            ignore_index=self.ignore_index,
+            reduction=self.reduction,
+            label_smoothing=self.label_smoothing,
+        )
