@@ -35,3 +35,6 @@ bench: setup  ## losses benchmark → results/bench_losses_<device>.md
 
 clean:  ## remove the venv and caches (prepared data and results stay)
 	rm -rf $(VENV) .pytest_cache
+
+# Task-specific targets (data, reproductions) live beside their pipelines.
+-include make/*.mk

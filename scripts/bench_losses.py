@@ -128,7 +128,7 @@ def main() -> None:
     ]
     report = []
     for group, rows in groups.items():
-        repeats = args.repeats or rows[0].repeats if not args.quick else 2
+        repeats = 2 if args.quick else (args.repeats or rows[0].repeats)
         med = time_group(rows, repeats=repeats, warmup=1)
         report += [f"\n### {group}\n", *lines]
         for c in rows:

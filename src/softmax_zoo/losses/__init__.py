@@ -15,7 +15,7 @@ Samplers for :class:`SampledSoftmaxHead`::
 """
 
 from .adaptive import AdaptiveSoftmaxHead, optimal_cutoffs
-from .head import OutputHead
+from .head import LinearHead, OutputHead
 from .kernel_sampler import QuadraticKernelSampler
 from .sampled import SampledSoftmaxHead
 from .samplers import Sampler, SoftmaxSampler, UniformSampler, UnigramSampler
@@ -26,6 +26,7 @@ from .stable_kd import stable_kd_loss
 
 __all__ = [
     "OutputHead",
+    "LinearHead",
     "SoftmaxHead",
     "StableSoftmaxHead",
     "SparseSoftmaxHead",

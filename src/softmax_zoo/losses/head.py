@@ -1,4 +1,4 @@
-"""``OutputHead``: the interface every softmax variant implements (../DESIGN.md, "The losses interface").
+"""The interface every softmax variant implements (../DESIGN.md, "The losses interface").
 
 A head owns the output projection (or is handed a tied weight, e.g. the input embeddings), so
 that variants that need the hidden states (adaptive, sampled) and variants that need only the
@@ -8,6 +8,10 @@ logits (softmax, stable, sparse) swap freely in any model::
     loss = head(hidden, target)                # (..., d), (...) -> scalar (reduction="mean")
     logp = head.log_probs(hidden)              # (..., C): the distribution the variant defines at inference
     pred = head.predict(hidden)                # (...,)
+
+:class:`OutputHead` is the interface (adaptive softmax implements it with its own clusters);
+:class:`LinearHead` adds the single (C, d) projection that the logit-level variants and the
+sampled head share.
 """
 
 from __future__ import annotations
@@ -22,30 +26,16 @@ from ._core import check_reduction
 
 
 class OutputHead(nn.Module):
-    """Base class: a linear projection ``logits = hidden @ weight.T + bias`` and a loss on top.
-
-    Subclasses that work on logits implement :meth:`loss_from_logits`; subclasses with their own
-    projection structure (adaptive, sampled) override :meth:`forward` and :meth:`log_probs`.
+    """Interface of an output layer with its loss.
 
     Args:
         in_features: d, the hidden size.
         num_classes: C, the number of classes (vocabulary size for language models).
-        weight: optional (C, d) parameter to tie the projection to (e.g. input embeddings).
-        bias: add a learnt (C,) bias.
         ignore_index: target value whose rows contribute nothing.
         reduction: "mean" (over non-ignored rows), "sum" or "none".
     """
 
-    def __init__(
-        self,
-        in_features: int,
-        num_classes: int,
-        *,
-        weight: torch.Tensor | None = None,
-        bias: bool = True,
-        ignore_index: int = -100,
-        reduction: str = "mean",
-    ) -> None:
+    def __init__(self, in_features: int, num_classes: int, *, ignore_index: int = -100, reduction: str = "mean") -> None:
         super().__init__()
         if in_features < 1:
             raise ValueError(f"in_features must be >= 1, got {in_features}")
@@ -56,6 +46,55 @@ class OutputHead(nn.Module):
         self.num_classes = num_classes
         self.ignore_index = ignore_index
         self.reduction = reduction
+
+    def check_hidden(self, hidden: torch.Tensor, weight: torch.Tensor) -> None:
+        """Raise ``ValueError`` if ``hidden`` (..., d) does not fit ``weight`` (·, d)."""
+        if hidden.shape[-1] != weight.shape[-1]:
+            raise ValueError(f"hidden has {hidden.shape[-1]} features but the head expects {weight.shape[-1]}")
+        if hidden.device != weight.device:
+            raise ValueError(f"hidden is on {hidden.device} but the weight on {weight.device}")
+        # Under autocast a bf16/fp16 hidden meets an fp32 weight by design; elsewhere it is a bug.
+        if hidden.dtype != weight.dtype and not torch.is_autocast_enabled(hidden.device.type):
+            raise ValueError(f"hidden is {hidden.dtype} but the weight is {weight.dtype}")
+
+    def forward(self, hidden: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+        """hidden (..., d), target (...) -> loss (scalar, or target's shape for reduction="none")."""
+        raise NotImplementedError
+
+    def log_probs(self, hidden: torch.Tensor) -> torch.Tensor:
+        """hidden (..., d) -> (..., C) log-probabilities of the distribution used at inference."""
+        raise NotImplementedError
+
+    def predict(self, hidden: torch.Tensor) -> torch.Tensor:
+        """hidden (..., d) -> (...,) most probable class."""
+        return self.log_probs(hidden).argmax(dim=-1)
+
+    def extra_repr(self) -> str:
+        return f"in_features={self.in_features}, num_classes={self.num_classes}, reduction={self.reduction!r}"
+
+
+class LinearHead(OutputHead):
+    """An :class:`OutputHead` with one projection ``logits = hidden @ weight.T + bias``.
+
+    Subclasses working on logits implement :meth:`loss_from_logits`.
+
+    Args:
+        weight: optional (C, d) parameter to tie the projection to (e.g. input embeddings); it
+            stays the same Parameter, so it is trained by both users.
+        bias: add a learnt (C,) bias.
+        **kwargs: ``ignore_index``, ``reduction`` (see :class:`OutputHead`).
+    """
+
+    def __init__(
+        self,
+        in_features: int,
+        num_classes: int,
+        *,
+        weight: torch.Tensor | None = None,
+        bias: bool = True,
+        **kwargs,
+    ) -> None:
+        super().__init__(in_features, num_classes, **kwargs)
         if weight is None:
             weight = nn.Parameter(torch.empty(num_classes, in_features))
             nn.init.kaiming_uniform_(weight, a=math.sqrt(5))  # nn.Linear's initialisation
@@ -67,43 +106,23 @@ class OutputHead(nn.Module):
         self.weight = weight
         self.bias = nn.Parameter(torch.zeros(num_classes)) if bias else None
 
-    # -- shared helpers -------------------------------------------------------------------------
-    def check_hidden(self, hidden: torch.Tensor, weight: torch.Tensor | None = None) -> None:
-        """Raise ``ValueError`` if ``hidden`` (..., d) does not fit ``weight`` (C, d)."""
-        weight = self.weight if weight is None else weight
-        if hidden.shape[-1] != weight.shape[-1]:
-            raise ValueError(
-                f"hidden has {hidden.shape[-1]} features but the head expects {weight.shape[-1]}"
-            )
-        if hidden.device != weight.device:
-            raise ValueError(f"hidden is on {hidden.device} but the weight on {weight.device}")
-        # Under autocast a bf16/fp16 hidden meets an fp32 weight by design; elsewhere it is a bug.
-        if hidden.dtype != weight.dtype and not torch.is_autocast_enabled(hidden.device.type):
-            raise ValueError(f"hidden is {hidden.dtype} but the weight is {weight.dtype}")
-
     def logits(self, hidden: torch.Tensor) -> torch.Tensor:
         """hidden (..., d) -> logits (..., C)."""
-        self.check_hidden(hidden)
+        self.check_hidden(hidden, self.weight)
         return F.linear(hidden, self.weight, self.bias)
 
-    # -- the interface ----------------------------------------------------------------------------
     def loss_from_logits(self, logits: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
         """logits (N, C), target (N,) -> loss reduced by ``self.reduction``."""
         raise NotImplementedError
 
     def forward(self, hidden: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
-        """hidden (..., d), target (...) -> loss (scalar, or target's shape for reduction="none")."""
-        logits = self.logits(hidden).reshape(-1, self.num_classes)  # (N, C)
+        logits = self.logits(hidden).reshape(-1, self.num_classes)  # (..., C) -> (N, C)
         loss = self.loss_from_logits(logits, target.reshape(-1))
         return loss.reshape(target.shape) if self.reduction == "none" else loss
 
     def log_probs(self, hidden: torch.Tensor) -> torch.Tensor:
-        """hidden (..., d) -> (..., C) log-probabilities, normalised in float32."""
+        """Full softmax, normalised in float32."""
         return torch.log_softmax(self.logits(hidden).float(), dim=-1)
 
-    def predict(self, hidden: torch.Tensor) -> torch.Tensor:
-        """hidden (..., d) -> (...,) most probable class."""
-        return self.log_probs(hidden).argmax(dim=-1)
-
     def extra_repr(self) -> str:
-        return f"in_features={self.in_features}, num_classes={self.num_classes}, bias={self.bias is not None}"
+        return super().extra_repr() + f", bias={self.bias is not None}"

@@ -11,7 +11,7 @@ import torch
 import torch.nn.functional as F
 
 from ._core import check_label_smoothing, check_logits_target, check_reduction
-from .head import OutputHead
+from .head import LinearHead
 
 
 def softmax_cross_entropy(
@@ -38,8 +38,8 @@ def softmax_cross_entropy(
     )
 
 
-class SoftmaxHead(OutputHead):
-    """Linear projection + full softmax cross-entropy (see :class:`OutputHead` for the arguments).
+class SoftmaxHead(LinearHead):
+    """Linear projection + full softmax cross-entropy (see :class:`LinearHead` for the arguments).
 
     Args:
         label_smoothing: ε for training; ``log_probs`` is always the plain softmax.
