@@ -1,0 +1,118 @@
+"""File helpers for data preparation: atomic folder writes, JSON Lines with file:line errors, sha256.
+
+A prepared folder only ever appears complete: everything is written into a hidden temporary
+sibling (``.<name>.tmp-<pid>``) that is renamed onto ``<name>`` at the very end, so an
+interrupted run leaves at most a hidden ``.tmp`` folder, never a ``data/<task>/`` that looks done.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gzip
+import hashlib
+import json
+import os
+import shutil
+from pathlib import Path
+from typing import Any, Iterable, Iterator
+
+_CHUNK = 1 << 20  # 1 MiB read size for hashing
+
+
+def sha256_file(path: str | Path) -> str:
+    """Hex sha256 of a file's bytes, read in 1 MiB chunks (bounded memory)."""
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        while chunk := f.read(_CHUNK):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def open_text(path: str | Path):
+    """Open a UTF-8 text file for reading (``*.gz`` gunzipped); lines end at LF only (a stray CR stays in the line)."""
+    path = Path(path)
+    if path.suffix == ".gz":
+        return gzip.open(path, "rt", encoding="utf-8", newline="\n")
+    return open(path, encoding="utf-8", newline="\n")
+
+
+def read_lines(path: str | Path) -> list[str]:
+    """Lines of a text file without their endings (LF or CRLF; a missing final newline is fine)."""
+    with open_text(path) as f:
+        return [line.rstrip("\r\n") for line in f]
+
+
+def read_json(path: str | Path) -> Any:
+    """Load one JSON document (``.gz`` allowed); a syntax error names the file, line and column."""
+    with open_text(path) as f:
+        try:
+            return json.load(f)
+        except json.JSONDecodeError as e:
+            raise ValueError(f"{path}:{e.lineno}:{e.colno}: malformed JSON: {e.msg}") from None
+
+
+def read_jsonl(path: str | Path) -> Iterator[tuple[int, dict]]:
+    """Yield ``(line_number, object)`` for each non-blank line of a JSON Lines file.
+
+    Raises:
+        ValueError: ``<file>:<line>: malformed JSON ...`` on a line that does not parse, or whose
+            value is not a JSON object.
+    """
+    with open_text(path) as f:
+        for lineno, line in enumerate(f, start=1):
+            if not line.strip():
+                continue
+            try:
+                obj = json.loads(line)
+            except json.JSONDecodeError as e:
+                raise ValueError(f"{path}:{lineno}: malformed JSON: {e.msg} (column {e.colno})") from None
+            if not isinstance(obj, dict):
+                raise ValueError(f"{path}:{lineno}: expected a JSON object, got {type(obj).__name__}")
+            yield lineno, obj
+
+
+def dumps_line(obj: dict) -> str:
+    """One JSON Lines record: UTF-8 kept as is, keys in the order given, no trailing spaces."""
+    return json.dumps(obj, ensure_ascii=False) + "\n"
+
+
+def write_jsonl(path: str | Path, records: Iterable[dict]) -> int:
+    """Write records one per line; returns how many were written."""
+    n = 0
+    with open(path, "w", encoding="utf-8", newline="\n") as f:
+        for rec in records:
+            f.write(dumps_line(rec))
+            n += 1
+    return n
+
+
+def write_json(path: str | Path, obj: Any) -> None:
+    """Write a JSON document deterministically (sorted keys, 2-space indent, final newline)."""
+    with open(path, "w", encoding="utf-8", newline="\n") as f:
+        f.write(json.dumps(obj, ensure_ascii=False, indent=2, sort_keys=True) + "\n")
+
+
+@contextlib.contextmanager
+def atomic_dir(final: str | Path) -> Iterator[Path]:
+    """Yield a fresh temporary folder that replaces ``final`` only if the block completes.
+
+    The temporary folder is a hidden sibling of ``final`` (same file system, so the rename is
+    atomic). On any exception, KeyboardInterrupt included, it is removed and ``final`` is left as
+    it was. Stale temporary folders of earlier interrupted runs are removed first.
+    """
+    final = Path(final)
+    final.parent.mkdir(parents=True, exist_ok=True)
+    for stale in final.parent.glob(f".{final.name}.tmp-*"):
+        shutil.rmtree(stale, ignore_errors=True)
+    tmp = final.parent / f".{final.name}.tmp-{os.getpid()}"
+    tmp.mkdir()
+    try:
+        yield tmp
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    old = final.parent / f".{final.name}.old-{os.getpid()}"
+    if final.exists():
+        final.rename(old)
+    tmp.rename(final)
+    shutil.rmtree(old, ignore_errors=True)

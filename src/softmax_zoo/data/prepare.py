@@ -1,0 +1,196 @@
+"""Prepare a dataset into ``data/<task>/`` from its release files or the Hugging Face hub.
+
+Command line (``key=value`` arguments, no dashes, like Hydra overrides)::
+
+    python -m softmax_zoo.data.prepare <task> [raw_dir=PATH | raw_root=PATH] [source=local|hub]
+                                              [out_dir=PATH] [option=value ...]
+    python -m softmax_zoo.data.prepare all [raw_root=PATH] [out_dir=PATH]
+    python -m softmax_zoo.data.prepare list
+
+- ``raw_dir``: the dataset's own release folder. Default ``<raw_root>/<name>`` with ``raw_root`` =
+  ``$SOFTMAX_ZOO_RAW``, else ``../shared/data``.
+- ``out_dir``: the root of prepared data (the task goes to ``<out_dir>/<task>``). Default
+  ``$SOFTMAX_ZOO_DATA``, else ``data``.
+- ``source=hub`` loads the task's pinned hub dataset with ``datasets`` (the optional extra
+  ``hub``) instead of release files; both give the same prepared format.
+- ``all`` prepares every task whose release folder exists under ``raw_root`` and skips the others.
+- Task options (``train_size=10000``, ``oos=false``, ...) are listed by ``list`` and in data/README.md.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from softmax_zoo.data import clinc_oos, gigaword, iflytek, lm, squad_qg, wos
+from softmax_zoo.data.raw import RawDir
+from softmax_zoo.data.writer import write_prepared
+
+log = logging.getLogger(__name__)
+
+TASKS: dict[str, Any] = {
+    "clinc_oos": clinc_oos,
+    "wos": wos,
+    "iflytek": iflytek,
+    "gigaword": gigaword,
+    "squad_qg": squad_qg,
+    "lm1b": lm.LM1B,
+    "ptb": lm.PTB,
+    "wikitext2": lm.WIKITEXT2,
+}
+DEFAULT_RAW_ROOT = "../shared/data"
+DEFAULT_OUT_DIR = "data"
+_TRUE, _FALSE = {"true", "yes", "1"}, {"false", "no", "0"}
+
+
+def raw_root() -> Path:
+    """``$SOFTMAX_ZOO_RAW``, else ``../shared/data`` (relative to the working directory)."""
+    return Path(os.environ.get("SOFTMAX_ZOO_RAW") or DEFAULT_RAW_ROOT)
+
+
+def out_root() -> Path:
+    """``$SOFTMAX_ZOO_DATA``, else ``data``."""
+    return Path(os.environ.get("SOFTMAX_ZOO_DATA") or DEFAULT_OUT_DIR)
+
+
+def _coerce(name: str, value: Any, default: Any) -> Any:
+    """Turn a command-line string into the type of the option's default."""
+    if not isinstance(value, str):
+        return value
+    if isinstance(default, bool):
+        if value.lower() not in _TRUE | _FALSE:
+            raise ValueError(f"option {name} must be true or false, got {value!r}")
+        return value.lower() in _TRUE
+    if isinstance(default, int) or (default is None and value.lstrip("-").isdigit()):
+        try:
+            return int(value)
+        except ValueError:
+            raise ValueError(f"option {name} must be an integer, got {value!r}") from None
+    if isinstance(default, float):
+        return float(value)
+    return value
+
+
+def resolve_options(task: str, given: dict[str, Any]) -> dict[str, Any]:
+    """The task's options with ``given`` applied; an unknown name raises listing the valid ones."""
+    spec = _task(task)
+    unknown = sorted(set(given) - set(spec.OPTIONS))
+    if unknown:
+        raise ValueError(f"{task}: unknown option(s) {unknown}; valid options: {sorted(spec.OPTIONS)}")
+    return {k: _coerce(k, given.get(k, d), d) for k, d in spec.OPTIONS.items()}
+
+
+def _task(task: str):
+    if task not in TASKS:
+        raise ValueError(f"task must be one of {sorted(TASKS)}, got {task!r}")
+    return TASKS[task]
+
+
+def _load_hub(spec: dict) -> Any:
+    try:
+        import datasets
+    except ImportError:
+        raise ImportError("source=hub needs the `datasets` package: pip install -e '.[hub]'") from None
+    args = [spec["id"]] + ([spec["config"]] if spec.get("config") else [])
+    return datasets.load_dataset(*args, revision=spec["revision"])
+
+
+def prepare_task(
+    task: str,
+    raw_dir: str | Path | None = None,
+    source: str = "local",
+    out_dir: str | Path | None = None,
+    raw_root_dir: str | Path | None = None,
+    **options: Any,
+) -> dict[str, Any]:
+    """Prepare one task into ``<out_dir>/<task>/`` and return its meta.json content.
+
+    Args:
+        task: one of :data:`TASKS`.
+        raw_dir: the release folder; default ``<raw_root_dir>/<name>``.
+        source: "local" (release files) or "hub".
+        out_dir: root of prepared data; default :func:`out_root`.
+        raw_root_dir: root of release folders; default :func:`raw_root`.
+        **options: task options (see ``OPTIONS`` in the task's module).
+
+    Raises:
+        FileNotFoundError: the release folder or an expected file is missing (the message names
+            the files and where they were looked for).
+        ValueError: bad option, malformed file, unknown label, mismatched line counts.
+    """
+    spec = _task(task)
+    opts = resolve_options(task, options)
+    dest = Path(out_dir or out_root()) / task
+    raw_path = Path(raw_dir) if raw_dir else Path(raw_root_dir or raw_root()) / spec.RAW_NAME
+    if source == "local":
+        raw = RawDir(raw_path, task)
+        prep = spec.load_local(raw, opts)
+        src = {"type": "local", "path": str(raw.root.resolve())}
+    elif source == "hub":
+        hub = spec.hub_spec(opts)
+        # Some hub datasets lack a piece of the task (the Du doclists): read it from raw_dir if there.
+        raw = RawDir(raw_path, task) if raw_path.is_dir() else None
+        prep = spec.from_hub(_load_hub(hub), opts, raw)
+        src = {"type": "hub", **hub}
+    else:
+        raise ValueError(f"source must be 'local' or 'hub', got {source!r}")
+    sha = raw.sha256s() if raw is not None else {}
+    meta = write_prepared(task, prep, dest, src, sha, opts)
+    log.info("%s: wrote %s %s", task, dest, meta["splits"])
+    return meta
+
+
+def prepare_all(raw_root_dir: str | Path | None = None, out_dir: str | Path | None = None) -> dict[str, dict]:
+    """Prepare every task whose release folder exists under ``raw_root_dir``; skip (log) the others."""
+    root = Path(raw_root_dir or raw_root())
+    metas = {}
+    for task, spec in TASKS.items():
+        if not (root / spec.RAW_NAME).is_dir():
+            log.warning("%s: skipped, no release folder %s", task, root / spec.RAW_NAME)
+            continue
+        metas[task] = prepare_task(task, raw_root_dir=root, out_dir=out_dir)
+    return metas
+
+
+def parse_args(argv: list[str]) -> tuple[str, dict[str, str]]:
+    """``["task", "k=v", ...]`` -> (task, {k: v}); a malformed argument raises naming it."""
+    if not argv or "=" in argv[0]:
+        raise ValueError("usage: python -m softmax_zoo.data.prepare <task|all|list> [key=value ...]")
+    kv = {}
+    for arg in argv[1:]:
+        key, sep, value = arg.partition("=")
+        if not sep or not key:
+            raise ValueError(f"arguments must be key=value, got {arg!r}")
+        kv[key] = value
+    return argv[0], kv
+
+
+def main(argv: list[str] | None = None) -> int:
+    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(message)s")
+    try:
+        task, kv = parse_args(sys.argv[1:] if argv is None else argv)
+        raw_dir, out_dir = kv.pop("raw_dir", None), kv.pop("out_dir", None)
+        root, source = kv.pop("raw_root", None), kv.pop("source", "local")
+        start = time.perf_counter()
+        if task == "list":
+            for name, spec in TASKS.items():
+                print(f"{name:10s} raw: <raw_root>/{spec.RAW_NAME:10s} options: {spec.OPTIONS}")
+        elif task == "all":
+            if kv or raw_dir:
+                raise ValueError(f"'all' takes only raw_root= and out_dir=, got {sorted(kv) + (['raw_dir'] if raw_dir else [])}")
+            prepare_all(root, out_dir)
+        else:
+            prepare_task(task, raw_dir=raw_dir, source=source, out_dir=out_dir, raw_root_dir=root, **kv)
+        log.info("done in %.1f s", time.perf_counter() - start)
+    except (FileNotFoundError, ValueError, ImportError) as e:
+        log.error("%s", e)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":  # the CLI entry point: python -m softmax_zoo.data.prepare
+    sys.exit(main())

