@@ -9,6 +9,7 @@ entry point then trains ``Task.model`` with the transformers ``Trainer`` and cal
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Callable
 
 import torch
@@ -38,3 +39,26 @@ class Task:
     evaluate: Callable[[nn.Module, str, torch.utils.data.Dataset], dict[str, float]]
     data_meta: dict[str, Any] = field(default_factory=dict)
     info: dict[str, Any] = field(default_factory=dict)
+
+
+def split_prefix(split: str) -> str:
+    """The metric prefix of a split: "validation" -> "val"; "test" and "train" stay as they are."""
+    return "val" if split == "validation" else split
+
+
+def require_prepared(data_dir: str | Path, task: str, files: tuple[str, ...] = ("meta.json",)) -> Path:
+    """Return ``data_dir`` as a Path if it holds ``files``; otherwise say how to prepare it.
+
+    Task builders call this first so that a missing dataset fails before any model is built.
+
+    Raises:
+        FileNotFoundError: naming the missing files and the ``make data TASK=<task>`` command.
+    """
+    path = Path(data_dir)
+    missing = [name for name in files if not (path / name).is_file()]
+    if missing:
+        raise FileNotFoundError(
+            f"prepared data for task {task!r} not found: {', '.join(missing)} missing in {path.resolve()}; "
+            f"run `make data TASK={task}` (or `python -m softmax_zoo.data.prepare {task}`) first"
+        )
+    return path

@@ -1,0 +1,360 @@
+"""The training engine behind ``python -m softmax_zoo.train``: Task -> transformers Trainer -> record.
+
+:func:`run` builds the task from the composed config (``cfg.task.builder``), trains
+``task.model`` with the transformers ``Trainer`` (accelerate underneath: one process, or DDP
+under ``torchrun --nproc_per_node=N -m softmax_zoo.train ...``), evaluates every split of
+``task.eval_datasets`` with ``task.evaluate``, and writes the run record
+(:mod:`softmax_zoo.results`) on the main process.
+
+Checkpoints: ``cfg.output_dir/checkpoint-<step>`` every ``train.save_steps`` optimiser steps (the
+newest ``train.save_total_limit`` kept), with model weights in safetensors (tied weights saved
+once, see :class:`ZooTrainer`), optimiser, scheduler, RNG states and the trainer state (which
+holds the per-step training loss). ``resume=true`` continues from the newest one.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any, Iterable
+
+import hydra
+import safetensors.torch
+import torch
+import transformers
+from omegaconf import DictConfig, OmegaConf
+from transformers import PreTrainedModel, Trainer, TrainerCallback, TrainingArguments
+from transformers.trainer_utils import get_last_checkpoint
+from transformers.utils import SAFE_WEIGHTS_NAME
+
+from . import results, tracking
+from .losses import OutputHead
+from .tasks.base import Task
+
+log = logging.getLogger(__name__)
+TRAINING_ARGS_NAME = "training_args.bin"
+
+
+class NonFiniteLossError(FloatingPointError):
+    """Training stopped because the loss (or a parameter) became NaN or infinite."""
+
+
+class ZooTrainer(Trainer):
+    """``Trainer`` for plain ``nn.Module`` models whose output layer may be tied to another tensor.
+
+    The stock Trainer saves a non-``PreTrainedModel`` with ``safetensors.torch.save_file``, which
+    refuses tensors shared under two names (a head tied to an embedding). Here such models are
+    saved with ``safetensors.torch.save_model`` (each shared tensor stored once) and loaded back
+    with ``safetensors.torch.load_model`` (strict: every parameter must be restored).
+    """
+
+    def _save(self, output_dir: str | None = None, state_dict: dict | None = None) -> None:
+        if isinstance(self.accelerator.unwrap_model(self.model), PreTrainedModel):
+            return super()._save(output_dir, state_dict)
+        output_dir = output_dir or self.args.output_dir
+        if not self.args.should_save:
+            return
+        os.makedirs(output_dir, exist_ok=True)
+        model = self.accelerator.unwrap_model(self.model)
+        safetensors.torch.save_model(model, os.path.join(output_dir, SAFE_WEIGHTS_NAME), metadata={"format": "pt"})
+        torch.save(self.args, os.path.join(output_dir, TRAINING_ARGS_NAME))
+
+    def _load_from_checkpoint(self, resume_from_checkpoint: str, model: torch.nn.Module | None = None) -> None:
+        model = model if model is not None else self.model
+        path = os.path.join(resume_from_checkpoint, SAFE_WEIGHTS_NAME)
+        if isinstance(self.accelerator.unwrap_model(model), PreTrainedModel) or not os.path.isfile(path):
+            return super()._load_from_checkpoint(resume_from_checkpoint, model)
+        safetensors.torch.load_model(self.accelerator.unwrap_model(model), path, strict=True, device="cpu")
+
+
+class NonFiniteLossGuard(TrainerCallback):
+    """Stop at the first NaN/inf training loss, and never checkpoint non-finite weights.
+
+    The loss is checked at every logging step (``train.logging_steps``, 1 by default: every
+    step); before each checkpoint the parameters are checked too, so that with a larger logging
+    interval a checkpoint is still never written after a NaN. :func:`run` then raises
+    :class:`NonFiniteLossError` naming the step and the last good checkpoint.
+    """
+
+    def __init__(self) -> None:
+        self.bad_step: int | None = None
+        self.what = ""
+
+    def _stop(self, control, step: int, what: str):
+        self.bad_step, self.what = step, what
+        control.should_save = False
+        control.should_evaluate = False
+        control.should_training_stop = True
+        return control
+
+    def on_log(self, args, state, control, logs=None, **kwargs):
+        loss = (logs or {}).get("loss")
+        if self.bad_step is None and loss is not None and not math.isfinite(loss):
+            return self._stop(control, state.global_step, f"training loss {loss}")
+        return control
+
+    def on_step_end(self, args, state, control, model=None, **kwargs):
+        if self.bad_step is None and control.should_save and model is not None:
+            if not all(torch.isfinite(p).all() for p in model.parameters()):
+                return self._stop(control, state.global_step, "non-finite parameters")
+        return control
+
+
+class EpochEval(TrainerCallback):
+    """``train.eval_each_epoch``: evaluate the validation split after each epoch.
+
+    The metrics go into ``state.log_history`` (saved with checkpoints, so a resumed run keeps
+    them) and to the tracker.
+    """
+
+    def __init__(self, task: Task, tracker: Any | None) -> None:
+        self.task = task
+        self.tracker = tracker
+
+    def on_epoch_end(self, args, state, control, model=None, **kwargs):
+        if "validation" not in self.task.eval_datasets:
+            return control
+        metrics = self.task.evaluate(model, "validation", self.task.eval_datasets["validation"])
+        state.log_history.append({"epoch": state.epoch, "step": state.global_step, **metrics})
+        tracking.log_metrics(self.tracker, metrics, state.global_step)
+        return control
+
+
+def precision_flags(precision: str) -> dict[str, bool]:
+    """``train.precision`` -> TrainingArguments ``bf16``/``fp16``.
+
+    auto: bf16 on a CUDA GPU that supports it, fp16 on an older GPU, fp32 on CPU.
+    """
+    if precision == "auto":
+        if not torch.cuda.is_available():
+            precision = "fp32"
+        else:
+            precision = "bf16" if torch.cuda.is_bf16_supported() else "fp16"
+    if precision not in ("fp32", "bf16", "fp16"):
+        raise ValueError(f"train.precision must be auto, fp32, bf16 or fp16, got {precision!r}")
+    return {"bf16": precision == "bf16", "fp16": precision == "fp16"}
+
+
+def training_arguments(cfg: DictConfig) -> TrainingArguments:
+    """TrainingArguments from ``cfg.train`` (names as in transformers 5.x)."""
+    t = cfg.train
+    if t.grad_accum < 1:
+        raise ValueError(f"train.grad_accum must be >= 1, got {t.grad_accum}")
+    if not 0.0 <= t.warmup_ratio < 1.0:
+        raise ValueError(f"train.warmup_ratio must be in [0, 1), got {t.warmup_ratio}")
+    return TrainingArguments(
+        output_dir=str(Path(hydra.utils.to_absolute_path(cfg.output_dir))),
+        num_train_epochs=t.epochs,
+        max_steps=t.max_steps,
+        per_device_train_batch_size=t.batch_size,
+        per_device_eval_batch_size=t.eval_batch_size,
+        learning_rate=t.lr,
+        weight_decay=t.weight_decay,
+        warmup_steps=float(t.warmup_ratio),  # a float in [0, 1) is a fraction of the total steps
+        lr_scheduler_type=t.lr_scheduler,
+        gradient_accumulation_steps=t.grad_accum,
+        max_grad_norm=t.max_grad_norm,
+        logging_strategy="steps",
+        logging_steps=t.logging_steps,
+        logging_nan_inf_filter=False,  # a NaN loss must reach NonFiniteLossGuard, not be averaged away
+        eval_strategy="no",  # evaluation is Task.evaluate, called by run()
+        save_strategy="steps" if t.save_steps > 0 else "no",
+        save_steps=t.save_steps if t.save_steps > 0 else 500,
+        save_total_limit=t.save_total_limit,
+        seed=cfg.seed,
+        report_to=tracking.report_to(cfg),
+        run_name=cfg.run_name,
+        remove_unused_columns=False,  # the task's collator already gives exactly the forward's inputs
+        dataloader_num_workers=t.num_workers,
+        dataloader_pin_memory=torch.cuda.is_available(),
+        # Without CUDA run on the CPU explicitly: only then does accelerate set up multi-process
+        # CPU training (gloo) under torchrun instead of N independent copies.
+        use_cpu=not torch.cuda.is_available(),
+        ddp_find_unused_parameters=t.ddp_find_unused_parameters,
+        disable_tqdm=True,
+        **precision_flags(t.precision),
+    )
+
+
+def describe_model(model: torch.nn.Module) -> dict[str, Any]:
+    """Parameter count and each output head as built (e.g. the cutoffs ``cutoffs: auto`` chose)."""
+    heads = {
+        name or "model": f"{type(m).__name__}({m.extra_repr()})"
+        for name, m in model.named_modules()
+        if isinstance(m, OutputHead)
+    }
+    return {"num_parameters": sum(p.numel() for p in model.parameters()), "heads": heads}
+
+
+def build_task(cfg: DictConfig) -> Task:
+    """``cfg.task.builder`` (a dotted path) applied to ``cfg``."""
+    builder = hydra.utils.get_method(cfg.task.builder)
+    task = builder(cfg)
+    if not isinstance(task, Task):
+        raise TypeError(f"{cfg.task.builder} must return a softmax_zoo.tasks.base.Task, got {type(task).__name__}")
+    return task
+
+
+def resume_checkpoint(cfg: DictConfig, output_dir: str) -> str | None:
+    """The checkpoint ``resume=true`` continues from (None: start fresh)."""
+    if not cfg.resume:
+        return None
+    last = get_last_checkpoint(output_dir) if os.path.isdir(output_dir) else None
+    if last is None:
+        log.warning("resume=true but no checkpoint in %s: starting from scratch", output_dir)
+    return last
+
+
+def run(cfg: DictConfig, callbacks: Iterable[TrainerCallback] = ()) -> dict[str, Any] | None:
+    """Train, evaluate and record one run of the composed config.
+
+    Args:
+        cfg: the composed training config (configs/train.yaml).
+        callbacks: extra ``TrainerCallback``s (tests use them to interrupt a run).
+
+    Returns:
+        The record written (None on processes other than rank 0).
+
+    Raises:
+        NonFiniteLossError: the loss became NaN/inf; no record is written.
+    """
+    start = time.perf_counter()
+    transformers.set_seed(cfg.seed)
+    task = build_task(cfg)
+    args = training_arguments(cfg)
+    tracker = tracking.start(cfg)
+    guard = NonFiniteLossGuard()
+    extra = [guard, *callbacks] + ([EpochEval(task, tracker)] if cfg.train.eval_each_epoch else [])
+    try:
+        trainer = ZooTrainer(
+            model=task.model,
+            args=args,
+            train_dataset=task.train_dataset,
+            data_collator=task.collator,
+            callbacks=extra,
+        )
+        checkpoint = resume_checkpoint(cfg, args.output_dir)
+        steps_before = 0 if checkpoint is None else int(Path(checkpoint).name.split("-")[-1])
+        t0 = time.perf_counter()
+        trainer.train(resume_from_checkpoint=checkpoint)
+        train_s = time.perf_counter() - t0
+        if guard.bad_step is not None:
+            last = get_last_checkpoint(args.output_dir) if os.path.isdir(args.output_dir) else None
+            raise NonFiniteLossError(
+                f"{guard.what} at optimiser step {guard.bad_step}: training stopped; last good checkpoint: "
+                f"{last or 'none (no checkpoint had been saved)'}. Try a lower train.lr or train.max_grad_norm, "
+                "train.precision=fp32, or loss=stable_softmax."
+            )
+        model = trainer.accelerator.unwrap_model(trainer.model)
+        metrics, eval_timing = {}, {}
+        for split, dataset in task.eval_datasets.items():
+            t0 = time.perf_counter()
+            metrics.update(task.evaluate(model, split, dataset))
+            seconds = time.perf_counter() - t0
+            eval_timing[split] = {"seconds": seconds, "examples_per_s": len(dataset) / seconds}
+        tracking.log_metrics(tracker, metrics, trainer.state.global_step)
+    except BaseException:
+        tracking.finish(tracker, exit_code=1)
+        raise
+    tracking.finish(tracker)
+    if not trainer.is_world_process_zero():
+        return None
+    steps = trainer.state.global_step - steps_before  # optimiser steps of this session
+    effective_batch = args.per_device_train_batch_size * args.gradient_accumulation_steps * args.world_size
+    record = results.make_record(
+        cfg,
+        metrics=metrics,
+        train_loss=results.train_loss_curve(trainer.state.log_history),
+        history=[h for h in trainer.state.log_history if any(k.startswith("val/") for k in h)],
+        data_meta=task.data_meta,
+        task_info=task.info,
+        model_info=describe_model(model),
+        timing={
+            "wall_s": time.perf_counter() - start,
+            "train_s": train_s,
+            "global_steps": trainer.state.global_step,
+            "resumed_from_step": steps_before,
+            # effective batch x steps of this session / its time (the last, partial batch counted whole)
+            "train_examples_per_s": steps * effective_batch / train_s if train_s > 0 else None,
+            "eval": eval_timing,
+        },
+        device={
+            "type": args.device.type,
+            "name": torch.cuda.get_device_name(args.device) if args.device.type == "cuda" else "cpu",
+            "world_size": args.world_size,
+            "precision": "bf16" if args.bf16 else "fp16" if args.fp16 else "fp32",
+        },
+        command=command_line(),
+    )
+    path = results.write_record(record, results.runs_dir(hydra.utils.to_absolute_path(cfg.results_dir)))
+    log.info("record %s: %s", path, ", ".join(f"{k}={v:.4g}" for k, v in metrics.items()))
+    return record
+
+
+def command_line() -> list[str]:
+    """The command as typed: ``python -m softmax_zoo.train`` + the Hydra overrides (sys.argv otherwise)."""
+    from hydra.core.hydra_config import HydraConfig
+
+    if not HydraConfig.initialized():
+        return list(sys.argv)
+    prefix = ["python", "-m", "softmax_zoo.train"] if sys.argv[0].endswith("train.py") else [sys.argv[0]]
+    # Hydra escapes interpolations in a job's overrides (run_name=k$\{loss.k\}); show them as typed.
+    return prefix + [o.replace("\\{", "{").replace("\\}", "}") for o in HydraConfig.get().overrides.task]
+
+
+def compose(overrides: list[str] = (), config_dir: str | Path | None = None) -> DictConfig:
+    """Compose configs/train.yaml with ``overrides`` outside ``@hydra.main`` (tests, notebooks).
+
+    The ``${hydra:runtime.choices...}`` interpolations of the config resolve as in a real run.
+    """
+    from hydra import compose as hydra_compose, initialize_config_dir
+    from hydra.core.global_hydra import GlobalHydra
+    from hydra.core.hydra_config import HydraConfig
+    from omegaconf import open_dict
+
+    config_dir = Path(config_dir) if config_dir else Path(__file__).resolve().parents[2] / "configs"
+    GlobalHydra.instance().clear()
+    with initialize_config_dir(config_dir=str(config_dir), version_base="1.3"):
+        cfg = hydra_compose("train", overrides=list(overrides), return_hydra_config=True)
+    HydraConfig.instance().set_config(cfg)
+    with open_dict(cfg):
+        del cfg["hydra"]
+    return cfg
+
+
+def unknown_key_hint(overrides: list[str], config_dir: str | Path | None = None) -> str | None:
+    """For command-line ``a.b.c=v`` overrides naming keys that do not exist, list the valid keys.
+
+    Hydra already lists the valid choices of an unknown group option (``loss=nope``); for an
+    unknown key it only says "not in struct". Returns None when every key exists (or the group
+    choices themselves do not compose).
+    """
+    config_dir = Path(config_dir) if config_dir else Path(__file__).resolve().parents[2] / "configs"
+    groups = {str(p.relative_to(config_dir)) for p in config_dir.rglob("*") if p.is_dir()}
+    group_args, keys = [], []
+    for arg in overrides:
+        if arg.startswith(("-", "+", "~", "hydra")) or "=" not in arg:
+            continue
+        key, value = arg.split("=", 1)
+        if key.split("@")[0] in groups:
+            group_args.append(f"{key}={value.split(',')[0]}")  # a sweep: the first choice is enough
+        else:
+            keys.append(key)
+    try:
+        cfg = compose(group_args, config_dir)
+    except Exception:  # noqa: BLE001 - Hydra has already reported the composition error
+        return None
+    hints = []
+    for key in keys:
+        parent, _, leaf = key.rpartition(".")
+        node = OmegaConf.select(cfg, parent) if parent else cfg
+        if isinstance(node, DictConfig) and leaf not in node:
+            valid = ", ".join(sorted(node.keys()))
+            hints.append(f"unknown key {key!r}; valid keys under {parent or 'the top level'}: {valid}")
+        elif node is None:
+            hints.append(f"unknown key {key!r}: {parent!r} does not exist")
+    return "\n".join(hints) or None

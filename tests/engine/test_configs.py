@@ -1,0 +1,136 @@
+"""Every config in configs/ composes (and the ones that need no prepared data instantiate).
+
+Parametrised from the files on disk, so configs added later (tasks, models, experiments,
+task_scale files) are covered without editing this test.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import hydra
+import pytest
+from omegaconf import OmegaConf
+
+from softmax_zoo import losses
+from softmax_zoo.models import build_head
+
+CONFIGS = Path(__file__).resolve().parents[2] / "configs"
+FIXED_COST = "{_target_:softmax_zoo.losses.adaptive_cutoffs.MatmulCost,c_m:1e-5,lam:1e-11,w0:1e6}"
+
+
+def names(group: str) -> list[str]:
+    return sorted(p.stem for p in (CONFIGS / group).glob("*.yaml"))
+
+
+def resolved(cfg) -> dict:
+    """The whole config resolved (fails on a broken interpolation)."""
+    return OmegaConf.to_container(cfg, resolve=True, throw_on_missing=True)
+
+
+def test_every_config_file_starts_with_a_comment():
+    bad = [str(p.relative_to(CONFIGS)) for p in sorted(CONFIGS.rglob("*.yaml")) if not p.read_text().startswith("#")]
+    assert not bad, f"config files must start with a comment (the command that uses them): {bad}"
+
+
+@pytest.mark.parametrize("task", names("task"))
+def test_task_composes_with_its_default_model(make_cfg, task):
+    cfg = make_cfg(f"task={task}")
+    out = resolved(cfg)
+    assert out["task"]["name"] == task
+    assert callable(hydra.utils.get_method(out["task"]["builder"]))
+    assert "name" in out["model"] and out["scale"]["name"] == "cpu"
+
+
+@pytest.mark.parametrize("task_scale", names("task_scale"))
+def test_task_scale_file_composes(make_cfg, task_scale):
+    task, scale = task_scale.rsplit("_", 1)
+    cfg = make_cfg(f"task={task}", f"scale={scale}")
+    assert resolved(cfg)["scale"]["name"] == scale
+
+
+@pytest.mark.parametrize("model", names("model"))
+def test_model_composes_and_resolves_with_some_task(make_cfg, model):
+    """A model may read its task's keys (``${task.max_length}``): some task must resolve it."""
+    errors = []
+    for task in names("task"):
+        try:
+            assert resolved(make_cfg(f"task={task}", f"model={model}"))["model"]
+            return
+        except Exception as e:  # noqa: BLE001 - collected and reported below
+            errors.append(f"{task}: {e}")
+    pytest.fail(f"model={model} resolves with no task:\n" + "\n".join(errors))
+
+
+@pytest.mark.parametrize("scale", names("scale"))
+def test_scale_composes(make_cfg, scale):
+    assert resolved(make_cfg(f"scale={scale}"))["scale"]["name"] == scale
+
+
+@pytest.mark.parametrize("experiment", names("experiment"))
+def test_experiment_composes(make_cfg, experiment):
+    out = resolved(make_cfg(f"experiment={experiment}"))
+    assert callable(hydra.utils.get_method(out["task"]["builder"]))
+
+
+@pytest.mark.parametrize("loss", names("loss"))
+def test_loss_instantiates(make_cfg, loss):
+    cfg = make_cfg(f"loss={loss}", f"loss.cutoffs_search.cost={FIXED_COST}" if loss == "adaptive_softmax" else "seed=0")
+    head = build_head(cfg.loss, 64, 50, class_counts=list(range(100, 50, -1)))
+    assert isinstance(head, losses.OutputHead) and head.num_classes == 50
+
+
+@pytest.mark.parametrize("sampler", names("loss/sampler"))
+def test_sampler_instantiates(make_cfg, sampler):
+    cfg = make_cfg("loss=sampled_softmax", f"loss/sampler={sampler}")
+    head = build_head(cfg.loss, 8, 50, class_counts=list(range(100, 50, -1)))
+    assert isinstance(head, losses.SampledSoftmaxHead)
+
+
+@pytest.mark.parametrize("logger", names("logger"))
+def test_logger_composes(make_cfg, logger):
+    out = resolved(make_cfg(f"logger={logger}"))
+    assert out["logger"]["name"] == logger
+
+
+def test_synthetic_task_instantiates(make_cfg):
+    from softmax_zoo.engine import build_task
+
+    task = build_task(make_cfg("task=synthetic", "scale=smoke"))
+    assert len(task.train_dataset) == 64 and set(task.eval_datasets) == {"validation", "test"}
+    assert len(task.data_meta["sha256"]["generated"]) == 64
+
+
+def test_slurm_launcher_config():
+    """Plain YAML check; composed with Hydra only where hydra-submitit-launcher is installed."""
+    node = OmegaConf.load(CONFIGS / "hydra" / "launcher" / "submitit_slurm.yaml")
+    assert node._target_.endswith("SlurmLauncher") and node.gpus_per_node == 1
+    try:
+        installed = importlib.util.find_spec("hydra_plugins.hydra_submitit_launcher") is not None
+    except ModuleNotFoundError:  # no hydra_plugins namespace at all
+        installed = False
+    if not installed:
+        pytest.skip("hydra-submitit-launcher (the `slurm` extra) is not installed: YAML checked, not composed")
+    from hydra import compose, initialize_config_dir
+
+    with initialize_config_dir(config_dir=str(CONFIGS), version_base="1.3"):
+        cfg = compose("train", overrides=["hydra/launcher=submitit_slurm"], return_hydra_config=True)
+    assert cfg.hydra.launcher.timeout_min == node.timeout_min
+
+
+def test_unknown_group_choice_lists_the_valid_ones(make_cfg):
+    from hydra.errors import MissingConfigException
+
+    with pytest.raises(MissingConfigException) as err:
+        make_cfg("loss=no_such_loss")
+    for valid in names("loss"):
+        assert valid in str(err.value)
+
+
+def test_unknown_key_hint_lists_the_valid_keys():
+    from softmax_zoo.engine import unknown_key_hint
+
+    hint = unknown_key_hint(["loss=sparse_softmax", "loss.kk=3", "train.lr=0.1", "seed=1"], CONFIGS)
+    assert hint == "unknown key 'loss.kk'; valid keys under loss: _target_, bias, ignore_index, k, reduction"
+    assert unknown_key_hint(["loss=sparse_softmax", "loss.k=3", "-m"], CONFIGS) is None
