@@ -8,7 +8,7 @@ Rows come from ``scripts/bench_cases/*.py`` (each module has ``cases(quick) -> l
 their references are imported from ``tests/`` so the benchmark times what the tests check.
 Within a group the rows are timed round-robin, in one process, so a ratio compares runs made
 under the same machine load. Peak memory is measured per row in a fresh subprocess: the rise of
-the peak resident set (CPU) or of ``torch.cuda.max_memory_allocated`` (GPU) over the inputs.
+the peak resident set (CPU, VmHWM after a reset) or of ``torch.cuda.max_memory_allocated`` (GPU) over the inputs.
 """
 
 from __future__ import annotations
@@ -18,7 +18,6 @@ import datetime as dt
 import importlib
 import os
 import platform
-import resource
 import statistics
 import subprocess
 import sys
@@ -72,9 +71,20 @@ def peak_memory_child(group: str, name: str, quick: bool) -> None:
         torch.cuda.synchronize()
         print((torch.cuda.max_memory_allocated() - base) / 2**20)
     else:
-        base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # KiB on Linux
+        # ru_maxrss is inherited across fork/exec, so read the kernel's own high-water mark:
+        # writing 5 to clear_refs resets VmHWM to the current resident size (Linux).
+        Path("/proc/self/clear_refs").write_text("5")
+        base = proc_status_kib("VmRSS")
         step()
-        print((resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - base) / 1024)
+        print((proc_status_kib("VmHWM") - base) / 1024)
+
+
+def proc_status_kib(field: str) -> int:
+    """A ``/proc/self/status`` field in KiB (VmRSS: resident now, VmHWM: peak resident)."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith(field + ":"):
+            return int(line.split()[1])
+    raise RuntimeError(f"{field} not in /proc/self/status")
 
 
 def peak_memory(case: Case, quick: bool) -> float | None:

@@ -1,0 +1,27 @@
+"""Shared fixtures: a seeded generator and the devices to run the device-parametrised tests on."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+# "cuda" runs only where a GPU is present; the marker lets `-m "not cuda"` deselect it.
+DEVICES = [
+    "cpu",
+    pytest.param(
+        "cuda",
+        marks=[pytest.mark.cuda, pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")],
+    ),
+]
+
+
+@pytest.fixture
+def gen() -> torch.Generator:
+    """A CPU generator seeded the same way in every test."""
+    return torch.Generator().manual_seed(0)
+
+
+@pytest.fixture(params=DEVICES)
+def device(request) -> torch.device:
+    """Each test using this fixture runs on the CPU and, when available, on CUDA."""
+    return torch.device(request.param)

@@ -1,0 +1,99 @@
+"""The head interface shared by SoftmaxHead, StableSoftmaxHead and SparseSoftmaxHead."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from torch import nn
+
+from softmax_zoo.losses import (
+    SoftmaxHead,
+    SparseSoftmaxHead,
+    StableSoftmaxHead,
+    softmax_cross_entropy,
+    sparse_softmax_cross_entropy,
+    stable_cross_entropy,
+)
+
+D, C = 16, 40
+# (head class, extra constructor arguments, the function on logits it must equal)
+HEADS = [
+    pytest.param(SoftmaxHead, {}, softmax_cross_entropy, id="softmax"),
+    pytest.param(StableSoftmaxHead, {}, stable_cross_entropy, id="stable"),
+    pytest.param(
+        SparseSoftmaxHead, {"k": 5}, lambda z, t, **kw: sparse_softmax_cross_entropy(z, t, 5, **kw), id="sparse"
+    ),
+]
+
+
+@pytest.fixture
+def data(gen):
+    """hidden (2, 7, D), target (2, 7) with two ignored positions."""
+    hidden = torch.randn(2, 7, D, generator=gen)
+    target = torch.randint(0, C, (2, 7), generator=gen)
+    target[0, :2] = -100
+    return hidden, target
+
+
+@pytest.mark.parametrize("cls, extra, fn", HEADS)
+def test_loss_equals_function_on_logits(cls, extra, fn, data):
+    torch.manual_seed(0)
+    head = cls(D, C, label_smoothing=0.1, **extra)
+    hidden, target = data
+    loss = head(hidden, target)
+    logits = hidden.reshape(-1, D) @ head.weight.T + head.bias  # (14, C)
+    assert loss.dim() == 0
+    torch.testing.assert_close(loss, fn(logits, target.reshape(-1), label_smoothing=0.1))
+
+
+@pytest.mark.parametrize("cls, extra, fn", HEADS)
+def test_shapes(cls, extra, fn, data):
+    hidden, target = data
+    head = cls(D, C, reduction="none", **extra)
+    loss = head(hidden, target)
+    assert loss.shape == (2, 7) and torch.all(loss[0, :2] == 0)
+    assert head(hidden[0], target[0]).shape == (7,)
+    logp = head.log_probs(hidden)
+    assert logp.shape == (2, 7, C) and logp.dtype == torch.float32
+    torch.testing.assert_close(logp.exp().sum(dim=-1), torch.ones(2, 7))
+    assert torch.equal(head.predict(hidden), logp.argmax(dim=-1))
+
+
+@pytest.mark.parametrize("cls, extra, fn", HEADS)
+def test_tied_weight_is_shared_and_trained(cls, extra, fn, data):
+    embedding = nn.Embedding(C, D)
+    head = cls(D, C, weight=embedding.weight, bias=False, **extra)
+    assert head.weight is embedding.weight
+    assert [p for p in head.parameters()] == [embedding.weight]
+    hidden, target = data
+    head(hidden, target).backward()
+    assert embedding.weight.grad is not None and embedding.weight.grad.abs().sum() > 0
+
+
+@pytest.mark.parametrize("cls, extra, fn", HEADS)
+def test_gradient_reaches_hidden(cls, extra, fn, data):
+    hidden, target = data
+    hidden.requires_grad_(True)
+    cls(D, C, **extra)(hidden, target).backward()
+    assert hidden.grad.shape == hidden.shape and hidden.grad.abs().sum() > 0
+    assert torch.all(hidden.grad[0, :2] == 0)  # ignored positions
+
+
+@pytest.mark.parametrize("cls, extra, fn", HEADS)
+def test_bad_input(cls, extra, fn, data):
+    hidden, target = data
+    head = cls(D, C, **extra)
+    with pytest.raises(ValueError, match="hidden has 15 features but the head expects 16"):
+        head(hidden[..., :15], target)
+    with pytest.raises(ValueError, match="float64"):
+        head(hidden.double(), target)
+    with pytest.raises(ValueError, match=f"target {C} is outside"):
+        head(hidden, target.masked_fill(target == target[1, 0], C))
+    with pytest.raises(ValueError, match="target must be"):
+        head(hidden, target[:, :5])
+    with pytest.raises(ValueError, match=r"\(40, 16\), got \(40, 15\)"):
+        cls(D, C, weight=nn.Parameter(torch.zeros(C, 15)), **extra)
+    with pytest.raises(ValueError, match="'avg'"):
+        cls(D, C, reduction="avg", **extra)
+    with pytest.raises(ValueError, match="label_smoothing must be in"):
+        cls(D, C, label_smoothing=2.0, **extra)
