@@ -135,15 +135,31 @@ def _jsonable(value: Any) -> Any:
     return repr(value)
 
 
+def _finite(value: Any) -> Any:
+    """``value`` with each non-finite float replaced by its string ("inf", "-inf", "nan")."""
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_finite(v) for v in value]
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)
+    return value
+
+
 def write_record(record: dict[str, Any], runs: str | Path) -> Path:
-    """Write ``record`` to ``runs/<experiment>/<run_name>.json`` atomically; return the path."""
+    """Write ``record`` to ``runs/<experiment>/<run_name>.json`` atomically; return the path.
+
+    Strict JSON: non-finite floats (a sparse head's NLL of a gold class outside its top-k is
+    inf) are written as the strings "inf", "-inf", "nan"; ``float()`` reads them back.
+    """
+    record = _finite(record)
     folder = Path(runs) / record["experiment"]
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"{record['run_name']}.json"
     fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{path.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "w") as f:
-            json.dump(record, f, indent=1, allow_nan=True)
+            json.dump(record, f, indent=1, allow_nan=False)
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
