@@ -156,6 +156,7 @@ def training_arguments(cfg: DictConfig) -> TrainingArguments:
         weight_decay=t.weight_decay,
         warmup_steps=float(t.warmup_ratio),  # a float in [0, 1) is a fraction of the total steps
         lr_scheduler_type=t.lr_scheduler,
+        optim=t.optim,
         gradient_accumulation_steps=t.grad_accum,
         max_grad_norm=t.max_grad_norm,
         logging_strategy="steps",
@@ -228,7 +229,7 @@ def run(cfg: DictConfig, callbacks: Iterable[TrainerCallback] = ()) -> dict[str,
     args = training_arguments(cfg)
     tracker = tracking.start(cfg)
     guard = NonFiniteLossGuard()
-    extra = [guard, *callbacks] + ([EpochEval(task, tracker)] if cfg.train.eval_each_epoch else [])
+    extra = [guard, *task.callbacks, *callbacks] + ([EpochEval(task, tracker)] if cfg.train.eval_each_epoch else [])
     try:
         trainer = ZooTrainer(
             model=task.model,

@@ -103,7 +103,7 @@ def make_record(
     command: Sequence[str],
 ) -> dict[str, Any]:
     """Assemble a run record (JSON-serialisable; see the module docstring)."""
-    return {
+    return _finite({
         "schema": RECORD_SCHEMA,
         "experiment": cfg.experiment_name,
         "run_name": cfg.run_name,
@@ -121,7 +121,7 @@ def make_record(
         "versions": versions(),
         "command": shlex.join(command),  # quoted so that it can be pasted into a shell
         "task_info": _jsonable(task_info),
-    }
+    })
 
 
 def _jsonable(value: Any) -> Any:

@@ -30,6 +30,8 @@ class Task:
             ``{"test/micro_f1": 0.95}``.
         data_meta: the prepared data's meta.json (counts, source, sha256), copied into the record.
         info: anything else worth recording (tokenizer, truncation counts, ...).
+        callbacks: extra ``transformers.TrainerCallback``s the task needs during training
+            (e.g. the LM's validation-perplexity-against-time curve).
     """
 
     model: nn.Module
@@ -39,6 +41,7 @@ class Task:
     evaluate: Callable[[nn.Module, str, torch.utils.data.Dataset], dict[str, float]]
     data_meta: dict[str, Any] = field(default_factory=dict)
     info: dict[str, Any] = field(default_factory=dict)
+    callbacks: list[Any] = field(default_factory=list)
 
 
 def split_prefix(split: str) -> str:

@@ -1,0 +1,27 @@
+# Language modelling (issue 7): One Billion Word head comparison and the kernel-sampler bias study.
+#   make reproduce-lm1b          softmax / adaptive / sampled (quadratic, uniform) LSTM LMs on lm1b -> results/lm1b.{md,png}
+#   make reproduce-kernel-bias   sampler x m sweep on Penn Treebank + full softmax -> results/kernel_bias.{md,png}
+# Sizes (chosen to fit <= 90 minutes on the 2-core CPU, with the measurements) are in
+# configs/task_scale/{lm1b,ptb}_$(LM_SCALE).yaml; LM_SCALE=paper gives the papers' settings (GPU).
+LM_SCALE ?= cpu
+# Seeds, a Hydra sweep list: LM_SEEDS=0,1,2
+LM_SEEDS ?= 0
+# Extra overrides for every run, e.g. LM_ARGS="train.max_steps=500" on a busy machine.
+LM_ARGS ?=
+LM1B_EXPERIMENTS := lm1b_softmax,lm1b_adaptive,lm1b_sampled_quadratic,lm1b_sampled_uniform
+# Where the task configs look for prepared data (task.data_dir), as softmax_zoo.data.prepare writes it.
+LM_DATA := $(or $(SOFTMAX_ZOO_DATA),data)
+
+.PHONY: reproduce-lm1b reproduce-kernel-bias
+
+$(LM_DATA)/%/meta.json:
+	$(MAKE) data TASK=$*
+
+reproduce-lm1b: setup $(LM_DATA)/lm1b/meta.json  ## One Billion Word: full vs adaptive vs sampled softmax -> results/lm1b.md, lm1b.png
+	$(BIN)/python -m softmax_zoo.train -m experiment=$(LM1B_EXPERIMENTS) scale=$(LM_SCALE) seed=$(LM_SEEDS) $(LM_ARGS)
+	$(BIN)/python -m softmax_zoo.results lm1b
+
+reproduce-kernel-bias: setup $(LM_DATA)/ptb/meta.json  ## Blanc & Rendle bias vs m on PTB -> results/kernel_bias.md, kernel_bias.png
+	$(BIN)/python -m softmax_zoo.train -m experiment=kernel_bias_full scale=$(LM_SCALE) seed=$(LM_SEEDS) $(LM_ARGS)
+	$(BIN)/python -m softmax_zoo.train -m experiment=kernel_bias_sampled scale=$(LM_SCALE) seed=$(LM_SEEDS) $(LM_ARGS)
+	$(BIN)/python -m softmax_zoo.results kernel_bias

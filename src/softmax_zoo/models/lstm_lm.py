@@ -1,0 +1,188 @@
+"""An LSTM language model whose output layer is any loss head of :mod:`softmax_zoo.losses`.
+
+Embedding -> dropout -> LSTM layers (optionally with a projection, LSTMP, Sak et al. 2014) ->
+dropout -> head. The head can be tied to the input embedding (Press & Wolf 2017) when it is a
+linear head and the LSTM's output size equals the embedding size. This is the model of Grave et al.
+2017 ("Efficient softmax approximation for GPUs", one LSTM layer of 2048 units on One Billion Word)
+and of Blanc & Rendle 2018 (an LSTM with 200 units on Penn Treebank), with the head swapped.
+
+Truncated BPTT with the transformers ``Trainer``: the model is *stateful*. The stream
+(:mod:`softmax_zoo.data.lm_stream`) puts segment k+1 of a stream in the same batch row as segment
+k, and flags the rows where a stream starts (``reset``). The model keeps the last (h, c) of each
+row, detached (gradients stop at the segment boundary), and zeroes the rows flagged ``reset``
+before the next segment. Training and evaluation keep separate states, so an evaluation in the
+middle of training does not disturb the training streams. The state is not saved in checkpoints
+(a resumed run restarts its rows from zero state: a few segments of slightly worse context).
+``torch.nn.DataParallel`` (several GPUs in one process) would lose the state on its replicas: use
+one process per GPU (torchrun), as the Trainer does with DDP.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+import torch
+from torch import nn
+
+from softmax_zoo.losses import OutputHead
+
+IGNORE_INDEX = -100
+
+
+class TokenRate:
+    """Training tokens per second, timed between consecutive training forwards.
+
+    The time from the first forward to the last covers every step but the last (its forward,
+    backward and update are not yet done), so the tokens of every step but the last are counted.
+    Time spent meanwhile on something else (a validation curve point) is taken out with
+    :meth:`exclude`.
+    """
+
+    def __init__(self) -> None:
+        self.first: float | None = None
+        self.last = 0.0
+        self.excluded = 0.0
+        self.pending_excluded = 0.0  # counted once the next forward puts it inside the timed window
+        self.pending = 0  # tokens of the latest step, counted once the next step starts
+        self.timed_tokens = 0
+        self.total_tokens = 0
+
+    def update(self, tokens: int) -> None:
+        now = time.perf_counter()
+        if self.first is None:
+            self.first = now
+        else:
+            self.timed_tokens += self.pending
+            self.excluded += self.pending_excluded
+            self.last = now
+        self.pending_excluded = 0.0
+        self.pending = tokens
+        self.total_tokens += tokens
+
+    def exclude(self, seconds: float) -> None:
+        """Do not count ``seconds`` spent since the last forward (ignored before the first one)."""
+        if self.first is not None:
+            self.pending_excluded += seconds
+
+    @property
+    def tokens_per_second(self) -> float:
+        """nan until two steps have been timed."""
+        if self.first is None or self.timed_tokens == 0:
+            return float("nan")
+        return self.timed_tokens / (self.last - self.first - self.excluded)
+
+
+class LSTMLanguageModel(nn.Module):
+    """LSTM LM; ``forward(input_ids, labels, reset) -> {"loss"}``, Trainer-compatible.
+
+    Args:
+        vocab_size: V, number of word ids (the head's number of classes).
+        make_head: ``(in_features, weight) -> OutputHead``; ``weight`` is the (V, E) input embedding
+            when ``tie_weights`` else None (e.g. ``functools.partial(build_head, cfg.loss, num_classes=V)``).
+        embedding_dim: E.
+        hidden_size: LSTM units per layer.
+        num_layers: stacked LSTM layers.
+        proj_size: if > 0, each layer's output is projected to this size (LSTMP); the head then sees
+            ``proj_size`` features instead of ``hidden_size``.
+        dropout: on the embeddings, between LSTM layers and before the head.
+        tie_weights: share the embedding with the head's projection.
+        init_range: embeddings drawn from U(-init_range, init_range) (0.1 in Grave et al.'s code).
+    """
+
+    def __init__(
+        self,
+        vocab_size: int,
+        make_head: Callable[[int, torch.Tensor | None], OutputHead],
+        *,
+        embedding_dim: int,
+        hidden_size: int,
+        num_layers: int = 1,
+        proj_size: int = 0,
+        dropout: float = 0.0,
+        tie_weights: bool = False,
+        init_range: float = 0.1,
+    ) -> None:
+        super().__init__()
+        if vocab_size < 2:
+            raise ValueError(f"vocab_size must be >= 2, got {vocab_size}")
+        for name, value in (("embedding_dim", embedding_dim), ("hidden_size", hidden_size), ("num_layers", num_layers)):
+            if value < 1:
+                raise ValueError(f"{name} must be >= 1, got {value}")
+        if not 0 <= proj_size < hidden_size:
+            raise ValueError(f"proj_size must be 0 (none) or in [1, hidden_size={hidden_size}), got {proj_size}")
+        if not 0.0 <= dropout < 1.0:
+            raise ValueError(f"dropout must be in [0, 1), got {dropout}")
+        self.vocab_size = vocab_size
+        self.output_size = proj_size or hidden_size
+        if tie_weights and self.output_size != embedding_dim:
+            raise ValueError(
+                f"tie_weights needs the LSTM output size ({self.output_size}) to equal "
+                f"embedding_dim ({embedding_dim})"
+            )
+        self.embedding = nn.Embedding(vocab_size, embedding_dim)
+        nn.init.uniform_(self.embedding.weight, -init_range, init_range)
+        self.lstm = nn.LSTM(
+            embedding_dim,
+            hidden_size,
+            num_layers=num_layers,
+            dropout=dropout if num_layers > 1 else 0.0,
+            batch_first=True,
+            proj_size=proj_size,
+        )
+        self.drop = nn.Dropout(dropout)
+        self.head = make_head(self.output_size, self.embedding.weight if tie_weights else None)
+        if self.head.num_classes != vocab_size:
+            raise ValueError(f"head has {self.head.num_classes} classes but the vocabulary {vocab_size} words")
+        self.states: dict[bool, tuple[torch.Tensor, torch.Tensor]] = {}  # self.training -> (h, c)
+        self.rate = TokenRate()
+
+    def reset_state(self) -> None:
+        """Forget the carried hidden states (training and evaluation)."""
+        self.states.clear()
+
+    def initial_state(self, input_ids: torch.Tensor, reset: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor]:
+        """The (h, c) to start this segment from: the carried one, zeroed at rows flagged ``reset``."""
+        batch = input_ids.shape[0]
+        layers = self.lstm.num_layers
+        zeros_h = input_ids.new_zeros((layers, batch, self.output_size), dtype=self.embedding.weight.dtype)
+        zeros_c = input_ids.new_zeros((layers, batch, self.lstm.hidden_size), dtype=self.embedding.weight.dtype)
+        carried = self.states.get(self.training)
+        if carried is None or carried[0].shape != zeros_h.shape or carried[0].device != zeros_h.device:
+            return zeros_h, zeros_c
+        if reset is None:
+            return carried
+        keep = (~reset.bool()).to(zeros_h.dtype).view(1, batch, 1)  # (B,) -> (1, B, 1)
+        return carried[0] * keep, carried[1] * keep
+
+    def forward(
+        self,
+        input_ids: torch.Tensor,
+        labels: torch.Tensor | None = None,
+        reset: torch.Tensor | None = None,
+    ) -> dict[str, torch.Tensor]:
+        """Run one BPTT segment.
+
+        Args:
+            input_ids: (B, T) word ids.
+            labels: (B, T) next-word ids, -100 where nothing is predicted (padding).
+            reset: (B,) bool, rows where a new stream starts (zero state).
+
+        Returns:
+            ``{"loss": scalar}`` (mean over labelled positions) when ``labels`` is given, else
+            ``{"hidden": (B, T, d)}``, the head's input.
+        """
+        state = self.initial_state(input_ids, reset)
+        out, (h, c) = self.lstm(self.drop(self.embedding(input_ids)), state)  # out: (B, T, d)
+        self.states[self.training] = (h.detach(), c.detach())
+        hidden = self.drop(out)
+        if labels is None:
+            return {"hidden": hidden}
+        tokens = int((labels != IGNORE_INDEX).sum())
+        if self.training:
+            self.rate.update(tokens)
+        if tokens == 0:
+            # Only padding: under DDP one process's streams can end a few steps before another's.
+            # A zero loss that touches every parameter keeps the gradient all-reduce in step.
+            return {"loss": sum(p.sum() for p in self.parameters()) * 0.0}
+        return {"loss": self.head(hidden, labels)}

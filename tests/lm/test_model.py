@@ -1,0 +1,109 @@
+"""The LSTM LM: carried state equals one long pass, resets, tying, sampled eval = full softmax."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import pytest
+import torch
+
+from softmax_zoo.losses import SampledSoftmaxHead, SoftmaxHead, UniformSampler
+from softmax_zoo.models import lstm_lm
+from softmax_zoo.models.lstm_lm import LSTMLanguageModel, TokenRate
+
+V = 40
+
+
+def softmax_lm(**kwargs) -> LSTMLanguageModel:
+    torch.manual_seed(0)
+    args = {"embedding_dim": 8, "hidden_size": 12, "num_layers": 2, **kwargs}
+    return LSTMLanguageModel(V, lambda d, w: SoftmaxHead(d, V, weight=w), **args)
+
+
+@pytest.mark.filterwarnings("ignore:LSTM with projections is not supported with oneDNN")
+def test_carried_state_equals_one_long_pass(gen):
+    model = softmax_lm(proj_size=8).eval()
+    x = torch.randint(0, V, (3, 12), generator=gen)
+    whole = model(x)["hidden"]
+    model.reset_state()
+    first = model(x[:, :5], reset=torch.ones(3, dtype=torch.bool))["hidden"]
+    second = model(x[:, 5:], reset=torch.zeros(3, dtype=torch.bool))["hidden"]
+    torch.testing.assert_close(torch.cat([first, second], dim=1), whole)
+
+
+def test_reset_rows_start_from_zero_state(gen):
+    model = softmax_lm().eval()
+    x = torch.randint(0, V, (2, 6), generator=gen)
+    model(x)  # leaves a non-zero state
+    out = model(x, reset=torch.tensor([True, False]))["hidden"]
+    model.reset_state()
+    fresh = model(x)["hidden"]
+    torch.testing.assert_close(out[0], fresh[0])
+    assert not torch.allclose(out[1], fresh[1])
+
+
+def test_training_and_evaluation_keep_separate_states(gen):
+    model = softmax_lm()
+    x = torch.randint(0, V, (2, 6), generator=gen)
+    model(x)
+    train_state = model.states[True]
+    model.eval()
+    model(torch.randint(0, V, (5, 3), generator=gen))
+    assert model.states[True] is train_state
+
+
+def test_tied_head_shares_the_embedding():
+    model = softmax_lm(embedding_dim=12, tie_weights=True)
+    assert model.head.weight is model.embedding.weight
+    with pytest.raises(ValueError, match=r"tie_weights needs the LSTM output size \(12\) to equal embedding_dim \(8\)"):
+        softmax_lm(tie_weights=True)
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"hidden_size": 0}, "hidden_size must be >= 1, got 0"),
+    ({"proj_size": 12}, r"proj_size must be 0 \(none\) or in \[1, hidden_size=12\), got 12"),
+    ({"dropout": 1.0}, r"dropout must be in \[0, 1\), got 1.0"),
+])
+def test_bad_arguments(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        softmax_lm(**kwargs)
+
+
+def test_sampled_head_eval_loss_equals_full_softmax_of_the_same_weights(gen):
+    full = softmax_lm().eval()
+    torch.manual_seed(0)
+    sampled = LSTMLanguageModel(
+        V,
+        lambda d, w: SampledSoftmaxHead(d, V, sampler=UniformSampler(V), num_samples=5, bias=True),
+        embedding_dim=8, hidden_size=12, num_layers=2,
+    )
+    sampled.load_state_dict(full.state_dict(), strict=False)
+    sampled.head.weight.data.copy_(full.head.weight)
+    sampled.head.bias.data.copy_(full.head.bias)
+    sampled.eval()
+    x = torch.randint(0, V, (4, 7), generator=gen)
+    y = torch.randint(0, V, (4, 7), generator=gen)
+    y[0, :3] = -100  # padding positions are ignored by both
+    torch.testing.assert_close(sampled(x, labels=y)["loss"], full(x, labels=y)["loss"])
+
+
+def test_token_rate_excludes_evaluation_time(monkeypatch):
+    clock = iter([0.0, 1.0, 5.0])  # forwards at t=0, 1 and 5; 3 s of evaluation between the last two
+    monkeypatch.setattr(lstm_lm, "time", SimpleNamespace(perf_counter=lambda: next(clock)))
+    rate = TokenRate()
+    rate.exclude(100.0)  # before the first forward: nothing to take out
+    rate.update(10)
+    rate.update(10)
+    rate.exclude(3.0)
+    rate.update(7)
+    assert rate.total_tokens == 27
+    assert rate.tokens_per_second == pytest.approx(20 / (5.0 - 3.0))
+
+
+def test_padding_only_batch_gives_a_zero_loss_with_zero_gradients(gen):
+    model = softmax_lm()
+    x = torch.randint(0, V, (2, 4), generator=gen)
+    loss = model(x, labels=torch.full((2, 4), -100))["loss"]
+    loss.backward()
+    assert loss.item() == 0.0
+    assert all(p.grad is not None and not p.grad.any() for p in model.parameters())
