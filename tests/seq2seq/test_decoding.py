@@ -1,0 +1,114 @@
+"""Beam search: cache == recompute, beam 1 == greedy, exhaustive beam == brute force, sparse top-k."""
+
+import itertools
+import math
+
+import pytest
+import torch
+
+from softmax_zoo.models.decoding import DecodeConfig, beam_search, blocked_ngram_tokens, length_penalty, sparse_topk
+
+from .tiny import CLS, MASK, PAD, SEP, WORDS, step_log_probs, tiny_unilm
+
+SOURCES = [[4, 5, 6], [7], [6, 6, 4, 5, 7]]
+BANNED = (PAD, CLS, MASK)
+
+
+def _batch(sources):
+    width = max(len(s) for s in sources) + 2
+    ids = torch.zeros(len(sources), width, dtype=torch.long)
+    mask = torch.zeros_like(ids)
+    for i, s in enumerate(sources):
+        ids[i, : len(s) + 2] = torch.tensor([CLS, *s, SEP])
+        mask[i, : len(s) + 2] = 1
+    return ids, mask
+
+
+def _decode(model, sources, **kw):
+    ids, mask = _batch(sources)
+    return beam_search(model, ids, mask, DecodeConfig(banned=BANNED, **kw), mask_id=MASK, eos_id=SEP)
+
+
+def _allowed(logp):
+    logp = logp.clone()
+    logp[list(BANNED)] = -math.inf
+    return logp
+
+
+@torch.no_grad()
+def test_beam1_equals_greedy_recomputed_without_cache():
+    model = tiny_unilm(seed=1)
+    for source, out in zip(SOURCES, _decode(model, SOURCES, beam=1, max_len=8)):
+        greedy = []
+        for _ in range(7):  # max_len counts the end token
+            tok = int(_allowed(step_log_probs(model, source, greedy)).argmax())
+            if tok == SEP:
+                break
+            greedy.append(tok)
+        assert out == greedy
+
+
+@torch.no_grad()
+@pytest.mark.parametrize("alpha", [0.0, 1.0])
+def test_unpruned_beam_finds_brute_force_best(alpha):
+    model = tiny_unilm(seed=2)
+    max_len = 3
+    for source, out in zip(SOURCES, _decode(model, SOURCES, beam=16, max_len=max_len, length_penalty=alpha)):
+        best, best_score = None, -math.inf
+        prefix_logp = {
+            words: _allowed(step_log_probs(model, source, list(words)))
+            for n in range(max_len)
+            for words in itertools.product(WORDS, repeat=n)
+        }
+        for n in range(max_len):  # n words, then the end token
+            for words in itertools.product(WORDS, repeat=n):
+                seq = (*words, SEP)
+                score = sum(float(prefix_logp[seq[:t]][seq[t]]) for t in range(n + 1))
+                score /= length_penalty(n + 1, alpha)
+                if score > best_score:
+                    best, best_score = list(words), score
+        assert out == best
+
+
+@torch.no_grad()
+def test_sparse_decoding_never_leaves_the_step_top_k():
+    model = tiny_unilm(seed=3, vocab_size=30, hidden=16)
+    outs = _decode(model, SOURCES, beam=3, max_len=6, topk=2)
+    assert all(len(o) >= 2 for o in outs)
+    for source, out in zip(SOURCES, outs):
+        emitted = out if len(out) == 5 else [*out, SEP]  # at max_len the end is forced, not chosen
+        for t, tok in enumerate(emitted):
+            top2 = _allowed(step_log_probs(model, source, out[:t])).topk(2).indices.tolist()
+            assert tok in top2, (source, out, t, top2)
+
+
+@torch.no_grad()
+def test_min_len_max_len_and_ngram_blocking():
+    model = tiny_unilm(seed=4)
+    for out in _decode(model, SOURCES, beam=2, max_len=7, min_len=4, ngram_block=2):
+        assert 4 <= len(out) <= 6
+        bigrams = list(zip(out, out[1:]))
+        assert len(bigrams) == len(set(bigrams))
+
+
+def test_blocked_ngram_tokens_follows_unilm_rule():
+    assert blocked_ngram_tokens([4, 5, 6, 4, 5], 3, set()) == {6}
+    assert blocked_ngram_tokens([4, 5, 6, 4, 5], 3, {5}) == set()  # the tail holds an ignored token
+    assert blocked_ngram_tokens([4, 5, 4, 7, 4], 2, set()) == {5, 7}
+    assert blocked_ngram_tokens([4, 5, 4, 7, 4], 2, {7}) == {5}  # an ignored completion is allowed
+    assert blocked_ngram_tokens([4], 3, set()) == set()
+
+
+def test_sparse_topk_renormalises():
+    logp = torch.log_softmax(torch.tensor([[1.0, 3.0, 2.0, 0.0]]), -1)
+    out = sparse_topk(logp, 2)
+    torch.testing.assert_close(out.exp().sum(), torch.tensor(1.0))
+    assert torch.isinf(out[0, [0, 3]]).all()
+    torch.testing.assert_close(out[0, 1] - out[0, 2], torch.tensor(1.0))
+
+
+def test_decode_config_names_bad_values():
+    with pytest.raises(ValueError, match="beam must be >= 1, got 0"):
+        DecodeConfig(beam=0)
+    with pytest.raises(ValueError, match="topk must be >= 1 or None, got 0"):
+        DecodeConfig(topk=0)
