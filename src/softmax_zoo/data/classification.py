@@ -1,0 +1,197 @@
+"""Prepared classification data (``data/<task>/``) as torch datasets, with a padding collator.
+
+The prepared format (written by :mod:`softmax_zoo.data.prepare`): ``{train,validation,test}.jsonl``
+with ``{"text", "label"}`` (label = the label string) and ``meta.json`` with the ordered label
+list (index = class id), counts and sha256 of every file.
+
+Two dataset forms:
+
+- :class:`TokenizedDataset`: token ids per example (an encoder runs on every batch);
+- :class:`FeatureDataset`: one pooled feature vector per example, precomputed by a frozen encoder
+  (the cpu scale's English models; see :mod:`softmax_zoo.tasks.classification`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import random
+from collections import defaultdict
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+import torch
+
+from softmax_zoo.data.io import read_jsonl
+from softmax_zoo.data.tokenizers import CharTokenizer
+from softmax_zoo.data.writer import SPLITS
+
+
+def load_meta(data_dir: str | Path) -> dict[str, Any]:
+    """meta.json of a prepared classification folder (check it exists with ``tasks.base.require_prepared``).
+
+    Raises:
+        ValueError: the folder is not a classification dataset with a label list.
+    """
+    path = Path(data_dir) / "meta.json"
+    meta = json.loads(path.read_text(encoding="utf-8"))
+    if meta.get("kind") != "classification" or not meta.get("labels"):
+        raise ValueError(f"{path}: expected a classification dataset with a label list, got kind={meta.get('kind')!r}")
+    return meta
+
+
+def data_fingerprint(meta: dict[str, Any]) -> str:
+    """Short sha256 over the sha256 of every prepared file: names one exact version of the data."""
+    files = meta.get("outputs_sha256") or meta.get("raw_sha256") or {}
+    blob = json.dumps(files, sort_keys=True).encode()
+    return hashlib.sha256(blob).hexdigest()[:16]
+
+
+def read_split(data_dir: str | Path, split: str, labels: Sequence[str]) -> tuple[list[str], list[int]]:
+    """Texts and class ids of one split; a label missing from ``labels`` raises ``ValueError``."""
+    if split not in SPLITS:
+        raise ValueError(f"split must be one of {SPLITS}, got {split!r}")
+    path = Path(data_dir) / f"{split}.jsonl"
+    if not path.is_file():
+        raise FileNotFoundError(f"{path} is missing: the prepared folder {data_dir} has no {split!r} split")
+    index = {label: i for i, label in enumerate(labels)}
+    texts, ids = [], []
+    for lineno, ex in read_jsonl(path):
+        if ex.get("label") not in index:
+            raise ValueError(f"{path}:{lineno}: label {ex.get('label')!r} is not in meta.json's {len(index)} labels")
+        texts.append(ex["text"])
+        ids.append(index[ex["label"]])
+    return texts, ids
+
+
+def stratified_subset(labels: Sequence[int], size: int | float, seed: int) -> list[int]:
+    """Indices of a class-stratified random sample, the same for the same (labels, size, seed).
+
+    Each class keeps ``round(size_fraction · n_c)`` of its ``n_c`` examples, at least one, so no
+    class present in ``labels`` disappears. Indices are returned sorted (original order kept).
+
+    Args:
+        labels: (N,) class id of each example.
+        size: examples to keep: an int in [1, N], or a fraction in (0, 1].
+        seed: sampling seed (independent of the global torch/python random state).
+    """
+    n = len(labels)
+    if isinstance(size, float):
+        if not 0.0 < size <= 1.0:
+            raise ValueError(f"subset fraction must be in (0, 1], got {size}")
+        fraction = size
+    else:
+        if not 1 <= size <= n:
+            raise ValueError(f"subset size must be in [1, {n}], got {size}")
+        fraction = size / n
+    by_class: dict[int, list[int]] = defaultdict(list)
+    for i, c in enumerate(labels):
+        by_class[c].append(i)
+    rng = random.Random(seed)
+    keep = []
+    for c in sorted(by_class):
+        members = by_class[c]
+        k = max(1, round(fraction * len(members)))
+        keep.extend(rng.sample(members, k))
+    return sorted(keep)
+
+
+def tokenize(texts: Sequence[str], tokenizer: Any, max_length: int) -> list[list[int]]:
+    """Token ids of each text, [CLS]/[SEP] included, truncated to ``max_length``.
+
+    Args:
+        tokenizer: a :class:`~softmax_zoo.data.tokenizers.CharTokenizer` or a transformers tokenizer.
+    """
+    if max_length < 3:
+        raise ValueError(f"max_length must be >= 3, got {max_length}")
+    if isinstance(tokenizer, CharTokenizer):
+        return [tokenizer.encode(t, max_length=max_length) for t in texts]
+    return tokenizer(list(texts), truncation=True, max_length=max_length)["input_ids"]
+
+
+def pad_id_of(tokenizer: Any) -> int:
+    """The padding id of a char or transformers tokenizer."""
+    pad = tokenizer.pad_id if isinstance(tokenizer, CharTokenizer) else tokenizer.pad_token_id
+    if pad is None:
+        raise ValueError(f"tokenizer {type(tokenizer).__name__} has no padding token")
+    return pad
+
+
+class TokenizedDataset(torch.utils.data.Dataset):
+    """Examples ``{"input_ids": list[int], "labels": int}``.
+
+    Args:
+        input_ids: token ids per example (already truncated).
+        labels: class id per example.
+    """
+
+    def __init__(self, input_ids: Sequence[Sequence[int]], labels: Sequence[int]) -> None:
+        if len(input_ids) != len(labels):
+            raise ValueError(f"{len(input_ids)} token sequences but {len(labels)} labels")
+        self.input_ids = [list(ids) for ids in input_ids]
+        self.labels = list(labels)
+
+    def __len__(self) -> int:
+        return len(self.labels)
+
+    def __getitem__(self, i: int) -> dict[str, Any]:
+        return {"input_ids": self.input_ids[i], "labels": self.labels[i]}
+
+
+class FeatureDataset(torch.utils.data.Dataset):
+    """Examples ``{"features": (d,) tensor, "labels": int}`` of precomputed pooled features.
+
+    Args:
+        features: (N, d) pooled encoder outputs.
+        labels: (N,) class ids.
+    """
+
+    def __init__(self, features: torch.Tensor, labels: Sequence[int]) -> None:
+        if features.dim() != 2 or features.shape[0] != len(labels):
+            raise ValueError(f"features must be (N, d) with N = {len(labels)} labels, got {tuple(features.shape)}")
+        self.features = features
+        self.labels = list(labels)
+
+    def __len__(self) -> int:
+        return len(self.labels)
+
+    def __getitem__(self, i: int) -> dict[str, Any]:
+        return {"features": self.features[i], "labels": self.labels[i]}
+
+
+class ClassificationCollator:
+    """List of examples -> batch of tensors.
+
+    Token examples give ``input_ids`` (B, T) right-padded with ``pad_id`` to the longest in the
+    batch, ``attention_mask`` (B, T) and ``labels`` (B,); feature examples give ``features`` (B, d)
+    and ``labels`` (B,).
+
+    Args:
+        pad_id: padding token id.
+    """
+
+    def __init__(self, pad_id: int = 0) -> None:
+        self.pad_id = pad_id
+
+    def __call__(self, examples: list[dict[str, Any]]) -> dict[str, torch.Tensor]:
+        if not examples:
+            raise ValueError("cannot collate an empty batch")
+        labels = torch.tensor([ex["labels"] for ex in examples], dtype=torch.long)
+        if "features" in examples[0]:
+            return {"features": torch.stack([ex["features"] for ex in examples]), "labels": labels}
+        longest = max(len(ex["input_ids"]) for ex in examples)
+        input_ids = torch.full((len(examples), longest), self.pad_id, dtype=torch.long)
+        attention_mask = torch.zeros((len(examples), longest), dtype=torch.long)
+        for row, ex in enumerate(examples):
+            ids = ex["input_ids"]
+            input_ids[row, : len(ids)] = torch.tensor(ids, dtype=torch.long)
+            attention_mask[row, : len(ids)] = 1
+        return {"input_ids": input_ids, "attention_mask": attention_mask, "labels": labels}
+
+
+def batches(dataset: torch.utils.data.Dataset, collator: Callable, batch_size: int):
+    """Yield collated batches of ``dataset`` in order (evaluation and feature caching)."""
+    if batch_size < 1:
+        raise ValueError(f"batch_size must be >= 1, got {batch_size}")
+    for start in range(0, len(dataset), batch_size):
+        yield collator([dataset[i] for i in range(start, min(start + batch_size, len(dataset)))])

@@ -1,0 +1,251 @@
+"""Text classification (WoS-46985, OOS-eval/CLINC150, IFLYTEK): ``task=<name>`` in configs/task/.
+
+Sparse-softmax paper (Sun et al. 2021), Sec. 4.1 and Fig. 1-2: an encoder + output layer trained
+with full softmax or sparse-softmax (top-k), reported as micro-F1 (= accuracy, single-label).
+
+:func:`build_task` reads ``data/<task>/`` (:mod:`softmax_zoo.data.classification`), builds the
+head of ``cfg.loss`` first (a bad head setting such as k > num_classes fails before anything
+expensive), then the tokenizer, the encoder of ``cfg.model`` and the datasets. With
+``model.cache_features=true`` the frozen encoder runs once over every split and the pooled
+vectors are cached in ``<task.data_dir>/features/`` under a key of the data's sha256, the model
+and the tokenisation, so that every later run (seed, loss, k) only trains the layers on top.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+import hydra
+import torch
+from omegaconf import DictConfig
+from torch import nn
+
+from ..data.classification import (
+    SPLITS,
+    ClassificationCollator,
+    FeatureDataset,
+    TokenizedDataset,
+    batches,
+    data_fingerprint,
+    load_meta,
+    pad_id_of,
+    read_split,
+    stratified_subset,
+    tokenize,
+)
+from ..data.tokenizers import CharTokenizer
+from ..data.writer import CHAR_VOCAB_FILE
+from ..metrics import macro_f1, micro_f1
+from ..models import build_head
+from ..models.classifier import TextClassifier, build_encoder, freeze_lower, pooled_features, resolve_pretrained
+from .base import Task, require_prepared, split_prefix
+
+log = logging.getLogger(__name__)
+MODEL_CHOICES = "minilm, bert, bert_chinese, char_transformer, tiny_bert"
+ENCODE_BATCH = 128  # examples per forward pass when caching features (sorted by length)
+
+
+def _check_model_cfg(model_cfg: DictConfig) -> None:
+    if "pretrained" not in model_cfg:
+        raise ValueError(
+            f"classification needs a text-encoder model config (model={MODEL_CHOICES}); "
+            f"got one with keys {sorted(model_cfg.keys())}"
+        )
+    if model_cfg.cache_features and not model_cfg.pretrained:
+        raise ValueError("model.cache_features=true needs a pretrained encoder (model.pretrained); a model from scratch must be trained")
+    if model_cfg.cache_features and model_cfg.freeze_layers is not None:
+        raise ValueError(
+            f"model.cache_features=true freezes the whole encoder; leave model.freeze_layers null, got {model_cfg.freeze_layers}"
+        )
+
+
+def hidden_size(model_cfg: DictConfig) -> int:
+    """The encoder's output size d, read from the checkpoint's config (no weights loaded)."""
+    if model_cfg.pretrained:
+        from transformers import AutoConfig
+
+        return AutoConfig.from_pretrained(resolve_pretrained(model_cfg.pretrained)).hidden_size
+    return int(model_cfg.bert_config.hidden_size)
+
+
+def load_tokenizer(model_cfg: DictConfig, data_dir: Path, train_texts: list[str]) -> Any:
+    """``model.tokenizer``: "char" -> the prepared char_vocab.txt (else built from ``train_texts``);
+    otherwise a transformers tokenizer by hub id, local folder or "minilm"."""
+    if model_cfg.tokenizer == "char":
+        vocab = data_dir / CHAR_VOCAB_FILE
+        return CharTokenizer.load(vocab) if vocab.is_file() else CharTokenizer.build(train_texts)
+    from transformers import AutoTokenizer
+
+    return AutoTokenizer.from_pretrained(resolve_pretrained(model_cfg.tokenizer))
+
+
+def _cache_key(meta: dict, model_cfg: DictConfig, max_length: int) -> str:
+    what = {
+        "data": data_fingerprint(meta),
+        "pretrained": model_cfg.pretrained,
+        "tokenizer": model_cfg.tokenizer,
+        "pooling": model_cfg.pooling,
+        "max_length": max_length,
+    }
+    return hashlib.sha256(json.dumps(what, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def _encode(encoder: nn.Module, ids: list[list[int]], pad_id: int, pooling: str) -> torch.Tensor:
+    """Pooled features (N, d) of token sequences, run in length-sorted batches (less padding)."""
+    order = sorted(range(len(ids)), key=lambda i: len(ids[i]))
+    ds = TokenizedDataset([ids[i] for i in order], [0] * len(ids))
+    feats = pooled_features(encoder, batches(ds, ClassificationCollator(pad_id), ENCODE_BATCH), pooling)
+    out = torch.empty_like(feats)
+    out[torch.tensor(order)] = feats  # back to the original order
+    return out
+
+
+def cached_features(
+    path: Path, encoder_fn, ids: dict[str, list[list[int]]], pad_id: int, pooling: str
+) -> tuple[dict[str, torch.Tensor], dict[str, Any]]:
+    """Load ``path`` or compute every split's pooled features with ``encoder_fn()`` and save them atomically."""
+    if path.is_file():
+        feats = torch.load(path, weights_only=True)
+        if set(feats) == set(ids) and all(len(feats[s]) == len(ids[s]) for s in ids):
+            return feats, {"path": str(path), "hit": True}
+        log.warning("feature cache %s does not match the data; recomputing", path)
+    t0 = time.perf_counter()
+    encoder = encoder_fn()
+    feats = {split: _encode(encoder, split_ids, pad_id, pooling) for split, split_ids in ids.items()}
+    seconds = time.perf_counter() - t0
+    n = sum(len(v) for v in ids.values())
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    torch.save(feats, tmp)
+    os.replace(tmp, path)
+    log.info("cached %d pooled features in %s (%.1f s, %.0f examples/s)", n, path, seconds, n / seconds)
+    return feats, {"path": str(path), "hit": False, "encode_s": seconds, "encode_examples_per_s": n / seconds}
+
+
+def make_evaluate(collator: ClassificationCollator, batch_size: int, oos_id: int | None = None):
+    """``evaluate(model, split, dataset)`` -> ``{"<split>/micro_f1", "<split>/macro_f1", "<split>/loss"}``.
+
+    Predictions use the head's own rule (``head.predict``: top-k for sparse-softmax); the loss
+    is the head's training loss on the split, averaged over examples. With ``oos_id`` (OOS-eval's
+    out-of-scope class) also Larson et al. 2019's ``<split>/in_scope_accuracy`` (rows whose gold
+    is not out-of-scope) and ``<split>/oos_recall``.
+    """
+
+    @torch.no_grad()
+    def evaluate(model: TextClassifier, split: str, dataset: torch.utils.data.Dataset) -> dict[str, float]:
+        was_training = model.training
+        model.eval()
+        device = next(model.parameters()).device
+        preds, golds, loss_sum = [], [], 0.0
+        for batch in batches(dataset, collator, batch_size):
+            batch = {k: v.to(device) for k, v in batch.items()}
+            gold = batch.pop("labels")
+            hidden = model.hidden(**batch)
+            loss_sum += model.head(hidden, gold).item() * len(gold)
+            preds.append(model.head.predict(hidden).cpu())
+            golds.append(gold.cpu())
+        model.train(was_training)
+        pred, gold = torch.cat(preds), torch.cat(golds)
+        p = split_prefix(split)
+        metrics = {
+            f"{p}/micro_f1": micro_f1(pred, gold),
+            f"{p}/macro_f1": macro_f1(pred, gold, model.head.num_classes),
+            f"{p}/loss": loss_sum / len(gold),
+        }
+        if oos_id is not None:
+            oos = gold == oos_id
+            if (~oos).any():
+                metrics[f"{p}/in_scope_accuracy"] = micro_f1(pred[~oos], gold[~oos])
+            if oos.any():
+                metrics[f"{p}/oos_recall"] = micro_f1(pred[oos], gold[oos])
+        return metrics
+
+    return evaluate
+
+
+def build_task(cfg: DictConfig) -> Task:
+    """The classification task of ``cfg.task`` with the encoder of ``cfg.model`` and the head of ``cfg.loss``.
+
+    Raises:
+        FileNotFoundError: the data were not prepared (the message gives the command).
+        ValueError: a bad model or head setting (e.g. sparse-softmax k > number of classes).
+    """
+    t, m = cfg.task, cfg.model
+    _check_model_cfg(m)
+    data_dir = require_prepared(
+        hydra.utils.to_absolute_path(t.data_dir), t.name, ("meta.json", *(f"{s}.jsonl" for s in SPLITS))
+    )
+    meta = load_meta(data_dir)
+    labels = list(meta["labels"])
+    num_classes = len(labels)
+    oos_label = t.get("oos_label")
+    if oos_label is not None and oos_label not in labels:
+        raise ValueError(
+            f"task.oos_label {oos_label!r} is not one of the {num_classes} labels of {data_dir}/meta.json "
+            "(data prepared without an out-of-scope class need task.oos_label=null)"
+        )
+    oos_id = None if oos_label is None else labels.index(oos_label)
+
+    texts, gold = {}, {}
+    for split in SPLITS:
+        texts[split], gold[split] = read_split(data_dir, split, labels)
+    n_train_all = len(gold["train"])
+    if t.train_subset is not None:
+        keep = stratified_subset(gold["train"], t.train_subset, t.subset_seed)
+        texts["train"] = [texts["train"][i] for i in keep]
+        gold["train"] = [gold["train"][i] for i in keep]
+    counts = torch.bincount(torch.tensor(gold["train"]), minlength=num_classes)
+
+    d = hidden_size(m)
+    head = build_head(cfg.loss, d, num_classes, class_counts=counts)  # bad head settings fail here, before encoding
+
+    tokenizer = load_tokenizer(m, data_dir, texts["train"])
+    pad_id = pad_id_of(tokenizer)
+    ids = {split: tokenize(texts[split], tokenizer, t.max_length) for split in SPLITS}
+    vocab_size = len(tokenizer)
+    info: dict[str, Any] = {
+        "num_classes": num_classes,
+        "examples": {s: len(gold[s]) for s in SPLITS},
+        "train_examples_before_subset": n_train_all,
+        "train_classes_seen": int((counts > 0).sum()),
+        "max_length": t.max_length,
+        "tokenizer": m.tokenizer,
+        "vocab_size": vocab_size,
+        "at_max_length": {s: sum(len(x) >= t.max_length for x in ids[s]) for s in SPLITS},
+        "mean_tokens": {s: sum(map(len, ids[s])) / max(1, len(ids[s])) for s in SPLITS},
+    }
+
+    collator = ClassificationCollator(pad_id)
+    encoder, freeze_all = None, False
+    if m.cache_features:
+        path = Path(hydra.utils.to_absolute_path(t.feature_cache_dir)) / f"{t.name}_{_cache_key(meta, m, t.max_length)}.pt"
+        feats, info["feature_cache"] = cached_features(
+            path, lambda: build_encoder(m, vocab_size, pad_id), ids, pad_id, m.pooling
+        )
+        datasets = {s: FeatureDataset(feats[s], gold[s]) for s in SPLITS}
+    else:
+        datasets = {s: TokenizedDataset(ids[s], gold[s]) for s in SPLITS}
+        encoder = build_encoder(m, vocab_size, pad_id)
+        if m.freeze_layers is not None:
+            freeze_lower(encoder, m.freeze_layers)
+            freeze_all = m.freeze_layers == len(encoder.encoder.layer)
+    model = TextClassifier(
+        head, encoder, pooling=m.pooling, dropout=m.dropout, mlp_layers=m.mlp_layers, freeze_encoder=freeze_all
+    )
+    info["trainable_parameters"] = sum(p.numel() for p in model.parameters() if p.requires_grad)
+    info["train_subset"] = t.train_subset
+    return Task(
+        model=model,
+        train_dataset=datasets["train"],
+        eval_datasets={"validation": datasets["validation"], "test": datasets["test"]},
+        collator=collator,
+        evaluate=make_evaluate(collator, cfg.train.eval_batch_size, oos_id),
+        data_meta=meta,
+        info=info,
+    )

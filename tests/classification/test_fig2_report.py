@@ -1,0 +1,99 @@
+"""The Fig. 1/Fig. 2 report on hand-made records: means, intervals, best k, plots and claims."""
+
+from __future__ import annotations
+
+import pytest
+
+from softmax_zoo import results
+from softmax_zoo.reports import fig2
+
+SEEDS = (0, 1, 2)
+# test micro-F1 per (loss, k) and seed: softmax 50/52/54 -> 52.0 ± 5.0; sparse k=20 60/61/62 -> 61.0 ± 2.5
+F1 = {
+    ("softmax", None): (0.50, 0.52, 0.54),
+    ("sparse", 5): (0.40, 0.41, 0.42),
+    ("sparse", 20): (0.60, 0.61, 0.62),
+    ("sparse", 100): (0.55, 0.56, 0.57),
+}
+
+
+def record(kind: str, k: int | None, seed: int, f1: float) -> dict:
+    loss = {"_target_": "softmax_zoo.losses.SoftmaxHead"} if kind == "softmax" else {
+        "_target_": "softmax_zoo.losses.SparseSoftmaxHead", "k": k}
+    name = f"iflytek_cpu_{kind}{'' if k is None else f'_k{k}'}_seed{seed}"
+    return {
+        "experiment": "fig2_iflytek",
+        "run_name": name,
+        "seed": seed,
+        "config": {
+            "loss": loss,
+            "task": {"name": "iflytek", "max_length": 64},
+            "model": {"name": "char_transformer", "pretrained": None, "cache_features": False, "mlp_layers": 0},
+            "train": {"epochs": 3, "batch_size": 32, "lr": 0.003},
+            "scale": {"name": "cpu"},
+        },
+        "metrics": {"test/micro_f1": f1, "val/micro_f1": f1 - 0.01, "test/macro_f1": f1 / 2},
+        "train_loss": {"step": [1, 2, 3, 4], "loss": [4.0, 3.0 - seed * 0.1, 2.5, 2.0]},
+        "history": [{"epoch": 1.0, "val/micro_f1": f1 - 0.1}, {"epoch": 2.0, "val/micro_f1": f1 - 0.01}],
+        "timing": {"train_s": 10.0, "wall_s": 12.0, "train_examples_per_s": 100.0},
+        "task_info": {"examples": {"train": 3024}, "num_classes": 119},
+        "command": f"python -m softmax_zoo.train {'' if k is None else f'loss.k={k} '}seed={seed} experiment=fig2_iflytek"
+        f"{'_softmax' if k is None else ''} scale=cpu",
+    }
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    tmp_path = tmp_path_factory.mktemp("fig2")
+    for (kind, k), values in F1.items():
+        for seed, f1 in zip(SEEDS, values):
+            results.write_record(record(kind, k, seed, f1), results.runs_dir(tmp_path))
+    fig2.build(tmp_path)
+    return tmp_path
+
+
+def test_table_has_means_intervals_and_the_paper_number(built):
+    text = (built / "fig2.md").read_text()
+    # the per-job command lines of the records, gathered back into the two multirun commands
+    assert "    python -m softmax_zoo.train -m experiment=fig2_iflytek scale=cpu loss.k=5,20,100 seed=0,1,2\n" in text
+    assert "    python -m softmax_zoo.train -m experiment=fig2_iflytek_softmax scale=cpu seed=0,1,2\n" in text
+    rows = {line.split("|")[1].strip() + line.split("|")[2].strip(): line for line in text.splitlines() if line.startswith("| ")}
+    assert "52.0 ± 5.0 (n=3)" in rows["softmax—"]  # t(0.975, 2) * 2 / sqrt(3) = 4.97
+    assert "61.0 ± 2.5 (n=3)" in rows["sparse-softmax20"] and "60.7 (best k)" in rows["sparse-softmax20"]
+    assert "60.0 ± 2.5 (n=3)" in rows["sparse-softmax20"]  # validation column
+    assert "—" in rows["sparse-softmax5"].split("|")[-2]  # no paper number for k=5
+    assert "The best sparse k is 20 (61.0)" in text
+    assert "wholly above the softmax interval: k=[20]; wholly below it: k=[5]" in text  # k=100: 56 ± 2.5 overlaps
+    assert "- IFLYTEK: faster/smoother convergence at k=20 (Fig. 1): faster: yes" in text
+    assert "k=20 had the best mean on IFLYTEK (best means: IFLYTEK k=20)" in text
+
+
+def test_plots_are_written(built):
+    for name in ("fig2.png", "fig1.png"):
+        data = (built / name).read_bytes()
+        assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 5000
+
+
+def test_claims_rows(built):
+    claims = results.read_claims(built / "claims.md")
+    assert claims["fig2-k20-best-iflytek"]["verdict"] == "supported"
+    robust = claims["fig2-robust-k-iflytek"]
+    assert robust["ours"] == "test micro-F1 spread of the means over k=5..100: 20.0 points; k below the softmax baseline: [5]"
+    assert robust["verdict"].startswith("not supported")
+    assert claims["fig2-iflytek-f1"]["paper"] == "60.7" and claims["fig2-iflytek-f1"]["ours"].startswith("61.0")
+    fig1 = claims["fig1-convergence-iflytek"]
+    assert "after epoch 1: softmax 42.0, sparse 51.0" in fig1["ours"]  # mean f1 - 10 points
+    # 51 ± 2.5 lies above 42 ± 5.0; the curves are the same, so their jitter does not differ
+    assert fig1["verdict"].startswith("faster: yes; smoother: no difference within the 95% intervals")
+
+
+def test_mean_curve_averages_seeds_step_by_step():
+    runs = [record("softmax", None, s, 0.5) for s in SEEDS]
+    steps, loss = fig2.mean_curve(runs)
+    assert steps.tolist() == [1, 2, 3, 4]
+    assert loss.tolist() == pytest.approx([4.0, 2.9, 2.5, 2.0])
+
+
+def test_no_records_says_what_to_run(tmp_path):
+    with pytest.raises(FileNotFoundError, match="make reproduce-fig2"):
+        fig2.build(tmp_path)

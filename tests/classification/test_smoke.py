@@ -1,0 +1,44 @@
+"""`python -m softmax_zoo.train task=<t> loss=<head> scale=smoke` on generated data writes a valid record.
+
+Run in-process through the engine (the same code path as the command line). Every task runs with
+the full softmax and every head runs on clinc_oos in the fast suite; the rest of the
+task x head grid is marked slow.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+
+from softmax_zoo import engine
+
+from .conftest import NUM_CLASSES, TASKS, compose
+
+HEADS = ["softmax", "stable_softmax", "sparse_softmax", "adaptive_softmax", "sampled_softmax"]
+GRID = [
+    pytest.param(task, head, marks=[] if task == "clinc_oos" or head == "softmax" else [pytest.mark.slow])
+    for task in TASKS
+    for head in HEADS
+]
+
+
+@pytest.mark.parametrize("task,head", GRID)
+def test_smoke_run_writes_a_record(data_root, tmp_path, task, head):
+    record = engine.run(compose(data_root, tmp_path, task, f"loss={head}", "experiment_name=smoke"))
+    path = tmp_path / "runs" / "smoke" / f"{record['run_name']}.json"
+    assert path.is_file()
+    saved = json.loads(path.read_text())
+    assert saved["run_name"] == f"{task}_tiny_bert_{head}_smoke_seed0"
+    m = saved["metrics"]
+    for p in ("val", "test"):
+        assert 0.0 <= m[f"{p}/micro_f1"] <= 1.0 and 0.0 <= m[f"{p}/macro_f1"] <= 1.0
+        assert math.isfinite(m[f"{p}/loss"]) and m[f"{p}/loss"] > 0
+    assert saved["train_loss"]["step"] == [1, 2] and all(math.isfinite(x) for x in saved["train_loss"]["loss"])
+    assert saved["task_info"]["num_classes"] == NUM_CLASSES
+    assert saved["data"]["outputs_sha256"]["train.jsonl"] == json.loads(
+        (data_root / task / "meta.json").read_text()
+    )["outputs_sha256"]["train.jsonl"]
+    assert saved["timing"]["train_examples_per_s"] > 0
+    assert saved["config"]["loss"]["_target_"].rsplit(".", 1)[-1].lower().startswith(head.split("_")[0])
