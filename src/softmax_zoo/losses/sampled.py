@@ -1,3 +1,143 @@
-"""PLACEHOLDER being written now; replaced before anything lands."""
-def SampledSoftmaxHead(*a, **k):
-    raise NotImplementedError
+"""Sampled softmax: train on the target and m sampled classes (Blanc & Rendle 2018, section 2).
+
+For a row with hidden state h, target t and logits o_j = h·w_j (+ b_j if the head has a bias),
+m negatives s_1..s_m are drawn with replacement from q̃ = the sampler's q restricted to the classes
+other than t and renormalised (q̃_j = q_j / (1 − q_t)). The loss is the cross-entropy over the
+m + 1 candidates, target first::
+
+    ô_t = o_t,    ô_k = o_{s_k} − ln(m·q̃_{s_k})   (k = 1..m),
+    loss = logsumexp(ô_t, ô_1, .., ô_m) − ô_t.
+
+Relation to the paper's notation (section 2): the paper trains on the positive class y and m
+negatives drawn with replacement from q over the other classes, with adjusted logits
+o'_y = o_y and o'_j = o_j − ln(m·q_j) for the sampled j, and shows that the gradient of this
+sampled softmax is unbiased only when q_j ∝ exp(o_j). Our q̃ is its q (the sampler's q with the
+target taken out and renormalised), ô is its o'. With the exact softmax sampler
+(:class:`SoftmaxSampler`) every negative's corrected logit equals ln(Z_{−t}/m), their exp-sum is
+Z_{−t} = Σ_{j≠t} exp(o_j), so the sampled loss equals the full cross-entropy for every draw and
+every m, and the expected gradient equals the full gradient (the tests check both).
+
+Relation to TensorFlow's ``tf.nn.sampled_softmax_loss`` (defaults: log-uniform candidate sampler,
+``unique=True``, ``remove_accidental_hits=True``): TensorFlow draws the negatives from q itself,
+without replacement, so the target may be among them; it subtracts the log of each class's
+expected count (m·q with replacement, 1 − (1 − q)^m for unique draws) from the sampled logits
+*and* from the target's logit, and masks accidental hits (negatives equal to the target) with a
+large negative logit. Here the target is excluded when sampling instead of masked afterwards (all
+m negatives count), draws are with replacement, and the target's logit is left uncorrected: the
+form in which the oracle statement above is exact.
+
+Gradients flow to ``hidden`` and to the rows of the weight (and bias) of the target and the
+drawn negatives only; the sampler runs under ``torch.no_grad``. In eval mode (``head.eval()``)
+the loss and ``log_probs`` are the full softmax, so evaluation numbers compare across heads.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.nn.functional as F
+
+from ._core import check_target_range, reduce_loss
+from .head import LinearHead
+from .samplers import Sampler
+from .softmax import softmax_cross_entropy
+
+
+class SampledSoftmaxHead(LinearHead):
+    """Output head trained with sampled softmax (see the module docstring for the loss).
+
+    Args:
+        in_features: d.
+        num_classes: C.
+        sampler: a :class:`~softmax_zoo.losses.samplers.Sampler` (``UniformSampler``,
+            ``UnigramSampler``, ``QuadraticKernelSampler``, ``SoftmaxSampler``); one built for a
+            fixed number of classes must be built for C.
+        num_samples: m negatives per row, 1 <= m < C (for m >= C use the full softmax).
+        weight: optional tied (C, d) weight (see :class:`LinearHead`).
+        bias: add a learnt (C,) bias (default False, as in the paper). With a bias the sampled
+            logits are h·w_j + b_j, the same logits the eval-mode softmax uses; the exact
+            ``SoftmaxSampler`` includes it in q, the kernel sampler ignores it (its kernel is on
+            h·w), uniform and unigram do not look at logits.
+        ignore_index: rows with this target contribute nothing (and draw nothing).
+        reduction: "mean" over non-ignored rows, "sum" or "none".
+
+    Stateful samplers (the kernel tree) are refreshed from the weight before sampling whenever
+    the weight changed since the last refresh, detected by the weight's in-place version counter
+    (``weight._version``, which every optimizer step bumps): once per training step, and again
+    only if the weight is modified in between.
+    """
+
+    def __init__(
+        self,
+        in_features: int,
+        num_classes: int,
+        *,
+        sampler: Sampler,
+        num_samples: int,
+        weight: torch.Tensor | None = None,
+        bias: bool = False,
+        **kwargs,
+    ) -> None:
+        super().__init__(in_features, num_classes, weight=weight, bias=bias, **kwargs)
+        if not 1 <= num_samples < num_classes:
+            raise ValueError(
+                f"num_samples must be in [1, num_classes) = [1, {num_classes}), got {num_samples}; "
+                "for num_samples >= num_classes use the full softmax (SoftmaxHead)"
+            )
+        if sampler.num_classes is not None and sampler.num_classes != num_classes:
+            raise ValueError(
+                f"the sampler is built for {sampler.num_classes} classes but the head has {num_classes}"
+            )
+        self.sampler = sampler
+        self.num_samples = num_samples
+        self._refreshed_at: tuple[int, int] | None = None  # (data_ptr, _version) of the last refresh
+
+    def loss_from_logits(self, logits: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+        """Eval mode: the full softmax cross-entropy."""
+        return softmax_cross_entropy(logits, target, ignore_index=self.ignore_index, reduction=self.reduction)
+
+    def refresh_sampler(self) -> None:
+        """Refresh the sampler from the weight if the weight changed since the last refresh."""
+        stamp = (self.weight.data_ptr(), self.weight._version)
+        if stamp != self._refreshed_at:
+            self.sampler.refresh(self.weight.detach())
+            self._refreshed_at = stamp
+
+    def forward(self, hidden: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+        if not self.training:
+            return super().forward(hidden, target)
+        self.check_hidden(hidden, self.weight)
+        h = hidden.reshape(-1, self.in_features)  # (..., d) -> (N, d)
+        t = target.reshape(-1)  # (...) -> (N,)
+        if t.shape[0] != h.shape[0]:
+            raise ValueError(f"target has {t.shape[0]} elements but hidden has {h.shape[0]} rows")
+        if t.dtype not in (torch.int64, torch.int32):
+            raise ValueError(f"target must be an integer tensor, got {t.dtype}")
+        keep = check_target_range(t, self.num_classes, self.ignore_index)
+        h_k, t_k = h[keep], t[keep].long()  # (n, d), (n,): rows that count
+        self.refresh_sampler()
+        if t_k.numel() == 0:  # every row ignored: nothing to draw
+            neg, log_q = t_k.new_zeros(0, self.num_samples), h_k.new_zeros(0, self.num_samples)
+        else:
+            with torch.no_grad():
+                neg, log_q = self.sampler.sample(
+                    h_k.detach(), self.weight.detach(), self.num_samples, exclude=t_k,
+                    bias=None if self.bias is None else self.bias.detach(),
+                )  # (n, m) ids, (n, m) log q̃
+        cand = torch.cat([t_k[:, None], neg], dim=1)  # (n, 1 + m), target first
+        w = F.embedding(cand, self.weight)  # (n, 1 + m, d): gradient to these rows only
+        logits = torch.bmm(w, h_k[:, :, None])[..., 0]  # (n, 1 + m)
+        if self.bias is not None:
+            logits = logits + self.bias[cand]
+        correction = log_q.to(logits.dtype) + math.log(self.num_samples)  # ln(m·q̃)
+        logits = torch.cat([logits[:, :1], logits[:, 1:] - correction], dim=1)
+        if logits.dtype in (torch.float16, torch.bfloat16):
+            logits = logits.float()  # normalised in float32 (logsumexp subtracts the max)
+        row_loss = torch.logsumexp(logits, dim=1) - logits[:, 0]  # (n,)
+        loss = row_loss.new_zeros(t.shape[0]).masked_scatter(keep, row_loss)  # (N,), 0 at ignored rows
+        loss = reduce_loss(loss, keep, self.reduction)
+        return loss.reshape(target.shape) if self.reduction == "none" else loss
+
+    def extra_repr(self) -> str:
+        return super().extra_repr() + f", num_samples={self.num_samples}, sampler={type(self.sampler).__name__}"

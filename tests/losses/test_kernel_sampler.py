@@ -1,0 +1,142 @@
+"""QuadraticKernelSampler: the tree draws from q ∝ α(h·w)² + 1 (and q̃ without the target),
+log_q is exact, an incremental refresh equals a rebuild, bad arguments raise."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from softmax_zoo.losses import QuadraticKernelSampler
+
+from .sampled_reference import chi_square_pvalue, kernel_probs
+
+P_FALSE_ALARM = 1e-6
+# C = 37 classes in leaves of 4 (the last one padded), a 3-ary tree 10 -> 4 -> 2 leaves/nodes with
+# the top 2 nodes drawn densely: two tree levels are walked, padding at every level.
+C, D, ALPHA = 37, 4, 100.0
+SMALL_TREE = dict(alpha=ALPHA, leaf_size=4, branching=3, top_nodes=2)
+
+
+@pytest.fixture
+def data():
+    """hidden (4, D), weight (C, D) with a few large rows, targets at both ends and inside."""
+    g = torch.Generator().manual_seed(2)
+    weight = torch.randn(C, D, generator=g) * 0.3
+    weight[[3, 20]] *= 5  # classes with most of the mass
+    return torch.randn(4, D, generator=g), weight, torch.tensor([0, 20, C - 1, 3])
+
+
+@pytest.mark.parametrize("excluded", [False, True], ids=["q", "q_tilde"])
+@pytest.mark.parametrize(
+    "tree",
+    [SMALL_TREE, dict(SMALL_TREE, max_tile=4), dict(alpha=ALPHA, leaf_size=64)],
+    ids=["walked", "walked_tiles_of_4", "dense_only"],
+)
+def test_draws_follow_kernel_distribution(excluded, tree, data):
+    hidden, weight, target = data
+    exclude = target if excluded else None
+    sampler = QuadraticKernelSampler(**tree)
+    sampler.refresh(weight)
+    torch.manual_seed(0)
+    ids, log_q = sampler.sample(hidden, weight, 20_000, exclude=exclude)
+    probs = kernel_probs(hidden, weight, ALPHA, exclude)
+    assert ids.shape == log_q.shape == (4, 20_000)
+    assert chi_square_pvalue(ids, probs) > P_FALSE_ALARM
+    torch.testing.assert_close(log_q.double(), probs.gather(1, ids).log(), rtol=0, atol=1e-5)
+    if excluded:
+        assert not bool((ids == target[:, None]).any())
+
+
+def test_log_prob_is_closed_form(data):
+    hidden, weight, target = data
+    sampler = QuadraticKernelSampler(**SMALL_TREE)
+    ids = torch.arange(C).expand(4, C)
+    for exclude in (None, target):
+        expected = kernel_probs(hidden, weight, ALPHA, exclude).log()
+        got = sampler.log_prob(hidden, weight, ids, exclude=exclude).double()
+        torch.testing.assert_close(got, expected, rtol=0, atol=1e-5)
+
+
+def test_dominant_target_is_never_drawn():
+    """A target holding ~all the kernel mass: q̃ must still be exact over the other classes."""
+    g = torch.Generator().manual_seed(3)
+    weight = torch.randn(C, D, generator=g) * 0.01
+    hidden = torch.randn(2, D, generator=g)
+    weight[[5, 36]] = hidden * 50  # (h·w_t)² huge for row 0 -> class 5, row 1 -> class 36
+    target = torch.tensor([5, 36])
+    torch.manual_seed(0)
+    ids, log_q = QuadraticKernelSampler(**SMALL_TREE).sample(hidden, weight, 20_000, exclude=target)
+    probs = kernel_probs(hidden, weight, ALPHA, target)
+    assert not bool((ids == target[:, None]).any())
+    assert chi_square_pvalue(ids, probs) > P_FALSE_ALARM
+    torch.testing.assert_close(log_q.double(), probs.gather(1, ids).log(), rtol=0, atol=1e-4)
+
+
+@pytest.mark.parametrize("changed", [[0], [1, 2, 30], list(range(0, C, 2))], ids=["one", "few", "most"])
+def test_refresh_with_changed_rows_equals_rebuild(changed, data):
+    _, weight, _ = data
+    sampler = QuadraticKernelSampler(**SMALL_TREE)
+    sampler.refresh(weight)
+    new = weight.clone()
+    new[changed] += torch.randn(len(changed), D, generator=torch.Generator().manual_seed(4))
+    sampler.refresh(new)
+    rebuilt = QuadraticKernelSampler(**SMALL_TREE)
+    rebuilt.refresh(new)
+    torch.testing.assert_close(sampler._W, rebuilt._W, rtol=0, atol=0)
+    for ours, theirs in zip(sampler._S, rebuilt._S, strict=True):
+        torch.testing.assert_close(ours, theirs, rtol=1e-6, atol=1e-6)
+    torch.testing.assert_close(sampler._S_root, rebuilt._S_root, rtol=1e-6, atol=1e-6)
+
+
+def test_distribution_is_that_of_the_last_refresh(data):
+    hidden, weight, _ = data
+    sampler = QuadraticKernelSampler(**SMALL_TREE)
+    sampler.refresh(weight)
+    moved = weight + 1.0
+    ids = torch.arange(C).expand(4, C)
+    before = sampler.log_prob(hidden, moved, ids)
+    sampler.refresh(moved)
+    torch.testing.assert_close(before.double(), kernel_probs(hidden, weight, ALPHA).log(), rtol=0, atol=1e-5)
+    torch.testing.assert_close(sampler.log_prob(hidden, moved, ids).double(), kernel_probs(hidden, moved, ALPHA).log(), rtol=0, atol=1e-5)
+
+
+def test_ignores_bias(data):
+    hidden, weight, target = data
+    sampler = QuadraticKernelSampler(**SMALL_TREE)
+    ids = torch.arange(C).expand(4, C)
+    torch.testing.assert_close(
+        sampler.log_prob(hidden, weight, ids, exclude=target),
+        sampler.log_prob(hidden, weight, ids, exclude=target, bias=torch.randn(C)),
+    )
+
+
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [({"alpha": 0.0}, "alpha must be > 0, got 0.0"), ({"alpha": -1}, "got -1"), ({"leaf_size": 0}, "leaf_size"),
+     ({"branching": 1}, "branching")],
+)
+def test_bad_arguments_name_the_value(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        QuadraticKernelSampler(**kwargs)
+
+
+def test_runs_on_device(data, device):
+    hidden, weight, target = (x.to(device) for x in data)
+    torch.manual_seed(0)
+    ids, log_q = QuadraticKernelSampler(**SMALL_TREE).sample(hidden, weight, 2000, exclude=target)
+    assert ids.device.type == device.type
+    assert not bool((ids == target[:, None]).any())
+    probs = kernel_probs(hidden.cpu(), weight.cpu(), ALPHA, target.cpu())
+    torch.testing.assert_close(log_q.cpu().double(), probs.gather(1, ids.cpu()).log(), rtol=0, atol=1e-5)
+
+
+@pytest.mark.slow
+def test_default_tree_on_a_larger_vocabulary():
+    """C = 3000 with the default leaf size and branching, 3 walked levels: chi-square per row."""
+    g = torch.Generator().manual_seed(5)
+    weight, hidden = torch.randn(3000, 16, generator=g) * 0.2, torch.randn(3, 16, generator=g)
+    target = torch.tensor([0, 1500, 2999])
+    sampler = QuadraticKernelSampler(top_nodes=2)
+    torch.manual_seed(0)
+    ids, _ = sampler.sample(hidden, weight, 100_000, exclude=target)
+    assert chi_square_pvalue(ids, kernel_probs(hidden, weight, 100.0, target)) > P_FALSE_ALARM
