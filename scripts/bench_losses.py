@@ -127,6 +127,7 @@ def main() -> None:
         return
 
     torch.manual_seed(0)
+    load_at_start = " ".join(f"{x:.2f}" for x in os.getloadavg())
     cases = load_cases(args.quick, args.only)
     groups: dict[str, list[Case]] = {}
     for c in cases:
@@ -162,7 +163,8 @@ def main() -> None:
         "",
         f"- command: `{command.strip()}` (or `make bench`)",
         f"- machine: {machine()}",
-        f"- date: {dt.datetime.now(dt.timezone.utc):%Y-%m-%d %H:%M} UTC",
+        f"- date: {dt.datetime.now(dt.timezone.utc):%Y-%m-%d %H:%M} UTC; load average at start / end: "
+        f"{load_at_start} / {' '.join(f'{x:.2f}' for x in os.getloadavg())} (other processes share the cores)",
         "- time: median over repeats of one call (forward+backward unless the row says otherwise),",
         "  rows of a group interleaved in one process; × baseline = this row's time / the baseline row's.",
         "- peak mem: rise of the peak RSS (CPU) or of max_memory_allocated (GPU) over the inputs,",

@@ -153,20 +153,8 @@ def write_record(record: dict[str, Any], runs: str | Path) -> Path:
     inf) are written as the strings "inf", "-inf", "nan"; ``float()`` reads them back.
     """
     record = _finite(record)
-    folder = Path(runs) / record["experiment"]
-    folder.mkdir(parents=True, exist_ok=True)
-    path = folder / f"{record['run_name']}.json"
-    fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w") as f:
-            json.dump(record, f, indent=1, allow_nan=False)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return path
+    text = json.dumps(record, indent=1, allow_nan=False)  # raises before anything is written
+    return write_text(Path(runs) / record["experiment"] / f"{record['run_name']}.json", text)
 
 
 def load_records(runs: str | Path = "results/runs", experiment: str | None = None) -> list[dict[str, Any]]:
@@ -277,13 +265,39 @@ def markdown_table(header: Sequence[str], rows: Iterable[Sequence[Any]]) -> str:
 
 
 def write_text(path: str | Path, text: str) -> Path:
-    """Write ``text`` atomically (tmp + rename)."""
+    """Write ``text`` atomically: a temporary sibling, fsync, then rename (nothing on failure)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    with os.fdopen(fd, "w") as f:
-        f.write(text)
-    os.replace(tmp, path)
+    try:
+        with os.fdopen(fd, "w") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return path
+
+
+def save_figure(fig: Any, path: str | Path, dpi: int = 120) -> Path:
+    """Lay out, save atomically (format from the suffix) and close a matplotlib figure."""
+    import matplotlib.pyplot as plt
+
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.tight_layout()
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    os.close(fd)
+    try:
+        fig.savefig(tmp, format=path.suffix.lstrip("."), dpi=dpi)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    finally:
+        plt.close(fig)
     return path
 
 

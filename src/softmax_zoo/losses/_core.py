@@ -13,6 +13,11 @@ import torch
 REDUCTIONS = ("mean", "sum", "none")
 
 
+def compute_dtype(dtype: torch.dtype) -> torch.dtype:
+    """float16/bfloat16 are computed in float32; float32 and float64 as they are."""
+    return torch.float32 if dtype in (torch.float16, torch.bfloat16) else dtype
+
+
 def check_reduction(reduction: str) -> None:
     if reduction not in REDUCTIONS:
         raise ValueError(f"reduction must be one of {REDUCTIONS}, got {reduction!r}")

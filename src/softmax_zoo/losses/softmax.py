@@ -41,6 +41,8 @@ def softmax_cross_entropy(
 class SoftmaxHead(LinearHead):
     """Linear projection + full softmax cross-entropy (see :class:`LinearHead` for the arguments).
 
+    Subclasses change the loss by overriding :meth:`cross_entropy` only.
+
     Args:
         label_smoothing: ε for training; ``log_probs`` is always the plain softmax.
     """
@@ -50,8 +52,12 @@ class SoftmaxHead(LinearHead):
         check_label_smoothing(label_smoothing)
         self.label_smoothing = label_smoothing
 
+    def cross_entropy(self, logits: torch.Tensor, target: torch.Tensor, **kwargs) -> torch.Tensor:
+        """The loss function on logits; ``kwargs`` = ignore_index, reduction, label_smoothing."""
+        return softmax_cross_entropy(logits, target, **kwargs)
+
     def loss_from_logits(self, logits: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
-        return softmax_cross_entropy(
+        return self.cross_entropy(
             logits,
             target,
             ignore_index=self.ignore_index,

@@ -22,10 +22,8 @@ import numbers
 
 import torch
 
-from ._core import check_label_smoothing, check_logits_target, check_reduction, reduce_loss
-from .head import LinearHead
-from .softmax import softmax_cross_entropy
-from .stable import compute_dtype
+from ._core import check_label_smoothing, check_logits_target, check_reduction, compute_dtype, reduce_loss
+from .softmax import SoftmaxHead, softmax_cross_entropy
 
 
 def check_k(k: int, num_classes: int) -> None:
@@ -135,33 +133,24 @@ def sparse_softmax_cross_entropy(
     return reduce_loss(loss, keep, reduction)
 
 
-class SparseSoftmaxHead(LinearHead):
+class SparseSoftmaxHead(SoftmaxHead):
     """Linear projection + :func:`sparse_softmax_cross_entropy` (Sun et al. 2021).
 
     ``log_probs`` is the sparse distribution the model decodes with: log-softmax over the top-k
-    logits, −inf elsewhere. See :class:`LinearHead` for the other arguments.
+    logits, −inf elsewhere. See :class:`SoftmaxHead` for the other arguments.
 
     Args:
         k: support size, 1 <= k <= num_classes (the paper's best on text classification: 20).
         label_smoothing: ε for training, spread over the top-k set.
     """
 
-    def __init__(self, in_features: int, num_classes: int, *, k: int, label_smoothing: float = 0.0, **kwargs) -> None:
+    def __init__(self, in_features: int, num_classes: int, *, k: int, **kwargs) -> None:
         super().__init__(in_features, num_classes, **kwargs)
         check_k(k, num_classes)
-        check_label_smoothing(label_smoothing)
         self.k = k
-        self.label_smoothing = label_smoothing
 
-    def loss_from_logits(self, logits: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
-        return sparse_softmax_cross_entropy(
-            logits,
-            target,
-            self.k,
-            ignore_index=self.ignore_index,
-            reduction=self.reduction,
-            label_smoothing=self.label_smoothing,
-        )
+    def cross_entropy(self, logits: torch.Tensor, target: torch.Tensor, **kwargs) -> torch.Tensor:
+        return sparse_softmax_cross_entropy(logits, target, self.k, **kwargs)
 
     def log_probs(self, hidden: torch.Tensor) -> torch.Tensor:
         """hidden (..., d) -> (..., C) sparse log-probabilities in float32, −inf outside the top-k."""

@@ -23,13 +23,8 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from ._core import check_label_smoothing, check_logits_target, check_reduction, reduce_loss
-from .head import LinearHead
-
-
-def compute_dtype(dtype: torch.dtype) -> torch.dtype:
-    """float16/bfloat16 are computed in float32; float32 and float64 as they are."""
-    return torch.float32 if dtype in (torch.float16, torch.bfloat16) else dtype
+from ._core import check_label_smoothing, check_logits_target, check_reduction, compute_dtype, reduce_loss
+from .softmax import SoftmaxHead
 
 
 def _sigmoid(a: torch.Tensor) -> torch.Tensor:
@@ -112,23 +107,11 @@ def stable_cross_entropy(
     return reduce_loss(loss, keep, reduction)
 
 
-class StableSoftmaxHead(LinearHead):
-    """Linear projection + :func:`stable_cross_entropy` (see :class:`LinearHead` for the arguments).
+class StableSoftmaxHead(SoftmaxHead):
+    """Linear projection + :func:`stable_cross_entropy` (arguments as :class:`SoftmaxHead`).
 
-    Args:
-        label_smoothing: ε for training; ``log_probs`` is the plain softmax (normalised in float32).
+    ``log_probs`` is the plain softmax (normalised in float32); only the training loss differs.
     """
 
-    def __init__(self, in_features: int, num_classes: int, *, label_smoothing: float = 0.0, **kwargs) -> None:
-        super().__init__(in_features, num_classes, **kwargs)
-        check_label_smoothing(label_smoothing)
-        self.label_smoothing = label_smoothing
-
-    def loss_from_logits(self, logits: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
-        return stable_cross_entropy(
-            logits,
-            target,
-            ignore_index=self.ignore_index,
-            reduction=self.reduction,
-            label_smoothing=self.label_smoothing,
-        )
+    def cross_entropy(self, logits: torch.Tensor, target: torch.Tensor, **kwargs) -> torch.Tensor:
+        return stable_cross_entropy(logits, target, **kwargs)

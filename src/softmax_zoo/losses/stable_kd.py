@@ -23,8 +23,7 @@ from __future__ import annotations
 
 import torch
 
-from ._core import check_reduction
-from .stable import compute_dtype
+from ._core import check_reduction, compute_dtype
 
 
 class _StableKD(torch.autograd.Function):

@@ -276,15 +276,6 @@ def discussion(summary: dict[str, dict[tuple, list]]) -> str:
     return "\n".join(lines)
 
 
-def _finish(fig, path: Path) -> None:
-    import matplotlib.pyplot as plt
-
-    fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-
-
 def plot_fig2(summary: dict[str, dict[tuple, list]], path: Path) -> None:
     import matplotlib
 
@@ -313,7 +304,7 @@ def plot_fig2(summary: dict[str, dict[tuple, list]], path: Path) -> None:
         ax.set_title(TASK_NAMES.get(task, task))
         ax.grid(True, alpha=0.3)
         ax.legend(fontsize=8)
-    _finish(fig, path)
+    results.save_figure(fig, path)
 
 
 def mean_curve(runs: list[dict[str, Any]]) -> tuple[np.ndarray, np.ndarray]:
@@ -420,7 +411,7 @@ def plot_fig1(summary: dict[str, dict[tuple, list]], path: Path) -> None:
         bottom.grid(True, alpha=0.3)
         if bottom.lines:
             bottom.legend(fontsize=8)
-    _finish(fig, path)
+    results.save_figure(fig, path)
 
 
 SWEPT = ("loss.k", "seed")  # the sweep dimensions of configs/experiment/fig2_*.yaml

@@ -98,10 +98,7 @@ def plot(full: list[float], grid: dict[str, dict[int, list[float]]], path: Path)
     ax.set_title("Penn Treebank: bias of sampled softmax vs m")
     ax.grid(True, which="both", alpha=0.3)
     ax.legend()
-    fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    results.save_figure(fig, path)
 
 
 def finding(full: list[float], grid: dict[str, dict[int, list[float]]]) -> tuple[str, str, str]:

@@ -104,10 +104,7 @@ def plot(summary: dict[str, dict[str, Any]], path: Path) -> None:
     ax.set_title("One Billion Word subset: validation perplexity vs time")
     ax.grid(True, which="both", alpha=0.3)
     ax.legend()
-    fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    results.save_figure(fig, path)
 
 
 def claims(summary: dict[str, dict[str, Any]]) -> list[dict[str, str]]:
