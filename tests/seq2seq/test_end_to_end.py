@@ -10,7 +10,7 @@ import random
 
 import pytest
 
-from softmax_zoo import engine
+from softmax_zoo import engine, results
 from softmax_zoo.reports import table3, table5
 
 WORDS = "apple river stone cloud green music paper window silver garden tiger ocean yellow planet".split()
@@ -72,5 +72,6 @@ def test_smoke_reproduction_on_generated_pairs(tmp_path, table, report, make_row
     report.build(tmp_path / "results")
     text = (tmp_path / "results" / f"{table}.md").read_text()
     assert "## scale=smoke" in text and "Δ ours [95% CI]" in text
-    claims = (tmp_path / "results" / "claims.md").read_text()
-    assert f"| {table}_smoke_" in claims
+    claims = results.read_claims(tmp_path / "results" / "claims.md")
+    rows = [row for claim_id, row in claims.items() if claim_id.startswith(f"{table}_smoke_")]
+    assert rows and all(row["source"] == table for row in rows)

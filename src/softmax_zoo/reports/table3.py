@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from softmax_zoo.metrics import BLEU_ORDERS, bleu_from_stats
-from softmax_zoo.reports.table5 import BOOTSTRAP_SAMPLES, fmt_delta, paired_runs, pooled, predictions, seeds_mean, summary, verdict
+from softmax_zoo.reports.table5 import BOOTSTRAP_SAMPLES, delta_cells, delta_claim, paired_runs, pooled, predictions, summary
 from softmax_zoo.results import load_records, markdown_table, paired_bootstrap, runs_dir, update_claims, write_text
 
 EXPERIMENT = "table3"
@@ -71,18 +71,13 @@ def build(results_dir: str | Path = "results") -> None:
         deltas["rougeL"] = paired_bootstrap(ra, rb, num_samples=BOOTSTRAP_SAMPLES)
         for metric, d in deltas.items():
             paper = PAPER_DELTAS.get(metric)
-            name = f"test/{metric}_{key}"
-            rows.append([
-                metric, UNILM.get(metric, ""), seeds_mean([p[0] for p in pairs], name), seeds_mean([p[1] for p in pairs], name),
-                fmt_delta(d), "" if paper is None else f"{paper:+.2f}", verdict(d["low"], d["high"], paper),
-            ])
+            rows.append([metric, UNILM.get(metric, ""), *delta_cells(pairs, f"test/{metric}_{key}", d, paper)])
             if paper is not None:
-                claims.append({
-                    "id": f"table3_{scale}_{metric}",
-                    "claim": f"SQuAD QG (Du split), UniLM: sparse-softmax beats softmax on {metric.upper()} at beam {BEAM}",
-                    "paper": f"{paper:+.2f}", "ours": f"{fmt_delta(d)} ({scale}, {len(pairs)} seed(s), n={len(a)})",
-                    "verdict": verdict(d["low"], d["high"], paper), "source": EXPERIMENT,
-                })
+                claims.append(delta_claim(
+                    f"table3_{scale}_{metric}",
+                    f"SQuAD QG (Du split), UniLM: sparse-softmax beats softmax on {metric.upper()} at beam {BEAM}", paper, d, scale, pairs, len(a),
+                    source=EXPERIMENT,
+                ))
         soft = pairs[0][0]
         rate = [np.mean([r["metrics"][f"test/examples_per_s_{key}"] for r in (p[i] for p in pairs)]) for i in (0, 1)]
         sections.append(

@@ -85,6 +85,25 @@ def seeds_mean(records: list[dict], metric: str) -> str:
     return f"{mean:.2f}" if n == 1 else f"{mean:.2f} ± {half:.2f}"
 
 
+def delta_cells(pairs: list[tuple[dict, dict]], metric: str, d: dict[str, float], paper: float | None) -> list[str]:
+    """Table cells for one metric: softmax mean, sparse mean, our delta [CI], the paper's delta, verdict."""
+    return [
+        seeds_mean([p[0] for p in pairs], metric), seeds_mean([p[1] for p in pairs], metric),
+        fmt_delta(d), "" if paper is None else f"{paper:+.2f}", verdict(d["low"], d["high"], paper),
+    ]
+
+
+def delta_claim(
+    claim_id: str, claim: str, paper: float, d: dict[str, float], scale: str, pairs: list, n: int, *, source: str
+) -> dict[str, str]:
+    """A claims-ledger row for one of the paper's deltas."""
+    return {
+        "id": claim_id, "claim": claim, "paper": f"{paper:+.2f}",
+        "ours": f"{fmt_delta(d)} ({scale}, {len(pairs)} seed(s), n={n})",
+        "verdict": verdict(d["low"], d["high"], paper), "source": source,
+    }
+
+
 def summary(rows: list[list[Any]], scale: str) -> str:
     """One sentence: how many of the paper's deltas our CIs support, contradict or leave open."""
     verdicts = [r[-1].split(" ")[0] for r in rows if r[-2] != ""]
@@ -111,19 +130,14 @@ def build(results_dir: str | Path = "results") -> None:
                 a, b = pooled(pairs, runs, lambda r: r[f"beam{beam}"][metric])
                 d = paired_bootstrap(a, b, num_samples=BOOTSTRAP_SAMPLES)
                 paper = PAPER_DELTAS.get(beam, {}).get(metric)
-                name = f"test/{metric}_beam{beam}"
-                rows.append([
-                    beam, metric, UNILM_BEAM5[metric] if beam == 5 else "",
-                    seeds_mean([p[0] for p in pairs], name), seeds_mean([p[1] for p in pairs], name),
-                    fmt_delta(d), "" if paper is None else f"{paper:+.2f}", verdict(d["low"], d["high"], paper),
-                ])
+                rows.append([beam, metric, UNILM_BEAM5[metric] if beam == 5 else "",
+                             *delta_cells(pairs, f"test/{metric}_beam{beam}", d, paper)])
                 if paper is not None:
-                    claims.append({
-                        "id": f"table5_{scale}_beam{beam}_{metric}",
-                        "claim": f"Gigaword-10k, UniLM: sparse-softmax beats softmax on {metric} at beam {beam}",
-                        "paper": f"{paper:+.2f}", "ours": f"{fmt_delta(d)} ({scale}, {len(pairs)} seed(s), n={len(a)})",
-                        "verdict": verdict(d["low"], d["high"], paper), "source": EXPERIMENT,
-                    })
+                    claims.append(delta_claim(
+                        f"table5_{scale}_beam{beam}_{metric}",
+                        f"Gigaword-10k, UniLM: sparse-softmax beats softmax on {metric} at beam {beam}", paper, d, scale, pairs, len(a),
+                        source=EXPERIMENT,
+                    ))
         soft = pairs[0][0]
         sections.append(
             f"## scale={scale}: seeds {[p[0]['seed'] for p in pairs]}, {len(predictions(soft, runs))} test pairs, "
