@@ -200,6 +200,34 @@ def build_task(cfg: DictConfig) -> Task:
     return task
 
 
+def initialise_from(model: torch.nn.Module, path: str) -> str:
+    """Load a finished run's weights into ``model`` before training (``init_from=``; not a resume).
+
+    The run starts at step 0 with a fresh optimiser; only the weights are taken. ``path`` is a
+    checkpoint folder (``checkpoints/<experiment>/<run>/checkpoint-N``), a run's output folder (its
+    newest checkpoint), or a ``model.safetensors`` file. Every parameter must match (strict).
+
+    Returns:
+        The weights file read (kept in the record).
+    """
+    weights = Path(path)
+    if weights.is_dir() and not (weights / SAFE_WEIGHTS_NAME).is_file():
+        last = get_last_checkpoint(str(weights))
+        weights = Path(last) if last else weights
+    if weights.is_dir():
+        weights = weights / SAFE_WEIGHTS_NAME
+    if not weights.is_file():
+        raise FileNotFoundError(f"init_from={path!r}: no {SAFE_WEIGHTS_NAME} there (nor in a checkpoint-N folder under it)")
+    missing, unexpected = safetensors.torch.load_model(model, str(weights), strict=False, device="cpu")
+    if missing or unexpected:
+        raise ValueError(
+            f"init_from={path!r} does not fit this model: missing {sorted(missing)[:5]}, unexpected {sorted(unexpected)[:5]} "
+            "(it must come from a run of the same model and loss head shape)"
+        )
+    log.info("initialised the model from %s", weights)
+    return str(weights)
+
+
 def resume_checkpoint(cfg: DictConfig, output_dir: str) -> str | None:
     """The checkpoint ``resume=true`` continues from (None: start fresh)."""
     if not cfg.resume:
@@ -226,6 +254,8 @@ def run(cfg: DictConfig, callbacks: Iterable[TrainerCallback] = ()) -> dict[str,
     start = time.perf_counter()
     transformers.set_seed(cfg.seed)
     task = build_task(cfg)
+    if cfg.get("init_from"):
+        initialise_from(task.model, cfg.init_from)
     args = training_arguments(cfg)
     tracker = tracking.start(cfg)
     guard = NonFiniteLossGuard()

@@ -6,7 +6,7 @@ import pytest
 from softmax_zoo import engine
 from softmax_zoo.metrics import bleu_stats
 from softmax_zoo.reports.table3 import corpus_bootstrap
-from softmax_zoo.reports.table5 import verdict
+from softmax_zoo.reports.table5 import SOFTMAX, SPARSE, paired_runs, setting_line, verdict
 
 
 @pytest.mark.parametrize("scale", ["cpu", "paper"])
@@ -23,6 +23,28 @@ def test_experiments_compose(table, task, scale):
         expected = {"table5": (30, 64, 1), "table3": (10, 32, 1)}[table]
         assert (cfg.train.epochs, cfg.train.batch_size, cfg.train.grad_accum) == expected
         assert cfg.task.max_source_len == (224 if table == "table5" else 464)
+
+
+@pytest.mark.parametrize("table, task", [("table5", "gigaword"), ("table3", "squad_qg")])
+def test_init_experiments_start_from_the_softmax_run(table, task):
+    softmax_run = str(engine.compose([f"experiment={table}_softmax", "scale=cpu", "seed=3"]).output_dir)  # resolved now:
+    # ${hydra:...} interpolations read the newest composition
+    for loss in ("softmax", "sparse_softmax"):
+        cfg = engine.compose([f"experiment={table}_init_{loss}", "scale=cpu", "seed=3"])
+        assert cfg.init_from == softmax_run == f"checkpoints/{table}/{task}_unilm_minilm_softmax_cpu_seed3"
+        assert cfg.train.epochs == 1 and cfg.experiment_name == table and "init-softmax" in cfg.run_name
+        assert cfg.loss._target_ == f"softmax_zoo.losses.{'SoftmaxHead' if loss == 'softmax' else 'SparseSoftmaxHead'}"
+
+
+def test_init_runs_are_paired_only_with_each_other():
+    def rec(target, seed, init):
+        return {"seed": seed, "config": {"scale": {"name": "cpu"}, "loss": {"_target_": target}, "init_from": init}}
+
+    records = [rec(SOFTMAX, 0, None), rec(SPARSE, 0, None), rec(SOFTMAX, 0, "ckpt/a"), rec(SPARSE, 0, "ckpt/a"), rec(SPARSE, 1, None)]
+    pairs = paired_runs(records)
+    assert sorted(pairs) == ["cpu", "cpu+init"] and [len(v) for v in pairs.values()] == [1, 1]
+    assert all(r["config"]["init_from"] == "ckpt/a" for r in pairs["cpu+init"][0])
+    assert setting_line(pairs["cpu"]) == "" and "`ckpt/a`" in setting_line(pairs["cpu+init"])
 
 
 def test_verdict():

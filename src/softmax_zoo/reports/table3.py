@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from softmax_zoo.metrics import BLEU_ORDERS, bleu_from_stats
-from softmax_zoo.reports.table5 import BOOTSTRAP_SAMPLES, delta_cells, delta_claim, paired_runs, pooled, predictions, summary
+from softmax_zoo.reports.table5 import BOOTSTRAP_SAMPLES, delta_cells, delta_claim, paired_runs, pooled, predictions, setting_line, summary
 from softmax_zoo.results import load_records, markdown_table, paired_bootstrap, runs_dir, update_claims, write_text
 
 EXPERIMENT = "table3"
@@ -84,6 +84,7 @@ def build(results_dir: str | Path = "results") -> None:
             f"## scale={scale}: seeds {[p[0]['seed'] for p in pairs]}, {len(predictions(soft, runs))} test questions, "
             f"{soft['task_info']['sizes']['train']} training questions, {soft['config']['train']['epochs']} epoch(s), "
             f"model {soft['config']['model']['name']} ({soft['config']['model']['checkpoint'] or 'random init'}), beam {BEAM}\n\n"
+            + setting_line(pairs)
             + markdown_table(
                 ["metric", "UniLM paper", "softmax (ours)", "sparse-softmax (ours)", "Δ ours [95% CI]", "Δ paper", "verdict"],
                 rows,

@@ -43,14 +43,24 @@ def predictions(record: dict[str, Any], runs: Path, split: str = "test") -> list
 
 
 def paired_runs(records: list[dict[str, Any]]) -> dict[str, list[tuple[dict, dict]]]:
-    """scale -> [(softmax record, sparse record)] of the seeds both losses have, sorted by seed."""
+    """setting -> [(softmax record, sparse record)] of the seeds both losses have, sorted by seed.
+
+    A setting is the scale ("cpu"), or "<scale>+init" for runs that started from a finished run's
+    weights (``init_from=``, e.g. experiment=table5_from_softmax_*): those are paired only with each other.
+    """
     out: dict[str, list[tuple[dict, dict]]] = {}
-    for (scale,), group in sorted(group_by(records, ["config.scale.name"]).items()):
+    for (scale, init), group in sorted(group_by(records, ["config.scale.name", "config.init_from"]).items(), key=str):
         by = {(r["config"]["loss"]["_target_"], r["seed"]): r for r in group}
         seeds = sorted({s for t, s in by if t == SOFTMAX} & {s for t, s in by if t == SPARSE})
         if seeds:
-            out[scale] = [(by[SOFTMAX, s], by[SPARSE, s]) for s in seeds]
+            out[scale if init is None else f"{scale}+init"] = [(by[SOFTMAX, s], by[SPARSE, s]) for s in seeds]
     return out
+
+
+def setting_line(pairs: list[tuple[dict, dict]]) -> str:
+    """For ``init_from`` settings, what both arms started from (empty otherwise)."""
+    inits = sorted({str(r["config"].get("init_from")) for p in pairs for r in p if r["config"].get("init_from")})
+    return f"Both arms start from the weights of {', '.join(f'`{i}`' for i in inits)} (fresh optimiser, step 0).\n\n" if inits else ""
 
 
 def pooled(pairs: list[tuple[dict, dict]], runs: Path, key: Callable[[dict], Any]) -> tuple[list, list]:
@@ -143,6 +153,7 @@ def build(results_dir: str | Path = "results") -> None:
             f"## scale={scale}: seeds {[p[0]['seed'] for p in pairs]}, {len(predictions(soft, runs))} test pairs, "
             f"{soft['task_info']['sizes']['train']} training pairs, {soft['config']['train']['epochs']} epoch(s), "
             f"model {soft['config']['model']['name']} ({soft['config']['model']['checkpoint'] or 'random init'})\n\n"
+            + setting_line(pairs)
             + markdown_table(
                 ["beam", "metric", "UniLM paper (beam 5)", "softmax (ours)", "sparse-softmax (ours)",
                  "Δ ours [95% CI]", "Δ paper", "verdict"],
