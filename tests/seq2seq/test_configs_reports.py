@@ -63,3 +63,12 @@ def test_corpus_bootstrap_identical_and_better_systems():
     assert same["delta"] == same["low"] == same["high"] == 0.0
     better = corpus_bootstrap(a, b, 2, 400)
     assert better["low"] > 0 and better["delta"] > 0 and better["p_le_0"] == 0.0
+
+
+def test_stutters_flags_a_word_three_times_in_a_row():
+    from softmax_zoo.reports.table5 import stutters
+
+    assert stutters("what was the the the name ?")
+    assert not stutters("the cat and the dog the end")  # repeated, but never in a row
+    assert not stutters("sri sri lanka") and stutters("sri sri lanka", run=2)
+    assert not stutters("")

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from softmax_zoo.metrics import BLEU_ORDERS, bleu_from_stats
-from softmax_zoo.reports.table5 import BOOTSTRAP_SAMPLES, delta_cells, delta_claim, paired_runs, pooled, predictions, setting_line, summary
+from softmax_zoo.reports.table5 import BOOTSTRAP_SAMPLES, delta_cells, delta_claim, paired_runs, pooled, predictions, setting_line, stutter_line, summary
 from softmax_zoo.results import load_records, markdown_table, paired_bootstrap, runs_dir, update_claims, write_text
 
 EXPERIMENT = "table3"
@@ -90,6 +90,7 @@ def build(results_dir: str | Path = "results") -> None:
                 rows,
             )
             + f"\nDecoding throughput (test examples/s, beam {BEAM}): softmax {rate[0]:.2f}, sparse {rate[1]:.2f}\n\n"
+            + stutter_line(pairs, runs, [BEAM])
             + summary(rows, scale) + "\n"
         )
     text = (

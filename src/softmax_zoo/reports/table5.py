@@ -57,6 +57,31 @@ def paired_runs(records: list[dict[str, Any]]) -> dict[str, list[tuple[dict, dic
     return out
 
 
+def stutters(text: str, run: int = 3) -> bool:
+    """Whether some word appears ``run`` or more times in a row ("the the the"): a degenerate output."""
+    words, count = text.split(), 1
+    for prev, word in zip(words, words[1:]):
+        count = count + 1 if word == prev else 1
+        if count >= run:
+            return True
+    return False
+
+
+def stutter_line(pairs: list[tuple[dict, dict]], runs: Path, beams: list[int]) -> str:
+    """Share of test outputs with a word 3+ times in a row, per loss and beam; a caution when it is high."""
+    shares = {}
+    for i, name in enumerate(("softmax", "sparse")):
+        for beam in beams:
+            rows = [r for p in pairs for r in predictions(p[i], runs)]
+            shares[name, beam] = 100.0 * np.mean([stutters(r[f"beam{beam}"]["prediction"]) for r in rows])
+    text = "Degenerate outputs (a word 3+ times in a row), % of test outputs: " + "; ".join(
+        f"{name} " + " / ".join(f"{shares[name, b]:.0f}" for b in beams) for name in ("softmax", "sparse")
+    ) + (f" (beam {' / '.join(map(str, beams))})." if len(beams) > 1 else ".")
+    if max(shares.values()) > 50:
+        text += " **Over half of one system's outputs are degenerate: the models are undertrained and the deltas say little.**"
+    return text + "\n\n"
+
+
 def setting_line(pairs: list[tuple[dict, dict]]) -> str:
     """For ``init_from`` settings, what both arms started from (empty otherwise)."""
     inits = sorted({str(r["config"].get("init_from")) for p in pairs for r in p if r["config"].get("init_from")})
@@ -164,7 +189,7 @@ def build(results_dir: str | Path = "results") -> None:
                 f"{name} " + " / ".join(f"{np.mean([r['metrics'][f'test/examples_per_s_beam{b}'] for r in recs]):.2f}" for b in beams)
                 for name, recs in (("softmax", [p[0] for p in pairs]), ("sparse", [p[1] for p in pairs]))
             )
-            + "\n\n" + summary(rows, scale) + "\n"
+            + "\n\n" + stutter_line(pairs, runs, beams) + summary(rows, scale) + "\n"
         )
     text = (
         "# Table 5: Gigaword-10k, UniLM fine-tuned with softmax vs sparse-softmax\n\n"
