@@ -49,7 +49,8 @@ def paired_runs(records: list[dict[str, Any]]) -> dict[str, list[tuple[dict, dic
     weights (``init_from=``, e.g. experiment=table5_from_softmax_*): those are paired only with each other.
     """
     out: dict[str, list[tuple[dict, dict]]] = {}
-    for (scale, init), group in sorted(group_by(records, ["config.scale.name", "config.init_from"]).items(), key=str):
+    for (scale, init), group in sorted(group_by(records, ["config.scale.name", "config.init_from"]).items(),
+                                 key=lambda item: (item[0][0], item[0][1] is not None)):  # plain before init
         by = {(r["config"]["loss"]["_target_"], r["seed"]): r for r in group}
         seeds = sorted({s for t, s in by if t == SOFTMAX} & {s for t, s in by if t == SPARSE})
         if seeds:
@@ -85,7 +86,11 @@ def stutter_line(pairs: list[tuple[dict, dict]], runs: Path, beams: list[int]) -
 def setting_line(pairs: list[tuple[dict, dict]]) -> str:
     """For ``init_from`` settings, what both arms started from (empty otherwise)."""
     inits = sorted({str(r["config"].get("init_from")) for p in pairs for r in p if r["config"].get("init_from")})
-    return f"Both arms start from the weights of {', '.join(f'`{i}`' for i in inits)} (fresh optimiser, step 0).\n\n" if inits else ""
+    return (
+        f"Both arms start from the weights of {', '.join(f'`{i}`' for i in inits)} (a finished softmax run: "
+        "a softmax-trained LM head, as UniLM's pre-trained one) and train the epochs given here, with a fresh optimiser.\n\n"
+        if inits else ""
+    )
 
 
 def pooled(pairs: list[tuple[dict, dict]], runs: Path, key: Callable[[dict], Any]) -> tuple[list, list]:
