@@ -82,7 +82,7 @@ def build(results_dir: str | Path = "results") -> None:
         rate = [np.mean([r["metrics"][f"test/examples_per_s_{key}"] for r in (p[i] for p in pairs)]) for i in (0, 1)]
         sections.append(
             f"## scale={scale}: seeds {[p[0]['seed'] for p in pairs]}, {len(predictions(soft, runs))} test questions, "
-            f"{soft['task_info']['sizes']['train']} training questions, {soft['config']['train']['epochs']} epoch(s), "
+            f"{soft['task_info']['sizes']['train']} training questions, {soft['timing']['global_steps']} optimiser steps, "
             f"model {soft['config']['model']['name']} ({soft['config']['model']['checkpoint'] or 'random init'}), beam {BEAM}\n\n"
             + setting_line(pairs)
             + markdown_table(

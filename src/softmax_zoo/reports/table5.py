@@ -181,7 +181,7 @@ def build(results_dir: str | Path = "results") -> None:
         soft = pairs[0][0]
         sections.append(
             f"## scale={scale}: seeds {[p[0]['seed'] for p in pairs]}, {len(predictions(soft, runs))} test pairs, "
-            f"{soft['task_info']['sizes']['train']} training pairs, {soft['config']['train']['epochs']} epoch(s), "
+            f"{soft['task_info']['sizes']['train']} training pairs, {soft['timing']['global_steps']} optimiser steps, "
             f"model {soft['config']['model']['name']} ({soft['config']['model']['checkpoint'] or 'random init'})\n\n"
             + setting_line(pairs)
             + markdown_table(
