@@ -208,7 +208,7 @@ def initialise_from(model: torch.nn.Module, path: str) -> str:
     newest checkpoint), or a ``model.safetensors`` file. Every parameter must match (strict).
 
     Returns:
-        The weights file read (kept in the record).
+        The weights file read (logged; the record keeps ``init_from`` as given in the config).
     """
     weights = Path(path)
     if weights.is_dir() and not (weights / SAFE_WEIGHTS_NAME).is_file():

@@ -113,8 +113,8 @@ def finding(full: list[float], grid: dict[str, dict[int, list[float]]]) -> tuple
     if not pairs or "quadratic" not in gaps:
         return "The uniform or quadratic runs are missing, so the claim is not tested.", "not tested", "-"
     ratios = {m_u: m_u / m_q for m_u, _, m_q in pairs if m_q is not None}
-    best = max(ratios.values(), default=0.0)
-    m_best = max(ratios, key=ratios.get) if ratios else None
+    m_best = max(ratios, key=ratios.get, default=None)
+    best = ratios.get(m_best, 0.0)
     unreached = [m_u for m_u, _, m_q in pairs if m_q is None]
     verdict = "supported" if best >= FEWER_SAMPLES[0] else "not supported"
     at_most = ", ".join(f"uniform m={m_u}: {ratios[m_u]:.1f}x" for m_u in sorted(ratios))

@@ -46,7 +46,7 @@ def paired_runs(records: list[dict[str, Any]]) -> dict[str, list[tuple[dict, dic
     """setting -> [(softmax record, sparse record)] of the seeds both losses have, sorted by seed.
 
     A setting is the scale ("cpu"), or "<scale>+init" for runs that started from a finished run's
-    weights (``init_from=``, e.g. experiment=table5_from_softmax_*): those are paired only with each other.
+    weights (``init_from=``, e.g. experiment=table5_init_*): those are paired only with each other.
     """
     out: dict[str, list[tuple[dict, dict]]] = {}
     for (scale, init), group in sorted(group_by(records, ["config.scale.name", "config.init_from"]).items(),
@@ -72,8 +72,8 @@ def stutter_line(pairs: list[tuple[dict, dict]], runs: Path, beams: list[int]) -
     """Share of test outputs with a word 3+ times in a row, per loss and beam; a caution when it is high."""
     shares = {}
     for i, name in enumerate(("softmax", "sparse")):
+        rows = [r for p in pairs for r in predictions(p[i], runs)]  # read once, used for every beam
         for beam in beams:
-            rows = [r for p in pairs for r in predictions(p[i], runs)]
             shares[name, beam] = 100.0 * np.mean([stutters(r[f"beam{beam}"]["prediction"]) for r in rows])
     text = "Degenerate outputs (a word 3+ times in a row), % of test outputs: " + "; ".join(
         f"{name} " + " / ".join(f"{shares[name, b]:.0f}" for b in beams) for name in ("softmax", "sparse")
@@ -88,7 +88,7 @@ def setting_line(pairs: list[tuple[dict, dict]]) -> str:
     inits = sorted({str(r["config"].get("init_from")) for p in pairs for r in p if r["config"].get("init_from")})
     return (
         f"Both arms start from the weights of {', '.join(f'`{i}`' for i in inits)} (a finished softmax run: "
-        "a softmax-trained LM head, as UniLM's pre-trained one) and train the epochs given here, with a fresh optimiser.\n\n"
+        "a softmax-trained LM head, as UniLM's pre-trained one) and train the optimiser steps given here, with a fresh optimiser.\n\n"
         if inits else ""
     )
 
