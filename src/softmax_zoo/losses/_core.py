@@ -18,6 +18,13 @@ def compute_dtype(dtype: torch.dtype) -> torch.dtype:
     return torch.float32 if dtype in (torch.float16, torch.bfloat16) else dtype
 
 
+def check_positive(**sizes: int) -> None:
+    """Raise ``ValueError`` naming the first size below 1: ``check_positive(k=k, batch_size=b)``."""
+    for name, value in sizes.items():
+        if value < 1:
+            raise ValueError(f"{name} must be >= 1, got {value}")
+
+
 def check_reduction(reduction: str) -> None:
     if reduction not in REDUCTIONS:
         raise ValueError(f"reduction must be one of {REDUCTIONS}, got {reduction!r}")
@@ -60,6 +67,21 @@ def check_target_range(target: torch.Tensor, num_classes: int, ignore_index: int
             f"target {value} is outside [0, {num_classes}) and is not ignore_index={ignore_index}"
         )
     return keep
+
+
+def check_ce_inputs(
+    logits: torch.Tensor, target: torch.Tensor, ignore_index: int, reduction: str, label_smoothing: float
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Every check a cross-entropy variant makes on its arguments, in one call.
+
+    Returns:
+        ``keep`` (N,) bool, the non-ignored rows, and ``safe_target`` (N,) long, the target with
+        ignored rows pointed at class 0 (so that gathers stay in range; their loss is masked).
+    """
+    check_reduction(reduction)
+    check_label_smoothing(label_smoothing)
+    keep = check_logits_target(logits, target, ignore_index)
+    return keep, target.masked_fill(~keep, 0).long()
 
 
 def reduce_loss(loss: torch.Tensor, keep: torch.Tensor, reduction: str) -> torch.Tensor:

@@ -39,6 +39,8 @@ from typing import Sequence
 import numpy as np
 import torch
 
+from ._core import check_positive
+
 
 def check_cutoffs(cutoffs: Sequence[int], num_classes: int) -> list[int]:
     """Return ``cutoffs`` as a list of ints; raise ``ValueError`` unless 0 < c_0 < ... < c_{J-1} < C."""
@@ -166,12 +168,7 @@ def _check_counts(counts, num_clusters: int) -> np.ndarray:
 
 def _check_sizes(in_features: int, num_clusters: int, batch_size: int, div_value: float | None) -> list[int] | None:
     """Validate the sizes; return the tail widths for ``div_value``, None for the paper's model."""
-    if num_clusters < 1:
-        raise ValueError(f"num_clusters must be >= 1, got {num_clusters}")
-    if batch_size < 1:
-        raise ValueError(f"batch_size must be >= 1, got {batch_size}")
-    if in_features < 1:
-        raise ValueError(f"in_features must be >= 1, got {in_features}")
+    check_positive(num_clusters=num_clusters, batch_size=batch_size, in_features=in_features)
     return None if div_value is None else tail_widths(in_features, num_clusters, div_value)
 
 

@@ -10,17 +10,12 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from ._core import check_label_smoothing, check_logits_target, check_reduction
+from ._core import check_ce_inputs, check_label_smoothing
 from .head import LinearHead
 
 
 def softmax_cross_entropy(
-    logits: torch.Tensor,
-    target: torch.Tensor,
-    *,
-    ignore_index: int = -100,
-    reduction: str = "mean",
-    label_smoothing: float = 0.0,
+    logits: torch.Tensor, target: torch.Tensor, *, ignore_index: int = -100, reduction: str = "mean", label_smoothing: float = 0.0
 ) -> torch.Tensor:
     """Cross-entropy of the full softmax.
 
@@ -30,9 +25,7 @@ def softmax_cross_entropy(
         reduction: "mean" over non-ignored rows, "sum", or "none" -> (N,).
         label_smoothing: ε in [0, 1], spread uniformly over all C classes.
     """
-    check_reduction(reduction)
-    check_label_smoothing(label_smoothing)
-    check_logits_target(logits, target, ignore_index)
+    check_ce_inputs(logits, target, ignore_index, reduction, label_smoothing)
     return F.cross_entropy(
         logits, target, ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing
     )

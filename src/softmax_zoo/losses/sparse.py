@@ -22,7 +22,7 @@ import numbers
 
 import torch
 
-from ._core import check_label_smoothing, check_logits_target, check_reduction, compute_dtype, reduce_loss
+from ._core import check_ce_inputs, compute_dtype, reduce_loss
 from .softmax import SoftmaxHead, softmax_cross_entropy
 
 
@@ -120,15 +120,12 @@ def sparse_softmax_cross_entropy(
     Returns:
         The loss, in float32 for float16/bfloat16 logits; the gradient has the logits' dtype.
     """
-    check_reduction(reduction)
-    check_label_smoothing(label_smoothing)
-    keep = check_logits_target(logits, target, ignore_index)
+    keep, safe_target = check_ce_inputs(logits, target, ignore_index, reduction, label_smoothing)
     check_k(k, logits.shape[1])
     if k == logits.shape[1]:
         return softmax_cross_entropy(
             logits, target, ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing
         )
-    safe_target = target.masked_fill(~keep, 0).long()  # (N,) ignored rows point at class 0
     loss = _SparseSoftmaxCrossEntropy.apply(logits, safe_target, keep, k, float(label_smoothing))
     return reduce_loss(loss, keep, reduction)
 

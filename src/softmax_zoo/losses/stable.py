@@ -23,7 +23,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from ._core import check_label_smoothing, check_logits_target, check_reduction, compute_dtype, reduce_loss
+from ._core import check_ce_inputs, compute_dtype, reduce_loss
 from .softmax import SoftmaxHead
 
 
@@ -80,12 +80,7 @@ class _StableCrossEntropy(torch.autograd.Function):
 
 
 def stable_cross_entropy(
-    logits: torch.Tensor,
-    target: torch.Tensor,
-    *,
-    ignore_index: int = -100,
-    reduction: str = "mean",
-    label_smoothing: float = 0.0,
+    logits: torch.Tensor, target: torch.Tensor, *, ignore_index: int = -100, reduction: str = "mean", label_smoothing: float = 0.0
 ) -> torch.Tensor:
     """Cross-entropy as softplus(logsumexp_{j≠t}(z_j − z_t)), with the sigmoid-form gradient.
 
@@ -99,10 +94,7 @@ def stable_cross_entropy(
         The loss in float32 for float16/bfloat16/float32 logits (float64 for float64);
         the gradient w.r.t. ``logits`` has their dtype.
     """
-    check_reduction(reduction)
-    check_label_smoothing(label_smoothing)
-    keep = check_logits_target(logits, target, ignore_index)
-    safe_target = target.masked_fill(~keep, 0).long()  # (N,) ignored rows point at class 0
+    keep, safe_target = check_ce_inputs(logits, target, ignore_index, reduction, label_smoothing)
     loss = _StableCrossEntropy.apply(logits, safe_target, keep, float(label_smoothing))
     return reduce_loss(loss, keep, reduction)
 
