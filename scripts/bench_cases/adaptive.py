@@ -1,6 +1,6 @@
 """Benchmark rows for the adaptive softmax (Grave et al. 2017) and its cutoff search.
 
-The issue's setting: N = 4096 rows, d = 512, C = 100,000 classes, cutoffs 2,000 / 10,000 /
+The setting of the speed targets in README.md: N = 4096 rows, d = 512, C = 100,000 classes, cutoffs 2,000 / 10,000 /
 50,000 (tail widths 128 / 32 / 8 at div_value 4), targets drawn from Zipf's law with exponent
 1.0 (P(c) ∝ 1/(c + 1), the usual fit for word frequencies: 68% of the rows fall in the
 shortlist, 13% / 13% / 6% in the clusters). Every row of a group uses the same inputs and the

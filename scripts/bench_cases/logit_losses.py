@@ -1,7 +1,7 @@
 """Benchmark rows for the logit-level losses: full, stable and sparse cross-entropy, stable KD.
 
 Sizes: N = 4096 rows (a batch of 8 × 512 tokens) × C = 32,000 classes (a LLaMA-size vocabulary),
-the issue's setting for the speed targets; distillation at N = 2048 (8 × 256 tokens), T = 2.
+the setting of the speed targets in README.md; distillation at N = 2048 (8 × 256 tokens), T = 2.
 Every row of a group uses the same inputs (one shared tensor, to keep memory low) and times
 one forward + backward, the logits' gradient freed before each call as in a training step.
 """
@@ -17,7 +17,7 @@ from bench_cases import Case
 from softmax_zoo.losses import softmax_cross_entropy, sparse_softmax_cross_entropy, stable_cross_entropy, stable_kd_loss
 from tests.losses.reference import kd_ref, sparse_cross_entropy_ref
 
-K = 10  # the issue's sparse-softmax setting
+K = 10  # the sparse-softmax k of the speed target
 TEMPERATURE = 2.0
 
 

@@ -1,6 +1,6 @@
 """Benchmark rows for the sampled softmax (Blanc & Rendle 2018) and its samplers.
 
-Sizes (the issue's): N = 1024 rows, d = 64, m = 64 negatives, C = 50,000 and 500,000 classes;
+Sizes (those of the speed targets in README.md): N = 1024 rows, d = 64, m = 64 negatives, C = 50,000 and 500,000 classes;
 weight initialised as ``nn.Linear`` (the heads' default), hidden ~ N(0, 1), targets uniform.
 Sampling rows time one ``sample`` call with the targets excluded; the naive row draws the same
 kernel q with one ``torch.multinomial`` over all classes. The training step of the sampled head

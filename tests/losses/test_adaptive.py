@@ -150,7 +150,7 @@ def test_predict_is_exact_argmax(gen):
 
 
 def test_autocast_bf16_on_cpu(gen):
-    """torch issue 44724: under autocast the softmax is taken in float32, results stay finite."""
+    """pytorch/pytorch#44724: under autocast the softmax is taken in float32, results stay finite."""
     _, head = make_pair(D, C, CUTOFFS, div_value=DIV, head_bias=True)
     hidden, target = torch.randn(64, D, generator=gen), zipf_targets(64, C, 1.0, gen)
     h32, h16 = clone_grad(hidden), clone_grad(hidden)

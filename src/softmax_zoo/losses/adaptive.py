@@ -230,7 +230,7 @@ class AdaptiveSoftmaxHead(OutputHead):
     Same parameters as ``torch.nn.AdaptiveLogSoftmaxWithLoss``: ``head = Linear(d, c_0 + J,
     bias=head_bias)`` and ``tail[i] = Sequential(Linear(d, d // div^(i+1), bias=False),
     Linear(d // div^(i+1), |V_i|, bias=False))``. Beyond torch: ``ignore_index`` and every
-    ``reduction`` (torch issue 12675), float32 log-softmax under autocast (torch issue 44724),
+    ``reduction`` (pytorch/pytorch#12675), float32 log-softmax under autocast (pytorch/pytorch#44724),
     :meth:`log_probs` for a subset of classes, an exact :meth:`predict` that never builds the
     (N, C) matrix, and inputs of any leading shape.
 
