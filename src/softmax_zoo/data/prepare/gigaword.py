@@ -17,9 +17,9 @@ setting of UniLM / Sparse-softmax Table 5); ``dev=`` picks the validation file v
 
 from __future__ import annotations
 
-from softmax_zoo.data.io import read_lines
-from softmax_zoo.data.raw import RawDir
-from softmax_zoo.data.writer import Prepared
+from softmax_zoo.data.prepare.io import read_lines
+from softmax_zoo.data.prepare.raw import RawDir
+from softmax_zoo.data.prepare.writer import Prepared
 
 RAW_NAME = "gigaword"
 KIND = "seq2seq"
