@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import gzip
 import json
+from operator import itemgetter
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -34,6 +35,13 @@ def split_file(split: str, kind: str) -> str:
     if split not in SPLITS:
         raise ValueError(f"split must be one of {SPLITS}, got {split!r}")
     return f"{split}.txt" if kind == "lm" else f"{split}.jsonl"
+
+
+def vocab_order(counts: dict[str, int]) -> list[tuple[str, int]]:
+    """``(word, count)`` pairs in vocab.txt order: decreasing count, ties by word (deterministic)."""
+    items = sorted(counts.items())  # by word; the stable sort below keeps this order within a count
+    items.sort(key=itemgetter(1), reverse=True)
+    return items
 
 
 def open_text(path: str | Path):

@@ -11,11 +11,10 @@
 from __future__ import annotations
 
 from collections import Counter
-from operator import itemgetter
 from pathlib import Path
 from typing import Iterable, Sequence
 
-from softmax_zoo.data.layout import EOS, WORD_UNK
+from softmax_zoo.data.layout import EOS, WORD_UNK, vocab_order
 from softmax_zoo.hub import MINILM, resolve_pretrained
 
 PAD, UNK, CLS, SEP, MASK = "[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"
@@ -109,8 +108,7 @@ class WordVocab:
                 kept[word] += n
             else:
                 kept[WORD_UNK] += n
-        items = sorted(kept.items())  # by word; the stable sort below keeps this order within a count
-        items.sort(key=itemgetter(1), reverse=True)
+        items = vocab_order(kept)
         self.words = [w for w, _ in items]
         self.counts = [n for _, n in items]
         self.index = {w: i for i, w in enumerate(self.words)}

@@ -11,7 +11,6 @@ from __future__ import annotations
 import logging
 from collections import Counter
 from dataclasses import dataclass, field
-from operator import itemgetter
 from pathlib import Path
 from typing import Any, Iterable
 
@@ -24,6 +23,7 @@ from softmax_zoo.data.layout import (
     SPLITS,
     VOCAB_FILE,
     split_file,
+    vocab_order,
 )
 from softmax_zoo.data.prepare.io import atomic_dir, sha256_file, write_json, write_jsonl
 from softmax_zoo.data.tokenizers import CharTokenizer
@@ -113,10 +113,8 @@ def _write_lm_split(path: Path, batches: Iterable[list[str]], counter: Counter |
 
 def write_vocab(path: Path, counts: dict[str, int]) -> None:
     """``word<TAB>count`` lines, decreasing count, ties broken by the word (deterministic)."""
-    items = sorted(counts.items())  # by word; the stable sort below keeps this order within a count
-    items.sort(key=itemgetter(1), reverse=True)
     with open(path, "w", encoding="utf-8", newline="\n") as f:
-        f.writelines(f"{w}\t{c}\n" for w, c in items)
+        f.writelines(f"{w}\t{c}\n" for w, c in vocab_order(counts))
 
 
 def write_prepared(
