@@ -4,7 +4,7 @@ Generates N sentences (default 2,000,000) in the One Billion Word release layout
 (``training-monolingual.tokenized.shuffled/news.en-000NN-of-00100`` + two held-out shards) in a
 temporary folder outside the repository, then runs ``prepare_task("lm1b", ...)`` (split files +
 vocab.txt) and ``WordVocab.load`` in a child process, and reports the child's wall time, throughput
-and peak RSS. Targets (issue 4): peak RSS < 1 GiB, >= 1M sentences/minute.
+and peak RSS. Targets: peak RSS < 1 GiB, >= 1M sentences/minute.
 
 Usage::
 

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from softmax_zoo import engine
-from softmax_zoo.data.writer import Prepared, write_prepared
+from softmax_zoo.data.prepare.writer import Prepared, write_prepared
 
 NUM_CLASSES = 24
 SIZES = {"train": 96, "validation": 48, "test": 48}

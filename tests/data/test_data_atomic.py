@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from softmax_zoo.data import writer
+from softmax_zoo.data.prepare import writer
 from softmax_zoo.data.prepare import TASKS, prepare_task
 
 

@@ -7,8 +7,8 @@ import re
 
 import pytest
 
-from softmax_zoo.data import writer
-from softmax_zoo.data.prepare import main, parse_args, prepare_task
+from softmax_zoo.data.prepare import writer
+from softmax_zoo.data.prepare.cli import main, parse_args, prepare_task
 
 
 def test_missing_folder_names_it(tmp_path, out_dir):

@@ -1,4 +1,4 @@
-"""Character tokenizer, LM word vocabulary, pretrained and trained WordPiece tokenizers, stratified split."""
+"""Character tokenizer, LM word vocabulary, the pretrained MiniLM tokenizer, stratified split."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ from collections import Counter
 
 import pytest
 
-from softmax_zoo.data.splits import stratified_split
-from softmax_zoo.data.tokenizers import SPECIAL_TOKENS, CharTokenizer, WordVocab, minilm_tokenizer, train_wordpiece
+from softmax_zoo.data.prepare.splits import stratified_split
+from softmax_zoo.data.tokenizers import SPECIAL_TOKENS, CharTokenizer, WordVocab, minilm_tokenizer
 
 
 def test_char_tokenizer_build_save_load_roundtrip(tmp_path):
@@ -51,18 +51,6 @@ def test_minilm_tokenizer_loads_offline():
     assert ids[0] == tok.cls_token_id and ids[-1] == tok.sep_token_id and len(ids) == 4
 
 
-def test_train_wordpiece_on_train_split(tmp_path):
-    texts = ["the cat sat on the mat", "the dog sat on the log", "cats and dogs"] * 5
-    tok = train_wordpiece(texts, vocab_size=60, save_dir=tmp_path / "wp")
-    assert tok.convert_ids_to_tokens(list(range(5))) == list(SPECIAL_TOKENS)
-    enc = tok("The cat")["input_ids"]
-    assert enc[0] == tok.cls_token_id and enc[-1] == tok.sep_token_id
-    assert tok.decode(enc, skip_special_tokens=True) == "the cat"
-    from softmax_zoo.data.tokenizers import pretrained_tokenizer
-
-    assert pretrained_tokenizer(tmp_path / "wp")("the cat")["input_ids"] == enc
-
-
 def test_stratified_split_is_seeded_per_class_and_keeps_a_train_example():
     labels = ["a"] * 10 + ["b"] * 5 + ["c"]
     split = stratified_split(labels, val_frac=0.1, test_frac=0.2, seed=0)
@@ -75,19 +63,3 @@ def test_stratified_split_is_seeded_per_class_and_keeps_a_train_example():
     with pytest.raises(ValueError, match="val_frac \\+ test_frac must be < 1"):
         stratified_split(labels, 0.5, 0.5, seed=0)
 
-
-def test_tokenizers_saved_beside_prepared_data_and_reused(raw_root, out_dir):
-    from softmax_zoo.data.prepare import prepare_task
-    from softmax_zoo.data.tokenizers import char_tokenizer_for, wordpiece_for
-
-    prepare_task("iflytek", raw_root_dir=raw_root, out_dir=out_dir)
-    task = out_dir / "iflytek"
-    (task / "char_vocab.txt").unlink()
-    tok = char_tokenizer_for(task)  # rebuilt from train.jsonl and saved
-    assert (task / "char_vocab.txt").exists() and "应" in tok.index
-    prepare_task("clinc_oos", raw_root_dir=raw_root, out_dir=out_dir)
-    wp = wordpiece_for(out_dir / "clinc_oos", vocab_size=50)
-    saved = (out_dir / "clinc_oos" / "wordpiece_50" / "tokenizer.json").read_bytes()
-    again = wordpiece_for(out_dir / "clinc_oos", vocab_size=50)  # loaded, not retrained
-    assert (out_dir / "clinc_oos" / "wordpiece_50" / "tokenizer.json").read_bytes() == saved
-    assert again("translate request")["input_ids"] == wp("translate request")["input_ids"]

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from softmax_zoo.data.writer import Prepared, write_prepared
+from softmax_zoo.data.prepare.writer import Prepared, write_prepared
 
 NUM_WORDS = 60  # word types of the generated corpus; with <eos> and <unk>: 62 classes
 

@@ -8,7 +8,8 @@ import pytest
 import torch
 from torch.utils.data import DataLoader
 
-from softmax_zoo.data.lm_stream import IGNORE_INDEX, LMStream, byte_ranges, read_lines
+from softmax_zoo.data.layout import IGNORE_INDEX
+from softmax_zoo.data.lm_stream import LMStream, byte_ranges, read_lines
 from softmax_zoo.tasks.lm import collate
 
 EOS = 0

@@ -3,8 +3,8 @@
 import pytest
 import torch
 
+from softmax_zoo.data.layout import IGNORE_INDEX
 from softmax_zoo.data.seq2seq import (
-    IGNORE_INDEX,
     Truncation,
     UniLMTrainCollator,
     answer_window,

@@ -1,6 +1,8 @@
-"""Data preparation (release files or hub -> ``data/<task>/``), tokenizers and vocabularies.
+"""Runtime data: prepared folders as torch datasets, collators, tokenizers.
 
-Entry points: :func:`softmax_zoo.data.prepare.prepare_task` (and the CLI
-``python -m softmax_zoo.data.prepare``), :mod:`softmax_zoo.data.tokenizers`. The prepared
-formats are described in data/README.md.
+:mod:`.layout` owns the on-disk contract (split and file names, special tokens and ids, readers);
+:mod:`.classification`, :mod:`.seq2seq` and :mod:`.lm_stream` load prepared data for their task
+family; :mod:`.tokenizers` holds the character tokenizer, the LM word vocabulary and the
+pretrained tokenizers. Preparation (release files or hub -> ``data/<task>/``) is the separate
+package :mod:`softmax_zoo.data.prepare`, which runtime code never imports. Formats: data/README.md.
 """

@@ -1,8 +1,8 @@
 """Prepared classification data (``data/<task>/``) as torch datasets, with a padding collator.
 
-The prepared format (written by :mod:`softmax_zoo.data.prepare`): ``{train,validation,test}.jsonl``
-with ``{"text", "label"}`` (label = the label string) and ``meta.json`` with the ordered label
-list (index = class id), counts and sha256 of every file.
+The prepared format (:mod:`softmax_zoo.data.layout`): ``{train,validation,test}.jsonl`` with
+``{"text", "label"}`` (label = the label string) and ``meta.json`` with the ordered label list
+(index = class id), counts and sha256 of every file.
 
 Two dataset forms:
 
@@ -22,9 +22,8 @@ from typing import Any, Callable, Sequence
 
 import torch
 
-from softmax_zoo.data.io import read_jsonl
+from softmax_zoo.data.layout import META_FILE, read_jsonl, read_meta, split_file
 from softmax_zoo.data.tokenizers import CharTokenizer
-from softmax_zoo.data.writer import SPLITS
 
 
 def load_meta(data_dir: str | Path) -> dict[str, Any]:
@@ -33,10 +32,9 @@ def load_meta(data_dir: str | Path) -> dict[str, Any]:
     Raises:
         ValueError: the folder is not a classification dataset with a label list.
     """
-    path = Path(data_dir) / "meta.json"
-    meta = json.loads(path.read_text(encoding="utf-8"))
-    if meta.get("kind") != "classification" or not meta.get("labels"):
-        raise ValueError(f"{path}: expected a classification dataset with a label list, got kind={meta.get('kind')!r}")
+    meta = read_meta(data_dir, kind="classification")
+    if not meta.get("labels"):
+        raise ValueError(f"{Path(data_dir) / META_FILE}: expected a classification dataset with a label list, got none")
     return meta
 
 
@@ -49,9 +47,7 @@ def data_fingerprint(meta: dict[str, Any]) -> str:
 
 def read_split(data_dir: str | Path, split: str, labels: Sequence[str]) -> tuple[list[str], list[int]]:
     """Texts and class ids of one split; a label missing from ``labels`` raises ``ValueError``."""
-    if split not in SPLITS:
-        raise ValueError(f"split must be one of {SPLITS}, got {split!r}")
-    path = Path(data_dir) / f"{split}.jsonl"
+    path = Path(data_dir) / split_file(split, "classification")
     if not path.is_file():
         raise FileNotFoundError(f"{path} is missing: the prepared folder {data_dir} has no {split!r} split")
     index = {label: i for i, label in enumerate(labels)}

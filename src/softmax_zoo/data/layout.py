@@ -1,11 +1,90 @@
 """The on-disk and in-batch contract between data preparation and the runtime loaders.
 
-``data/<task>/`` holds one file per split plus ``meta.json`` (counts, labels, source, sha256 of
-the raw files); the preparers (:mod:`softmax_zoo.data.prepare`) write it and the task loaders read
-it. Label positions that carry no target are ``IGNORE_INDEX``, the losses' default ignore_index.
+A prepared folder ``data/<task>/`` holds (formats in data/README.md):
+
+- one file per split of :data:`SPLITS`: ``<split>.jsonl`` (classification, seq2seq: one JSON
+  object a line) or ``<split>.txt`` (lm: one sentence a line), see :func:`split_file`;
+- ``meta.json``: kind, counts, labels, source, sha256 of the raw and of the written files;
+- ``vocab.txt`` (lm: ``word<TAB>count`` of the train split, :data:`EOS` counted once per sentence)
+  or ``char_vocab.txt`` (one character a line, id = line index).
+
+:mod:`softmax_zoo.data.prepare` writes it; the runtime loaders read it with the readers below.
+Label positions that carry no target are :data:`IGNORE_INDEX`, the losses' default ignore_index.
 """
 
 from __future__ import annotations
 
+import gzip
+import json
+from operator import itemgetter
+from pathlib import Path
+from typing import Any, Iterator
+
 SPLITS = ("train", "validation", "test")
+KINDS = ("classification", "seq2seq", "lm")
+FORMAT_VERSION = 1  # meta.json "format_version"
+META_FILE = "meta.json"
+VOCAB_FILE = "vocab.txt"
+CHAR_VOCAB_FILE = "char_vocab.txt"
+EOS, WORD_UNK = "<eos>", "<unk>"  # end of sentence and unknown word of the LM vocabulary
 IGNORE_INDEX = -100
+
+
+def split_file(split: str, kind: str) -> str:
+    """File name of one split: ``<split>.txt`` for kind "lm", ``<split>.jsonl`` otherwise."""
+    if split not in SPLITS:
+        raise ValueError(f"split must be one of {SPLITS}, got {split!r}")
+    return f"{split}.txt" if kind == "lm" else f"{split}.jsonl"
+
+
+def vocab_order(counts: dict[str, int]) -> list[tuple[str, int]]:
+    """``(word, count)`` pairs in vocab.txt order: decreasing count, ties by word (deterministic)."""
+    items = sorted(counts.items())  # by word; the stable sort below keeps this order within a count
+    items.sort(key=itemgetter(1), reverse=True)
+    return items
+
+
+def open_text(path: str | Path):
+    """Open a UTF-8 text file for reading (``*.gz`` gunzipped); lines end at LF only (a stray CR stays in the line)."""
+    path = Path(path)
+    if path.suffix == ".gz":
+        return gzip.open(path, "rt", encoding="utf-8", newline="\n")
+    return open(path, encoding="utf-8", newline="\n")
+
+
+def read_json(path: str | Path) -> Any:
+    """Load one JSON document (``.gz`` allowed); a syntax error names the file, line and column."""
+    with open_text(path) as f:
+        try:
+            return json.load(f)
+        except json.JSONDecodeError as e:
+            raise ValueError(f"{path}:{e.lineno}:{e.colno}: malformed JSON: {e.msg}") from None
+
+
+def read_jsonl(path: str | Path) -> Iterator[tuple[int, dict]]:
+    """Yield ``(line_number, object)`` for each non-blank line of a JSON Lines file.
+
+    Raises:
+        ValueError: ``<file>:<line>: malformed JSON ...`` on a line that does not parse, or whose
+            value is not a JSON object.
+    """
+    with open_text(path) as f:
+        for lineno, line in enumerate(f, start=1):
+            if not line.strip():
+                continue
+            try:
+                obj = json.loads(line)
+            except json.JSONDecodeError as e:
+                raise ValueError(f"{path}:{lineno}: malformed JSON: {e.msg} (column {e.colno})") from None
+            if not isinstance(obj, dict):
+                raise ValueError(f"{path}:{lineno}: expected a JSON object, got {type(obj).__name__}")
+            yield lineno, obj
+
+
+def read_meta(data_dir: str | Path, kind: str | None = None) -> dict[str, Any]:
+    """``<data_dir>/meta.json``; with ``kind``, a folder of another kind raises ``ValueError``."""
+    path = Path(data_dir) / META_FILE
+    meta = read_json(path)
+    if kind is not None and meta.get("kind") != kind:
+        raise ValueError(f"{path}: expected a {kind} dataset, got kind={meta.get('kind')!r}")
+    return meta

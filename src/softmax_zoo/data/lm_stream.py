@@ -50,7 +50,7 @@ from pathlib import Path
 import torch
 from torch.utils.data import IterableDataset, get_worker_info
 
-IGNORE_INDEX = -100
+from softmax_zoo.data.layout import IGNORE_INDEX
 
 
 def byte_ranges(size: int, parts: int) -> list[tuple[int, int]]:
@@ -102,12 +102,9 @@ class LMStream(IterableDataset):
         rank: int | None = None,
     ) -> None:
         super().__init__()
-        if batch_size < 1:
-            raise ValueError(f"batch_size must be >= 1, got {batch_size}")
-        if bptt < 1:
-            raise ValueError(f"bptt must be >= 1, got {bptt}")
-        if world_size < 1:
-            raise ValueError(f"world_size must be >= 1, got {world_size}")
+        for name, value in (("batch_size", batch_size), ("bptt", bptt), ("world_size", world_size)):
+            if value < 1:
+                raise ValueError(f"{name} must be >= 1, got {value}")
         if rank is not None and not 0 <= rank < world_size:
             raise ValueError(f"rank must be in [0, {world_size}) or None, got {rank}")
         if not files:

@@ -25,7 +25,7 @@ from typing import Any, Sequence
 
 import torch
 
-IGNORE_INDEX = -100
+from softmax_zoo.data.layout import IGNORE_INDEX
 
 
 @dataclass

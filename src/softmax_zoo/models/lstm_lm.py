@@ -25,9 +25,8 @@ from collections.abc import Callable
 import torch
 from torch import nn
 
+from softmax_zoo.data.layout import IGNORE_INDEX
 from softmax_zoo.losses import OutputHead
-
-IGNORE_INDEX = -100
 
 
 class TokenRate:

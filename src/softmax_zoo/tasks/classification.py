@@ -27,7 +27,6 @@ from omegaconf import DictConfig
 from torch import nn
 
 from ..data.classification import (
-    SPLITS,
     ClassificationCollator,
     FeatureDataset,
     TokenizedDataset,
@@ -39,8 +38,8 @@ from ..data.classification import (
     stratified_subset,
     tokenize,
 )
+from ..data.layout import CHAR_VOCAB_FILE, SPLITS
 from ..data.tokenizers import CharTokenizer
-from ..data.writer import CHAR_VOCAB_FILE
 from ..metrics import macro_f1, micro_f1
 from ..models import build_head
 from ..models.classifier import TextClassifier, build_encoder, freeze_lower, pooled_features, resolve_pretrained

@@ -30,14 +30,14 @@ from omegaconf import DictConfig
 from torch.utils.data import DataLoader
 from transformers import TrainerCallback
 
-from softmax_zoo.data.lm_stream import IGNORE_INDEX, LMStream
-from softmax_zoo.data.tokenizers import EOS, WordVocab
+from softmax_zoo.data.layout import EOS, IGNORE_INDEX, SPLITS
+from softmax_zoo.data.lm_stream import LMStream
+from softmax_zoo.data.tokenizers import WordVocab
 from softmax_zoo.metrics import perplexity
 from softmax_zoo.models.heads import build_head
 from softmax_zoo.models.lstm_lm import LSTMLanguageModel
 from softmax_zoo.tasks.base import Task, require_prepared, split_prefix
 
-SPLITS = ("train", "validation", "test")
 LOGPROB_BUDGET = 1 << 25  # floats per log_probs chunk (128 MiB), so that evaluation fits with an 800k vocabulary
 
 

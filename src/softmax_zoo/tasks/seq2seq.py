@@ -35,7 +35,7 @@ from omegaconf import DictConfig, OmegaConf
 from transformers import AutoTokenizer, BertConfig
 
 from softmax_zoo import metrics as M
-from softmax_zoo.data.io import read_jsonl
+from softmax_zoo.data.layout import read_jsonl
 from softmax_zoo.data.seq2seq import (
     Seq2SeqDataset,
     Truncation,

@@ -9,9 +9,9 @@ Labels: the in-scope intents in alphabetical order, then "oos" last (index 150).
 
 from __future__ import annotations
 
-from softmax_zoo.data.io import read_json
-from softmax_zoo.data.raw import RawDir
-from softmax_zoo.data.writer import Prepared
+from softmax_zoo.data.layout import read_json
+from softmax_zoo.data.prepare.raw import RawDir
+from softmax_zoo.data.prepare.writer import Prepared
 
 RAW_NAME = "clinc_oos"
 KIND = "classification"

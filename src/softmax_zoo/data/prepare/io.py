@@ -1,4 +1,7 @@
-"""File helpers for data preparation: atomic folder writes, JSON Lines with file:line errors, sha256.
+"""File helpers of data preparation: atomic folder writes, JSON Lines writers, sha256, raw lines.
+
+The readers shared with the runtime (UTF-8 text and ``.gz``, JSON and JSON Lines with file:line
+errors) are in :mod:`softmax_zoo.data.layout`.
 
 A prepared folder only ever appears complete: everything is written into a hidden temporary
 sibling (``.<name>.tmp-<pid>``) that is renamed onto ``<name>`` at the very end, so an
@@ -8,13 +11,14 @@ interrupted run leaves at most a hidden ``.tmp`` folder, never a ``data/<task>/`
 from __future__ import annotations
 
 import contextlib
-import gzip
 import hashlib
 import json
 import os
 import shutil
 from pathlib import Path
 from typing import Any, Iterable, Iterator
+
+from softmax_zoo.data.layout import open_text
 
 _CHUNK = 1 << 20  # 1 MiB read size for hashing
 
@@ -28,47 +32,10 @@ def sha256_file(path: str | Path) -> str:
     return h.hexdigest()
 
 
-def open_text(path: str | Path):
-    """Open a UTF-8 text file for reading (``*.gz`` gunzipped); lines end at LF only (a stray CR stays in the line)."""
-    path = Path(path)
-    if path.suffix == ".gz":
-        return gzip.open(path, "rt", encoding="utf-8", newline="\n")
-    return open(path, encoding="utf-8", newline="\n")
-
-
 def read_lines(path: str | Path) -> list[str]:
     """Lines of a text file without their endings (LF or CRLF; a missing final newline is fine)."""
     with open_text(path) as f:
         return [line.rstrip("\r\n") for line in f]
-
-
-def read_json(path: str | Path) -> Any:
-    """Load one JSON document (``.gz`` allowed); a syntax error names the file, line and column."""
-    with open_text(path) as f:
-        try:
-            return json.load(f)
-        except json.JSONDecodeError as e:
-            raise ValueError(f"{path}:{e.lineno}:{e.colno}: malformed JSON: {e.msg}") from None
-
-
-def read_jsonl(path: str | Path) -> Iterator[tuple[int, dict]]:
-    """Yield ``(line_number, object)`` for each non-blank line of a JSON Lines file.
-
-    Raises:
-        ValueError: ``<file>:<line>: malformed JSON ...`` on a line that does not parse, or whose
-            value is not a JSON object.
-    """
-    with open_text(path) as f:
-        for lineno, line in enumerate(f, start=1):
-            if not line.strip():
-                continue
-            try:
-                obj = json.loads(line)
-            except json.JSONDecodeError as e:
-                raise ValueError(f"{path}:{lineno}: malformed JSON: {e.msg} (column {e.colno})") from None
-            if not isinstance(obj, dict):
-                raise ValueError(f"{path}:{lineno}: expected a JSON object, got {type(obj).__name__}")
-            yield lineno, obj
 
 
 def dumps_line(obj: dict) -> str:

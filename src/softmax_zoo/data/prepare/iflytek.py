@@ -15,9 +15,9 @@ character vocabulary of the train split is saved as ``char_vocab.txt``.
 
 from __future__ import annotations
 
-from softmax_zoo.data.io import read_jsonl
-from softmax_zoo.data.raw import RawDir
-from softmax_zoo.data.writer import Prepared
+from softmax_zoo.data.layout import read_jsonl
+from softmax_zoo.data.prepare.raw import RawDir
+from softmax_zoo.data.prepare.writer import Prepared
 
 RAW_NAME = "iflytek"
 KIND = "classification"

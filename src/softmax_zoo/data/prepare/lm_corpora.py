@@ -26,9 +26,9 @@ import re
 from pathlib import Path
 from typing import Iterable, Iterator
 
-from softmax_zoo.data.io import open_text
-from softmax_zoo.data.raw import RawDir
-from softmax_zoo.data.writer import Prepared
+from softmax_zoo.data.layout import SPLITS, open_text
+from softmax_zoo.data.prepare.raw import RawDir
+from softmax_zoo.data.prepare.writer import Prepared
 
 log = logging.getLogger(__name__)
 
@@ -48,12 +48,12 @@ def line_batches(paths: Iterable[Path]) -> Iterator[list[str]]:
 
 
 def _hub_lm(ds, column: str, notes: list[str]) -> Prepared:
-    splits = {s: (b[column] for b in ds[s].iter(batch_size=65536)) for s in ("train", "validation", "test") if s in ds}
+    splits = {s: (b[column] for b in ds[s].iter(batch_size=65536)) for s in SPLITS if s in ds}
     return Prepared(KIND, splits, meta={"notes": notes})
 
 
 class _LMTask:
-    """Common shape of the three LM tasks (what :mod:`softmax_zoo.data.prepare` expects of a task)."""
+    """Common shape of the three LM tasks (what :mod:`softmax_zoo.data.prepare.cli` expects of a task)."""
 
     KIND = KIND
     RAW_NAME = ""

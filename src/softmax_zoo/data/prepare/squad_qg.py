@@ -18,9 +18,10 @@ from __future__ import annotations
 
 from typing import Iterable, Iterator
 
-from softmax_zoo.data.io import read_json, read_lines
-from softmax_zoo.data.raw import RawDir
-from softmax_zoo.data.writer import Prepared
+from softmax_zoo.data.layout import read_json
+from softmax_zoo.data.prepare.io import read_lines
+from softmax_zoo.data.prepare.raw import RawDir
+from softmax_zoo.data.prepare.writer import Prepared
 
 RAW_NAME = "squad_qg"
 KIND = "seq2seq"

@@ -17,9 +17,10 @@ setting of UniLM / Sparse-softmax Table 5); ``dev=`` picks the validation file v
 
 from __future__ import annotations
 
-from softmax_zoo.data.io import read_lines
-from softmax_zoo.data.raw import RawDir
-from softmax_zoo.data.writer import Prepared
+from softmax_zoo.data.layout import SPLITS
+from softmax_zoo.data.prepare.io import read_lines
+from softmax_zoo.data.prepare.raw import RawDir
+from softmax_zoo.data.prepare.writer import Prepared
 
 RAW_NAME = "gigaword"
 KIND = "seq2seq"
@@ -112,6 +113,6 @@ def hub_spec(opts: dict) -> dict:
 
 def from_hub(ds, opts: dict, raw: RawDir | None = None) -> Prepared:
     """ds: DatasetDict train/validation/test of {"document", "summary"} (the same Rush et al. release)."""
-    pairs = {s: (list(ds[s]["document"]), list(ds[s]["summary"])) for s in ("train", "validation", "test")}
+    pairs = {s: (list(ds[s]["document"]), list(ds[s]["summary"])) for s in SPLITS}
     files = {s: f"hub split {s}" for s in pairs}
     return _build(pairs, opts, files)

@@ -13,7 +13,7 @@ when the TSV has them. The label list is every id in Y.txt / YL1.txt when presen
 
 The paper gives no split: a seeded stratified split is made here (``split_seed``,
 ``val_frac``, ``test_frac``; default 70/10/20, i.e. HDLTex's 80/20 train/test with a tenth
-of the data as validation) by :func:`softmax_zoo.data.splits.stratified_split`.
+of the data as validation) by :func:`softmax_zoo.data.prepare.splits.stratified_split`.
 """
 
 from __future__ import annotations
@@ -21,10 +21,11 @@ from __future__ import annotations
 import csv
 import logging
 
-from softmax_zoo.data.io import open_text, read_lines
-from softmax_zoo.data.raw import RawDir
-from softmax_zoo.data.splits import stratified_split
-from softmax_zoo.data.writer import SPLITS, Prepared
+from softmax_zoo.data.layout import SPLITS, open_text
+from softmax_zoo.data.prepare.io import read_lines
+from softmax_zoo.data.prepare.raw import RawDir
+from softmax_zoo.data.prepare.splits import stratified_split
+from softmax_zoo.data.prepare.writer import Prepared
 
 log = logging.getLogger(__name__)
 

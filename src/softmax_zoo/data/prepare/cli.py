@@ -1,4 +1,4 @@
-"""Prepare a dataset into ``data/<task>/`` from its release files or the Hugging Face hub.
+"""The preparation entry point: the task registry, :func:`prepare_task` and the command line.
 
 Command line (``key=value`` arguments, no dashes, like Hydra overrides)::
 
@@ -26,9 +26,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from softmax_zoo.data import clinc_oos, gigaword, iflytek, lm, squad_qg, wos
-from softmax_zoo.data.raw import RawDir
-from softmax_zoo.data.writer import write_prepared
+from softmax_zoo.data.prepare import clinc_oos, gigaword, iflytek, lm_corpora, squad_qg, wos
+from softmax_zoo.data.prepare.raw import RawDir
+from softmax_zoo.data.prepare.writer import write_prepared
 
 log = logging.getLogger(__name__)
 
@@ -38,9 +38,9 @@ TASKS: dict[str, Any] = {
     "iflytek": iflytek,
     "gigaword": gigaword,
     "squad_qg": squad_qg,
-    "lm1b": lm.LM1B,
-    "ptb": lm.PTB,
-    "wikitext2": lm.WIKITEXT2,
+    "lm1b": lm_corpora.LM1B,
+    "ptb": lm_corpora.PTB,
+    "wikitext2": lm_corpora.WIKITEXT2,
 }
 DEFAULT_RAW_ROOT = "../shared/data"
 DEFAULT_OUT_DIR = "data"
@@ -170,6 +170,7 @@ def parse_args(argv: list[str]) -> tuple[str, dict[str, str]]:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run the command line (``argv`` defaults to ``sys.argv[1:]``); returns the exit status."""
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(message)s")
     try:
         task, kv = parse_args(sys.argv[1:] if argv is None else argv)
@@ -191,6 +192,3 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     return 0
 
-
-if __name__ == "__main__":  # the CLI entry point: python -m softmax_zoo.data.prepare
-    sys.exit(main())

@@ -3,7 +3,7 @@
 Loaders (one module per dataset family) turn release files or hub datasets into a
 :class:`Prepared`; this module is the single place that checks examples, drops empty ones
 (counted in meta.json), writes the split files, the LM vocabulary and meta.json, all inside
-:func:`~softmax_zoo.data.io.atomic_dir` so that a half-written folder never looks complete.
+:func:`~softmax_zoo.data.prepare.io.atomic_dir` so that a half-written folder never looks complete.
 """
 
 from __future__ import annotations
@@ -11,21 +11,26 @@ from __future__ import annotations
 import logging
 from collections import Counter
 from dataclasses import dataclass, field
-from operator import itemgetter
 from pathlib import Path
 from typing import Any, Iterable
 
-from softmax_zoo.data.io import atomic_dir, sha256_file, write_json, write_jsonl
-from softmax_zoo.data.tokenizers import EOS, CharTokenizer
+from softmax_zoo.data.layout import (
+    CHAR_VOCAB_FILE,
+    EOS,
+    FORMAT_VERSION,
+    KINDS,
+    META_FILE,
+    SPLITS,
+    VOCAB_FILE,
+    split_file,
+    vocab_order,
+)
+from softmax_zoo.data.prepare.io import atomic_dir, sha256_file, write_json, write_jsonl
+from softmax_zoo.data.tokenizers import CharTokenizer
 
 log = logging.getLogger(__name__)
 
-SPLITS = ("train", "validation", "test")
-KINDS = ("classification", "seq2seq", "lm")
-FORMAT_VERSION = 1
 _REQUIRED = {"classification": ("text", "label"), "seq2seq": ("source", "target")}
-CHAR_VOCAB_FILE = "char_vocab.txt"
-VOCAB_FILE = "vocab.txt"
 
 
 @dataclass
@@ -108,10 +113,8 @@ def _write_lm_split(path: Path, batches: Iterable[list[str]], counter: Counter |
 
 def write_vocab(path: Path, counts: dict[str, int]) -> None:
     """``word<TAB>count`` lines, decreasing count, ties broken by the word (deterministic)."""
-    items = sorted(counts.items())  # by word; the stable sort below keeps this order within a count
-    items.sort(key=itemgetter(1), reverse=True)
     with open(path, "w", encoding="utf-8", newline="\n") as f:
-        f.writelines(f"{w}\t{c}\n" for w, c in items)
+        f.writelines(f"{w}\t{c}\n" for w, c in vocab_order(counts))
 
 
 def write_prepared(
@@ -149,7 +152,7 @@ def write_prepared(
                 if split not in prep.splits:
                     continue
                 counter_split = Counter() if split == "train" else None
-                n_sent, n_words, n_empty = _write_lm_split(tmp / f"{split}.txt", prep.splits[split], counter_split)
+                n_sent, n_words, n_empty = _write_lm_split(tmp / split_file(split, "lm"), prep.splits[split], counter_split)
                 if n_empty:
                     _drop(dropped, split, "empty line", n_empty)
                 counts[split] = {"sentences": n_sent, "words": n_words, "tokens_with_eos": n_sent + n_words}
@@ -167,7 +170,7 @@ def write_prepared(
                 if split not in prep.splits:
                     continue
                 kept = _check_examples(task, prep, split, prep.splits[split], dropped)
-                counts[split] = write_jsonl(tmp / f"{split}.jsonl", kept)
+                counts[split] = write_jsonl(tmp / split_file(split, prep.kind), kept)
                 if split == "train":
                     kept_train = kept
             if prep.char_vocab and kept_train is not None:
@@ -190,5 +193,5 @@ def write_prepared(
             **prep.meta,
         }
         meta["outputs_sha256"] = {p.name: sha256_file(p) for p in sorted(tmp.iterdir())}
-        write_json(tmp / "meta.json", meta)
+        write_json(tmp / META_FILE, meta)
     return meta
