@@ -105,6 +105,17 @@ def section_head(scale: str, pairs: list[Pair], runs: Path, unit: str) -> str:
     )
 
 
+def section(
+    scale: str, pairs: list[Pair], runs: Path, *, unit: str, table: str, throughput: str, beams: list[int],
+    rows: list[list[Any]], head_suffix: str = "",
+) -> str:
+    """One setting's section of a page: heading, starting point, the table, throughput, degenerate outputs, summary."""
+    return (
+        section_head(scale, pairs, runs, unit) + head_suffix + "\n\n" + setting_line(pairs) + table + "\n" + throughput
+        + "\n\n" + stutter_line(pairs, runs, beams) + summary(rows, scale) + "\n"
+    )
+
+
 def setting_line(pairs: list[Pair]) -> str:
     """For ``init_from`` settings, what both arms started from (empty otherwise)."""
     inits = sorted({str(r["config"].get("init_from")) for p in pairs for r in p if r["config"].get("init_from")})

@@ -18,17 +18,7 @@ import numpy as np
 from ..metrics import BLEU_ORDERS, bleu_from_stats
 from ..records import runs_dir
 from ._pages import markdown_table, write_page
-from ._seq2seq import (
-    BOOTSTRAP_SAMPLES,
-    delta_cells,
-    delta_claim,
-    load_pairs,
-    pooled,
-    section_head,
-    setting_line,
-    stutter_line,
-    summary,
-)
+from ._seq2seq import BOOTSTRAP_SAMPLES, delta_cells, delta_claim, load_pairs, pooled, section
 from ._stats import paired_bootstrap
 
 EXPERIMENT = "table3"
@@ -88,17 +78,12 @@ def build(results_dir: str | Path = "results", out: str | Path | None = None) ->
                     source=EXPERIMENT,
                 ))
         rate = [np.mean([r["metrics"][f"test/examples_per_s_{key}"] for r in (p[i] for p in pairs)]) for i in (0, 1)]
-        sections.append(
-            section_head(scale, pairs, runs, "question") + f", beam {BEAM}\n\n"
-            + setting_line(pairs)
-            + markdown_table(
-                ["metric", "UniLM paper", "softmax (ours)", "sparse-softmax (ours)", "Δ ours [95% CI]", "Δ paper", "verdict"],
-                rows,
-            )
-            + f"\nDecoding throughput (test examples/s, beam {BEAM}): softmax {rate[0]:.2f}, sparse {rate[1]:.2f}\n\n"
-            + stutter_line(pairs, runs, [BEAM])
-            + summary(rows, scale) + "\n"
+        table = markdown_table(
+            ["metric", "UniLM paper", "softmax (ours)", "sparse-softmax (ours)", "Δ ours [95% CI]", "Δ paper", "verdict"], rows
         )
+        throughput = f"Decoding throughput (test examples/s, beam {BEAM}): softmax {rate[0]:.2f}, sparse {rate[1]:.2f}"
+        sections.append(section(scale, pairs, runs, unit="question", head_suffix=f", beam {BEAM}", table=table,
+                                throughput=throughput, beams=[BEAM], rows=rows))
     text = (
         "# Table 3: SQuAD 1.1 question generation (Du split), UniLM fine-tuned with softmax vs sparse-softmax\n\n"
         "Built by `python -m softmax_zoo.results table3` from `results/runs/table3/` (`make reproduce-table3`).\n"

@@ -18,17 +18,7 @@ import numpy as np
 
 from ..records import runs_dir
 from ._pages import markdown_table, write_page
-from ._seq2seq import (
-    BOOTSTRAP_SAMPLES,
-    delta_cells,
-    delta_claim,
-    load_pairs,
-    pooled,
-    section_head,
-    setting_line,
-    stutter_line,
-    summary,
-)
+from ._seq2seq import BOOTSTRAP_SAMPLES, delta_cells, delta_claim, load_pairs, pooled, section
 from ._stats import paired_bootstrap
 
 EXPERIMENT = "table5"
@@ -59,21 +49,15 @@ def build(results_dir: str | Path = "results", out: str | Path | None = None) ->
                         f"Gigaword-10k, UniLM: sparse-softmax beats softmax on {metric} at beam {beam}", paper, d, scale, pairs, len(a),
                         source=EXPERIMENT,
                     ))
-        sections.append(
-            section_head(scale, pairs, runs, "pair") + "\n\n"
-            + setting_line(pairs)
-            + markdown_table(
-                ["beam", "metric", "UniLM paper (beam 5)", "softmax (ours)", "sparse-softmax (ours)",
-                 "Δ ours [95% CI]", "Δ paper", "verdict"],
-                rows,
-            )
-            + "\nDecoding throughput (test examples/s, beam 1 / beam 5): "
-            + "; ".join(
-                f"{name} " + " / ".join(f"{np.mean([r['metrics'][f'test/examples_per_s_beam{b}'] for r in recs]):.2f}" for b in beams)
-                for name, recs in (("softmax", [p[0] for p in pairs]), ("sparse", [p[1] for p in pairs]))
-            )
-            + "\n\n" + stutter_line(pairs, runs, beams) + summary(rows, scale) + "\n"
+        throughput = "Decoding throughput (test examples/s, beam 1 / beam 5): " + "; ".join(
+            f"{name} " + " / ".join(f"{np.mean([r['metrics'][f'test/examples_per_s_beam{b}'] for r in recs]):.2f}" for b in beams)
+            for name, recs in (("softmax", [p[0] for p in pairs]), ("sparse", [p[1] for p in pairs]))
         )
+        table = markdown_table(
+            ["beam", "metric", "UniLM paper (beam 5)", "softmax (ours)", "sparse-softmax (ours)", "Δ ours [95% CI]", "Δ paper", "verdict"],
+            rows,
+        )
+        sections.append(section(scale, pairs, runs, unit="pair", table=table, throughput=throughput, beams=beams, rows=rows))
     text = (
         "# Table 5: Gigaword-10k, UniLM fine-tuned with softmax vs sparse-softmax\n\n"
         "Built by `python -m softmax_zoo.results table5` from `results/runs/table5/` (`make reproduce-table5`).\n"
