@@ -4,7 +4,7 @@
 ``task.model`` with the transformers ``Trainer`` (accelerate underneath: one process, or DDP
 under ``torchrun --nproc_per_node=N -m softmax_zoo.train ...``), evaluates every split of
 ``task.eval_datasets`` with ``task.evaluate``, and writes the run record
-(:mod:`softmax_zoo.results`) on the main process.
+(:mod:`softmax_zoo.records`) on the main process.
 
 Checkpoints: ``cfg.output_dir/checkpoint-<step>`` every ``train.save_steps`` optimiser steps (the
 newest ``train.save_total_limit`` kept), with model weights in safetensors (tied weights saved
@@ -17,7 +17,6 @@ from __future__ import annotations
 import logging
 import math
 import os
-import sys
 import time
 from pathlib import Path
 from typing import Any, Iterable
@@ -26,12 +25,13 @@ import hydra
 import safetensors.torch
 import torch
 import transformers
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig
 from transformers import PreTrainedModel, Trainer, TrainerCallback, TrainingArguments
 from transformers.trainer_utils import get_last_checkpoint
 from transformers.utils import SAFE_WEIGHTS_NAME
 
-from . import results, tracking
+from . import records, tracking
+from .config import command_line
 from .losses import OutputHead
 from .tasks.base import Task
 
@@ -296,10 +296,10 @@ def run(cfg: DictConfig, callbacks: Iterable[TrainerCallback] = ()) -> dict[str,
         return None
     steps = trainer.state.global_step - steps_before  # optimiser steps of this session
     effective_batch = args.per_device_train_batch_size * args.gradient_accumulation_steps * args.world_size
-    record = results.make_record(
+    record = records.make_record(
         cfg,
         metrics=metrics,
-        train_loss=results.train_loss_curve(trainer.state.log_history),
+        train_loss=records.train_loss_curve(trainer.state.log_history),
         history=[h for h in trainer.state.log_history if any(k.startswith("val/") for k in h)],
         data_meta=task.data_meta,
         task_info=task.info,
@@ -321,71 +321,7 @@ def run(cfg: DictConfig, callbacks: Iterable[TrainerCallback] = ()) -> dict[str,
         },
         command=command_line(),
     )
-    path = results.write_record(record, results.runs_dir(hydra.utils.to_absolute_path(cfg.results_dir)))
+    path = records.write_record(record, records.runs_dir(hydra.utils.to_absolute_path(cfg.results_dir)))
     log.info("record %s: %s", path, ", ".join(f"{k}={v:.4g}" for k, v in metrics.items()))
     return record
 
-
-def command_line() -> list[str]:
-    """The command as typed: ``python -m softmax_zoo.train`` + the Hydra overrides (sys.argv otherwise)."""
-    from hydra.core.hydra_config import HydraConfig
-
-    if not HydraConfig.initialized():
-        return list(sys.argv)
-    prefix = ["python", "-m", "softmax_zoo.train"] if sys.argv[0].endswith("train.py") else [sys.argv[0]]
-    # Hydra escapes interpolations in a job's overrides (run_name=k$\{loss.k\}); show them as typed.
-    return prefix + [o.replace("\\{", "{").replace("\\}", "}") for o in HydraConfig.get().overrides.task]
-
-
-def compose(overrides: list[str] = (), config_dir: str | Path | None = None) -> DictConfig:
-    """Compose configs/train.yaml with ``overrides`` outside ``@hydra.main`` (tests, notebooks).
-
-    The ``${hydra:runtime.choices...}`` interpolations of the config resolve as in a real run.
-    """
-    from hydra import compose as hydra_compose, initialize_config_dir
-    from hydra.core.global_hydra import GlobalHydra
-    from hydra.core.hydra_config import HydraConfig
-    from omegaconf import open_dict
-
-    config_dir = Path(config_dir) if config_dir else Path(__file__).resolve().parents[2] / "configs"
-    GlobalHydra.instance().clear()
-    with initialize_config_dir(config_dir=str(config_dir), version_base="1.3"):
-        cfg = hydra_compose("train", overrides=list(overrides), return_hydra_config=True)
-    HydraConfig.instance().set_config(cfg)
-    with open_dict(cfg):
-        del cfg["hydra"]
-    return cfg
-
-
-def unknown_key_hint(overrides: list[str], config_dir: str | Path | None = None) -> str | None:
-    """For command-line ``a.b.c=v`` overrides naming keys that do not exist, list the valid keys.
-
-    Hydra already lists the valid choices of an unknown group option (``loss=nope``); for an
-    unknown key it only says "not in struct". Returns None when every key exists (or the group
-    choices themselves do not compose).
-    """
-    config_dir = Path(config_dir) if config_dir else Path(__file__).resolve().parents[2] / "configs"
-    groups = {str(p.relative_to(config_dir)) for p in config_dir.rglob("*") if p.is_dir()}
-    group_args, keys = [], []
-    for arg in overrides:
-        if arg.startswith(("-", "+", "~", "hydra")) or "=" not in arg:
-            continue
-        key, value = arg.split("=", 1)
-        if key.split("@")[0] in groups:
-            group_args.append(f"{key}={value.split(',')[0]}")  # a sweep: the first choice is enough
-        else:
-            keys.append(key)
-    try:
-        cfg = compose(group_args, config_dir)
-    except Exception:  # noqa: BLE001 - Hydra has already reported the composition error
-        return None
-    hints = []
-    for key in keys:
-        parent, _, leaf = key.rpartition(".")
-        node = OmegaConf.select(cfg, parent) if parent else cfg
-        if isinstance(node, DictConfig) and leaf not in node:
-            valid = ", ".join(sorted(node.keys()))
-            hints.append(f"unknown key {key!r}; valid keys under {parent or 'the top level'}: {valid}")
-        elif node is None:
-            hints.append(f"unknown key {key!r}: {parent!r} does not exist")
-    return "\n".join(hints) or None

@@ -16,9 +16,10 @@ import hydra
 from omegaconf import DictConfig
 
 from . import engine
+from .config import CONFIG_DIR, unknown_key_hint
 
 
-@hydra.main(config_path="../../configs", config_name="train", version_base="1.3")
+@hydra.main(config_path=str(CONFIG_DIR), config_name="train", version_base="1.3")
 def main(cfg: DictConfig) -> None:
     """Train one run of the composed config."""
     engine.run(cfg)
@@ -29,7 +30,7 @@ if __name__ == "__main__":
         main()
     except SystemExit as exit_:
         if exit_.code not in (0, None):  # Hydra reported an error; add the valid keys if one was unknown
-            hint = engine.unknown_key_hint(sys.argv[1:])
+            hint = unknown_key_hint(sys.argv[1:])
             if hint:
                 print(hint, file=sys.stderr)
         raise

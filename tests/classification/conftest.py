@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from softmax_zoo import engine
+from softmax_zoo import config
 from softmax_zoo.data.prepare.writer import Prepared, write_prepared
 
 NUM_CLASSES = 24
@@ -59,7 +59,7 @@ def data_root(tmp_path_factory) -> Path:
 
 def compose(data_root: Path, tmp_path: Path, task: str, *overrides: str):
     """The composed training config of ``task`` at smoke scale on generated data, writing into tmp_path."""
-    return engine.compose([
+    return config.compose([
         f"task={task}", "model=tiny_bert", "scale=smoke", f"task.data_dir={data_root / task}",
         f"results_dir={tmp_path}", f"output_dir={tmp_path}/ckpt", *overrides,
     ])

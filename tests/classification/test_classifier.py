@@ -6,7 +6,7 @@ import pytest
 import torch
 from transformers import BertConfig, BertModel
 
-from softmax_zoo import engine
+from softmax_zoo import config
 from softmax_zoo.losses import SoftmaxHead
 from softmax_zoo.models import build_head
 from softmax_zoo.models.classifier import TextClassifier, freeze_lower, pool, pooled_features
@@ -31,7 +31,7 @@ def batch(gen: torch.Generator, n: int = 6, t: int = 9) -> dict[str, torch.Tenso
 
 @pytest.fixture(scope="module")
 def loss_cfgs():
-    return {h: engine.compose([f"loss={h}"]).loss for h in HEADS}
+    return {h: config.compose([f"loss={h}"]).loss for h in HEADS}
 
 
 @pytest.mark.parametrize("head_name", HEADS)

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from softmax_zoo import results
+from softmax_zoo import records
+from softmax_zoo.reports._pages import read_claims
 from softmax_zoo.reports import fig2
 
 SEEDS = (0, 1, 2)
@@ -18,13 +19,13 @@ F1 = {
 
 
 def record(kind: str, k: int | None, seed: int, f1: float) -> dict:
-    loss = {"_target_": "softmax_zoo.losses.SoftmaxHead"} if kind == "softmax" else {
-        "_target_": "softmax_zoo.losses.SparseSoftmaxHead", "k": k}
+    loss = {} if kind == "softmax" else {"k": k}
     name = f"iflytek_cpu_{kind}{'' if k is None else f'_k{k}'}_seed{seed}"
     return {
         "experiment": "fig2_iflytek",
         "run_name": name,
         "seed": seed,
+        "choices": {"loss": "softmax" if kind == "softmax" else "sparse_softmax"},
         "config": {
             "loss": loss,
             "task": {"name": "iflytek", "max_length": 64},
@@ -47,7 +48,7 @@ def built(tmp_path_factory):
     tmp_path = tmp_path_factory.mktemp("fig2")
     for (kind, k), values in F1.items():
         for seed, f1 in zip(SEEDS, values):
-            results.write_record(record(kind, k, seed, f1), results.runs_dir(tmp_path))
+            records.write_record(record(kind, k, seed, f1), records.runs_dir(tmp_path))
     fig2.build(tmp_path)
     return tmp_path
 
@@ -75,7 +76,7 @@ def test_plots_are_written(built):
 
 
 def test_claims_rows(built):
-    claims = results.read_claims(built / "claims.md")
+    claims = read_claims(built / "claims.md")
     assert claims["fig2-k20-best-iflytek"]["verdict"] == "supported"
     robust = claims["fig2-robust-k-iflytek"]
     assert robust["ours"] == "test micro-F1 spread of the means over k=5..100: 20.0 points; k below the softmax baseline: [5]"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from softmax_zoo import engine
+from softmax_zoo import config, engine
 from softmax_zoo.models.classifier import TextClassifier
 
 from .conftest import NUM_CLASSES, SIZES, TASKS, compose
@@ -75,7 +75,7 @@ def test_k_larger_than_the_classes_fails_before_anything_is_built(data_root, tmp
 
 
 def test_missing_data_names_the_command(tmp_path):
-    cfg = engine.compose(["task=iflytek", "model=tiny_bert", f"task.data_dir={tmp_path}/nope", f"results_dir={tmp_path}"])
+    cfg = config.compose(["task=iflytek", "model=tiny_bert", f"task.data_dir={tmp_path}/nope", f"results_dir={tmp_path}"])
     with pytest.raises(FileNotFoundError, match="make data TASK=iflytek"):
         engine.build_task(cfg)
 
@@ -95,11 +95,11 @@ def test_cache_features_with_freeze_layers_is_ambiguous(data_root, tmp_path, tin
 def test_configs_of_each_task_compose(task):
     """Every scale of the task, its Fig. 2 experiments, and the paper scale's BERT models."""
     for scale in ("smoke", "cpu", "paper"):
-        cfg = engine.compose([f"task={task}", f"scale={scale}"])
+        cfg = config.compose([f"task={task}", f"scale={scale}"])
         assert cfg.task.builder == "softmax_zoo.tasks.classification.build_task"
         assert cfg.model.name == ("char_transformer" if task == "iflytek" else "minilm")  # the task's default
-    sparse = engine.compose([f"experiment=fig2_{task}", "loss.k=50", "seed=2"])
-    softmax = engine.compose([f"experiment=fig2_{task}_softmax", "model=bert" if task != "iflytek" else "model=bert_chinese"])
+    sparse = config.compose([f"experiment=fig2_{task}", "loss.k=50", "seed=2"])
+    softmax = config.compose([f"experiment=fig2_{task}_softmax", "model=bert" if task != "iflytek" else "model=bert_chinese"])
     assert sparse.experiment_name == softmax.experiment_name == f"fig2_{task}"
     assert sparse.run_name == f"{task}_cpu_sparse_k50_seed2" and softmax.run_name == f"{task}_cpu_softmax_seed0"
     assert softmax.model.tokenizer == softmax.model.pretrained  # a BERT checkpoint brings its own tokenizer

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from softmax_zoo.engine import compose
+from softmax_zoo.config import compose
 
 CONFIGS = Path(__file__).resolve().parents[2] / "configs"
 

@@ -129,7 +129,7 @@ def test_unknown_group_choice_lists_the_valid_ones(make_cfg):
 
 
 def test_unknown_key_hint_lists_the_valid_keys():
-    from softmax_zoo.engine import unknown_key_hint
+    from softmax_zoo.config import unknown_key_hint
 
     hint = unknown_key_hint(["loss=sparse_softmax", "loss.kk=3", "train.lr=0.1", "seed=1"], CONFIGS)
     assert hint == "unknown key 'loss.kk'; valid keys under loss: _target_, bias, ignore_index, k, reduction"

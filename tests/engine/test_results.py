@@ -1,4 +1,4 @@
-"""Records, statistics, tables and the claims ledger, on hand-made records."""
+"""Records, the atomic writer, statistics, tables, the claims ledger and the pages' command line, on hand-made records."""
 
 from __future__ import annotations
 
@@ -8,7 +8,10 @@ import math
 import numpy as np
 import pytest
 
-from softmax_zoo import reports, results
+from softmax_zoo import config, records, reports
+from softmax_zoo.reports import __main__ as cli
+from softmax_zoo.reports._pages import markdown_table, provenance, read_claims, update_claims
+from softmax_zoo.reports._stats import format_mean_ci, mean_ci, paired_bootstrap
 
 
 def record(experiment: str, run: str, loss: str, seed: int, f1: float) -> dict:
@@ -16,7 +19,8 @@ def record(experiment: str, run: str, loss: str, seed: int, f1: float) -> dict:
         "experiment": experiment,
         "run_name": run,
         "seed": seed,
-        "config": {"loss": {"_target_": loss}},
+        "choices": {"loss": loss},
+        "config": {"loss": {}},
         "metrics": {"test/micro_f1": f1},
     }
 
@@ -25,42 +29,42 @@ def record(experiment: str, run: str, loss: str, seed: int, f1: float) -> dict:
 def runs(tmp_path):
     root = tmp_path / "runs"
     for seed, f1 in enumerate([0.90, 0.92, 0.94]):
-        results.write_record(record("fig2", f"softmax_s{seed}", "Softmax", seed, f1), root)
+        records.write_record(record("fig2", f"softmax_s{seed}", "softmax", seed, f1), root)
     for seed, f1 in enumerate([0.95, 0.96]):
-        results.write_record(record("fig2", f"sparse_s{seed}", "Sparse", seed, f1), root)
-    results.write_record(record("other", "x", "Softmax", 0, 0.1), root)
+        records.write_record(record("fig2", f"sparse_s{seed}", "sparse_softmax", seed, f1), root)
+    records.write_record(record("other", "x", "softmax", 0, 0.1), root)
     return root
 
 
 def test_mean_ci_is_student_t():
-    mean, half, n = results.mean_ci([1.0, 2.0, 3.0])
+    mean, half, n = mean_ci([1.0, 2.0, 3.0])
     # s = 1, t_{0.975, 2} = 4.302653 -> half = 4.302653 / sqrt(3)
     assert (mean, n) == (2.0, 3) and half == pytest.approx(4.302653 / math.sqrt(3), rel=1e-6)
-    mean, half, n = results.mean_ci([5.0])
+    mean, half, n = mean_ci([5.0])
     assert mean == 5.0 and math.isnan(half) and n == 1
     with pytest.raises(ValueError, match="at least one"):
-        results.mean_ci([])
+        mean_ci([])
 
 
 def test_load_filter_and_group(runs):
-    assert len(results.load_records(runs)) == 6
-    fig2 = results.load_records(runs, experiment="fig2")
-    groups = results.group_by(fig2, ["config.loss._target_"])
-    f1 = {k[0]: [results.get(r, "metrics.test/micro_f1") for r in v] for k, v in groups.items()}
-    assert f1 == {"Softmax": [0.90, 0.92, 0.94], "Sparse": [0.95, 0.96]}
-    mean, half, _ = results.mean_ci(f1["Softmax"])
+    assert len(records.load_records(runs)) == 6
+    fig2 = records.load_records(runs, experiment="fig2")
+    groups = records.group_by(fig2, ["choices.loss"])
+    f1 = {k[0]: [records.get(r, "metrics.test/micro_f1") for r in v] for k, v in groups.items()}
+    assert f1 == {"softmax": [0.90, 0.92, 0.94], "sparse_softmax": [0.95, 0.96]}
+    mean, half, _ = mean_ci(f1["softmax"])
     assert mean == pytest.approx(0.92) and half == pytest.approx(4.302653 * 0.02 / math.sqrt(3), rel=1e-6)
-    assert results.format_mean_ci(f1["Sparse"], scale=100) == "95.50 ± 6.35 (n=2)"  # t_{0.975,1} = 12.706 * 0.5
-    assert results.get(fig2[0], "config.nope.deeper") is None
+    assert format_mean_ci(f1["sparse_softmax"], scale=100) == "95.50 ± 6.35 (n=2)"  # t_{0.975,1} = 12.706 * 0.5
+    assert records.get(fig2[0], "config.nope.deeper") is None
 
 
 def test_write_record_is_atomic(tmp_path):
-    path = results.write_record(record("e", "r", "Softmax", 0, 0.5), tmp_path)
+    path = records.write_record(record("e", "r", "softmax", 0, 0.5), tmp_path)
     assert json.loads(path.read_text())["metrics"]["test/micro_f1"] == 0.5
-    bad = record("e", "bad", "Softmax", 0, 0.5)
+    bad = record("e", "bad", "softmax", 0, 0.5)
     bad["metrics"]["obj"] = object()  # not JSON: the dump fails half-way
     with pytest.raises(TypeError):
-        results.write_record(bad, tmp_path)
+        records.write_record(bad, tmp_path)
     assert sorted(p.name for p in (tmp_path / "e").iterdir()) == ["r.json"]
 
 
@@ -68,20 +72,20 @@ def test_paired_bootstrap():
     rng = np.random.default_rng(0)
     a = rng.random(400)
     b = a + 0.05 + 0.01 * rng.standard_normal(400)
-    out = results.paired_bootstrap(a, b, num_samples=2000)
+    out = paired_bootstrap(a, b, num_samples=2000)
     assert out["delta"] == pytest.approx(float(np.mean(b - a)))
     assert out["low"] < out["delta"] < out["high"] and out["low"] > 0.04 and out["p_le_0"] == 0.0
-    same = results.paired_bootstrap(a, a, num_samples=100)
+    same = paired_bootstrap(a, a, num_samples=100)
     assert same == {"delta": 0.0, "low": 0.0, "high": 0.0, "p_le_0": 1.0}
     with pytest.raises(ValueError, match="equal-length"):
-        results.paired_bootstrap(a, b[:10])
+        paired_bootstrap(a, b[:10])
 
 
 def test_markdown_table():
-    table = results.markdown_table(["a", "b"], [[1, "x|y"]])
+    table = markdown_table(["a", "b"], [[1, "x|y"]])
     assert table == "| a | b |\n|---|---|\n| 1 | x\\|y |\n"
     with pytest.raises(ValueError, match="header has 2"):
-        results.markdown_table(["a", "b"], [[1]])
+        markdown_table(["a", "b"], [[1]])
 
 
 def claim(cid: str, ours: str, source: str) -> dict:
@@ -90,15 +94,15 @@ def claim(cid: str, ours: str, source: str) -> dict:
 
 def test_claims_ledger_rows_are_keyed_by_id(tmp_path):
     ledger = tmp_path / "claims.md"
-    results.update_claims([claim("fig2.iflytek", "59.1", "fig2")], ledger)
-    results.update_claims([claim("lm1b.ppl", "120", "lm1b")], ledger)
-    results.update_claims([claim("fig2.iflytek", "61.0", "fig2")], ledger)  # rebuilt: replaces its row only
-    rows = results.read_claims(ledger)
+    update_claims([claim("fig2.iflytek", "59.1", "fig2")], ledger)
+    update_claims([claim("lm1b.ppl", "120", "lm1b")], ledger)
+    update_claims([claim("fig2.iflytek", "61.0", "fig2")], ledger)  # rebuilt: replaces its row only
+    rows = read_claims(ledger)
     assert set(rows) == {"fig2.iflytek", "lm1b.ppl"}
     assert rows["fig2.iflytek"]["ours"] == "61.0" and rows["lm1b.ppl"]["ours"] == "120"
     assert rows["lm1b.ppl"]["claim"] == "k=20 | best"
     with pytest.raises(ValueError, match="lacks"):
-        results.update_claims([{"id": "x"}], ledger)
+        update_claims([{"id": "x"}], ledger)
 
 
 def test_cli_dispatches_to_a_report(tmp_path, monkeypatch, capsys):
@@ -106,13 +110,52 @@ def test_cli_dispatches_to_a_report(tmp_path, monkeypatch, capsys):
         f"def build():\n    open({str(tmp_path / 'built.txt')!r}, 'w').write('ok')\n"
     )
     monkeypatch.setattr(reports, "__path__", [*reports.__path__, str(tmp_path)])
-    assert results.main(["fake_report"]) == 0
+    assert cli.main(["fake_report"]) == 0
     assert (tmp_path / "built.txt").read_text() == "ok"
-    assert results.main(["no_such_report"]) == 2
-    assert "fake_report" in capsys.readouterr().err
+    assert cli.main(["no_such_report"]) == 2
+    err = capsys.readouterr().err
+    assert "fake_report" in err and "_pages" not in err  # private helper modules are not pages
 
 
 def test_provenance_names_the_command_and_commits():
     recs = [{"git": {"commit": "abcdef123", "dirty": False}}, {"git": {"commit": "abcdef123", "dirty": True}}]
-    line = results.provenance("fig2", recs)
+    line = provenance("fig2", recs)
     assert line == "Made by `python -m softmax_zoo.results fig2` from 2 run records (code at abcdef1, abcdef1+dirty).\n"
+
+
+def test_atomic_write_leaves_the_old_file_when_the_writer_fails(tmp_path):
+    path = records.write_text(tmp_path / "sub" / "page.md", "old ±\n")
+
+    def half_then_fail(tmp):
+        tmp.write_text("half")
+        raise RuntimeError("writer failed")
+
+    with pytest.raises(RuntimeError, match="writer failed"):
+        records.atomic_write(path, half_then_fail)
+    assert path.read_text(encoding="utf-8") == "old ±\n" and [p.name for p in path.parent.iterdir()] == ["page.md"]
+    records.atomic_write(path, lambda tmp: tmp.write_bytes(b"\x89PNG"))
+    assert path.read_bytes() == b"\x89PNG"
+
+
+def test_choice_names_the_record_when_it_lacks_one():
+    r = record("e", "r", "sparse_softmax", 0, 0.5)
+    assert records.choice(r, "loss") == "sparse_softmax"
+    with pytest.raises(KeyError, match="'r' keeps no choices\\['sampler'\\]"):
+        records.choice(r, "sampler")
+
+
+def test_compose_gives_hydras_choices():
+    config.compose(["experiment=kernel_bias_sampled", "loss/sampler=quadratic", "scale=smoke"])
+    assert config.hydra_choices() == {
+        "task": "ptb", "model": "lstm_lm", "loss": "sampled_softmax", "sampler": "quadratic",
+        "scale": "smoke", "experiment": "kernel_bias_sampled", "start": None,
+    }
+
+
+def test_predictions_sit_beside_the_record(tmp_path):
+    rows = [{"index": 0, "reference": "a b", "beam1": {"prediction": "a ü"}}]
+    path = records.write_predictions(rows, tmp_path, "table5", "run", "test")
+    assert path == tmp_path / "table5" / "run.test.predictions.jsonl" == records.predictions_path(tmp_path, "table5", "run", "test")
+    assert records.read_predictions({"experiment": "table5", "run_name": "run"}, tmp_path) == rows
+    with pytest.raises(FileNotFoundError, match="rerun other"):
+        records.read_predictions({"experiment": "table5", "run_name": "other"}, tmp_path)

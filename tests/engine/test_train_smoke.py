@@ -16,7 +16,7 @@ from softmax_zoo.tasks.synthetic import MLPClassifier
 from .test_configs import FIXED_COST, names
 
 RECORD_KEYS = {
-    "schema", "experiment", "run_name", "created", "seed", "config", "git", "data", "metrics", "model",
+    "schema", "experiment", "run_name", "created", "seed", "choices", "config", "git", "data", "metrics", "model",
     "train_loss", "history", "timing", "device", "versions", "command", "task_info",
 }  # fmt: skip
 
@@ -30,6 +30,7 @@ def check_record(cfg, steps: int) -> dict:
     record = json.loads(record_path(cfg).read_text())
     assert set(record) == RECORD_KEYS
     assert record["config"]["seed"] == cfg.seed and record["run_name"] == cfg.run_name
+    assert record["choices"]["task"] == cfg.task.name and record["choices"]["scale"] == cfg.scale.name
     assert record["train_loss"]["step"] == list(range(1, steps + 1))
     assert all(math.isfinite(x) for x in record["train_loss"]["loss"])
     assert {"val/micro_f1", "val/macro_f1", "test/micro_f1", "test/macro_f1"} <= set(record["metrics"])

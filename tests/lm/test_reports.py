@@ -4,23 +4,17 @@ from __future__ import annotations
 
 import pytest
 
-from softmax_zoo import results
+from softmax_zoo import records
+from softmax_zoo.reports._pages import read_claims
 from softmax_zoo.reports import kernel_bias, lm1b
 
-SAMPLERS = {
-    "uniform": "softmax_zoo.losses.UniformSampler",
-    "unigram": "softmax_zoo.losses.UnigramSampler",
-    "quadratic": "softmax_zoo.losses.QuadraticKernelSampler",
-    "softmax": "softmax_zoo.losses.SoftmaxSampler",
-}
-
-
-def record(experiment: str, name: str, loss: dict, metrics: dict, seed: int = 0, history=()) -> dict:
+def record(experiment: str, name: str, loss: str, metrics: dict, seed: int = 0, history=(), sampler=None, m=None) -> dict:
     return {
         "experiment": experiment,
         "run_name": f"{name}_seed{seed}",
         "seed": seed,
-        "config": {"loss": loss, "model": {"hidden_size": 8, "embedding_dim": 8}, "task": {"bptt": 5}},
+        "choices": {"loss": loss, "sampler": sampler},
+        "config": {"loss": {"num_samples": m} if m else {}, "model": {"hidden_size": 8, "embedding_dim": 8}, "task": {"bptt": 5}},
         "metrics": metrics,
         "history": list(history),
         "timing": {"train_s": 60.0, "global_steps": 10},
@@ -30,42 +24,40 @@ def record(experiment: str, name: str, loss: dict, metrics: dict, seed: int = 0,
 
 def lm1b_records():
     heads = {
-        "softmax": ({"_target_": "softmax_zoo.losses.SoftmaxHead"}, 200.0, 100.0),
-        "adaptive": ({"_target_": "softmax_zoo.losses.AdaptiveSoftmaxHead", "cutoffs": [10, 50]}, 210.0, 500.0),
-        "sq": ({"_target_": "softmax_zoo.losses.SampledSoftmaxHead", "num_samples": 8,
-                "sampler": {"_target_": SAMPLERS["quadratic"]}}, 230.0, 300.0),
+        "softmax": (("softmax", None, None), 200.0, 100.0),
+        "adaptive": (("adaptive_softmax", None, None), 210.0, 500.0),
+        "sq": (("sampled_softmax", "quadratic", 8), 230.0, 300.0),
     }
     out = []
-    for name, (loss, ppl, tps) in heads.items():
+    for name, ((loss, sampler, m), ppl, tps) in heads.items():
         for seed in (0, 1):
             curve = [{"step": s, "train_wall_s": 10.0 * s, "val/curve_perplexity": ppl * (3 - s)} for s in range(3)]
             out.append(record("lm1b", name, loss, {"val/perplexity": ppl + seed, "test/perplexity": ppl + 2 * seed,
-                                                   "train/tokens_per_second": tps, "train/tokens": 1000.0}, seed, curve))
+                                                   "train/tokens_per_second": tps, "train/tokens": 1000.0}, seed, curve, sampler, m))
     return out
 
 
 def test_lm1b_report(tmp_path):
     for r in lm1b_records():
-        results.write_record(r, results.runs_dir(tmp_path))
+        records.write_record(r, records.runs_dir(tmp_path))
     lm1b.build(tmp_path)
     text = (tmp_path / "lm1b.md").read_text()
     assert "| adaptive | 210.5 ± 6.4 (n=2) | 211.0 ± 12.7 (n=2) | 500 | 5.00x |" in text
     assert "| sampled (quadratic, m=8) |" in text
     assert "processed 5.00x the full softmax's training tokens per second" in text
     assert (tmp_path / "lm1b.png").stat().st_size > 0
-    claims = results.read_claims(tmp_path / "claims.md")
+    claims = read_claims(tmp_path / "claims.md")
     assert claims["lm1b-cpu-speedup-3x"]["verdict"] == "met"
     assert claims["lm1b-adaptive-speed-ppl"]["verdict"] == "supported at CPU scale"  # 211/201 = 1.05 <= 1.10
 
 
 def kernel_records(quadratic_gaps: dict[int, float]):
     full = 5.0
-    out = [record("kernel_bias", "full", {"_target_": "softmax_zoo.losses.SoftmaxHead"}, {"val/loss": full})]
+    out = [record("kernel_bias", "full", "softmax", {"val/loss": full})]
     uniform_gaps = {8: 1.0, 16: 0.8, 64: 0.5, 256: 0.2}
     for name, gaps in (("uniform", uniform_gaps), ("quadratic", quadratic_gaps), ("softmax", {8: 0.01, 256: 0.0})):
         for m, gap in gaps.items():
-            loss = {"_target_": "softmax_zoo.losses.SampledSoftmaxHead", "num_samples": m, "sampler": {"_target_": SAMPLERS[name]}}
-            out.append(record("kernel_bias", f"{name}_m{m}", loss, {"val/loss": full + gap}))
+            out.append(record("kernel_bias", f"{name}_m{m}", "sampled_softmax", {"val/loss": full + gap}, sampler=name, m=m))
     return out
 
 
@@ -76,13 +68,13 @@ def kernel_records(quadratic_gaps: dict[int, float]):
 ])
 def test_kernel_bias_report(tmp_path, quadratic_gaps, verdict, ratio):
     for r in kernel_records(quadratic_gaps):
-        results.write_record(r, results.runs_dir(tmp_path))
+        records.write_record(r, records.runs_dir(tmp_path))
     kernel_bias.build(tmp_path)
     text = (tmp_path / "kernel_bias.md").read_text()
     assert "| uniform | 6.000 (+1.000) | 5.800 (+0.800) | 5.500 (+0.500) | 5.200 (+0.200) |" in text
     assert "| full softmax | 5.000 (n=1) |" in text
     assert "largest gap over m is 0.010 nats" in text
-    row = results.read_claims(tmp_path / "claims.md")["kernel-bias-10-100x"]
+    row = read_claims(tmp_path / "claims.md")["kernel-bias-10-100x"]
     assert row["verdict"] == verdict
     assert ratio in row["ours"]
     if verdict == "not supported" and quadratic_gaps[256] > 0.2:

@@ -11,7 +11,7 @@ import torch
 from hydra.errors import InstantiationException
 from torch.utils.data import DataLoader
 
-from softmax_zoo import engine
+from softmax_zoo import config, engine
 from softmax_zoo.data.tokenizers import WordVocab
 
 from .conftest import NUM_WORDS
@@ -28,7 +28,7 @@ HEADS = {
 
 
 def compose(corpus, tmp_path, *overrides: str):
-    return engine.compose([
+    return config.compose([
         "task=lm1b", "scale=smoke", f"task.data_dir={corpus}", f"results_dir={tmp_path}",
         f"output_dir={tmp_path}/ckpt", *overrides,
     ])

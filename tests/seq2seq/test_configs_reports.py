@@ -3,17 +3,17 @@
 import numpy as np
 import pytest
 
-from softmax_zoo import engine
+from softmax_zoo import config
 from softmax_zoo.metrics import bleu_stats
 from softmax_zoo.reports.table3 import corpus_bootstrap
-from softmax_zoo.reports.table5 import SOFTMAX, SPARSE, paired_runs, setting_line, verdict
+from softmax_zoo.reports._seq2seq import SOFTMAX, SPARSE, paired_runs, setting_line, stutters, verdict
 
 
 @pytest.mark.parametrize("scale", ["cpu", "paper"])
 @pytest.mark.parametrize("table, task", [("table5", "gigaword"), ("table3", "squad_qg")])
 def test_experiments_compose(table, task, scale):
     for loss, head, topk in (("softmax", "SoftmaxHead", None), ("sparse_softmax", "SparseSoftmaxHead", "beam")):
-        cfg = engine.compose([f"experiment={table}_{loss}", f"scale={scale}"])
+        cfg = config.compose([f"experiment={table}_{loss}", f"scale={scale}"])
         assert cfg.experiment_name == table and cfg.task.name == task and cfg.model.name == "unilm_minilm"
         assert cfg.loss._target_ == f"softmax_zoo.losses.{head}" and cfg.loss.label_smoothing == 0.1
         assert cfg.model.mask_prob == 0.7 and cfg.task.decode.topk == topk
@@ -27,18 +27,18 @@ def test_experiments_compose(table, task, scale):
 
 @pytest.mark.parametrize("table, task", [("table5", "gigaword"), ("table3", "squad_qg")])
 def test_init_experiments_start_from_the_softmax_run(table, task):
-    softmax_run = str(engine.compose([f"experiment={table}_softmax", "scale=cpu", "seed=3"]).output_dir)  # resolved now:
+    softmax_run = str(config.compose([f"experiment={table}_softmax", "scale=cpu", "seed=3"]).output_dir)  # resolved now:
     # ${hydra:...} interpolations read the newest composition
     for loss in ("softmax", "sparse_softmax"):
-        cfg = engine.compose([f"experiment={table}_init_{loss}", "scale=cpu", "seed=3"])
+        cfg = config.compose([f"experiment={table}_init_{loss}", "scale=cpu", "seed=3"])
         assert cfg.init_from == softmax_run == f"checkpoints/{table}/{task}_unilm_minilm_softmax_cpu_seed3"
         assert cfg.train.epochs == 1 and cfg.experiment_name == table and "init-softmax" in cfg.run_name
         assert cfg.loss._target_ == f"softmax_zoo.losses.{'SoftmaxHead' if loss == 'softmax' else 'SparseSoftmaxHead'}"
 
 
 def test_init_runs_are_paired_only_with_each_other():
-    def rec(target, seed, init):
-        return {"seed": seed, "config": {"scale": {"name": "cpu"}, "loss": {"_target_": target}, "init_from": init}}
+    def rec(loss, seed, init):
+        return {"seed": seed, "choices": {"loss": loss}, "config": {"scale": {"name": "cpu"}, "init_from": init}}
 
     records = [rec(SOFTMAX, 0, None), rec(SPARSE, 0, None), rec(SOFTMAX, 0, "ckpt/a"), rec(SPARSE, 0, "ckpt/a"), rec(SPARSE, 1, None)]
     pairs = paired_runs(records)
@@ -66,8 +66,6 @@ def test_corpus_bootstrap_identical_and_better_systems():
 
 
 def test_stutters_flags_a_word_three_times_in_a_row():
-    from softmax_zoo.reports.table5 import stutters
-
     assert stutters("what was the the the name ?")
     assert not stutters("the cat and the dog the end")  # repeated, but never in a row
     assert not stutters("sri sri lanka") and stutters("sri sri lanka", run=2)

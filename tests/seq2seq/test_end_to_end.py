@@ -10,8 +10,9 @@ import random
 
 import pytest
 
-from softmax_zoo import engine, results
+from softmax_zoo import config, engine
 from softmax_zoo.reports import table3, table5
+from softmax_zoo.reports._pages import read_claims
 
 WORDS = "apple river stone cloud green music paper window silver garden tiger ocean yellow planet".split()
 
@@ -48,7 +49,7 @@ def _run(tmp_path, experiment, data_dir):
         # the smoke scale's own values, restated so the test does not depend on the composition order
         "train.max_steps=2", "train.batch_size=8", "train.save_steps=0", "train.precision=fp32",
     ]
-    return engine.run(engine.compose(overrides))
+    return engine.run(config.compose(overrides))
 
 
 @pytest.mark.parametrize(
@@ -72,6 +73,6 @@ def test_smoke_reproduction_on_generated_pairs(tmp_path, table, report, make_row
     report.build(tmp_path / "results")
     text = (tmp_path / "results" / f"{table}.md").read_text()
     assert "## scale=smoke" in text and "Δ ours [95% CI]" in text
-    claims = results.read_claims(tmp_path / "results" / "claims.md")
+    claims = read_claims(tmp_path / "results" / "claims.md")
     rows = [row for claim_id, row in claims.items() if claim_id.startswith(f"{table}_smoke_")]
     assert rows and all(row["source"] == table for row in rows)

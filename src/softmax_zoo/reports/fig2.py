@@ -23,11 +23,13 @@ from typing import Any
 
 import numpy as np
 
-from .. import results
+from ..records import choice, get, load_records, runs_dir
+from ._pages import markdown_table, pyplot, save_figure, write_page
+from ._stats import format_mean_ci, mean, mean_ci
 
 EXPERIMENT_PREFIX = "fig2_"
 PAPER_K = 20
-# Sun et al. 2021, Fig. 2, as quoted in issue 5: k=20 is best with ~100+ classes, and its micro-F1.
+# Sun et al. 2021, Fig. 2: k=20 is best with ~100+ classes, and its micro-F1 there.
 PAPER_F1 = {"iflytek": 60.7, "clinc_oos": 96.1}
 TASK_NAMES = {"clinc_oos": "OOS-eval (CLINC150)", "iflytek": "IFLYTEK", "wos": "WoS"}
 PRETRAINED_NAMES = {"minilm": "all-MiniLM-L6-v2"}
@@ -58,21 +60,18 @@ SMOOTH = 25  # moving-average window (steps) of the bold fig1 curves
 
 
 def loss_key(record: dict[str, Any]) -> tuple[str, int | None]:
-    """("softmax", None) or ("sparse", k) from a record's loss config."""
-    loss = results.get(record, "config.loss") or {}
-    name = str(loss.get("_target_", "?")).rsplit(".", 1)[-1]
-    if name == "SparseSoftmaxHead":
-        return "sparse", int(loss["k"])
-    if name == "SoftmaxHead":
-        return "softmax", None
-    return name, None
+    """("softmax", None) or ("sparse", k) from the record's Hydra choice of loss (other losses: (choice, None))."""
+    loss = choice(record, "loss")
+    if loss == "sparse_softmax":
+        return "sparse", int(get(record, "config.loss.k"))
+    return loss, None
 
 
 def summarize(records: list[dict[str, Any]]) -> dict[str, dict[tuple, list[dict[str, Any]]]]:
     """task name -> (loss, k) -> records (one per seed)."""
     out: dict[str, dict[tuple, list[dict[str, Any]]]] = {}
     for r in records:
-        task = results.get(r, "config.task.name")
+        task = get(r, "config.task.name")
         out.setdefault(task, {}).setdefault(loss_key(r), []).append(r)
     return out
 
@@ -84,16 +83,12 @@ def metric(runs: list[dict[str, Any]], name: str) -> list[float]:
 
 def cell(runs: list[dict[str, Any]], name: str) -> str:
     values = metric(runs, name)
-    return results.format_mean_ci(values, digits=1) if values else "—"
-
-
-def mean(values: list[float]) -> float:
-    return results.mean_ci(values)[0] if values else math.nan
+    return format_mean_ci(values, digits=1) if values else "—"
 
 
 def interval(values: list[float]) -> tuple[float, float]:
     """(low, high) of the 95% interval of the mean; a single value is its own interval."""
-    m, half, _ = results.mean_ci(values)
+    m, half, _ = mean_ci(values)
     half = 0.0 if math.isnan(half) else half
     return m - half, m + half
 
@@ -129,7 +124,7 @@ def task_table(task: str, groups: dict[tuple, list]) -> str:
             *(cell(runs, key) for key, _ in extra),
             paper,
         ])
-    return results.markdown_table(header, rows)
+    return markdown_table(header, rows)
 
 
 def setup_line(groups: dict[tuple, list]) -> str:
@@ -165,7 +160,7 @@ def claims(task: str, groups: dict[tuple, list]) -> list[dict[str, str]]:
     means = {k: mean(metric(groups[("sparse", k)], "test/micro_f1")) for k in ks}
     rows = []
     if PAPER_K in means:
-        mean20, half20, _ = results.mean_ci(metric(groups[("sparse", PAPER_K)], "test/micro_f1"))
+        mean20, half20, _ = mean_ci(metric(groups[("sparse", PAPER_K)], "test/micro_f1"))
         best_values = metric(groups[("sparse", best)], "test/micro_f1")
         tied = [k for k in ks if k != best and compare(metric(groups[("sparse", k)], "test/micro_f1"), best_values) != "higher"]
         if best == PAPER_K:
@@ -225,7 +220,7 @@ def verdict_sentence(task: str, groups: dict[tuple, list]) -> str:
     best = best_k(groups)
     above = [k for k in ks if side[k] == "higher"]
     below = [k for k in ks if side[k] == "lower"]
-    m, half, _ = results.mean_ci(soft)
+    m, half, _ = mean_ci(soft)
     return (
         f"Softmax: {m:.1f} ± {half:.1f}. The best sparse k is {best} "
         f"({mean(metric(groups[('sparse', best)], 'test/micro_f1')):.1f}); sparse-softmax intervals wholly above "
@@ -277,21 +272,16 @@ def discussion(summary: dict[str, dict[tuple, list]]) -> str:
 
 
 def plot_fig2(summary: dict[str, dict[tuple, list]], path: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
     tasks = sorted(summary)
-    fig, axes = plt.subplots(1, len(tasks), figsize=(5.0 * len(tasks), 3.8), squeeze=False)
+    fig, axes = pyplot().subplots(1, len(tasks), figsize=(5.0 * len(tasks), 3.8), squeeze=False)
     for ax, task in zip(axes[0], tasks):
         groups = summary[task]
         ks = sparse_ks(groups)
-        stats = [results.mean_ci(metric(groups[("sparse", k)], "test/micro_f1")) for k in ks]
+        stats = [mean_ci(metric(groups[("sparse", k)], "test/micro_f1")) for k in ks]
         ax.errorbar(ks, [s[0] for s in stats], yerr=[0 if math.isnan(s[1]) else s[1] for s in stats],
                     marker="o", capsize=3, label="sparse-softmax (mean ± 95% CI)")
         if ("softmax", None) in groups:
-            m, h, _ = results.mean_ci(metric(groups[("softmax", None)], "test/micro_f1"))
+            m, h, _ = mean_ci(metric(groups[("softmax", None)], "test/micro_f1"))
             h = 0 if math.isnan(h) else h
             ax.axhline(m, color="gray", label="softmax (band: 95% CI)")
             ax.axhspan(m - h, m + h, color="gray", alpha=0.25)
@@ -304,7 +294,7 @@ def plot_fig2(summary: dict[str, dict[tuple, list]], path: Path) -> None:
         ax.set_title(TASK_NAMES.get(task, task))
         ax.grid(True, alpha=0.3)
         ax.legend(fontsize=8)
-    results.save_figure(fig, path)
+    save_figure(fig, path)
 
 
 def mean_curve(runs: list[dict[str, Any]]) -> tuple[np.ndarray, np.ndarray]:
@@ -380,13 +370,8 @@ def convergence_claim(task: str, groups: dict[tuple, list]) -> dict[str, str] | 
 
 def plot_fig1(summary: dict[str, dict[tuple, list]], path: Path) -> None:
     """Top: training loss per mini-batch; bottom: validation micro-F1 after each epoch."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
     tasks = sorted(summary)
-    fig, axes = plt.subplots(2, len(tasks), figsize=(5.0 * len(tasks), 7.0), squeeze=False)
+    fig, axes = pyplot().subplots(2, len(tasks), figsize=(5.0 * len(tasks), 7.0), squeeze=False)
     for col, task in enumerate(tasks):
         groups = summary[task]
         top, bottom = axes[0][col], axes[1][col]
@@ -411,7 +396,7 @@ def plot_fig1(summary: dict[str, dict[tuple, list]], path: Path) -> None:
         bottom.grid(True, alpha=0.3)
         if bottom.lines:
             bottom.legend(fontsize=8)
-    results.save_figure(fig, path)
+    save_figure(fig, path)
 
 
 SWEPT = ("loss.k", "seed")  # the sweep dimensions of configs/experiment/fig2_*.yaml
@@ -438,16 +423,16 @@ def commands(records: list[dict[str, Any]]) -> list[str]:
     return out
 
 
-def build(results_dir: str | Path = "results") -> None:
-    """Write results/fig2.md, fig2.png, fig1.png and the fig2 rows of results/claims.md."""
-    results_dir = Path(results_dir)
-    runs = results.runs_dir(results_dir)
-    records = [r for d in sorted(runs.glob(f"{EXPERIMENT_PREFIX}*")) if d.is_dir() for r in results.load_records(runs, d.name)]
+def build(results_dir: str | Path = "results", out: str | Path | None = None) -> None:
+    """Write fig2.md, fig2.png, fig1.png and the fig2 rows of claims.md into ``out`` (default ``results_dir``)."""
+    runs = runs_dir(results_dir)
+    records = [r for d in sorted(runs.glob(f"{EXPERIMENT_PREFIX}*")) if d.is_dir() for r in load_records(runs, d.name)]
     if not records:
         raise FileNotFoundError(f"no records in {runs}/{EXPERIMENT_PREFIX}*; run `make reproduce-fig2` first")
+    out = Path(out or results_dir)
     summary = summarize(records)
-    plot_fig2(summary, results_dir / "fig2.png")
-    plot_fig1(summary, results_dir / "fig1.png")
+    plot_fig2(summary, out / "fig2.png")
+    plot_fig1(summary, out / "fig1.png")
     parts = [
         "# Sparse-softmax Fig. 1 and Fig. 2: k sweep on text classification (Sun et al. 2021)\n\n"
         "Made by `make reproduce-fig2` (OOS-eval and IFLYTEK; WoS by `make reproduce-fig2 FIG2_TASKS=wos`), "
@@ -468,7 +453,4 @@ def build(results_dir: str | Path = "results") -> None:
         parts.append(f"\n{verdict_sentence(task, groups)}\n")
     parts.append(discussion(summary))
     parts.append("\n![micro-F1 against k](fig2.png)\n\n![training loss per mini-batch](fig1.png)\n")
-    results.write_text(results_dir / "fig2.md", "".join(parts))
-    rows = [row for task in sorted(summary) for row in claims(task, summary[task])]
-    if rows:
-        results.update_claims(rows, results_dir / "claims.md")
+    write_page(out, "fig2", "".join(parts), [row for task in sorted(summary) for row in claims(task, summary[task])])

@@ -17,7 +17,9 @@ import math
 from pathlib import Path
 from typing import Any
 
-from .. import results
+from ..records import choice, get, load_records, runs_dir
+from ._pages import line_plot, markdown_table, write_page
+from ._stats import format_mean_ci, mean
 
 EXPERIMENT = "kernel_bias"
 SAMPLERS = ("uniform", "unigram", "quadratic", "softmax")
@@ -26,12 +28,7 @@ FEWER_SAMPLES = (10.0, 100.0)  # the paper: one to two orders of magnitude fewer
 
 def sampler_name(record: dict[str, Any]) -> str | None:
     """"uniform" / "unigram" / "quadratic" / "softmax" for a sampled run, None for the full softmax."""
-    loss = results.get(record, "config.loss") or {}
-    if not str(loss.get("_target_", "")).endswith("SampledSoftmaxHead"):
-        return None
-    target = str(loss["sampler"]["_target_"]).rsplit(".", 1)[-1]
-    return {"UniformSampler": "uniform", "UnigramSampler": "unigram", "QuadraticKernelSampler": "quadratic",
-            "SoftmaxSampler": "softmax"}.get(target, target)
+    return choice(record, "sampler") if choice(record, "loss") == "sampled_softmax" else None
 
 
 def collect(records: list[dict[str, Any]]) -> tuple[list[float], dict[str, dict[int, list[float]]]]:
@@ -46,10 +43,6 @@ def collect(records: list[dict[str, Any]]) -> tuple[list[float], dict[str, dict[
         else:
             grid.setdefault(name, {}).setdefault(int(r["config"]["loss"]["num_samples"]), []).append(loss)
     return full, grid
-
-
-def mean(values: list[float]) -> float:
-    return results.mean_ci(values)[0]
 
 
 def samples_needed(curve: dict[int, float], gap: float) -> int | None:
@@ -77,28 +70,18 @@ def table(full: list[float], grid: dict[str, dict[int, list[float]]]) -> str:
             else:
                 cells.append("-")
         rows.append([name, *cells])
-    rows.append(["full softmax", *[results.format_mean_ci(full, digits=3)] + [""] * (len(ms) - 1)])
-    return results.markdown_table(["sampler", *[f"m={m}" for m in ms]], rows)
+    rows.append(["full softmax", *[format_mean_ci(full, digits=3)] + [""] * (len(ms) - 1)])
+    return markdown_table(["sampler", *[f"m={m}" for m in ms]], rows)
 
 
 def plot(full: list[float], grid: dict[str, dict[int, list[float]]], path: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(6.4, 4.2))
-    for name in [s for s in SAMPLERS if s in grid]:
-        ms = sorted(grid[name])
-        ax.plot(ms, [mean(grid[name][m]) for m in ms], marker="o", label=f"sampled, {name}")
-    ax.axhline(mean(full), color="black", linestyle="--", label="full softmax")
-    ax.set_xscale("log", base=2)
-    ax.set_xlabel("negatives per row m (log scale)")
-    ax.set_ylabel("final validation loss, full softmax (nats/token)")
-    ax.set_title("Penn Treebank: bias of sampled softmax vs m")
-    ax.grid(True, which="both", alpha=0.3)
-    ax.legend()
-    results.save_figure(fig, path)
+    with line_plot(path, xlabel="negatives per row m (log scale)", ylabel="final validation loss, full softmax (nats/token)",
+                   title="Penn Treebank: bias of sampled softmax vs m") as ax:
+        for name in [s for s in SAMPLERS if s in grid]:
+            ms = sorted(grid[name])
+            ax.plot(ms, [mean(grid[name][m]) for m in ms], marker="o", label=f"sampled, {name}")
+        ax.axhline(mean(full), color="black", linestyle="--", label="full softmax")
+        ax.set_xscale("log", base=2)
 
 
 def finding(full: list[float], grid: dict[str, dict[int, list[float]]]) -> tuple[str, str, str]:
@@ -136,17 +119,17 @@ def finding(full: list[float], grid: dict[str, dict[int, list[float]]]) -> tuple
     return sentence, verdict, short
 
 
-def build(results_dir: str | Path = "results") -> None:
-    """Write results/kernel_bias.md, results/kernel_bias.png and the kernel-bias rows of results/claims.md."""
-    results_dir = Path(results_dir)
-    records = results.load_records(results.runs_dir(results_dir), EXPERIMENT)
+def build(results_dir: str | Path = "results", out: str | Path | None = None) -> None:
+    """Write kernel_bias.md, kernel_bias.png and the kernel-bias rows of claims.md into ``out`` (default ``results_dir``)."""
+    runs = runs_dir(results_dir)
+    records = load_records(runs, EXPERIMENT)
     full, grid = collect(records)
     if not full or not grid:
         raise FileNotFoundError(
-            f"need the full-softmax run and sampled runs in {results.runs_dir(results_dir) / EXPERIMENT}; "
-            "run `make reproduce-kernel-bias` first"
+            f"need the full-softmax run and sampled runs in {runs / EXPERIMENT}; run `make reproduce-kernel-bias` first"
         )
-    plot(full, grid, results_dir / "kernel_bias.png")
+    out = Path(out or results_dir)
+    plot(full, grid, out / "kernel_bias.png")
     sentence, verdict, short = finding(full, grid)
     base = mean(full)
     oracle = grid.get("softmax", {})
@@ -156,8 +139,8 @@ def build(results_dir: str | Path = "results") -> None:
         "# Kernel-based sampling: bias of sampled softmax against m (Blanc & Rendle 2018)\n\n"
         "Made by `make reproduce-kernel-bias` (records in results/runs/kernel_bias/, table by "
         "`python -m softmax_zoo.results kernel_bias`).\n\n"
-        f"Penn Treebank (Mikolov), LSTM {results.get(r0, 'config.model.hidden_size')} units, BPTT "
-        f"{results.get(r0, 'config.task.bptt')}, {r0['timing']['global_steps']} steps for every run, seeds "
+        f"Penn Treebank (Mikolov), LSTM {get(r0, 'config.model.hidden_size')} units, BPTT "
+        f"{get(r0, 'config.task.bptt')}, {r0['timing']['global_steps']} steps for every run, seeds "
         f"{sorted({r['seed'] for r in records})}. Cells: final validation loss of the full softmax of the trained "
         "weights (nats/token), and in brackets its gap to the full-softmax run (lower is better, 0 = unbiased).\n\n"
         + table(full, grid)
@@ -167,8 +150,10 @@ def build(results_dir: str | Path = "results") -> None:
         + (f" The softmax sampler's largest gap over m is {oracle_gap:.3f} nats." if oracle else "")
         + "\n\n![validation loss against m](kernel_bias.png)\n"
     )
-    results.write_text(results_dir / "kernel_bias.md", text)
-    results.update_claims(
+    write_page(
+        out,
+        EXPERIMENT,
+        text,
         [{
             "id": "kernel-bias-10-100x",
             "claim": "quadratic-kernel sampling reaches a given bias with 10-100x fewer samples than uniform sampling",
@@ -177,5 +162,4 @@ def build(results_dir: str | Path = "results") -> None:
             "verdict": verdict,
             "source": EXPERIMENT,
         }],
-        results_dir / "claims.md",
     )

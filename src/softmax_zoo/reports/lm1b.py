@@ -17,30 +17,29 @@ import math
 from pathlib import Path
 from typing import Any
 
-from .. import results
+from ..records import choice, get, load_records, runs_dir
+from ._pages import line_plot, markdown_table, write_page
+from ._stats import format_mean_ci, mean
 
 EXPERIMENT = "lm1b"
-# The paper's One Billion Word numbers (Grave et al. 2017, ICML; as quoted in the project's issue 7).
+# The paper's One Billion Word numbers (Grave et al. 2017, ICML).
 PAPER = {
     "adaptive_1layer_test_ppl": 43.9,  # one LSTM-2048 layer, under three days on one GPU
     "adaptive_2layer_test_ppl": 39.8,
     "speedup": "2-10x",
 }
 NEAR_SAME_PPL = 1.10  # "nearly the same perplexity": adaptive within 10% of the full softmax (our reading)
-SPEEDUP_TARGET = 3.0  # issue 7: adaptive step >= 3x faster than full softmax at CPU scale, min_count 1
+SPEEDUP_TARGET = 3.0  # the project's CPU target: an adaptive step >= 3x faster than full softmax, min_count 1
 
 
 def head_label(record: dict[str, Any]) -> str:
-    """"softmax", "adaptive", "sampled (quadratic, m=64)", ... from a record's loss config."""
-    loss = results.get(record, "config.loss") or {}
-    name = str(loss.get("_target_", "?")).rsplit(".", 1)[-1]
-    if name == "AdaptiveSoftmaxHead":
+    """"softmax", "adaptive", "sampled (quadratic, m=64)", ... from the record's Hydra choices."""
+    loss = choice(record, "loss")
+    if loss == "adaptive_softmax":
         return "adaptive"
-    if name == "SampledSoftmaxHead":
-        sampler = str(loss.get("sampler", {}).get("_target_", "?")).rsplit(".", 1)[-1].replace("Sampler", "")
-        sampler = {"QuadraticKernel": "quadratic"}.get(sampler, sampler.lower())
-        return f"sampled ({sampler}, m={loss.get('num_samples')})"
-    return "softmax" if name == "SoftmaxHead" else name
+    if loss == "sampled_softmax":
+        return f"sampled ({choice(record, 'sampler')}, m={get(record, 'config.loss.num_samples')})"
+    return loss
 
 
 def summarize(records: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
@@ -59,10 +58,6 @@ def summarize(records: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     return out
 
 
-def mean(values: list[float]) -> float:
-    return results.mean_ci(values)[0]
-
-
 def speedups(summary: dict[str, dict[str, Any]]) -> dict[str, float]:
     """tokens/second of each head over the full softmax's (nan without a softmax run)."""
     base = mean(summary["softmax"]["tps"]) if "softmax" in summary else math.nan
@@ -75,40 +70,30 @@ def table(summary: dict[str, dict[str, Any]]) -> str:
     for head, s in sorted(summary.items(), key=lambda kv: (kv[0] != "softmax", kv[0])):
         rows.append([
             head,
-            results.format_mean_ci(s["val"], digits=1),
-            results.format_mean_ci(s["test"], digits=1),
+            format_mean_ci(s["val"], digits=1),
+            format_mean_ci(s["test"], digits=1),
             f"{mean(s['tps']):.0f}",
             f"{speed[head]:.2f}x",
             f"{mean(s['train_s']) / 60:.1f}",
             f"{mean(s['tokens']):.3g}",
         ])
     header = ["head", "val ppl", "test ppl", "train tokens/s", "speed-up vs softmax", "train min", "train tokens"]
-    return results.markdown_table(header, rows)
+    return markdown_table(header, rows)
 
 
 def plot(summary: dict[str, dict[str, Any]], path: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(6.4, 4.2))
-    for head, s in sorted(summary.items()):
-        for i, curve in enumerate(s["curves"]):
-            if curve:
-                xs, ys = zip(*curve)
-                ax.plot([x / 60 for x in xs], ys, marker=".", label=head if i == 0 else None)
-    ax.set_xlabel("training wall time (min)")
-    ax.set_ylabel("validation perplexity (first curve_tokens tokens)")
-    ax.set_yscale("log")
-    ax.set_title("One Billion Word subset: validation perplexity vs time")
-    ax.grid(True, which="both", alpha=0.3)
-    ax.legend()
-    results.save_figure(fig, path)
+    with line_plot(path, xlabel="training wall time (min)", ylabel="validation perplexity (first curve_tokens tokens)",
+                   title="One Billion Word subset: validation perplexity vs time") as ax:
+        for head, s in sorted(summary.items()):
+            for i, curve in enumerate(s["curves"]):
+                if curve:
+                    xs, ys = zip(*curve)
+                    ax.plot([x / 60 for x in xs], ys, marker=".", label=head if i == 0 else None)
+        ax.set_yscale("log")
 
 
 def claims(summary: dict[str, dict[str, Any]]) -> list[dict[str, str]]:
-    """Ledger rows: the speed/perplexity trade-off, the issue's CPU speed target, the absolute perplexity."""
+    """Ledger rows: the speed/perplexity trade-off, the project's CPU speed target, the absolute perplexity."""
     if "softmax" not in summary or "adaptive" not in summary:
         return []
     speed = speedups(summary)["adaptive"]
@@ -177,22 +162,23 @@ def sampled_sentence(summary: dict[str, dict[str, Any]]) -> str:
     )
 
 
-def build(results_dir: str | Path = "results") -> None:
-    """Write results/lm1b.md, results/lm1b.png and the lm1b rows of results/claims.md."""
-    results_dir = Path(results_dir)
-    records = results.load_records(results.runs_dir(results_dir), EXPERIMENT)
+def build(results_dir: str | Path = "results", out: str | Path | None = None) -> None:
+    """Write lm1b.md, lm1b.png and the lm1b rows of claims.md into ``out`` (default ``results_dir``)."""
+    runs = runs_dir(results_dir)
+    records = load_records(runs, EXPERIMENT)
     if not records:
-        raise FileNotFoundError(f"no records in {results.runs_dir(results_dir) / EXPERIMENT}; run `make reproduce-lm1b` first")
+        raise FileNotFoundError(f"no records in {runs / EXPERIMENT}; run `make reproduce-lm1b` first")
+    out = Path(out or results_dir)
     summary = summarize(records)
-    plot(summary, results_dir / "lm1b.png")
+    plot(summary, out / "lm1b.png")
     r0 = records[0]
     text = (
         "# One Billion Word: full, adaptive and sampled softmax (Grave et al. 2017)\n\n"
         "Made by `make reproduce-lm1b` (records in results/runs/lm1b/, table by `python -m softmax_zoo.results lm1b`).\n\n"
         f"Data: held-out shards 10-11 for training, 12 validation, 13 test (the only shards here); vocabulary "
         f"{r0['task_info'].get('vocab_size')} words (min_count {r0['task_info'].get('min_count')}). "
-        f"Model: LSTM {results.get(r0, 'config.model.hidden_size')} units, embedding {results.get(r0, 'config.model.embedding_dim')}, "
-        f"BPTT {results.get(r0, 'config.task.bptt')}, every head trained for the same {r0['timing']['global_steps']} steps. "
+        f"Model: LSTM {get(r0, 'config.model.hidden_size')} units, embedding {get(r0, 'config.model.embedding_dim')}, "
+        f"BPTT {get(r0, 'config.task.bptt')}, every head trained for the same {r0['timing']['global_steps']} steps. "
         "Perplexity is that of each head's normalised distribution (full softmax for sampled heads, the adaptive model's own). "
         "Speed-up = training tokens/second over the full softmax's, from the same reproduction.\n\n"
         + table(summary)
@@ -201,7 +187,4 @@ def build(results_dir: str | Path = "results") -> None:
         + verdict_sentence(summary)
         + "\n\n![validation perplexity against wall time](lm1b.png)\n"
     )
-    results.write_text(results_dir / "lm1b.md", text)
-    rows = claims(summary)
-    if rows:
-        results.update_claims(rows, results_dir / "claims.md")
+    write_page(out, EXPERIMENT, text, claims(summary))

@@ -2,10 +2,10 @@
 
 ``python -m softmax_zoo.results table3`` (the last step of ``make reproduce-table3``) reads the
 records of experiment ``table3`` and their test predictions and writes ``results/table3.md``:
-BLEU-1..4 (corpus BLEU; per-example n-gram counts saved by ``evaluate``) and ROUGE-L at beam 1
+BLEU-1..4 (corpus BLEU; per-example n-gram counts saved by the evaluation) and ROUGE-L at beam 1
 for both losses, the delta sparse − softmax with a paired bootstrap 95% CI over test examples
 (corpus BLEU recomputed on each resample; seeds pooled), the paper's delta and a verdict; plus
-rows of the claims ledger. Pairing and verdicts are shared with :mod:`softmax_zoo.reports.table5`.
+rows of the claims ledger.
 """
 
 from __future__ import annotations
@@ -15,13 +15,15 @@ from typing import Any
 
 import numpy as np
 
-from softmax_zoo.metrics import BLEU_ORDERS, bleu_from_stats
-from softmax_zoo.reports.table5 import BOOTSTRAP_SAMPLES, delta_cells, delta_claim, paired_runs, pooled, predictions, setting_line, stutter_line, summary
-from softmax_zoo.results import load_records, markdown_table, paired_bootstrap, runs_dir, update_claims, write_text
+from ..metrics import BLEU_ORDERS, bleu_from_stats
+from ..records import runs_dir
+from ._pages import markdown_table, write_page
+from ._seq2seq import BOOTSTRAP_SAMPLES, delta_cells, delta_claim, load_pairs, pooled, section
+from ._stats import paired_bootstrap
 
 EXPERIMENT = "table3"
 BEAM = 1
-# Sun et al. 2021, Table 3 (as summarised in issue 6): sparse − softmax, BLEU-1..4, beam 1.
+# Sun et al. 2021, Table 3: sparse − softmax, BLEU-1..4, beam 1.
 PAPER_DELTAS = {"bleu1": 0.90, "bleu2": 0.62, "bleu3": 0.80, "bleu4": 0.82}
 # UniLM v1 (Dong et al. 2019) on the Du split: BLEU-4 22.78, ROUGE-L 51.57 (unilm-v1 README).
 UNILM = {"bleu4": 22.78, "rougeL": 51.57}
@@ -36,7 +38,7 @@ def corpus_bootstrap(stats_a: np.ndarray, stats_b: np.ndarray, order: int, num_s
             row e of both for the same example.
 
     Returns:
-        ``{"delta", "low", "high", "p_le_0"}`` as :func:`softmax_zoo.results.paired_bootstrap`.
+        ``{"delta", "low", "high", "p_le_0"}`` as :func:`softmax_zoo.reports._stats.paired_bootstrap`.
     """
     n = stats_a.shape[0]
     rng = np.random.default_rng(seed)
@@ -54,15 +56,12 @@ def corpus_bootstrap(stats_a: np.ndarray, stats_b: np.ndarray, order: int, num_s
     }
 
 
-def build(results_dir: str | Path = "results") -> None:
-    """Write ``<results_dir>/table3.md`` and the table3 rows of ``<results_dir>/claims.md``."""
+def build(results_dir: str | Path = "results", out: str | Path | None = None) -> None:
+    """Write ``<out>/table3.md`` and the table3 rows of ``<out>/claims.md`` (``out`` defaults to ``results_dir``)."""
     runs = runs_dir(results_dir)
-    by_scale = paired_runs(load_records(runs, EXPERIMENT))
-    if not by_scale:
-        raise FileNotFoundError(f"no paired softmax/sparse-softmax records under {runs / EXPERIMENT}; run `make reproduce-table3`")
     sections, claims = [], []
     key = f"beam{BEAM}"
-    for scale, pairs in by_scale.items():
+    for scale, pairs in load_pairs(runs, EXPERIMENT).items():
         rows: list[list[Any]] = []
         a, b = pooled(pairs, runs, lambda r: r[key]["bleu_stats"])
         stats_a, stats_b = np.asarray(a, dtype=np.int64), np.asarray(b, dtype=np.int64)
@@ -78,21 +77,13 @@ def build(results_dir: str | Path = "results") -> None:
                     f"SQuAD QG (Du split), UniLM: sparse-softmax beats softmax on {metric.upper()} at beam {BEAM}", paper, d, scale, pairs, len(a),
                     source=EXPERIMENT,
                 ))
-        soft = pairs[0][0]
         rate = [np.mean([r["metrics"][f"test/examples_per_s_{key}"] for r in (p[i] for p in pairs)]) for i in (0, 1)]
-        sections.append(
-            f"## scale={scale}: seeds {[p[0]['seed'] for p in pairs]}, {len(predictions(soft, runs))} test questions, "
-            f"{soft['task_info']['sizes']['train']} training questions, {soft['timing']['global_steps']} optimiser steps, "
-            f"model {soft['config']['model']['name']} ({soft['config']['model']['checkpoint'] or 'random init'}), beam {BEAM}\n\n"
-            + setting_line(pairs)
-            + markdown_table(
-                ["metric", "UniLM paper", "softmax (ours)", "sparse-softmax (ours)", "Δ ours [95% CI]", "Δ paper", "verdict"],
-                rows,
-            )
-            + f"\nDecoding throughput (test examples/s, beam {BEAM}): softmax {rate[0]:.2f}, sparse {rate[1]:.2f}\n\n"
-            + stutter_line(pairs, runs, [BEAM])
-            + summary(rows, scale) + "\n"
+        table = markdown_table(
+            ["metric", "UniLM paper", "softmax (ours)", "sparse-softmax (ours)", "Δ ours [95% CI]", "Δ paper", "verdict"], rows
         )
+        throughput = f"Decoding throughput (test examples/s, beam {BEAM}): softmax {rate[0]:.2f}, sparse {rate[1]:.2f}"
+        sections.append(section(scale, pairs, runs, unit="question", head_suffix=f", beam {BEAM}", table=table,
+                                throughput=throughput, beams=[BEAM], rows=rows))
     text = (
         "# Table 3: SQuAD 1.1 question generation (Du split), UniLM fine-tuned with softmax vs sparse-softmax\n\n"
         "Built by `python -m softmax_zoo.results table3` from `results/runs/table3/` (`make reproduce-table3`).\n"
@@ -103,5 +94,4 @@ def build(results_dir: str | Path = "results") -> None:
         "not directly comparable with UniLM's.\n\n"
         + "\n".join(sections)
     )
-    write_text(Path(results_dir) / "table3.md", text)
-    update_claims(claims, Path(results_dir) / "claims.md")
+    write_page(out or results_dir, EXPERIMENT, text, claims)

@@ -49,7 +49,7 @@ from softmax_zoo.data.tokenizers import minilm_tokenizer
 from softmax_zoo.models.decoding import DecodeConfig, beam_search
 from softmax_zoo.models.heads import build_head
 from softmax_zoo.models.unilm import UniLM, load_bert, random_bert
-from softmax_zoo.results import runs_dir, write_text
+from softmax_zoo.records import runs_dir, write_text
 from softmax_zoo.tasks.base import Task, require_prepared, split_prefix
 
 FORMATS = ("summarisation", "question_generation")

@@ -1,0 +1,263 @@
+"""Run records, per-example prediction files, and the one atomic writer for every file the project writes.
+
+Records: each run writes ``<results_dir>/runs/<experiment_name>/<run_name>.json``. A record holds
+the resolved config and Hydra's group choices (``choices``: task, model, loss, sampler, scale,
+experiment, start), git commit and dirty flag, seed, data checksums, metrics, the heads as built
+and the parameter count, per-step training loss, timings (wall, train, examples/s for training
+and each evaluated split), device, versions and command line (:func:`make_record`). Per-example
+rows of an evaluated split go beside it, ``<run_name>.<split>.predictions.jsonl``
+(:func:`predictions_path`).
+
+Writing: :func:`atomic_write` hands a temporary sibling of the target to a writer (text, a
+figure, ``torch.save``), fsyncs it and renames it onto the target, so a crash leaves the old file
+or none, never half of one; :func:`write_text` is the text case.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import platform
+import shlex
+import subprocess
+import tempfile
+from collections.abc import Callable, Iterable, Sequence
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from omegaconf import DictConfig, OmegaConf
+
+from .config import hydra_choices
+
+RECORD_SCHEMA = 1
+REPO_ROOT = Path(__file__).resolve().parents[2]
+
+
+# ---------------------------------------------------------------- writing files
+
+
+def atomic_write(path: str | Path, write: Callable[[Path], Any]) -> Path:
+    """Create ``path`` atomically: ``write(tmp)`` fills a temporary sibling, then fsync and rename.
+
+    Args:
+        path: the file to create or replace (parent folders are made).
+        write: fills the file it is given, e.g. ``lambda tmp: torch.save(obj, tmp)``.
+
+    Returns:
+        ``path``. On any exception the temporary file is removed and ``path`` is left as it was.
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    os.close(fd)
+    try:
+        write(Path(tmp))
+        with open(tmp, "rb") as f:
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return path
+
+
+def write_text(path: str | Path, text: str) -> Path:
+    """Write ``text`` (UTF-8) to ``path`` atomically (:func:`atomic_write`)."""
+    return atomic_write(path, lambda tmp: tmp.write_text(text, encoding="utf-8"))
+
+
+def write_jsonl(path: str | Path, rows: Iterable[dict[str, Any]]) -> Path:
+    """Write ``rows`` as JSON Lines (UTF-8 kept as is, one object a line) atomically."""
+    return write_text(path, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows))
+
+
+# ---------------------------------------------------------------- records
+
+
+def runs_dir(results_dir: str | Path = "results") -> Path:
+    """Folder of the run records: ``<results_dir>/runs``."""
+    return Path(results_dir) / "runs"
+
+
+def git_state(repo: Path = REPO_ROOT) -> dict[str, Any]:
+    """``{"commit": sha or None, "dirty": bool or None}`` of the repository holding the code."""
+    try:
+        commit = subprocess.run(
+            ["git", "rev-parse", "HEAD"], cwd=repo, capture_output=True, text=True, check=True
+        ).stdout.strip()
+        status = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=no"],
+            cwd=repo,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+    except (OSError, subprocess.CalledProcessError):
+        return {"commit": None, "dirty": None}
+    return {"commit": commit, "dirty": bool(status.strip())}
+
+
+def versions() -> dict[str, str]:
+    """Python, torch, transformers and softmax_zoo versions."""
+    import torch
+    import transformers
+
+    from . import __version__
+
+    return {
+        "python": platform.python_version(),
+        "torch": torch.__version__,
+        "transformers": transformers.__version__,
+        "softmax_zoo": __version__,
+    }
+
+
+def train_loss_curve(log_history: Iterable[dict[str, Any]]) -> dict[str, list]:
+    """``{"step": [...], "loss": [...]}`` from the Trainer's ``state.log_history``.
+
+    Each entry is the mean loss over the optimiser steps since the previous log (every step with
+    ``train.logging_steps=1``).
+    """
+    entries = [h for h in log_history if "loss" in h and "step" in h]
+    return {"step": [int(h["step"]) for h in entries], "loss": [float(h["loss"]) for h in entries]}
+
+
+def make_record(
+    cfg: DictConfig,
+    *,
+    metrics: dict[str, float],
+    train_loss: dict[str, list],
+    history: list[dict[str, Any]],
+    data_meta: dict[str, Any],
+    task_info: dict[str, Any],
+    model_info: dict[str, Any],
+    timing: dict[str, Any],
+    device: dict[str, Any],
+    command: Sequence[str],
+    choices: dict[str, str | None] | None = None,
+) -> dict[str, Any]:
+    """Assemble a run record (JSON-serialisable; see the module docstring).
+
+    ``choices`` defaults to the running Hydra composition's (:func:`softmax_zoo.config.hydra_choices`).
+    """
+    return _finite({
+        "schema": RECORD_SCHEMA,
+        "experiment": cfg.experiment_name,
+        "run_name": cfg.run_name,
+        "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "seed": cfg.seed,
+        "choices": hydra_choices() if choices is None else choices,
+        "config": OmegaConf.to_container(cfg, resolve=True),
+        "git": git_state(),
+        "data": data_meta,
+        "metrics": metrics,
+        "model": model_info,
+        "train_loss": train_loss,
+        "history": history,
+        "timing": timing,
+        "device": device,
+        "versions": versions(),
+        "command": shlex.join(command),  # quoted so that it can be pasted into a shell
+        "task_info": _jsonable(task_info),
+    })
+
+
+def _jsonable(value: Any) -> Any:
+    """``value`` if JSON can hold it, else its ``repr`` (task.info may hold tokenizers etc.)."""
+    if isinstance(value, dict):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(v) for v in value]
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    return repr(value)
+
+
+def _finite(value: Any) -> Any:
+    """``value`` with each non-finite float replaced by its string ("inf", "-inf", "nan")."""
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_finite(v) for v in value]
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)
+    return value
+
+
+def record_path(runs: str | Path, experiment: str, run_name: str) -> Path:
+    """``runs/<experiment>/<run_name>.json``."""
+    return Path(runs) / experiment / f"{run_name}.json"
+
+
+def write_record(record: dict[str, Any], runs: str | Path) -> Path:
+    """Write ``record`` to ``runs/<experiment>/<run_name>.json`` atomically; return the path.
+
+    Strict JSON: non-finite floats (a sparse head's NLL of a gold class outside its top-k is
+    inf) are written as the strings "inf", "-inf", "nan"; ``float()`` reads them back.
+    """
+    record = _finite(record)
+    text = json.dumps(record, indent=1, allow_nan=False)  # raises before anything is written
+    return write_text(record_path(runs, record["experiment"], record["run_name"]), text)
+
+
+def load_records(runs: str | Path = "results/runs", experiment: str | None = None) -> list[dict[str, Any]]:
+    """Every record under ``runs`` (only ``runs/<experiment>/`` if given), sorted by path."""
+    root = Path(runs) / experiment if experiment else Path(runs)
+    return [json.loads(p.read_text()) for p in sorted(root.rglob("*.json"))]
+
+
+def get(record: dict[str, Any], key: str) -> Any:
+    """A dotted key of a record: ``"config.loss.k"``, ``"metrics.test/micro_f1"``, ``"seed"``.
+
+    Metric names contain "/", so only "." separates levels. A missing key gives None.
+    """
+    value: Any = record
+    for part in key.split("."):
+        if not isinstance(value, dict) or part not in value:
+            return None
+        value = value[part]
+    return value
+
+
+def choice(record: dict[str, Any], group: str) -> str | None:
+    """Hydra's choice of ``group`` (a key of ``config.CHOICE_GROUPS``) for the run: ``"loss"`` -> ``"sparse_softmax"``.
+
+    Raises:
+        KeyError: the record does not keep that choice (a record written without Hydra).
+    """
+    choices = record.get("choices") or {}
+    if group not in choices:
+        raise KeyError(f"record {record.get('run_name')!r} keeps no choices[{group!r}] (its choices: {choices})")
+    return choices[group]
+
+
+def group_by(records: Iterable[dict[str, Any]], keys: Sequence[str]) -> dict[tuple, list[dict[str, Any]]]:
+    """Records grouped by the values of dotted ``keys`` (e.g. ``["choices.loss", "config.loss.k"]``)."""
+    groups: dict[tuple, list[dict[str, Any]]] = {}
+    for r in records:
+        groups.setdefault(tuple(get(r, k) for k in keys), []).append(r)
+    return groups
+
+
+# ---------------------------------------------------------------- per-example predictions
+
+
+def predictions_path(runs: str | Path, experiment: str, run_name: str, split: str) -> Path:
+    """``runs/<experiment>/<run_name>.<split>.predictions.jsonl``, beside the run's record."""
+    return Path(runs) / experiment / f"{run_name}.{split}.predictions.jsonl"
+
+
+def write_predictions(rows: Iterable[dict[str, Any]], runs: str | Path, experiment: str, run_name: str, split: str) -> Path:
+    """Write one split's per-example rows (JSON Lines) beside the run's record, atomically."""
+    return write_jsonl(predictions_path(runs, experiment, run_name, split), rows)
+
+
+def read_predictions(record: dict[str, Any], runs: str | Path, split: str = "test") -> list[dict[str, Any]]:
+    """The per-example rows of ``split`` written beside ``record``."""
+    path = predictions_path(runs, record["experiment"], record["run_name"], split)
+    if not path.is_file():
+        raise FileNotFoundError(f"{path} is missing: rerun {record['run_name']} (its evaluation writes the predictions)")
+    with open(path, encoding="utf-8") as f:
+        return [json.loads(line) for line in f]

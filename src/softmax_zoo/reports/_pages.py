@@ -1,0 +1,133 @@
+"""What every page shares: where it reads and writes, Markdown tables, figures, the claims ledger.
+
+A page module exposes ``build(results_dir="results", out=None)``: it reads the run records under
+``<results_dir>/runs`` and writes its files, and its rows of ``claims.md``, into ``out`` (default
+``results_dir``). ``out`` lets a check rebuild a page beside the committed one and compare.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from ..records import atomic_write, get, write_text
+
+CLAIMS_FILE = "claims.md"
+CLAIMS_HEADER = ("id", "claim", "paper", "ours", "verdict", "source")
+CLAIMS_INTRO = (
+    "# Claims ledger\n\n"
+    "Each paper claim we test, the paper's number, ours and a verdict. Rows are keyed by id and "
+    "owned by the report named in `source` (`python -m softmax_zoo.results <source>` rebuilds them).\n\n"
+)
+
+
+# ---------------------------------------------------------------- tables and pages
+
+
+def markdown_table(header: Sequence[str], rows: Iterable[Sequence[Any]]) -> str:
+    """A GitHub-flavoured Markdown table (cells converted with ``str``, "|" escaped)."""
+    def cell(v: Any) -> str:
+        return str(v).replace("|", "\\|")
+
+    lines = ["| " + " | ".join(cell(h) for h in header) + " |", "|" + "---|" * len(header)]
+    for row in rows:
+        row = list(row)
+        if len(row) != len(header):
+            raise ValueError(f"row {row} has {len(row)} cells but the header has {len(header)}")
+        lines.append("| " + " | ".join(cell(v) for v in row) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def provenance(report: str, records: Sequence[dict[str, Any]]) -> str:
+    """A line naming the command that builds a page, its record count and the code's commits."""
+    commits = sorted({str(get(r, "git.commit"))[:7] + ("+dirty" if get(r, "git.dirty") else "") for r in records})
+    return (
+        f"Made by `python -m softmax_zoo.results {report}` from {len(records)} run records "
+        f"(code at {', '.join(commits) or 'no records'}).\n"
+    )
+
+
+def write_page(out: str | Path, name: str, text: str, claims: Sequence[dict[str, str]] = ()) -> None:
+    """Write ``<out>/<name>.md`` and add or replace ``claims`` in ``<out>/claims.md``."""
+    write_text(Path(out) / f"{name}.md", text)
+    if claims:
+        update_claims(claims, Path(out) / CLAIMS_FILE)
+
+
+# ---------------------------------------------------------------- figures
+
+
+def pyplot() -> Any:
+    """``matplotlib.pyplot`` on the file-only Agg backend."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def save_figure(fig: Any, path: str | Path, dpi: int = 120) -> Path:
+    """Lay out, save atomically (format from the suffix) and close a matplotlib figure."""
+    path = Path(path)
+    fig.tight_layout()
+    try:
+        return atomic_write(path, lambda tmp: fig.savefig(tmp, format=path.suffix.lstrip("."), dpi=dpi))
+    finally:
+        pyplot().close(fig)
+
+
+@contextmanager
+def line_plot(path: str | Path, *, xlabel: str, ylabel: str, title: str) -> Iterator[Any]:
+    """One 6.4 x 4.2 in axes to draw on; on exit: labels, title, grid, legend, saved to ``path``."""
+    fig, ax = pyplot().subplots(figsize=(6.4, 4.2))
+    yield ax
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend()
+    save_figure(fig, path)
+
+
+# ---------------------------------------------------------------- claims ledger
+
+
+def read_claims(path: str | Path) -> dict[str, dict[str, str]]:
+    """Rows of the claims ledger keyed by id (empty if the file does not exist)."""
+    path = Path(path)
+    if not path.exists():
+        return {}
+    rows = {}
+    for line in path.read_text().splitlines():
+        if not line.startswith("| ") or line.startswith("| id |"):
+            continue
+        cells = [c.strip().replace("\\|", "|") for c in _split_row(line)]
+        if len(cells) == len(CLAIMS_HEADER):
+            rows[cells[0]] = dict(zip(CLAIMS_HEADER, cells))
+    return rows
+
+
+def _split_row(line: str) -> list[str]:
+    """Cells of a Markdown table row ("| a | b |"), honouring escaped pipes."""
+    return re.split(r"(?<!\\)\|", line.strip()[1:-1])
+
+
+def update_claims(rows: Iterable[dict[str, str]], path: str | Path = "results/claims.md") -> Path:
+    """Add or replace claims by id, leaving every other row as it is.
+
+    Args:
+        rows: dicts with the keys of ``CLAIMS_HEADER`` (id, claim, paper, ours, verdict, source).
+        path: the ledger (results/claims.md).
+    """
+    ledger = read_claims(path)
+    for row in rows:
+        missing = [k for k in CLAIMS_HEADER if k not in row]
+        if missing:
+            raise ValueError(f"claim row {row.get('id', row)} lacks {missing}")
+        ledger[str(row["id"])] = {k: str(row[k]) for k in CLAIMS_HEADER}
+    table = markdown_table(CLAIMS_HEADER, ([r[k] for k in CLAIMS_HEADER] for _, r in sorted(ledger.items())))
+    return write_text(path, CLAIMS_INTRO + table)

@@ -1,0 +1,162 @@
+"""What the UniLM pages (table5, table3) share: softmax/sparse-softmax pairs, pooled per-example
+scores, verdicts on the paper's deltas, and the lines around each scale's table.
+
+A pair is the softmax and the sparse-softmax run of one seed and setting, told apart by the
+record's Hydra choice of ``loss``; a setting is the scale, or "<scale>+init" for runs started from
+a finished run's weights (``init_from=``), which are paired only with each other.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+
+from ..records import choice, group_by, load_records, read_predictions
+from ._stats import mean_ci
+
+SOFTMAX, SPARSE = "softmax", "sparse_softmax"  # the two arms, as configs/loss/ names them
+BOOTSTRAP_SAMPLES = 2000
+Pair = tuple[dict[str, Any], dict[str, Any]]  # (softmax record, sparse-softmax record)
+
+
+def paired_runs(records: list[dict[str, Any]]) -> dict[str, list[Pair]]:
+    """setting -> [(softmax record, sparse record)] of the seeds both losses have, sorted by seed."""
+    out: dict[str, list[Pair]] = {}
+    for (scale, init), group in sorted(group_by(records, ["config.scale.name", "config.init_from"]).items(),
+                                       key=lambda item: (item[0][0], item[0][1] is not None)):  # plain before init
+        by = {(choice(r, "loss"), r["seed"]): r for r in group}
+        seeds = sorted({s for loss, s in by if loss == SOFTMAX} & {s for loss, s in by if loss == SPARSE})
+        if seeds:
+            out[scale if init is None else f"{scale}+init"] = [(by[SOFTMAX, s], by[SPARSE, s]) for s in seeds]
+    return out
+
+
+def load_pairs(runs: Path, experiment: str) -> dict[str, list[Pair]]:
+    """:func:`paired_runs` of ``runs/<experiment>``; an error naming the make target when there are none."""
+    by_setting = paired_runs(load_records(runs, experiment))
+    if not by_setting:
+        raise FileNotFoundError(
+            f"no paired softmax/sparse-softmax records under {runs / experiment}; run `make reproduce-{experiment}`"
+        )
+    return by_setting
+
+
+def pooled(pairs: list[Pair], runs: Path, key: Callable[[dict], Any]) -> tuple[list, list]:
+    """``key(row)`` of every test example of every seed, for softmax and sparse, aligned by example."""
+    a, b = [], []
+    for soft, sparse in pairs:
+        rows_a, rows_b = read_predictions(soft, runs), read_predictions(sparse, runs)
+        if [r["reference"] for r in rows_a] != [r["reference"] for r in rows_b]:
+            raise ValueError(f"{soft['run_name']} and {sparse['run_name']} were not decoded on the same examples")
+        a += [key(r) for r in rows_a]
+        b += [key(r) for r in rows_b]
+    return a, b
+
+
+def verdict(low: float, high: float, paper: float | None) -> str:
+    """Whether our 95% CI of the delta supports the paper's sign."""
+    if paper is None:
+        return "no paper value"
+    if low > 0 if paper > 0 else high < 0:
+        return "supports (CI excludes 0, same sign)"
+    if high < 0 if paper > 0 else low > 0:
+        return "contradicts (CI excludes 0, opposite sign)"
+    return "inconclusive (CI includes 0)"
+
+
+def fmt_delta(d: dict[str, float]) -> str:
+    return f"{d['delta']:+.2f} [{d['low']:+.2f}, {d['high']:+.2f}]"
+
+
+def seeds_mean(records: list[dict], metric: str) -> str:
+    mean, half, n = mean_ci([r["metrics"][metric] for r in records])
+    return f"{mean:.2f}" if n == 1 else f"{mean:.2f} ± {half:.2f}"
+
+
+def delta_cells(pairs: list[Pair], metric: str, d: dict[str, float], paper: float | None) -> list[str]:
+    """Table cells for one metric: softmax mean, sparse mean, our delta [CI], the paper's delta, verdict."""
+    return [
+        seeds_mean([p[0] for p in pairs], metric), seeds_mean([p[1] for p in pairs], metric),
+        fmt_delta(d), "" if paper is None else f"{paper:+.2f}", verdict(d["low"], d["high"], paper),
+    ]
+
+
+def delta_claim(
+    claim_id: str, claim: str, paper: float, d: dict[str, float], scale: str, pairs: list[Pair], n: int, *, source: str
+) -> dict[str, str]:
+    """A claims-ledger row for one of the paper's deltas."""
+    return {
+        "id": claim_id, "claim": claim, "paper": f"{paper:+.2f}",
+        "ours": f"{fmt_delta(d)} ({scale}, {len(pairs)} seed(s), n={n})",
+        "verdict": verdict(d["low"], d["high"], paper), "source": source,
+    }
+
+
+def section_head(scale: str, pairs: list[Pair], runs: Path, unit: str) -> str:
+    """"## scale=cpu: seeds [0], 500 test <unit>s, ... model X (checkpoint)" of one setting's section."""
+    soft = pairs[0][0]
+    model = soft["config"]["model"]
+    return (
+        f"## scale={scale}: seeds {[p[0]['seed'] for p in pairs]}, {len(read_predictions(soft, runs))} test {unit}s, "
+        f"{soft['task_info']['sizes']['train']} training {unit}s, {soft['timing']['global_steps']} optimiser steps, "
+        f"model {model['name']} ({model['checkpoint'] or 'random init'})"
+    )
+
+
+def section(
+    scale: str, pairs: list[Pair], runs: Path, *, unit: str, table: str, throughput: str, beams: list[int],
+    rows: list[list[Any]], head_suffix: str = "",
+) -> str:
+    """One setting's section of a page: heading, starting point, the table, throughput, degenerate outputs, summary."""
+    return (
+        section_head(scale, pairs, runs, unit) + head_suffix + "\n\n" + setting_line(pairs) + table + "\n" + throughput
+        + "\n\n" + stutter_line(pairs, runs, beams) + summary(rows, scale) + "\n"
+    )
+
+
+def setting_line(pairs: list[Pair]) -> str:
+    """For ``init_from`` settings, what both arms started from (empty otherwise)."""
+    inits = sorted({str(r["config"].get("init_from")) for p in pairs for r in p if r["config"].get("init_from")})
+    return (
+        f"Both arms start from the weights of {', '.join(f'`{i}`' for i in inits)} (a finished softmax run: "
+        "a softmax-trained LM head, as UniLM's pre-trained one) and train the optimiser steps given here, with a fresh optimiser.\n\n"
+        if inits else ""
+    )
+
+
+def stutters(text: str, run: int = 3) -> bool:
+    """Whether some word appears ``run`` or more times in a row ("the the the"): a degenerate output."""
+    words, count = text.split(), 1
+    for prev, word in zip(words, words[1:]):
+        count = count + 1 if word == prev else 1
+        if count >= run:
+            return True
+    return False
+
+
+def stutter_line(pairs: list[Pair], runs: Path, beams: list[int]) -> str:
+    """Share of test outputs with a word 3+ times in a row, per loss and beam; a caution when it is high."""
+    shares = {}
+    for i, name in enumerate(("softmax", "sparse")):
+        rows = [r for p in pairs for r in read_predictions(p[i], runs)]  # read once, used for every beam
+        for beam in beams:
+            shares[name, beam] = 100.0 * np.mean([stutters(r[f"beam{beam}"]["prediction"]) for r in rows])
+    text = "Degenerate outputs (a word 3+ times in a row), % of test outputs: " + "; ".join(
+        f"{name} " + " / ".join(f"{shares[name, b]:.0f}" for b in beams) for name in ("softmax", "sparse")
+    ) + (f" (beam {' / '.join(map(str, beams))})." if len(beams) > 1 else ".")
+    if max(shares.values()) > 50:
+        text += " **Over half of one system's outputs are degenerate: the models are undertrained and the deltas say little.**"
+    return text + "\n\n"
+
+
+def summary(rows: list[list[Any]], scale: str) -> str:
+    """One sentence: how many of the paper's deltas our CIs support, contradict or leave open."""
+    verdicts = [r[-1].split(" ")[0] for r in rows if r[-2] != ""]
+    counts = {v: verdicts.count(v) for v in ("supports", "inconclusive", "contradicts")}
+    return (
+        f"At scale={scale}, of the {len(verdicts)} paper deltas, our paired 95% CIs support {counts['supports']} "
+        f"(same sign, excluding 0), leave {counts['inconclusive']} inconclusive and contradict {counts['contradicts']}; "
+        "a smaller model, subset or fewer epochs than the paper's limits what this says about the paper's setting."
+    )
