@@ -98,8 +98,8 @@ def test_configs_of_each_task_compose(task):
         cfg = engine.compose([f"task={task}", f"scale={scale}"])
         assert cfg.task.builder == "softmax_zoo.tasks.classification.build_task"
         assert cfg.model.name == ("char_transformer" if task == "iflytek" else "minilm")  # the task's default
-    sparse = engine.compose([f"experiment=fig2_{task}", "loss.k=50", "seed=2"])
-    softmax = engine.compose([f"experiment=fig2_{task}_softmax", "model=bert" if task != "iflytek" else "model=bert_chinese"])
+    sparse = engine.compose(["experiment=fig2", f"task={task}", "loss.k=50", "seed=2"])
+    softmax = engine.compose(["experiment=fig2_softmax", f"task={task}", "model=bert" if task != "iflytek" else "model=bert_chinese"])
     assert sparse.experiment_name == softmax.experiment_name == f"fig2_{task}"
     assert sparse.run_name == f"{task}_cpu_sparse_k50_seed2" and softmax.run_name == f"{task}_cpu_softmax_seed0"
     assert softmax.model.tokenizer == softmax.model.pretrained  # a BERT checkpoint brings its own tokenizer
