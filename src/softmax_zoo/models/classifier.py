@@ -13,7 +13,6 @@ then takes the pooled vectors (``features``) instead of token ids and holds no e
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from typing import Any
 
 import torch
 from torch import nn
