@@ -1,17 +1,17 @@
-# Text classification (issue 5): the sparse-softmax Fig. 2 k sweep and the Fig. 1 loss curves.
+# Text classification: the sparse-softmax Fig. 2 k sweep and the Fig. 1 loss curves.
 #   make reproduce-fig2                          OOS-eval + IFLYTEK at cpu scale -> results/fig2.md, fig2.png, fig1.png
 #   make reproduce-fig2 SCALE=paper              BERT-base (uncased / Chinese) fine-tuned, the paper's setting (GPU)
 #   make reproduce-fig2 FIG2_TASKS="clinc_oos iflytek wos" FIG2_SEEDS=0,1,2,3,4
 # Per task: the softmax baseline once per seed (it has no k), then sparse-softmax over
-# k = 5,10,20,50,100 x seeds (configs/experiment/fig2_<task>{,_softmax}.yaml); each task's numbers
-# per scale are in configs/task_scale/<task>_<scale>.yaml. WoS is not in the default list: only
+# k = 5,10,20,50,100 x seeds (configs/experiment/fig2{,_softmax}.yaml with task=<task>); each task's
+# numbers per scale are in its `scales:` block (configs/task/<task>.yaml). WoS is not in the default list: only
 # 1,000 of its 46,985 abstracts have text here (690 training examples for 134 classes).
 # Set-up and data preparation run first when missing.
 FIG2_SCALE = $(or $(SCALE),cpu)
 FIG2_TASKS ?= clinc_oos iflytek
 FIG2_SEEDS ?= 0,1,2
 # One BLAS/OpenMP thread per run: on a shared 2-core machine two spinning threads per process
-# made a feature-head step ~35x slower (measured: 1.6 vs 59 steps/s); a GPU run ignores it.
+# made a feature-head step ~35x slower; a GPU run ignores it.
 FIG2_THREADS ?= 1
 # paper scale: the paper's encoders (the cpu models are each task's default in configs/task/).
 FIG2_MODEL_paper_clinc_oos := model=bert
@@ -24,8 +24,8 @@ data/clinc_oos/meta.json data/iflytek/meta.json data/wos/meta.json:
 	$(MAKE) data TASK=$(patsubst data/%/meta.json,%,$@)
 
 define fig2_task
-	OMP_NUM_THREADS=$(FIG2_THREADS) $(BIN)/python -m softmax_zoo.train -m experiment=fig2_$(1)_softmax scale=$(FIG2_SCALE) seed=$(FIG2_SEEDS) $(FIG2_MODEL_$(FIG2_SCALE)_$(1))
-	OMP_NUM_THREADS=$(FIG2_THREADS) $(BIN)/python -m softmax_zoo.train -m experiment=fig2_$(1) scale=$(FIG2_SCALE) seed=$(FIG2_SEEDS) $(FIG2_MODEL_$(FIG2_SCALE)_$(1))
+	OMP_NUM_THREADS=$(FIG2_THREADS) $(BIN)/python -m softmax_zoo.train -m experiment=fig2_softmax task=$(1) scale=$(FIG2_SCALE) seed=$(FIG2_SEEDS) $(FIG2_MODEL_$(FIG2_SCALE)_$(1))
+	OMP_NUM_THREADS=$(FIG2_THREADS) $(BIN)/python -m softmax_zoo.train -m experiment=fig2 task=$(1) scale=$(FIG2_SCALE) seed=$(FIG2_SEEDS) $(FIG2_MODEL_$(FIG2_SCALE)_$(1))
 
 endef
 

@@ -1,8 +1,8 @@
-# Language modelling (issue 7): One Billion Word head comparison and the kernel-sampler bias study.
+# Language modelling: One Billion Word head comparison and the kernel-sampler bias study.
 #   make reproduce-lm1b          softmax / adaptive / sampled (quadratic, uniform) LSTM LMs on lm1b -> results/lm1b.{md,png}
 #   make reproduce-kernel-bias   sampler x m sweep on Penn Treebank + full softmax -> results/kernel_bias.{md,png}
-# Sizes (chosen to fit <= 90 minutes on the 2-core CPU, with the measurements) are in
-# configs/task_scale/{lm1b,ptb}_$(LM_SCALE).yaml; LM_SCALE=paper gives the papers' settings (GPU).
+# Sizes (chosen to fit <= 90 minutes on the 2-core CPU) are in configs/family_scale/lm_$(LM_SCALE).yaml
+# and the `scales:` blocks of configs/task/{lm1b,ptb}.yaml; LM_SCALE=paper gives the papers' settings (GPU).
 LM_SCALE ?= cpu
 # Seeds, a Hydra sweep list: LM_SEEDS=0,1,2
 LM_SEEDS ?= 0

@@ -1,14 +1,18 @@
-# UniLM seq2seq (issue 6): Sparse-softmax Table 5 (Gigaword-10k) and Table 3 (SQuAD 1.1 QG, Du split).
+# UniLM seq2seq: Sparse-softmax Table 5 (Gigaword-10k) and Table 3 (SQuAD 1.1 QG, Du split).
 #   make reproduce-table5    softmax and sparse-softmax UniLM, test decoded with beams 1 and 5 -> results/table5.md
 #   make reproduce-table3    the same for question generation, beam 1 -> results/table3.md
 #   make reproduce-table5-init (and -table3-init)   after the above: both losses fine-tuned one more epoch
 #                            from the softmax run's weights (a softmax-trained LM head, as UniLM's) -> same page
 #   make reproduce-table5 SCALE=cpu SEQ2SEQ_SEEDS=0,1     a scale and seeds of your choice
 # SCALE defaults to paper when torch sees a CUDA GPU, else cpu (sizes chosen to fit <= 90 minutes on
-# the 2-core CPU, with the measurements, in configs/task_scale/{gigaword,squad_qg}_cpu.yaml).
+# the 2-core CPU: configs/family_scale/seq2seq_cpu.yaml and the tasks' `scales.cpu` blocks).
+# The -init targets add start=softmax_run (configs/start/softmax_run.yaml) to the same experiments.
 # Set-up and data preparation run first when missing.
 SEQ2SEQ_SEEDS ?= 0
 SEQ2SEQ_SCALE = $(or $(SCALE),$(shell $(BIN)/python -c "import torch; print('paper' if torch.cuda.is_available() else 'cpu')"))
+# Table 3 init runs at cpu scale: 250 of the epoch's 500 steps (8,000 questions), to fit beside the
+# other runs on 2 cores; TABLE3_INIT_ARGS_cpu= gives the whole epoch.
+TABLE3_INIT_ARGS_cpu ?= train.max_steps=250
 
 .PHONY: reproduce-table5 reproduce-table3 reproduce-table5-init reproduce-table3-init
 
@@ -27,9 +31,9 @@ reproduce-table3: setup data/squad_qg/meta.json  ## SQuAD QG (Du split), UniLM s
 	$(BIN)/python -m softmax_zoo.results table3
 
 reproduce-table5-init: setup data/gigaword/meta.json  ## after reproduce-table5: both losses one more epoch from the softmax run's weights -> results/table5.md
-	$(BIN)/python -m softmax_zoo.train -m experiment=table5_init_softmax,table5_init_sparse_softmax scale=$(SEQ2SEQ_SCALE) seed=$(SEQ2SEQ_SEEDS)
+	$(BIN)/python -m softmax_zoo.train -m experiment=table5_softmax,table5_sparse_softmax start=softmax_run scale=$(SEQ2SEQ_SCALE) seed=$(SEQ2SEQ_SEEDS)
 	$(BIN)/python -m softmax_zoo.results table5
 
 reproduce-table3-init: setup data/squad_qg/meta.json  ## after reproduce-table3: the same for question generation -> results/table3.md
-	$(BIN)/python -m softmax_zoo.train -m experiment=table3_init_softmax,table3_init_sparse_softmax scale=$(SEQ2SEQ_SCALE) seed=$(SEQ2SEQ_SEEDS)
+	$(BIN)/python -m softmax_zoo.train -m experiment=table3_softmax,table3_sparse_softmax start=softmax_run scale=$(SEQ2SEQ_SCALE) seed=$(SEQ2SEQ_SEEDS) $(TABLE3_INIT_ARGS_$(SEQ2SEQ_SCALE))
 	$(BIN)/python -m softmax_zoo.results table3

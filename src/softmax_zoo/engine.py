@@ -3,8 +3,9 @@
 :func:`run` builds the task from the composed config (``cfg.task.builder``), trains
 ``task.model`` with the transformers ``Trainer`` (accelerate underneath: one process, or DDP
 under ``torchrun --nproc_per_node=N -m softmax_zoo.train ...``), evaluates every split of
-``task.eval_datasets`` with ``task.evaluate``, and writes the run record
-(:mod:`softmax_zoo.records`) on the main process.
+``task.eval_datasets`` with ``task.evaluate``, and writes on the main process the run record
+(:mod:`softmax_zoo.records`) and, for tasks whose evaluation returns per-example rows, one
+``<run>.<split>.predictions.jsonl`` beside it (:func:`softmax_zoo.records.write_predictions`).
 
 Checkpoints: ``cfg.output_dir/checkpoint-<step>`` every ``train.save_steps`` optimiser steps (the
 newest ``train.save_total_limit`` kept), with model weights in safetensors (tied weights saved
@@ -108,7 +109,7 @@ class EpochEval(TrainerCallback):
     """``train.eval_each_epoch``: evaluate the validation split after each epoch.
 
     The metrics go into ``state.log_history`` (saved with checkpoints, so a resumed run keeps
-    them) and to the tracker.
+    them) and to the tracker; per-example rows, if any, are not kept (only the final evaluation's are).
     """
 
     def __init__(self, task: Task, tracker: Any | None) -> None:
@@ -118,7 +119,7 @@ class EpochEval(TrainerCallback):
     def on_epoch_end(self, args, state, control, model=None, **kwargs):
         if "validation" not in self.task.eval_datasets:
             return control
-        metrics = self.task.evaluate(model, "validation", self.task.eval_datasets["validation"])
+        metrics = self.task.evaluate(model, "validation", self.task.eval_datasets["validation"]).metrics
         state.log_history.append({"epoch": state.epoch, "step": state.global_step, **metrics})
         tracking.log_metrics(self.tracker, metrics, state.global_step)
         return control
@@ -284,9 +285,13 @@ def run(cfg: DictConfig, callbacks: Iterable[TrainerCallback] = ()) -> dict[str,
         metrics, eval_timing = {}, {}
         for split, dataset in task.eval_datasets.items():
             t0 = time.perf_counter()
-            metrics.update(task.evaluate(model, split, dataset))
+            evaluation = task.evaluate(model, split, dataset)
             seconds = time.perf_counter() - t0
+            metrics.update(evaluation.metrics)
             eval_timing[split] = {"seconds": seconds, "examples_per_s": len(dataset) / seconds}
+            if evaluation.rows is not None and trainer.is_world_process_zero():
+                runs = records.runs_dir(hydra.utils.to_absolute_path(cfg.results_dir))
+                records.write_predictions(evaluation.rows, runs, cfg.experiment_name, cfg.run_name, split)
         tracking.log_metrics(tracker, metrics, trainer.state.global_step)
     except BaseException:
         tracking.finish(tracker, exit_code=1)

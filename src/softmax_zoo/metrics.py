@@ -81,11 +81,6 @@ def rouge_per_example(hyps: Sequence[str], refs: Sequence[str]) -> dict[str, lis
     return out
 
 
-def rouge(hyps: Sequence[str], refs: Sequence[str]) -> dict[str, float]:
-    """Mean ROUGE-1/2/L F1 x 100 over examples: ``{"rouge1", "rouge2", "rougeL"}``."""
-    return {t: float(np.mean(v)) for t, v in rouge_per_example(hyps, refs).items()}
-
-
 def bleu_stats(hyp: str, ref: str, max_order: int = 4) -> list[int]:
     """Sufficient statistics of BLEU for one whitespace-tokenised pair.
 
@@ -113,10 +108,3 @@ def bleu_from_stats(stats: np.ndarray | Sequence[Sequence[int]], order: int) -> 
         raise ValueError(f"order must be in [1, {max_order}], got {order}")
     correct, total = s[2 : 2 + max_order].tolist(), s[2 + max_order :].tolist()
     return BLEU.compute_bleu(correct, total, int(s[0]), int(s[1]), smooth_method="none", max_ngram_order=order).score
-
-
-def bleu(hyps: Sequence[str], refs: Sequence[str]) -> dict[str, float]:
-    """Corpus BLEU-1..4 x 100 of lower-cased, tokenised text: ``{"bleu1", ..., "bleu4"}``."""
-    _check_pairs(hyps, refs)
-    stats = [bleu_stats(h, r) for h, r in zip(hyps, refs)]
-    return {f"bleu{n}": bleu_from_stats(stats, n) for n in BLEU_ORDERS}

@@ -8,7 +8,7 @@ from transformers import BertConfig, BertModel
 
 from softmax_zoo import config
 from softmax_zoo.losses import SoftmaxHead
-from softmax_zoo.models import build_head
+from softmax_zoo.models import head_factory
 from softmax_zoo.models.classifier import TextClassifier, freeze_lower, pool, pooled_features
 
 HEADS = ["softmax", "stable_softmax", "sparse_softmax", "adaptive_softmax", "sampled_softmax"]
@@ -37,18 +37,19 @@ def loss_cfgs():
 @pytest.mark.parametrize("head_name", HEADS)
 def test_every_head_trains_through_the_encoder(head_name, loss_cfgs, gen):
     counts = torch.arange(C, 0, -1)  # decreasing frequencies, as adaptive softmax expects
-    head = build_head(loss_cfgs[head_name], D, C, class_counts=counts)
-    model = TextClassifier(head, tiny_bert(), pooling="mean", mlp_layers=1)
+    make_head = head_factory(loss_cfgs[head_name], C, counts)
+    model = TextClassifier(make_head, D, tiny_bert(), pooling="mean", mlp_layers=1)
+    head = model.head
     b = batch(gen)
     out = model(**b)
-    assert out["logits"].shape == (6, C)
+    assert out["hidden"].shape == (6, D)
     assert torch.isfinite(out["loss"]) and out["loss"] > 0
     out["loss"].backward()
     layer0 = model.encoder.encoder.layer[0].attention.self.query.weight.grad
     assert layer0 is not None and layer0.abs().sum() > 0  # the loss reaches the lowest layer
     model.eval()
-    pred = model.predict(input_ids=b["input_ids"], attention_mask=b["attention_mask"])
-    assert pred.shape == (6,) and pred.dtype == torch.long
+    loss, pred = model.loss_and_predictions(b["labels"], input_ids=b["input_ids"], attention_mask=b["attention_mask"])
+    assert pred.shape == (6,) and pred.dtype == torch.long and torch.isfinite(loss)
     assert torch.equal(pred, head.predict(model.hidden(b["input_ids"], b["attention_mask"])))
 
 
@@ -65,23 +66,23 @@ def test_mean_pooling_ignores_padding(gen):
 
 def test_padding_does_not_change_the_prediction(gen):
     """A row padded with extra [PAD] positions gets the same logits (mask respected end to end)."""
-    model = TextClassifier(SoftmaxHead(D, C), tiny_bert(), pooling="mean").eval()
+    model = TextClassifier(lambda d, weight=None: SoftmaxHead(d, C), D, tiny_bert(), pooling="mean").eval()
     ids = torch.randint(1, VOCAB, (1, 5), generator=gen)
     padded = torch.cat([ids, torch.zeros(1, 3, dtype=torch.long)], 1)
     mask = torch.cat([torch.ones(1, 5, dtype=torch.long), torch.zeros(1, 3, dtype=torch.long)], 1)
     with torch.no_grad():
-        a = model(input_ids=ids, attention_mask=torch.ones_like(ids))["logits"]
-        b = model(input_ids=padded, attention_mask=mask)["logits"]
+        a = model(input_ids=ids, attention_mask=torch.ones_like(ids))["hidden"]
+        b = model(input_ids=padded, attention_mask=mask)["hidden"]
     torch.testing.assert_close(a, b, atol=1e-5, rtol=1e-5)
 
 
 def test_cached_features_give_the_same_outputs_as_the_frozen_encoder(gen):
     encoder = tiny_bert()
     head = SoftmaxHead(D, C)
-    full = TextClassifier(head, encoder, pooling="mean", freeze_encoder=True).eval()
+    full = TextClassifier(lambda d, weight=None: head, D, encoder, pooling="mean", freeze_encoder=True).eval()
     b = batch(gen)
     feats = pooled_features(encoder, [b], "mean")
-    cached = TextClassifier(head, None, pooling="mean").eval()
+    cached = TextClassifier(lambda d, weight=None: head, D, None, pooling="mean").eval()
     with torch.no_grad():
         torch.testing.assert_close(full(**b)["loss"], cached(features=feats, labels=b["labels"])["loss"])
     assert all(not p.requires_grad for p in encoder.parameters())

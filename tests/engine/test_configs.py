@@ -1,7 +1,7 @@
 """Every config in configs/ composes (and the ones that need no prepared data instantiate).
 
 Parametrised from the files on disk, so configs added later (tasks, models, experiments,
-task_scale files) are covered without editing this test.
+families and their scale files) are covered without editing this test.
 """
 
 from __future__ import annotations
@@ -43,11 +43,19 @@ def test_task_composes_with_its_default_model(make_cfg, task):
     assert "name" in out["model"] and out["scale"]["name"] == "cpu"
 
 
-@pytest.mark.parametrize("task_scale", names("task_scale"))
-def test_task_scale_file_composes(make_cfg, task_scale):
-    task, scale = task_scale.rsplit("_", 1)
+@pytest.mark.parametrize("task", names("task"))
+@pytest.mark.parametrize("scale", names("scale"))
+def test_every_task_composes_at_every_scale(make_cfg, task, scale):
+    """Each pair reads its family's scale file, which reads the task's ``scales.<scale>`` block."""
     cfg = make_cfg(f"task={task}", f"scale={scale}")
     assert resolved(cfg)["scale"]["name"] == scale
+
+
+def test_every_family_and_family_scale_file_is_used():
+    """No orphan: each family file is some task's choice and each family_scale file a (family, scale) pair."""
+    families = {OmegaConf.load(CONFIGS / "task" / f"{t}.yaml").defaults[-1]["override /family@_global_.family"] for t in names("task")}
+    assert families == set(names("family"))
+    assert set(names("family_scale")) <= {f"{f}_{s}" for f in families for s in names("scale")}
 
 
 @pytest.mark.parametrize("model", names("model"))
@@ -68,10 +76,40 @@ def test_scale_composes(make_cfg, scale):
     assert resolved(make_cfg(f"scale={scale}"))["scale"]["name"] == scale
 
 
+FIG2_TASKS = ("clinc_oos", "iflytek", "wos")
+
+
+def experiment_overrides(experiment: str) -> list[list[str]]:
+    """Command lines of an experiment: the fig2 pair takes its task from the command line."""
+    if experiment.startswith("fig2"):
+        return [[f"experiment={experiment}", f"task={t}"] for t in FIG2_TASKS]
+    return [[f"experiment={experiment}"]]
+
+
 @pytest.mark.parametrize("experiment", names("experiment"))
 def test_experiment_composes(make_cfg, experiment):
-    out = resolved(make_cfg(f"experiment={experiment}"))
-    assert callable(hydra.utils.get_method(out["task"]["builder"]))
+    for overrides in experiment_overrides(experiment):
+        out = resolved(make_cfg(*overrides))
+        assert callable(hydra.utils.get_method(out["task"]["builder"]))
+
+
+@pytest.mark.parametrize("task", FIG2_TASKS)
+def test_fig2_records_land_in_the_per_task_experiment(make_cfg, task):
+    out = resolved(make_cfg("experiment=fig2", f"task={task}", "loss.k=20", "scale=cpu"))
+    assert out["experiment_name"] == f"fig2_{task}" and out["run_name"] == f"{task}_cpu_sparse_k20_seed0"
+
+
+def test_start_softmax_run_names_the_init_run(make_cfg):
+    out = resolved(make_cfg("experiment=table3_sparse_softmax", "start=softmax_run", "scale=cpu"))
+    assert out["run_name"] == "squad_qg_unilm_minilm_sparse_softmax_init-softmax_cpu_seed0"
+    assert out["init_from"] == "checkpoints/table3/squad_qg_unilm_minilm_softmax_cpu_seed0"
+    assert out["train"]["epochs"] == 1
+
+
+@pytest.mark.parametrize("model", names("model"))
+def test_model_config_has_a_target(model):
+    node = OmegaConf.load(CONFIGS / "model" / f"{model}.yaml")
+    assert callable(hydra.utils.get_object(node._target_))
 
 
 @pytest.mark.parametrize("loss", names("loss"))

@@ -11,7 +11,7 @@ import torch
 
 from softmax_zoo import engine
 from softmax_zoo.tasks.base import require_prepared
-from softmax_zoo.tasks.synthetic import MLPClassifier
+from softmax_zoo.models.mlp import MLPClassifier
 
 from .test_configs import FIXED_COST, names
 

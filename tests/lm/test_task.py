@@ -86,7 +86,7 @@ def test_uniform_model_has_perplexity_equal_to_the_vocabulary_size(lm_corpus, tm
     with torch.no_grad():
         head.weight.zero_()
         head.bias.zero_()
-    metrics = task.evaluate(task.model, "validation", task.eval_datasets["validation"])
+    metrics = task.evaluate(task.model, "validation", task.eval_datasets["validation"]).metrics
     assert metrics["val/perplexity"] == pytest.approx(len(WordVocab.load(lm_corpus / "vocab.txt")), rel=1e-5)
 
 

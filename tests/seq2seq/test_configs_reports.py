@@ -30,7 +30,7 @@ def test_init_experiments_start_from_the_softmax_run(table, task):
     softmax_run = str(config.compose([f"experiment={table}_softmax", "scale=cpu", "seed=3"]).output_dir)  # resolved now:
     # ${hydra:...} interpolations read the newest composition
     for loss in ("softmax", "sparse_softmax"):
-        cfg = config.compose([f"experiment={table}_init_{loss}", "scale=cpu", "seed=3"])
+        cfg = config.compose([f"experiment={table}_{loss}", "start=softmax_run", "scale=cpu", "seed=3"])
         assert cfg.init_from == softmax_run == f"checkpoints/{table}/{task}_unilm_minilm_softmax_cpu_seed3"
         assert cfg.train.epochs == 1 and cfg.experiment_name == table and "init-softmax" in cfg.run_name
         assert cfg.loss._target_ == f"softmax_zoo.losses.{'SoftmaxHead' if loss == 'softmax' else 'SparseSoftmaxHead'}"

@@ -3,7 +3,18 @@
 import pytest
 import sacrebleu
 
-from softmax_zoo.metrics import bleu, bleu_from_stats, bleu_stats, rouge
+from softmax_zoo.metrics import BLEU_ORDERS, bleu_from_stats, bleu_stats, rouge_per_example
+
+
+def rouge(hyps, refs):
+    """Mean ROUGE F1 x 100 over examples, as the seq2seq evaluation reports it."""
+    return {t: sum(v) / len(v) for t, v in rouge_per_example(hyps, refs).items()}
+
+
+def bleu(hyps, refs):
+    """Corpus BLEU-1..4 from per-example statistics, as the seq2seq evaluation computes it."""
+    stats = [bleu_stats(h, r) for h, r in zip(hyps, refs)]
+    return {f"bleu{n}": bleu_from_stats(stats, n) for n in BLEU_ORDERS}
 
 
 def test_rouge_by_hand():

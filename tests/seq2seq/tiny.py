@@ -24,7 +24,7 @@ def tiny_unilm(seed: int = 0, vocab_size: int = 8, hidden: int = 16) -> UniLM:
         for p in bert.encoder.parameters():
             if p.dim() == 2:
                 p.normal_(0, 0.5)
-    model = UniLM(bert, SoftmaxHead(hidden, vocab_size, weight=UniLM.tied_weight(bert)))
+    model = UniLM(bert, lambda d, weight=None: SoftmaxHead(d, vocab_size, weight=weight))
     return model.eval()
 
 

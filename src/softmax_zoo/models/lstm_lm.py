@@ -19,14 +19,15 @@ one process per GPU (torchrun), as the Trainer does with DDP.
 
 from __future__ import annotations
 
+import math
 import time
-from collections.abc import Callable
 
 import torch
 from torch import nn
 
 from softmax_zoo.data.layout import IGNORE_INDEX
-from softmax_zoo.losses import OutputHead
+
+from .build import MakeHead
 
 
 class TokenRate:
@@ -77,8 +78,8 @@ class LSTMLanguageModel(nn.Module):
 
     Args:
         vocab_size: V, number of word ids (the head's number of classes).
-        make_head: ``(in_features, weight) -> OutputHead``; ``weight`` is the (V, E) input embedding
-            when ``tie_weights`` else None (e.g. ``functools.partial(build_head, cfg.loss, num_classes=V)``).
+        make_head: the output-layer hook ``(in_features, weight) -> OutputHead``; ``weight`` is the
+            (V, E) input embedding when ``tie_weights`` else None (:func:`softmax_zoo.models.head_factory`).
         embedding_dim: E.
         hidden_size: LSTM units per layer.
         num_layers: stacked LSTM layers.
@@ -92,7 +93,7 @@ class LSTMLanguageModel(nn.Module):
     def __init__(
         self,
         vocab_size: int,
-        make_head: Callable[[int, torch.Tensor | None], OutputHead],
+        make_head: MakeHead,
         *,
         embedding_dim: int,
         hidden_size: int,
@@ -140,6 +141,30 @@ class LSTMLanguageModel(nn.Module):
         """Forget the carried hidden states (training and evaluation)."""
         self.states.clear()
 
+    def reset_eval_state(self) -> None:
+        """Forget the evaluation streams' carried state (the training streams' stays)."""
+        self.states.pop(False, None)
+
+    def log_probs(self, hidden: torch.Tensor) -> torch.Tensor:
+        """(N, d) LSTM outputs -> (N, V) log-probabilities of the head's inference distribution."""
+        return self.head.log_probs(hidden)
+
+    @property
+    def tokens_trained(self) -> int:
+        """Labelled training tokens seen so far."""
+        return self.rate.total_tokens
+
+    def exclude_time(self, seconds: float) -> None:
+        """Leave ``seconds`` spent outside training (e.g. a validation point) out of the tokens/second."""
+        self.rate.exclude(seconds)
+
+    def throughput(self) -> dict[str, float]:
+        """``train/tokens_per_second`` and ``train/tokens`` once two training steps were timed; else {}."""
+        rate = self.rate.tokens_per_second
+        if math.isnan(rate):
+            return {}
+        return {"train/tokens_per_second": rate, "train/tokens": float(self.rate.total_tokens)}
+
     def initial_state(self, input_ids: torch.Tensor, reset: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor]:
         """The (h, c) to start this segment from: the carried one, zeroed at rows flagged ``reset``."""
         batch = input_ids.shape[0]
@@ -164,7 +189,7 @@ class LSTMLanguageModel(nn.Module):
 
         Args:
             input_ids: (B, T) word ids.
-            labels: (B, T) next-word ids, -100 where nothing is predicted (padding).
+            labels: (B, T) next-word ids, ``IGNORE_INDEX`` where nothing is predicted (padding).
             reset: (B,) bool, rows where a new stream starts (zero state).
 
         Returns:

@@ -32,7 +32,11 @@ import torch.nn.functional as F
 from torch import nn
 from transformers import AutoConfig, BertConfig, BertForMaskedLM
 
-from softmax_zoo.losses import LinearHead, OutputHead
+from softmax_zoo.data.layout import IGNORE_INDEX
+from softmax_zoo.hub import resolve_pretrained
+from softmax_zoo.losses import LinearHead
+
+from .build import MakeHead
 
 # BertConfig fields a checkpoint must define to be read as BERT.
 BERT_CONFIG_FIELDS = (
@@ -186,16 +190,22 @@ class UniLM(nn.Module):
 
     Args:
         bert: the encoder parts from :func:`load_bert` or :func:`random_bert`.
-        head: an :class:`~softmax_zoo.losses.OutputHead` over the vocabulary, built with
-            ``weight=bert.encoder.embeddings.word_embeddings.weight`` (see :meth:`tied_weight`).
-            A :class:`~softmax_zoo.losses.LinearHead` with a bias takes the checkpoint's MLM bias.
+        make_head: the output-layer hook, called with the hidden size and
+            ``weight=bert.encoder.embeddings.word_embeddings.weight`` (see :meth:`tied_weight`);
+            its head is over the vocabulary. A :class:`~softmax_zoo.losses.LinearHead` with a
+            bias takes the checkpoint's MLM bias.
+        mask_prob: fine-tuning: fraction of target tokens masked and predicted (the collator's).
+        max_pred: fine-tuning: at most this many predicted positions per example.
     """
 
-    def __init__(self, bert: LoadedBert, head: OutputHead) -> None:
+    def __init__(self, bert: LoadedBert, make_head: MakeHead, *, mask_prob: float = 0.7, max_pred: int = 48) -> None:
         super().__init__()
         self.encoder = bert.encoder
         self.transform = bert.transform
+        head = make_head(bert.encoder.config.hidden_size, weight=UniLM.tied_weight(bert))
         self.head = head
+        self.mask_prob = mask_prob
+        self.max_pred = max_pred
         self.fresh = list(bert.fresh)
         config = self.encoder.config
         if head.num_classes != config.vocab_size or head.in_features != config.hidden_size:
@@ -284,7 +294,7 @@ class UniLM(nn.Module):
         Args:
             input_ids, token_type_ids, attention_mask: (B, L), masked targets already in
                 ``input_ids``.
-            labels: (B, L) original ids at the masked positions, -100 elsewhere.
+            labels: (B, L) original ids at the masked positions, ``IGNORE_INDEX`` elsewhere.
 
         Returns:
             ``{"loss": scalar}`` (the head's loss over masked positions) when labels are given,
@@ -293,5 +303,34 @@ class UniLM(nn.Module):
         hidden = self.encode(input_ids, token_type_ids, attention_mask)
         if labels is None:
             return {"hidden": hidden}
-        picked = labels != -100  # (B, L) -> N masked positions
+        picked = labels != IGNORE_INDEX  # (B, L) -> N masked positions
         return {"loss": self.head(self.transform(hidden[picked]), labels[picked])}
+
+
+def build_unilm(
+    make_head: MakeHead,
+    vocab_size: int,
+    *,
+    checkpoint: str | None,
+    config: dict | None = None,
+    mask_prob: float = 0.7,
+    max_pred: int = 48,
+) -> UniLM:
+    """The ``_target_`` of configs/model/unilm_*.yaml.
+
+    Args:
+        make_head: the output-layer hook (tied to the word embeddings).
+        vocab_size: the tokenizer's size.
+        checkpoint: a BERT-format checkpoint (hub id, folder or "minilm"); None: a random BERT of ``config``.
+        config: ``BertConfig`` fields of a randomly initialised model.
+        mask_prob, max_pred: as :class:`UniLM`.
+    """
+    if checkpoint:
+        bert = load_bert(resolve_pretrained(checkpoint))
+    else:
+        if not config:
+            raise ValueError("a UniLM from scratch (model.checkpoint=null) needs model.config (BertConfig fields)")
+        bert = random_bert(BertConfig(vocab_size=vocab_size, **config))
+    if bert.encoder.config.vocab_size < vocab_size:
+        raise ValueError(f"the checkpoint has {bert.encoder.config.vocab_size} word embeddings but the tokenizer {vocab_size} tokens")
+    return UniLM(bert, make_head, mask_prob=mask_prob, max_pred=max_pred)

@@ -2,8 +2,10 @@
 
 Every experiment is task × model × loss. A task module (classification, seq2seq, lm) exposes
 ``build_task(cfg) -> Task``, named in its config as ``configs/task/<name>.yaml: builder``; the
-entry point then trains ``Task.model`` with the transformers ``Trainer`` and calls
-``Task.evaluate`` on each split. New fields may be added with defaults; existing ones stay.
+entry point then trains ``Task.model`` with the transformers ``Trainer``, calls ``Task.evaluate``
+on each split and writes what it returns (:class:`Evaluation`): the metrics into the run record,
+the per-example rows into a file beside it. Tasks never write files themselves. New fields may be
+added with defaults; existing ones stay.
 """
 
 from __future__ import annotations
@@ -17,6 +19,20 @@ from torch import nn
 
 
 @dataclass
+class Evaluation:
+    """What a task's evaluation of one split returns.
+
+    Attributes:
+        metrics: named with their split, e.g. ``{"test/micro_f1": 0.95}``.
+        rows: optional per-example rows (JSON-serialisable dicts, e.g. predictions and their
+            scores), written by the engine to ``<run>.<split>.predictions.jsonl`` beside the record.
+    """
+
+    metrics: dict[str, float]
+    rows: list[dict[str, Any]] | None = None
+
+
+@dataclass
 class Task:
     """A task ready to train.
 
@@ -26,8 +42,7 @@ class Task:
         train_dataset: map-style or iterable dataset of examples the collator understands.
         eval_datasets: split name ("validation", "test") -> dataset.
         collator: list of examples -> batch dict of tensors.
-        evaluate: (model, split, dataset) -> metrics named with their split, e.g.
-            ``{"test/micro_f1": 0.95}``.
+        evaluate: (model, split, dataset) -> :class:`Evaluation`.
         data_meta: the prepared data's meta.json (counts, source, sha256), copied into the record.
         info: anything else worth recording (tokenizer, truncation counts, ...).
         callbacks: extra ``transformers.TrainerCallback``s the task needs during training
@@ -38,7 +53,7 @@ class Task:
     train_dataset: torch.utils.data.Dataset
     eval_datasets: dict[str, torch.utils.data.Dataset]
     collator: Callable[[list[Any]], dict[str, torch.Tensor]]
-    evaluate: Callable[[nn.Module, str, torch.utils.data.Dataset], dict[str, float]]
+    evaluate: Callable[[nn.Module, str, torch.utils.data.Dataset], Evaluation]
     data_meta: dict[str, Any] = field(default_factory=dict)
     info: dict[str, Any] = field(default_factory=dict)
     callbacks: list[Any] = field(default_factory=list)

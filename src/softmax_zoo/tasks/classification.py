@@ -3,12 +3,13 @@
 Sparse-softmax paper (Sun et al. 2021), Sec. 4.1 and Fig. 1-2: an encoder + output layer trained
 with full softmax or sparse-softmax (top-k), reported as micro-F1 (= accuracy, single-label).
 
-:func:`build_task` reads ``data/<task>/`` (:mod:`softmax_zoo.data.classification`), builds the
-head of ``cfg.loss`` first (a bad head setting such as k > num_classes fails before anything
-expensive), then the tokenizer, the encoder of ``cfg.model`` and the datasets. With
-``model.cache_features=true`` the frozen encoder runs once over every split and the pooled
-vectors are cached in ``<task.data_dir>/features/`` under a key of the data's sha256, the model
-and the tokenisation, so that every later run (seed, loss, k) only trains the layers on top.
+:func:`build_task` reads ``data/<task>/`` (:mod:`softmax_zoo.data.classification`), loads the
+tokenizer of ``cfg.model``, builds the model (its head from ``cfg.loss`` first, so that a bad
+head setting such as k > num_classes fails before anything expensive) and the datasets. A model
+built with ``cache_features=true`` holds no encoder (``model.feature_encoder``): the frozen
+encoder runs once over every split and the pooled vectors are cached in ``<task.data_dir>/features/``
+under a key of the data's sha256, the model and the tokenisation, so that every later run
+(seed, loss, k) only trains the layers on top.
 """
 
 from __future__ import annotations
@@ -16,7 +17,6 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import os
 import time
 from pathlib import Path
 from typing import Any
@@ -40,48 +40,36 @@ from ..data.classification import (
 )
 from ..data.layout import CHAR_VOCAB_FILE, SPLITS
 from ..data.tokenizers import CharTokenizer
+from ..hub import resolve_pretrained
+from ..records import atomic_write
 from ..metrics import macro_f1, micro_f1
-from ..models import build_head
-from ..models.classifier import TextClassifier, build_encoder, freeze_lower, pooled_features, resolve_pretrained
-from .base import Task, require_prepared, split_prefix
+from ..models import build_model, evaluating, head_factory
+from ..models.classifier import TextClassifier, pooled_features
+from .base import Evaluation, Task, require_prepared, split_prefix
 
 log = logging.getLogger(__name__)
-MODEL_CHOICES = "minilm, bert, bert_chinese, char_transformer, tiny_bert"
 ENCODE_BATCH = 128  # examples per forward pass when caching features (sorted by length)
-
-
-def _check_model_cfg(model_cfg: DictConfig) -> None:
-    if "pretrained" not in model_cfg:
-        raise ValueError(
-            f"classification needs a text-encoder model config (model={MODEL_CHOICES}); "
-            f"got one with keys {sorted(model_cfg.keys())}"
-        )
-    if model_cfg.cache_features and not model_cfg.pretrained:
-        raise ValueError("model.cache_features=true needs a pretrained encoder (model.pretrained); a model from scratch must be trained")
-    if model_cfg.cache_features and model_cfg.freeze_layers is not None:
-        raise ValueError(
-            f"model.cache_features=true freezes the whole encoder; leave model.freeze_layers null, got {model_cfg.freeze_layers}"
-        )
-
-
-def hidden_size(model_cfg: DictConfig) -> int:
-    """The encoder's output size d, read from the checkpoint's config (no weights loaded)."""
-    if model_cfg.pretrained:
-        from transformers import AutoConfig
-
-        return AutoConfig.from_pretrained(resolve_pretrained(model_cfg.pretrained)).hidden_size
-    return int(model_cfg.bert_config.hidden_size)
 
 
 def load_tokenizer(model_cfg: DictConfig, data_dir: Path, train_texts: list[str]) -> Any:
     """``model.tokenizer``: "char" -> the prepared char_vocab.txt (else built from ``train_texts``);
-    otherwise a transformers tokenizer by hub id, local folder or "minilm"."""
-    if model_cfg.tokenizer == "char":
+    otherwise a transformers tokenizer by hub id, local folder or "minilm".
+
+    Raises:
+        ValueError: the model config names no tokenizer (a model that does not read text).
+    """
+    name = model_cfg.get("tokenizer")
+    if name is None:
+        raise ValueError(
+            f"text classification needs a model that reads text (a model config with a tokenizer); "
+            f"model {model_cfg.get('_target_')} has keys {sorted(model_cfg.keys())}"
+        )
+    if name == "char":
         vocab = data_dir / CHAR_VOCAB_FILE
         return CharTokenizer.load(vocab) if vocab.is_file() else CharTokenizer.build(train_texts)
     from transformers import AutoTokenizer
 
-    return AutoTokenizer.from_pretrained(resolve_pretrained(model_cfg.tokenizer))
+    return AutoTokenizer.from_pretrained(resolve_pretrained(name))
 
 
 def _cache_key(meta: dict, model_cfg: DictConfig, max_length: int) -> str:
@@ -119,10 +107,7 @@ def cached_features(
     feats = {split: _encode(encoder, split_ids, pad_id, pooling) for split, split_ids in ids.items()}
     seconds = time.perf_counter() - t0
     n = sum(len(v) for v in ids.values())
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    torch.save(feats, tmp)
-    os.replace(tmp, path)
+    atomic_write(path, lambda tmp: torch.save(feats, tmp))
     log.info("cached %d pooled features in %s (%.1f s, %.0f examples/s)", n, path, seconds, n / seconds)
     return feats, {"path": str(path), "hit": False, "encode_s": seconds, "encode_examples_per_s": n / seconds}
 
@@ -136,25 +121,22 @@ def make_evaluate(collator: ClassificationCollator, batch_size: int, oos_id: int
     is not out-of-scope) and ``<split>/oos_recall``.
     """
 
-    @torch.no_grad()
-    def evaluate(model: TextClassifier, split: str, dataset: torch.utils.data.Dataset) -> dict[str, float]:
-        was_training = model.training
-        model.eval()
+    def evaluate(model: TextClassifier, split: str, dataset: torch.utils.data.Dataset) -> Evaluation:
         device = next(model.parameters()).device
         preds, golds, loss_sum = [], [], 0.0
-        for batch in batches(dataset, collator, batch_size):
-            batch = {k: v.to(device) for k, v in batch.items()}
-            gold = batch.pop("labels")
-            hidden = model.hidden(**batch)
-            loss_sum += model.head(hidden, gold).item() * len(gold)
-            preds.append(model.head.predict(hidden).cpu())
-            golds.append(gold.cpu())
-        model.train(was_training)
+        with evaluating(model):
+            for batch in batches(dataset, collator, batch_size):
+                batch = {k: v.to(device) for k, v in batch.items()}
+                gold = batch.pop("labels")
+                loss, pred = model.loss_and_predictions(gold, **batch)
+                loss_sum += loss.item() * len(gold)
+                preds.append(pred.cpu())
+                golds.append(gold.cpu())
         pred, gold = torch.cat(preds), torch.cat(golds)
         p = split_prefix(split)
         metrics = {
             f"{p}/micro_f1": micro_f1(pred, gold),
-            f"{p}/macro_f1": macro_f1(pred, gold, model.head.num_classes),
+            f"{p}/macro_f1": macro_f1(pred, gold, model.num_classes),
             f"{p}/loss": loss_sum / len(gold),
         }
         if oos_id is not None:
@@ -163,7 +145,7 @@ def make_evaluate(collator: ClassificationCollator, batch_size: int, oos_id: int
                 metrics[f"{p}/in_scope_accuracy"] = micro_f1(pred[~oos], gold[~oos])
             if oos.any():
                 metrics[f"{p}/oos_recall"] = micro_f1(pred[oos], gold[oos])
-        return metrics
+        return Evaluation(metrics)
 
     return evaluate
 
@@ -176,7 +158,6 @@ def build_task(cfg: DictConfig) -> Task:
         ValueError: a bad model or head setting (e.g. sparse-softmax k > number of classes).
     """
     t, m = cfg.task, cfg.model
-    _check_model_cfg(m)
     data_dir = require_prepared(
         hydra.utils.to_absolute_path(t.data_dir), t.name, ("meta.json", *(f"{s}.jsonl" for s in SPLITS))
     )
@@ -201,9 +182,6 @@ def build_task(cfg: DictConfig) -> Task:
         gold["train"] = [gold["train"][i] for i in keep]
     counts = torch.bincount(torch.tensor(gold["train"]), minlength=num_classes)
 
-    d = hidden_size(m)
-    head = build_head(cfg.loss, d, num_classes, class_counts=counts)  # bad head settings fail here, before encoding
-
     tokenizer = load_tokenizer(m, data_dir, texts["train"])
     pad_id = pad_id_of(tokenizer)
     ids = {split: tokenize(texts[split], tokenizer, t.max_length) for split in SPLITS}
@@ -220,23 +198,14 @@ def build_task(cfg: DictConfig) -> Task:
         "mean_tokens": {s: sum(map(len, ids[s])) / max(1, len(ids[s])) for s in SPLITS},
     }
 
+    model = build_model(m, head_factory(cfg.loss, num_classes, counts), vocab_size=vocab_size, pad_id=pad_id)
     collator = ClassificationCollator(pad_id)
-    encoder, freeze_all = None, False
-    if m.cache_features:
+    if model.feature_encoder is not None:
         path = Path(hydra.utils.to_absolute_path(t.feature_cache_dir)) / f"{t.name}_{_cache_key(meta, m, t.max_length)}.pt"
-        feats, info["feature_cache"] = cached_features(
-            path, lambda: build_encoder(m, vocab_size, pad_id), ids, pad_id, m.pooling
-        )
+        feats, info["feature_cache"] = cached_features(path, model.feature_encoder, ids, pad_id, model.pooling)
         datasets = {s: FeatureDataset(feats[s], gold[s]) for s in SPLITS}
     else:
         datasets = {s: TokenizedDataset(ids[s], gold[s]) for s in SPLITS}
-        encoder = build_encoder(m, vocab_size, pad_id)
-        if m.freeze_layers is not None:
-            freeze_lower(encoder, m.freeze_layers)
-            freeze_all = m.freeze_layers == len(encoder.encoder.layer)
-    model = TextClassifier(
-        head, encoder, pooling=m.pooling, dropout=m.dropout, mlp_layers=m.mlp_layers, freeze_encoder=freeze_all
-    )
     info["trainable_parameters"] = sum(p.numel() for p in model.parameters() if p.requires_grad)
     info["train_subset"] = t.train_subset
     return Task(

