@@ -2,7 +2,7 @@
 
 Reads the records of the experiments ``fig2_<task>`` (``make reproduce-fig2``): per task, the
 full softmax (one run per seed; it has no k) and sparse-softmax for each k of the grid, every one
-trained with the same settings (configs/task_scale/<task>_<scale>.yaml).
+trained with the same settings (the task file's ``scales`` block in configs/task/).
 
 - fig2.md: test (and validation) micro-F1, mean ± 95% Student-t interval over seeds, per k, with
   the softmax baseline and the paper's Fig. 2 numbers beside ours.
