@@ -27,6 +27,8 @@ from pathlib import Path
 
 import numpy as np
 
+from softmax_zoo.records import write_text
+
 HELDOUT_SENTENCES = 6000  # about the size of one real held-out shard
 CHILD = """
 import json, sys, time
@@ -135,8 +137,7 @@ shards of {HELDOUT_SENTENCES:,}), Zipf(1) over {args.vocab:,} word types, mean ~
 Memory is bounded by the vocabulary (one dict entry per word type), not by the corpus: split files
 are streamed in ~4 MiB batches of lines.
 """
-    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.out).write_text(report, encoding="utf-8")
+    write_text(args.out, report)
     print(report)
     return 0 if ok_mem and ok_speed else 1
 
