@@ -33,7 +33,7 @@ import torch.nn.functional as F
 from torch import nn
 from torch.autograd.function import once_differentiable
 
-from ._core import check_target_range, reduce_loss
+from ._core import check_target_dtype, check_target_range, reduce_loss
 from .adaptive_cutoffs import (
     MatmulCost,
     check_cutoffs,
@@ -307,8 +307,7 @@ class AdaptiveSoftmaxHead(OutputHead):
         """
         if tuple(target.shape) != tuple(hidden.shape[:-1]):
             raise ValueError(f"target must have shape {tuple(hidden.shape[:-1])} to match hidden, got {tuple(target.shape)}")
-        if target.dtype not in (torch.int64, torch.int32):
-            raise ValueError(f"target must be an integer tensor, got {target.dtype}")
+        check_target_dtype(target)
         h, t = self._flatten(hidden), target.reshape(-1).long()  # (N, d), (N,)
         keep = check_target_range(t, self.num_classes, self.ignore_index)
         kept = None if bool(keep.all()) else keep.nonzero().squeeze(1)
@@ -385,7 +384,8 @@ class AdaptiveSoftmaxHead(OutputHead):
 
         Every class of cluster i has log p ≤ log p(cluster i), so the cluster is evaluated only
         for rows where that bound beats the best class found so far, in chunks of rows.
-        Ties go to the smaller class id, as ``argmax``.
+        Ties go to the smaller class id, as ``argmax``; a row with NaN log-probabilities (a NaN
+        in ``hidden``) gets ``ignore_index``, as :meth:`OutputHead.predict`.
 
         Args:
             hidden: (..., d).
@@ -404,6 +404,7 @@ class AdaptiveSoftmaxHead(OutputHead):
                 win = value > best[r]
                 best[r[win]] = value[win]
                 arg[r[win]] = index[win] + self.cutoffs[i]
+        arg.masked_fill_(head_lp.isnan().any(dim=-1), self.ignore_index)
         return arg.reshape(hidden.shape[:-1])
 
     def extra_repr(self) -> str:

@@ -2,7 +2,9 @@
 
 loss_i = logsumexp_j(z_ij) − z_i,t  (with label smoothing ε: (1−ε)·that + ε·mean_j(logsumexp − z_ij)).
 A thin wrapper over ``torch.nn.functional.cross_entropy`` (fused log-softmax + NLL), with this
-package's input checks, so that it equals torch in value and gradient.
+package's input checks, so that it equals torch in value and gradient. float16/bfloat16 logits
+are cast to float32 first (the package's dtype rule, ``_core``): the loss is float32, the
+gradient has the logits' dtype.
 """
 
 from __future__ import annotations
@@ -10,7 +12,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from ._core import check_ce_inputs, check_label_smoothing
+from ._core import check_ce_inputs, check_label_smoothing, compute_dtype
 from .head import LinearHead
 
 
@@ -21,13 +23,20 @@ def softmax_cross_entropy(
 
     Args:
         logits: (N, C) unnormalised scores.
-        target: (N,) class ids; ``ignore_index`` rows contribute nothing.
+        target: (N,) class ids of any integer dtype; ``ignore_index`` rows contribute nothing.
         reduction: "mean" over non-ignored rows, "sum", or "none" -> (N,).
         label_smoothing: ε in [0, 1], spread uniformly over all C classes.
+
+    Returns:
+        The loss in float32 for float16/bfloat16/float32 logits (float64 for float64).
     """
     check_ce_inputs(logits, target, ignore_index, reduction, label_smoothing)
     return F.cross_entropy(
-        logits, target, ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing
+        logits.to(compute_dtype(logits.dtype)),
+        target.long(),
+        ignore_index=ignore_index,
+        reduction=reduction,
+        label_smoothing=label_smoothing,
     )
 
 

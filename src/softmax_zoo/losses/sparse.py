@@ -58,11 +58,16 @@ def sparse_softmax(logits: torch.Tensor, k: int, dim: int = -1) -> torch.Tensor:
 
 
 def sparse_log_softmax(logits: torch.Tensor, k: int) -> torch.Tensor:
-    """log of :func:`sparse_softmax` along the last dim, in float32 (float64 stays): −inf outside the top-k."""
+    """log of :func:`sparse_softmax` along the last dim, in float32 (float64 stays): −inf outside the top-k.
+
+    A row holding a NaN is NaN in every column (topk would rank the NaN first and leave −inf
+    elsewhere, a distribution that looks valid).
+    """
     check_k(k, logits.shape[-1])
     values, index = logits.topk(k, dim=-1)  # (..., k)
     logp = torch.log_softmax(values.to(compute_dtype(logits.dtype)), dim=-1)
-    return torch.full(logits.shape, float("-inf"), dtype=logp.dtype, device=logits.device).scatter(-1, index, logp)
+    out = torch.full(logits.shape, float("-inf"), dtype=logp.dtype, device=logits.device).scatter(-1, index, logp)
+    return out.masked_fill_(logits.isnan().any(dim=-1, keepdim=True), float("nan"))
 
 
 class _SparseSoftmaxCrossEntropy(torch.autograd.Function):
