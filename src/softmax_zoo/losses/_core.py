@@ -30,6 +30,15 @@ def compute_dtype(dtype: torch.dtype) -> torch.dtype:
     return torch.float32 if dtype in (torch.float16, torch.bfloat16) else dtype
 
 
+def matmul_dtypes(hidden: torch.Tensor, weight: torch.Tensor) -> tuple[torch.dtype, torch.dtype]:
+    """(matmul dtype, softmax dtype) of a fused linear + loss: autocast's dtype when it is on (as
+    ``F.linear`` would use), else the weight's; the softmax in float32 (float64 for float64)."""
+    mm = weight.dtype
+    if torch.is_autocast_enabled(hidden.device.type) and mm != torch.float64:
+        mm = torch.get_autocast_dtype(hidden.device.type)
+    return mm, torch.float64 if mm == torch.float64 else torch.float32
+
+
 def check_positive(**sizes: int) -> None:
     """Raise ``ValueError`` naming the first size below 1: ``check_positive(k=k, batch_size=b)``."""
     for name, value in sizes.items():
