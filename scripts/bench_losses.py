@@ -96,14 +96,22 @@ def peak_memory(case: Case, quick: bool) -> float | None:
     return float(out.stdout.strip().splitlines()[-1])
 
 
-def verdict(case: Case, ratio: float | None) -> str:
-    if case.target is None or ratio is None:
-        return ""
-    op, bound = case.target
-    if op == "<=":
-        return f"≤ {bound}× : {'**met**' if ratio <= bound else '**not met**'}"
-    speedup = 1.0 / ratio
-    return f"≥ {bound}× faster: {'**met**' if speedup >= bound else '**not met**'}"
+def met(ok: bool) -> str:
+    return "**met**" if ok else "**not met**"
+
+
+def verdict(case: Case, ratio: float | None, mem_ratio: float | None = None) -> str:
+    """The row's targets and whether they are met: time (``target``), then ``memory_target``."""
+    out = []
+    if case.target is not None and ratio is not None:
+        op, bound = case.target
+        if op == "<=":
+            out.append(f"≤ {bound}× : {met(ratio <= bound)}")
+        else:
+            out.append(f"≥ {bound}× faster: {met(1.0 / ratio >= bound)}")
+    if case.memory_target is not None and mem_ratio is not None:
+        out.append(f"mem ≤ {case.memory_target}× ({mem_ratio:.2f}×): {met(mem_ratio <= case.memory_target)}")
+    return "; ".join(out)
 
 
 def machine() -> str:
@@ -142,13 +150,16 @@ def main() -> None:
         repeats = 2 if args.quick else (args.repeats or rows[0].repeats)
         med = time_group(rows, repeats=repeats, warmup=1)
         report += [f"\n### {group}\n", *lines]
+        mems: dict[str, float | None] = {}
         for c in rows:
             base = med.get(c.baseline) if c.baseline else None
             ratio = med[c.name] / base if base else None
-            mem = None if args.no_memory else peak_memory(c, args.quick)
+            mem = mems[c.name] = None if args.no_memory else peak_memory(c, args.quick)
+            base_mem = mems.get(c.baseline) if c.baseline else None
+            mem_ratio = mem / base_mem if mem is not None and base_mem else None
             row = (
                 f"| {c.name} | {med[c.name] * 1e3:.1f} | {'' if ratio is None else f'{ratio:.2f}'} | "
-                f"{'' if mem is None else f'{mem:.0f}'} | {verdict(c, ratio)} |"
+                f"{'' if mem is None else f'{mem:.0f}'} | {verdict(c, ratio, mem_ratio)} |"
             )
             report.append(row)
             print(f"[{group}] {row}", flush=True)

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 # Modules whose ``cases(quick: bool) -> list[Case]`` make up the benchmark, in report order.
-CASE_MODULES = ("logit_losses", "adaptive", "sampled")
+CASE_MODULES = ("logit_losses", "chunked_heads", "adaptive", "sampled")
 
 
 @dataclass
@@ -20,6 +20,7 @@ class Case:
         baseline: name of the row in the same group that ratios are taken against.
         target: ("<=", 0.8) = time ≤ 0.8× baseline; (">=", 20) = at least 20× faster than baseline.
         repeats: timed calls per row.
+        memory_target: 0.5 = peak memory ≤ 0.5× the baseline row's.
     """
 
     group: str
@@ -28,3 +29,4 @@ class Case:
     baseline: str | None = None
     target: tuple[str, float] | None = None
     repeats: int = field(default=5)
+    memory_target: float | None = None

@@ -4,6 +4,10 @@ Heads (``nn.Module``, interface in :mod:`softmax_zoo.losses.head`)::
 
     SoftmaxHead, StableSoftmaxHead, SparseSoftmaxHead, AdaptiveSoftmaxHead, SampledSoftmaxHead
 
+``SoftmaxHead``, ``StableSoftmaxHead`` and ``SparseSoftmaxHead`` take ``chunk_size`` (an int or
+"auto"): the loss and its gradients are then computed ``chunk_size`` rows at a time, never
+holding the (N, C) logits (:mod:`softmax_zoo.losses.chunked`).
+
 Functions on logits (N, C) and targets (N,)::
 
     softmax_cross_entropy, stable_cross_entropy, stable_kd_loss,

@@ -1,9 +1,21 @@
 """The functional core every loss shares: input checks, the ignore mask and the reduction.
 
-Conventions (every loss in this package):
-    logits: (N, C) float, target: (N,) long, ``ignore_index=-100`` rows contribute nothing,
+Conventions (every loss and head in this package):
+    logits: (N, C) float; target: (N,) of any integer dtype (int8 ... int64, uint8), used as
+    long; ``ignore_index=-100`` rows contribute nothing.
+
     ``reduction``: "none" -> (N,) with 0 at ignored rows, "sum", or "mean" over the non-ignored
-    rows (0/0 -> nan, as ``torch.nn.functional.cross_entropy``).
+    rows. A batch whose rows are all ignored gives "none": zeros, "sum": 0, "mean": nan (0/0, as
+    ``torch.nn.functional.cross_entropy``), and in every case finite zero gradients.
+
+    Dtypes (:func:`compute_dtype`): float16/bfloat16 logits are normalised in float32, float32
+    and float64 as they are. The loss is returned in that compute dtype (float32 for
+    float16/bfloat16 logits), the gradient w.r.t. the logits has the logits' dtype, and a head's
+    ``log_probs`` is in the compute dtype of its logits (a float64 model keeps float64).
+
+    NaN: a row whose hidden state or logits hold a NaN gets NaN log-probabilities in every
+    column, and ``predict`` returns ``ignore_index`` for it (no class is more probable than
+    another in such a row).
 """
 
 from __future__ import annotations
@@ -16,6 +28,15 @@ REDUCTIONS = ("mean", "sum", "none")
 def compute_dtype(dtype: torch.dtype) -> torch.dtype:
     """float16/bfloat16 are computed in float32; float32 and float64 as they are."""
     return torch.float32 if dtype in (torch.float16, torch.bfloat16) else dtype
+
+
+def matmul_dtypes(hidden: torch.Tensor, weight: torch.Tensor) -> tuple[torch.dtype, torch.dtype]:
+    """(matmul dtype, softmax dtype) of a fused linear + loss: autocast's dtype when it is on (as
+    ``F.linear`` would use), else the weight's; the softmax in float32 (float64 for float64)."""
+    mm = weight.dtype
+    if torch.is_autocast_enabled(hidden.device.type) and mm != torch.float64:
+        mm = torch.get_autocast_dtype(hidden.device.type)
+    return mm, torch.float64 if mm == torch.float64 else torch.float32
 
 
 def check_positive(**sizes: int) -> None:
@@ -50,11 +71,16 @@ def check_logits_target(logits: torch.Tensor, target: torch.Tensor, ignore_index
             f"target must be (N,) = ({logits.shape[0]},) to match logits {tuple(logits.shape)}, "
             f"got {tuple(target.shape)}"
         )
-    if target.dtype not in (torch.int64, torch.int32):
-        raise ValueError(f"target must be an integer tensor, got {target.dtype}")
+    check_target_dtype(target)
     if target.device != logits.device:
         raise ValueError(f"target is on {target.device} but logits on {logits.device}")
     return check_target_range(target, logits.shape[1], ignore_index)
+
+
+def check_target_dtype(target: torch.Tensor) -> None:
+    """Raise ``ValueError`` unless ``target`` has an integer dtype (bool is not one)."""
+    if target.is_floating_point() or target.is_complex() or target.dtype == torch.bool:
+        raise ValueError(f"target must be an integer tensor, got {target.dtype}")
 
 
 def check_target_range(target: torch.Tensor, num_classes: int, ignore_index: int) -> torch.Tensor:
@@ -81,22 +107,26 @@ def check_ce_inputs(
     check_reduction(reduction)
     check_label_smoothing(label_smoothing)
     keep = check_logits_target(logits, target, ignore_index)
-    return keep, target.masked_fill(~keep, 0).long()
+    return keep, target.long().masked_fill(~keep, 0)
 
 
 def reduce_loss(loss: torch.Tensor, keep: torch.Tensor, reduction: str) -> torch.Tensor:
-    """Reduce per-row ``loss`` (N,) whose ignored rows are already 0, with ``keep`` (N,) bool."""
+    """Reduce per-row ``loss`` (N,) whose ignored rows are already 0, with ``keep`` (N,) bool.
+
+    "mean" of no kept row is nan, through ``where`` so that the gradient is 0, not 0 · (1/0).
+    """
     if reduction == "none":
         return loss
     total = loss.sum()
     if reduction == "sum":
         return total
-    return total / keep.sum()
+    count = keep.sum()
+    return torch.where(count > 0, total / count.clamp(min=1), float("nan"))
 
 
 def reduction_scale(keep: torch.Tensor, reduction: str, dtype: torch.dtype) -> torch.Tensor:
     """(N,) weight d loss / d row-loss for a reduction: what a custom backward multiplies by."""
     scale = keep.to(dtype)
     if reduction == "mean":
-        scale = scale / keep.sum()
+        scale = scale / keep.sum().clamp(min=1)  # no kept row: all 0, not 0/0
     return scale

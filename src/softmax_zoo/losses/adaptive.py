@@ -33,7 +33,7 @@ import torch.nn.functional as F
 from torch import nn
 from torch.autograd.function import once_differentiable
 
-from ._core import check_target_range, reduce_loss
+from ._core import check_target_dtype, check_target_range, matmul_dtypes, reduce_loss
 from .adaptive_cutoffs import (
     MatmulCost,
     check_cutoffs,
@@ -63,15 +63,6 @@ _CHUNK_ELEMENTS = 1 << 24
 
 def _chunk_rows(num_classes: int) -> int:
     return max(1, _CHUNK_ELEMENTS // num_classes)
-
-
-def _dtypes(hidden: torch.Tensor, weight: torch.Tensor) -> tuple[torch.dtype, torch.dtype]:
-    """(matmul dtype, softmax dtype): autocast's dtype when it is on (as ``F.linear`` would use),
-    else the weight's; the softmax in float32 (float64 for float64 weights)."""
-    mm = weight.dtype
-    if torch.is_autocast_enabled(hidden.device.type) and mm != torch.float64:
-        mm = torch.get_autocast_dtype(hidden.device.type)
-    return mm, torch.float64 if mm == torch.float64 else torch.float32
 
 
 _SCRATCH = threading.local()
@@ -307,8 +298,7 @@ class AdaptiveSoftmaxHead(OutputHead):
         """
         if tuple(target.shape) != tuple(hidden.shape[:-1]):
             raise ValueError(f"target must have shape {tuple(hidden.shape[:-1])} to match hidden, got {tuple(target.shape)}")
-        if target.dtype not in (torch.int64, torch.int32):
-            raise ValueError(f"target must be an integer tensor, got {target.dtype}")
+        check_target_dtype(target)
         h, t = self._flatten(hidden), target.reshape(-1).long()  # (N, d), (N,)
         keep = check_target_range(t, self.num_classes, self.ignore_index)
         kept = None if bool(keep.all()) else keep.nonzero().squeeze(1)
@@ -325,7 +315,7 @@ class AdaptiveSoftmaxHead(OutputHead):
             groups.append((start, start + size, t_sorted[start : start + size] - self.cutoffs[i]) if size else None)
             start += size
         head_target = head_target.index_select(0, order)
-        plan = (*_dtypes(h, self.head.weight), order, inverse, head_target, groups)
+        plan = (*matmul_dtypes(h, self.head.weight), order, inverse, head_target, groups)
         weights = [w for proj, out in self.tail for w in (proj.weight, out.weight)]
         params = (h, self.head.weight, self.head.bias, *weights)
         if torch.is_grad_enabled() and any(p is not None and p.requires_grad for p in params):
@@ -338,7 +328,7 @@ class AdaptiveSoftmaxHead(OutputHead):
         return loss.reshape(target.shape) if self.reduction == "none" else loss
 
     def _head_log_probs(self, h: torch.Tensor) -> torch.Tensor:
-        return torch.log_softmax(self.head(h).to(_dtypes(h, self.head.weight)[1]), dim=-1)  # (N, c_0 + J)
+        return torch.log_softmax(self.head(h).to(matmul_dtypes(h, self.head.weight)[1]), dim=-1)  # (N, c_0 + J)
 
     def _cluster_log_probs(self, h: torch.Tensor, head_lp: torch.Tensor, i: int) -> torch.Tensor:
         """(N, |V_i|) log p(c | h) for the classes of tail cluster i."""
@@ -385,7 +375,8 @@ class AdaptiveSoftmaxHead(OutputHead):
 
         Every class of cluster i has log p ≤ log p(cluster i), so the cluster is evaluated only
         for rows where that bound beats the best class found so far, in chunks of rows.
-        Ties go to the smaller class id, as ``argmax``.
+        Ties go to the smaller class id, as ``argmax``; a row with NaN log-probabilities (a NaN
+        in ``hidden``) gets ``ignore_index``, as :meth:`OutputHead.predict`.
 
         Args:
             hidden: (..., d).
@@ -404,6 +395,7 @@ class AdaptiveSoftmaxHead(OutputHead):
                 win = value > best[r]
                 best[r[win]] = value[win]
                 arg[r[win]] = index[win] + self.cutoffs[i]
+        arg.masked_fill_(head_lp.isnan().any(dim=-1), self.ignore_index)
         return arg.reshape(hidden.shape[:-1])
 
     def extra_repr(self) -> str:

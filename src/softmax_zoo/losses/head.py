@@ -22,7 +22,16 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ._core import check_reduction
+from ._core import check_reduction, compute_dtype
+
+
+def nan_rows_to_ignore(scores: torch.Tensor, ignore_index: int) -> torch.Tensor:
+    """scores (..., C) -> (...,) argmax, with ``ignore_index`` in the rows holding a NaN.
+
+    ``argmax`` alone would return the first NaN's column, a class that is no more probable than
+    any other.
+    """
+    return scores.argmax(dim=-1).masked_fill_(scores.isnan().any(dim=-1), ignore_index)
 
 
 class OutputHead(nn.Module):
@@ -66,8 +75,8 @@ class OutputHead(nn.Module):
         raise NotImplementedError
 
     def predict(self, hidden: torch.Tensor) -> torch.Tensor:
-        """hidden (..., d) -> (...,) most probable class."""
-        return self.log_probs(hidden).argmax(dim=-1)
+        """hidden (..., d) -> (...,) most probable class; ``ignore_index`` where a row holds a NaN."""
+        return nan_rows_to_ignore(self.log_probs(hidden), self.ignore_index)
 
     def extra_repr(self) -> str:
         return f"in_features={self.in_features}, num_classes={self.num_classes}, reduction={self.reduction!r}"
@@ -121,8 +130,9 @@ class LinearHead(OutputHead):
         return loss.reshape(target.shape) if self.reduction == "none" else loss
 
     def log_probs(self, hidden: torch.Tensor) -> torch.Tensor:
-        """Full softmax, normalised in float32."""
-        return torch.log_softmax(self.logits(hidden).float(), dim=-1)
+        """Full softmax in the logits' compute dtype (float32 for float16/bfloat16, else theirs)."""
+        logits = self.logits(hidden)
+        return torch.log_softmax(logits.to(compute_dtype(logits.dtype)), dim=-1)
 
     def extra_repr(self) -> str:
         return super().extra_repr() + f", bias={self.bias is not None}"

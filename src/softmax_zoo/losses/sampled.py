@@ -38,7 +38,7 @@ import math
 import torch
 import torch.nn.functional as F
 
-from ._core import check_target_range, reduce_loss
+from ._core import check_target_dtype, check_target_range, reduce_loss
 from .head import LinearHead
 from .samplers import Sampler
 from .softmax import softmax_cross_entropy
@@ -112,10 +112,10 @@ class SampledSoftmaxHead(LinearHead):
         t = target.reshape(-1)  # (...) -> (N,)
         if t.shape[0] != h.shape[0]:
             raise ValueError(f"target has {t.shape[0]} elements but hidden has {h.shape[0]} rows")
-        if t.dtype not in (torch.int64, torch.int32):
-            raise ValueError(f"target must be an integer tensor, got {t.dtype}")
+        check_target_dtype(t)
+        t = t.long()
         keep = check_target_range(t, self.num_classes, self.ignore_index)
-        h_k, t_k = h[keep], t[keep].long()  # (n, d), (n,): rows that count
+        h_k, t_k = h[keep], t[keep]  # (n, d), (n,): rows that count
         self.refresh_sampler()
         if t_k.numel() == 0:  # every row ignored: nothing to draw
             neg, log_q = t_k.new_zeros(0, self.num_samples), h_k.new_zeros(0, self.num_samples)

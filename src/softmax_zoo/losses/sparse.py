@@ -58,11 +58,55 @@ def sparse_softmax(logits: torch.Tensor, k: int, dim: int = -1) -> torch.Tensor:
 
 
 def sparse_log_softmax(logits: torch.Tensor, k: int) -> torch.Tensor:
-    """log of :func:`sparse_softmax` along the last dim, in float32 (float64 stays): −inf outside the top-k."""
+    """log of :func:`sparse_softmax` along the last dim, in float32 (float64 stays): −inf outside the top-k.
+
+    A row holding a NaN is NaN in every column (topk would rank the NaN first and leave −inf
+    elsewhere, a distribution that looks valid).
+    """
     check_k(k, logits.shape[-1])
     values, index = logits.topk(k, dim=-1)  # (..., k)
     logp = torch.log_softmax(values.to(compute_dtype(logits.dtype)), dim=-1)
-    return torch.full(logits.shape, float("-inf"), dtype=logp.dtype, device=logits.device).scatter(-1, index, logp)
+    out = torch.full(logits.shape, float("-inf"), dtype=logp.dtype, device=logits.device).scatter(-1, index, logp)
+    return out.masked_fill_(logits.isnan().any(dim=-1, keepdim=True), float("nan"))
+
+
+def sparse_rows(logits: torch.Tensor, target: torch.Tensor, keep: torch.Tensor, k: int, label_smoothing: float):
+    """Per-row sparse-softmax CE of ``logits`` (N, C), 0 at ignored rows, in the compute dtype.
+
+    Args:
+        logits: (N, C). target: (N,) long, ignored rows pointed at class 0. keep: (N,) bool.
+        k: support size, 1 <= k < C.
+
+    Returns:
+        loss (N,), and the state (top-k values (N, k), their indices (N, k), their logsumexp
+        (N,)) that :func:`sparse_grad` takes.
+    """
+    dtype = compute_dtype(logits.dtype)
+    values, index = logits.topk(k, dim=1, sorted=False)  # (N, k)
+    values = values.to(dtype)
+    lse = values.logsumexp(dim=1)  # (N,)
+    zt = logits.gather(1, target.unsqueeze(1)).squeeze(1).to(dtype)  # (N,)
+    loss = lse - zt
+    if label_smoothing > 0:
+        loss = loss + label_smoothing * (zt - values.mean(dim=1))
+    return loss.masked_fill(~keep, 0.0), (values, index, lse)
+
+
+def sparse_grad(state, target, row_weight, label_smoothing, shape, dtype) -> torch.Tensor:
+    """d Σ_i w_i·loss_i / dz, a ``shape`` = (N, C) tensor of ``dtype`` with k(+1) nonzeros a row.
+
+    Args:
+        state: (values, index, lse) of :func:`sparse_rows`. target: (N,) long.
+        row_weight: w (N,), 0 at ignored rows.
+    """
+    values, index, lse = state
+    eps, k = label_smoothing, values.shape[1]
+    w = row_weight.to(lse.dtype).unsqueeze(1)  # (N, 1)
+    top = torch.exp(values - lse.unsqueeze(1)).sub_(eps / k).mul_(w)  # (N, k) softmax_k − ε/k
+    grad = torch.zeros(shape, dtype=dtype, device=values.device)
+    grad.scatter_(1, index, top.to(dtype))
+    # The target adds −(1 − ε) to its top-k weight, or stands alone outside the top-k.
+    return grad.scatter_add_(1, target.unsqueeze(1), (-(1.0 - eps) * w).to(dtype))
 
 
 class _SparseSoftmaxCrossEntropy(torch.autograd.Function):
@@ -70,32 +114,17 @@ class _SparseSoftmaxCrossEntropy(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, logits, target, keep, k, label_smoothing):
-        dtype = compute_dtype(logits.dtype)
-        values, index = logits.topk(k, dim=1, sorted=False)  # (N, k)
-        values = values.to(dtype)
-        lse = values.logsumexp(dim=1)  # (N,)
-        zt = logits.gather(1, target.unsqueeze(1)).squeeze(1).to(dtype)  # (N,)
-        loss = lse - zt
-        if label_smoothing > 0:
-            loss = loss + label_smoothing * (zt - values.mean(dim=1))
-        loss = loss.masked_fill(~keep, 0.0)
-        ctx.save_for_backward(values, index, lse, target, keep)
-        ctx.logits_meta = (logits.shape, logits.dtype, logits.device)
+        loss, state = sparse_rows(logits, target, keep, k, label_smoothing)
+        ctx.save_for_backward(*state, target, keep)
+        ctx.logits_meta = (logits.shape, logits.dtype)
         ctx.label_smoothing = label_smoothing
         return loss
 
     @staticmethod
     def backward(ctx, grad_loss):
         values, index, lse, target, keep = ctx.saved_tensors
-        shape, dtype, device = ctx.logits_meta
-        eps = ctx.label_smoothing
-        k = values.shape[1]
-        w = (grad_loss.to(lse.dtype) * keep).unsqueeze(1)  # (N, 1), 0 at ignored rows
-        top = torch.exp(values - lse.unsqueeze(1)).sub_(eps / k).mul_(w)  # (N, k) softmax_k − ε/k
-        grad = torch.zeros(shape, dtype=dtype, device=device)
-        grad.scatter_(1, index, top.to(dtype))
-        # The target adds −(1 − ε) to its top-k weight, or stands alone outside the top-k.
-        grad.scatter_add_(1, target.unsqueeze(1), (-(1.0 - eps) * w).to(dtype))
+        w = grad_loss * keep  # (N,), 0 at ignored rows
+        grad = sparse_grad((values, index, lse), target, w, ctx.label_smoothing, *ctx.logits_meta)
         return grad, None, None, None, None
 
 
@@ -148,6 +177,14 @@ class SparseSoftmaxHead(SoftmaxHead):
 
     def cross_entropy(self, logits: torch.Tensor, target: torch.Tensor, **kwargs) -> torch.Tensor:
         return sparse_softmax_cross_entropy(logits, target, self.k, **kwargs)
+
+    def loss_and_grad(self, z, target, keep, row_weight=None):
+        if self.k == self.num_classes:  # the full softmax, as sparse_softmax_cross_entropy
+            return super().loss_and_grad(z, target, keep, row_weight)
+        loss, state = sparse_rows(z, target, keep, self.k, self.label_smoothing)
+        if row_weight is None:
+            return loss, None
+        return loss, sparse_grad(state, target, row_weight, self.label_smoothing, z.shape, z.dtype)
 
     def log_probs(self, hidden: torch.Tensor) -> torch.Tensor:
         """hidden (..., d) -> (..., C) sparse log-probabilities in float32, −inf outside the top-k."""

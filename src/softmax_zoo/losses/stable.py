@@ -34,30 +34,67 @@ def _sigmoid(a: torch.Tensor) -> torch.Tensor:
     return torch.where(a >= 0, 1.0 / (1.0 + e), e / (1.0 + e))
 
 
-class _StableCrossEntropy(torch.autograd.Function):
-    """Per-row stable CE (N,) with the sigmoid-form backward; ignored rows give 0.
+def stable_rows(z: torch.Tensor, target: torch.Tensor, keep: torch.Tensor, label_smoothing: float):
+    """Per-row stable CE of ``z`` (N, C), already in the compute dtype; 0 at ignored rows.
 
     One pass makes E = exp(z − max_j z_j) with the target's entry zeroed, so S = Σ_j E_j is the
-    non-target sum, never 1 + tiny − 1. Backward reuses E: softmax_{j≠t}(z_j − z_t) = E_j / S.
+    non-target sum, never 1 + tiny − 1. The gradient reuses E: softmax_{j≠t}(z_j − z_t) = E_j / S.
     S underflows only when every non-target logit is > 87 below the target (float32), where the
     loss and the gradient are subnormal or 0 anyway.
+
+    Args:
+        z: (N, C) logits. target: (N,) long, ignored rows pointed at class 0. keep: (N,) bool.
+
+    Returns:
+        loss (N,), and the state (E (N, C), S (N,), a (N,)) that :func:`stable_grad` takes.
     """
+    m = z.amax(dim=1, keepdim=True)  # (N, 1)
+    m = m.masked_fill(m == float("-inf"), 0.0)  # all-(−inf) rows: exp(−inf − 0) = 0, not nan
+    e = torch.sub(z, m).exp_()  # (N, C)
+    e.scatter_(1, target.unsqueeze(1), 0.0)
+    total = e.sum(dim=1)  # (N,) Σ_{j≠t} exp(z_j − m)
+    zt = z.gather(1, target.unsqueeze(1)).squeeze(1)  # (N,)
+    a = total.log() + m.squeeze(1) - zt  # logsumexp_{j≠t}(z_j) − z_t, −inf if no other class
+    loss = F.softplus(a)
+    if label_smoothing > 0:
+        loss = loss + label_smoothing * (zt - z.mean(dim=1))
+    return loss.masked_fill(~keep, 0.0), (e, total, a)
+
+
+def stable_grad(state, target: torch.Tensor, row_weight: torch.Tensor, label_smoothing: float) -> torch.Tensor:
+    """d Σ_i w_i·loss_i / dz (N, C) in the compute dtype, from :func:`stable_rows`' state.
+
+    Args:
+        state: (E, S, a) of :func:`stable_rows`. target: (N,) long.
+        row_weight: w (N,), 0 at ignored rows.
+    """
+    e, total, a = state
+    eps, num_classes = label_smoothing, e.shape[1]
+    w = row_weight
+    sig = _sigmoid(a) * w  # (N,)
+    # σ(a)·w / S; rows with S = 0 (no other class, or all underflowed) have σ(a) = 0.
+    coef = torch.where(total > 0, sig / total, torch.zeros_like(sig))
+    grad = torch.mul(e, coef.unsqueeze(1))  # (N, C) σ(a)·softmax_{j≠t}, 0 at the target
+    if eps > 0:
+        grad.sub_((eps / num_classes) * w.unsqueeze(1))
+    target_grad = -sig + (eps - eps / num_classes) * w  # (N,)
+    return grad.scatter_(1, target.unsqueeze(1), target_grad.unsqueeze(1))
+
+
+def stable_loss_and_grad(z, target, keep, label_smoothing, row_weight=None):
+    """:func:`stable_rows`' loss (N,) and, if ``row_weight`` (N,) is given, :func:`stable_grad`."""
+    loss, state = stable_rows(z, target, keep, label_smoothing)
+    return loss, None if row_weight is None else stable_grad(state, target, row_weight, label_smoothing)
+
+
+class _StableCrossEntropy(torch.autograd.Function):
+    """Per-row stable CE (N,) with the sigmoid-form backward; ignored rows give 0."""
 
     @staticmethod
     def forward(ctx, logits, target, keep, label_smoothing):
         z = logits.to(compute_dtype(logits.dtype))  # (N, C), the logits themselves for float32/64
-        m = z.amax(dim=1, keepdim=True)  # (N, 1)
-        m = m.masked_fill(m == float("-inf"), 0.0)  # all-(−inf) rows: exp(−inf − 0) = 0, not nan
-        e = torch.sub(z, m).exp_()  # (N, C)
-        e.scatter_(1, target.unsqueeze(1), 0.0)
-        total = e.sum(dim=1)  # (N,) Σ_{j≠t} exp(z_j − m)
-        zt = z.gather(1, target.unsqueeze(1)).squeeze(1)  # (N,)
-        a = total.log() + m.squeeze(1) - zt  # logsumexp_{j≠t}(z_j) − z_t, −inf if no other class
-        loss = F.softplus(a)
-        if label_smoothing > 0:
-            loss = loss + label_smoothing * (zt - z.mean(dim=1))
-        loss = loss.masked_fill(~keep, 0.0)
-        ctx.save_for_backward(e, total, a, target, keep)
+        loss, state = stable_rows(z, target, keep, label_smoothing)
+        ctx.save_for_backward(*state, target, keep)
         ctx.logits_dtype = logits.dtype
         ctx.label_smoothing = label_smoothing
         return loss
@@ -65,17 +102,8 @@ class _StableCrossEntropy(torch.autograd.Function):
     @staticmethod
     def backward(ctx, grad_loss):
         e, total, a, target, keep = ctx.saved_tensors
-        eps = ctx.label_smoothing
-        num_classes = e.shape[1]
         w = grad_loss.to(e.dtype) * keep  # (N,) d loss / d row-loss, 0 at ignored rows
-        sig = _sigmoid(a) * w  # (N,)
-        # σ(a)·w / S; rows with S = 0 (no other class, or all underflowed) have σ(a) = 0.
-        coef = torch.where(total > 0, sig / total, torch.zeros_like(sig))
-        grad = torch.mul(e, coef.unsqueeze(1))  # (N, C) σ(a)·softmax_{j≠t}, 0 at the target
-        if eps > 0:
-            grad.sub_((eps / num_classes) * w.unsqueeze(1))
-        target_grad = -sig + (eps - eps / num_classes) * w  # (N,)
-        grad.scatter_(1, target.unsqueeze(1), target_grad.unsqueeze(1))
+        grad = stable_grad((e, total, a), target, w, ctx.label_smoothing)
         return grad.to(ctx.logits_dtype), None, None, None
 
 
@@ -107,3 +135,6 @@ class StableSoftmaxHead(SoftmaxHead):
 
     def cross_entropy(self, logits: torch.Tensor, target: torch.Tensor, **kwargs) -> torch.Tensor:
         return stable_cross_entropy(logits, target, **kwargs)
+
+    def loss_and_grad(self, z, target, keep, row_weight=None):
+        return stable_loss_and_grad(z, target, keep, self.label_smoothing, row_weight)

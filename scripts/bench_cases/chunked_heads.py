@@ -1,0 +1,66 @@
+"""Benchmark rows for ``chunk_size``: each logit-level head chunked beside the same head plain.
+
+Sizes: N = 4096 rows (8 × 512 tokens), d = 512, C = 32,000 (a LLaMA-size vocabulary). The
+targets: peak memory ≤ 0.5× the plain head's and time ≤ 1.2×; then the chunked softmax head at
+N and 4N, whose peak memory may grow ≤ 1.5× (the chunk buffers stay the same size; only the
+(N, d) hidden gradient grows). ``chunk_size="auto"`` (2^24 logits per chunk, 524 rows here).
+Every row of a group shares the inputs and the weights; one forward + backward is timed, the
+gradients freed before each call as in a training step.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+import torch
+
+from bench_cases import Case
+from softmax_zoo.losses import SoftmaxHead, SparseSoftmaxHead, StableSoftmaxHead
+
+K = 10  # the sparse head's k, as in logit_losses.py
+HEADS = {"SoftmaxHead": (SoftmaxHead, {}), "StableSoftmaxHead": (StableSoftmaxHead, {}), "SparseSoftmaxHead": (SparseSoftmaxHead, {"k": K})}
+
+
+@lru_cache(maxsize=None)
+def inputs(n: int, d: int, c: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """hidden (n, d) requiring grad, target (n,), weight (c, d): built once, shared by a group."""
+    gen = torch.Generator().manual_seed(0)
+    hidden = torch.randn(n, d, generator=gen).requires_grad_(True)
+    weight = torch.randn(c, d, generator=gen).mul_(d**-0.5)  # logits of unit scale
+    return hidden, torch.randint(0, c, (n,), generator=gen), weight
+
+
+def head_case(group: str, name: str, head: str, n: int, d: int, c: int, chunk_size, baseline: str, **kw) -> Case:
+    def setup():
+        hidden, target, weight = inputs(n, d, c)
+        cls, extra = HEADS[head]
+        module = cls(d, c, weight=torch.nn.Parameter(weight), chunk_size=chunk_size, **extra)
+
+        def step():
+            hidden.grad = None
+            module.zero_grad(set_to_none=True)
+            module(hidden, target).backward()
+
+        return step
+
+    return Case(group=group, name=name, setup=setup, baseline=baseline, **kw)
+
+
+def cases(quick: bool) -> list[Case]:
+    n, d, c = (256, 64, 4000) if quick else (4096, 512, 32000)
+    out = []
+    for head in HEADS:
+        group = f"{head}, chunk_size (N={n}, d={d}, C={c})"
+        plain = f"{head} (plain)"
+        out += [
+            head_case(group, plain, head, n, d, c, None, plain),
+            head_case(group, f'{head} (chunk_size="auto")', head, n, d, c, "auto", plain,
+                      target=("<=", 1.2), memory_target=0.5),
+        ]
+    group = f"SoftmaxHead chunk_size=\"auto\", N grows 4× (d={d}, C={c})"
+    base = f"N={n}"
+    out += [
+        head_case(group, base, "SoftmaxHead", n, d, c, "auto", base),
+        head_case(group, f"N={4 * n}", "SoftmaxHead", 4 * n, d, c, "auto", base, memory_target=1.5),
+    ]
+    return out

@@ -1,0 +1,165 @@
+"""Memory-lean linear + loss: the (N, C) logits are never held, only ``chunk_size`` × C at a time.
+
+The idea of Liger-Kernel's fused linear cross-entropy (Hsu et al. 2024, arXiv:2410.10989) and
+of Cut Cross-Entropy (Wijmans et al. 2025, arXiv:2411.09009), in plain torch (CPU and GPU) and
+for every logit-level variant. With z = h W^T + b and a variant's per-row loss ℓ_i(z_i), the
+forward walks the rows in chunks R of at most ``chunk_size`` rows and, per chunk,
+
+    z_R = h_R W^T + b                    (r, C), the only logits alive
+    ℓ_R, G_R = ∂(Σ_i w_i ℓ_i)/∂z_R       the variant's loss and logit gradient (r, C)
+    ∂/∂h_R = G_R W,   ∂/∂W += G_R^T h_R,   ∂/∂b += Σ_rows G_R
+
+with w_i the reduction's weight of row i (1/kept rows for "mean", 1 for "sum" and "none", 0 at
+ignored rows). The backward only multiplies these by the upstream gradient g. For reduction
+"none" that is exact for d/dh (one row each) but for d/dW and d/db only when g is the same in
+every kept row (``loss.sum()``, ``loss.mean()``); any other g reruns the pass with g_i as w_i.
+
+Each variant supplies ``loss_and_grad(z, target, keep, row_weight) -> (loss (r,), G (r, C) or
+None)``, the same math its own autograd Function uses (``softmax.py``, ``stable.py``,
+``sparse.py``). Matmuls run in the weight's dtype (autocast's under autocast), the loss and the
+logit gradient in float32 (float64 for float64), as ``_core`` says.
+
+Memory: a few (chunk_size, C) buffers in the compute dtype (the logits, the variant's
+exp/probabilities, G), plus the gradients of hidden (N, d), weight (C, d) and bias (C,), held
+from the forward to the backward. ``chunk_size="auto"`` sizes the chunk to
+``AUTO_CHUNK_LOGITS`` logits.
+"""
+
+from __future__ import annotations
+
+import numbers
+
+import torch
+import torch.nn.functional as F
+from torch.autograd.function import once_differentiable
+
+from ._core import check_target_dtype, check_target_range, matmul_dtypes, reduce_loss, reduction_scale
+
+# Logits per chunk for chunk_size="auto": 2^24, 64 MiB in float32 (the softmax head holds about
+# three such buffers at once, ~200 MiB). Few chunks keep the per-op overhead small; the cap keeps
+# the footprint independent of N. At N=4096, C=32000 this is 524 rows, 8 chunks.
+AUTO_CHUNK_LOGITS = 1 << 24
+
+
+def check_chunk_size(chunk_size) -> None:
+    """Raise ``ValueError`` unless ``chunk_size`` is None, "auto" or an int >= 1."""
+    if chunk_size is None or chunk_size == "auto":
+        return
+    if isinstance(chunk_size, bool) or not isinstance(chunk_size, numbers.Integral) or chunk_size < 1:
+        raise ValueError(f'chunk_size must be >= 1 or "auto" or None, got {chunk_size!r}')
+
+
+def auto_chunk_size(num_rows: int, num_classes: int, budget: int = AUTO_CHUNK_LOGITS) -> int:
+    """Rows per chunk so that a chunk holds at most ``budget`` logits (at least 1, at most N)."""
+    return max(1, min(num_rows, budget // num_classes))
+
+
+def _addmm_(out: torch.Tensor, a: torch.Tensor, b: torch.Tensor) -> None:
+    """out += a @ b, with ``a @ b`` in its own dtype and added in ``out``'s."""
+    if out.dtype == a.dtype:
+        out.addmm_(a, b)
+    else:
+        out.add_(a @ b)
+
+
+def chunked_pass(loss_and_grad, target, keep, hidden, weight, bias, row_weight, chunk_rows):
+    """Per-row loss of ``hidden @ weight.T + bias`` and, if ``row_weight`` is given, the gradients.
+
+    Args:
+        loss_and_grad: the variant's ``(z, target, keep, row_weight) -> (loss, G or None)``.
+        target: (N,) long, ignored rows pointed at class 0. keep: (N,) bool.
+        hidden: (N, d). weight: (C, d). bias: (C,) or None.
+        row_weight: (N,) or None: the gradients are those of Σ_i row_weight_i · loss_i.
+        chunk_rows: rows per chunk.
+
+    Returns:
+        loss (N,) in the compute dtype, and (d/dhidden (N, d), d/dweight (C, d), d/dbias (C,) or
+        None) in the compute dtype, or None without ``row_weight``.
+    """
+    mm, acc = matmul_dtypes(hidden, weight)
+    n, d, num_classes = hidden.shape[0], hidden.shape[1], weight.shape[0]
+    grads = row_weight is not None
+    with torch.autocast(hidden.device.type, enabled=False):
+        h, w = hidden.to(mm), weight.to(mm)
+        b = None if bias is None else bias.to(mm)
+        loss = h.new_empty(n, dtype=acc)
+        if grads:
+            gh = h.new_zeros(n, d, dtype=acc)
+            gw = h.new_zeros(num_classes, d, dtype=acc)
+            gb = None if b is None else h.new_zeros(num_classes, dtype=acc)
+        for s in range(0, n, chunk_rows):
+            rows = slice(s, s + chunk_rows)
+            z = F.linear(h[rows], w, b).to(acc)  # (r, C)
+            loss[rows], g = loss_and_grad(z, target[rows], keep[rows], None if not grads else row_weight[rows])
+            del z
+            if not grads:
+                continue
+            gm = g.to(mm)  # (r, C)
+            _addmm_(gh[rows], gm, w)
+            _addmm_(gw, gm.t(), h[rows])
+            if gb is not None:
+                gb.add_(g.sum(dim=0))
+    return loss, ((gh, gw, gb) if grads else None)
+
+
+class _ChunkedLinearLoss(torch.autograd.Function):
+    """Reduced loss of a linear head with every gradient computed in the forward (module docstring)."""
+
+    @staticmethod
+    def forward(ctx, loss_and_grad, target, keep, reduction, chunk_rows, hidden, weight, bias):
+        acc = matmul_dtypes(hidden, weight)[1]
+        row_weight = reduction_scale(keep, reduction, acc)
+        loss, grads = chunked_pass(loss_and_grad, target, keep, hidden, weight, bias, row_weight, chunk_rows)
+        ctx.args = (loss_and_grad, target, keep, chunk_rows)
+        ctx.reduction, ctx.grads = reduction, grads
+        ctx.save_for_backward(hidden, weight, bias)
+        return reduce_loss(loss, keep, reduction)
+
+    @staticmethod
+    @once_differentiable
+    def backward(ctx, grad_loss):
+        saved = ctx.saved_tensors
+        g = grad_loss.to(ctx.grads[0].dtype)
+        if ctx.reduction != "none":
+            grads = [None if t is None else t * g for t in ctx.grads]
+        else:
+            keep = ctx.args[2]
+            kept = g[keep]  # (n,)
+            if kept.numel() == 0 or bool((kept == kept[0]).all()):
+                scale = kept[0] if kept.numel() else 0.0
+                grads = [None if t is None else t * scale for t in ctx.grads]
+            else:
+                _, grads = chunked_pass(*ctx.args[:3], *saved, g * keep, ctx.args[3])
+        out = (None if gr is None else gr.to(t.dtype) for gr, t in zip(grads, saved))
+        return (None, None, None, None, None, *out)
+
+
+def chunked_linear_loss(head, hidden: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+    """``head``'s loss of hidden (..., d) and target (...) through :class:`_ChunkedLinearLoss`.
+
+    ``head`` is a :class:`~softmax_zoo.losses.softmax.SoftmaxHead` (or subclass) with an int or
+    "auto" ``chunk_size``: its ``weight``, ``bias``, ``ignore_index``, ``reduction`` and
+    ``loss_and_grad`` are used.
+
+    Returns:
+        Scalar for "mean" and "sum"; target's shape for "none" (0 at ignored rows).
+    """
+    head.check_hidden(hidden, head.weight)
+    if tuple(target.shape) != tuple(hidden.shape[:-1]):
+        raise ValueError(
+            f"target must be {tuple(hidden.shape[:-1])}, hidden's leading shape, got {tuple(target.shape)}"
+        )
+    check_target_dtype(target)
+    h = hidden.reshape(-1, head.in_features)  # (..., d) -> (N, d)
+    t = target.reshape(-1).long()  # (...) -> (N,)
+    keep = check_target_range(t, head.num_classes, head.ignore_index)
+    t = t.masked_fill(~keep, 0)  # ignored rows gather class 0; their loss and weight are 0
+    rows = head.chunk_size
+    if rows == "auto":
+        rows = auto_chunk_size(h.shape[0], head.num_classes)
+    params = (h, head.weight, head.bias)
+    if torch.is_grad_enabled() and any(p is not None and p.requires_grad for p in params):
+        loss = _ChunkedLinearLoss.apply(head.loss_and_grad, t, keep, head.reduction, rows, *params)
+    else:
+        loss = reduce_loss(chunked_pass(head.loss_and_grad, t, keep, *params, None, rows)[0], keep, head.reduction)
+    return loss.reshape(target.shape) if head.reduction == "none" else loss
