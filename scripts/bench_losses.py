@@ -31,6 +31,8 @@ sys.path[:0] = [str(ROOT), str(ROOT / "scripts")]
 
 from bench_cases import Case, CASE_MODULES  # noqa: E402
 
+from softmax_zoo.records import write_text  # noqa: E402
+
 
 def load_cases(quick: bool, only: str | None) -> list[Case]:
     cases = [c for m in CASE_MODULES for c in importlib.import_module(f"bench_cases.{m}").cases(quick)]
@@ -181,9 +183,7 @@ def main() -> None:
         "- peak mem: rise of the peak RSS (CPU) or of max_memory_allocated (GPU) over the inputs,",
         "  one fresh subprocess per row.",
     ]
-    tmp = out.with_suffix(".md.tmp")
-    tmp.write_text("\n".join(header + report) + "\n")
-    tmp.replace(out)  # atomic: a half-written report never replaces a good one
+    write_text(out, "\n".join(header + report) + "\n")
     print(f"wrote {out.relative_to(ROOT)}")
 
 
