@@ -3,8 +3,16 @@ SHELL := /bin/bash
 PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
-# CPU wheel of torch; GPU users: use environment.yml (conda) or TORCH_SPEC="torch==2.13.0 --index-url ...".
-TORCH_SPEC ?= torch==2.13.0
+# torch for `make setup`, the version CI tests. Where `nvidia-smi` runs (an NVIDIA driver is present):
+# pip's default Linux wheel, the CUDA build (CUDA runtime as nvidia-* wheels); elsewhere the CPU
+# wheel from PyTorch's CPU index. TORCH_SPEC="<pip arguments>" overrides both, e.g.
+# TORCH_SPEC="torch==2.13.0 --index-url https://download.pytorch.org/whl/cu128".
+TORCH_VERSION := 2.13.0
+TORCH_CUDA_SPEC := torch==$(TORCH_VERSION)
+TORCH_CPU_SPEC := torch==$(TORCH_VERSION)+cpu --extra-index-url https://download.pytorch.org/whl/cpu
+HAS_NVIDIA := $(shell nvidia-smi >/dev/null 2>&1 && echo yes)
+TORCH_SPEC ?= $(if $(HAS_NVIDIA),$(TORCH_CUDA_SPEC),$(TORCH_CPU_SPEC))
+CHECK_CUDA_TORCH = $(BIN)/python -c "import torch; assert torch.cuda.is_available(), 'nvidia-smi runs but torch ' + torch.__version__ + ' sees no CUDA GPU: set TORCH_SPEC'"
 export HF_HUB_OFFLINE ?= 1
 export HF_DATASETS_OFFLINE ?= 1
 export WANDB_MODE ?= disabled
@@ -21,11 +29,12 @@ help:  ## list the commands
 $(BIN)/.installed: pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
-	$(BIN)/pip install -q "$(TORCH_SPEC)"
+	$(BIN)/pip install -q $(TORCH_SPEC)
 	$(BIN)/pip install -q -e ".[test]"
+	$(if $(HAS_NVIDIA),$(CHECK_CUDA_TORCH))
 	touch $@
 
-setup: $(BIN)/.installed  ## create .venv and install the package with its test extras
+setup: $(BIN)/.installed  ## create .venv and install the package with its test extras (CUDA torch where nvidia-smi runs)
 
 test: setup  ## the fast suite (what CI runs)
 	$(BIN)/python -m pytest -q
