@@ -6,6 +6,8 @@
 #   make reproduce-table5 SCALE=cpu SEQ2SEQ_SEEDS=0,1     a scale and seeds of your choice
 # SCALE defaults to paper when torch sees a CUDA GPU, else cpu (sizes chosen to fit <= 90 minutes on
 # the 2-core CPU: configs/family_scale/seq2seq_cpu.yaml and the tasks' `scales.cpu` blocks).
+# Model: at paper scale UniLM v1 base cased, the papers' model (model=unilm_base_cased, from the hub);
+# SEQ2SEQ_MODEL=model=unilm_large_cased for the large one; other scales keep the experiments' MiniLM.
 # The -init targets add start=softmax_run (configs/start/softmax_run.yaml) to the same experiments.
 # Set-up and data preparation run first when missing.
 SEQ2SEQ_SEEDS ?= 0
@@ -13,6 +15,8 @@ SEQ2SEQ_SCALE = $(or $(SCALE),$(shell $(BIN)/python -c "import torch; print('pap
 # Table 3 init runs at cpu scale: 250 of the epoch's 500 steps (8,000 questions), to fit beside the
 # other runs on 2 cores; TABLE3_INIT_ARGS_cpu= gives the whole epoch.
 TABLE3_INIT_ARGS_cpu ?= train.max_steps=250
+SEQ2SEQ_MODEL_paper := model=unilm_base_cased
+SEQ2SEQ_MODEL ?= $(SEQ2SEQ_MODEL_$(SEQ2SEQ_SCALE))
 
 .PHONY: reproduce-table5 reproduce-table3 reproduce-table5-init reproduce-table3-init
 
@@ -23,17 +27,17 @@ data/squad_qg/meta.json:
 	$(MAKE) data TASK=squad_qg
 
 reproduce-table5: setup data/gigaword/meta.json  ## Gigaword-10k, UniLM softmax vs sparse-softmax, beams 1 and 5 -> results/table5.md
-	$(BIN)/python -m softmax_zoo.train -m experiment=table5_softmax,table5_sparse_softmax scale=$(SEQ2SEQ_SCALE) seed=$(SEQ2SEQ_SEEDS)
+	$(BIN)/python -m softmax_zoo.train -m experiment=table5_softmax,table5_sparse_softmax scale=$(SEQ2SEQ_SCALE) seed=$(SEQ2SEQ_SEEDS) $(SEQ2SEQ_MODEL)
 	$(BIN)/python -m softmax_zoo.results table5
 
 reproduce-table3: setup data/squad_qg/meta.json  ## SQuAD QG (Du split), UniLM softmax vs sparse-softmax, BLEU-1..4 -> results/table3.md
-	$(BIN)/python -m softmax_zoo.train -m experiment=table3_softmax,table3_sparse_softmax scale=$(SEQ2SEQ_SCALE) seed=$(SEQ2SEQ_SEEDS)
+	$(BIN)/python -m softmax_zoo.train -m experiment=table3_softmax,table3_sparse_softmax scale=$(SEQ2SEQ_SCALE) seed=$(SEQ2SEQ_SEEDS) $(SEQ2SEQ_MODEL)
 	$(BIN)/python -m softmax_zoo.results table3
 
 reproduce-table5-init: setup data/gigaword/meta.json  ## after reproduce-table5: both losses one more epoch from the softmax run's weights -> results/table5.md
-	$(BIN)/python -m softmax_zoo.train -m experiment=table5_softmax,table5_sparse_softmax start=softmax_run scale=$(SEQ2SEQ_SCALE) seed=$(SEQ2SEQ_SEEDS)
+	$(BIN)/python -m softmax_zoo.train -m experiment=table5_softmax,table5_sparse_softmax start=softmax_run scale=$(SEQ2SEQ_SCALE) seed=$(SEQ2SEQ_SEEDS) $(SEQ2SEQ_MODEL)
 	$(BIN)/python -m softmax_zoo.results table5
 
 reproduce-table3-init: setup data/squad_qg/meta.json  ## after reproduce-table3: the same for question generation -> results/table3.md
-	$(BIN)/python -m softmax_zoo.train -m experiment=table3_softmax,table3_sparse_softmax start=softmax_run scale=$(SEQ2SEQ_SCALE) seed=$(SEQ2SEQ_SEEDS) $(TABLE3_INIT_ARGS_$(SEQ2SEQ_SCALE))
+	$(BIN)/python -m softmax_zoo.train -m experiment=table3_softmax,table3_sparse_softmax start=softmax_run scale=$(SEQ2SEQ_SCALE) seed=$(SEQ2SEQ_SEEDS) $(SEQ2SEQ_MODEL) $(TABLE3_INIT_ARGS_$(SEQ2SEQ_SCALE))
 	$(BIN)/python -m softmax_zoo.results table3

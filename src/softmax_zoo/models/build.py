@@ -17,8 +17,9 @@ from .heads import build_head
 
 MakeHead = Callable[..., OutputHead]  # (in_features, weight=None) -> OutputHead
 # Keys of a model config that describe it to the task instead of being constructor arguments:
-# its name (for people) and the tokenizer the task loads to encode the data.
-DESCRIPTIVE_KEYS = ("name", "tokenizer")
+# its name (for people), the tokenizer the task loads to encode the data, and whether that
+# tokenizer lower-cases (null: as its own files say).
+DESCRIPTIVE_KEYS = ("name", "tokenizer", "lowercase")
 
 
 def head_factory(

@@ -3,8 +3,14 @@
 Dong et al. 2019, "Unified Language Model Pre-training for Natural Language Understanding and
 Generation", §2 (the seq2seq self-attention mask) and §3.2 (fine-tuning for generation):
 
-* input ``[CLS] source [SEP] target [SEP]``, segment ids 0 for ``[CLS] source [SEP]`` and 1 for
-  ``target [SEP]``;
+* input ``[CLS] source [SEP] target [SEP]``; batches mark the parts with ``token_type_ids`` 0
+  (``[CLS] source [SEP]``) and 1 (``target [SEP]``), and the model maps the two parts to its
+  segment embeddings ``segment_ids``: 0 and 1 for a BERT checkpoint (2 segment embeddings), 4 and 5
+  for a UniLM v1 checkpoint (6 segment embeddings). UniLM v1's s2s fine-tuning with
+  ``--new_segment_ids`` gives ``[CLS] source [SEP]`` segment 4 and ``target [SEP]`` segment 5
+  (microsoft/unilm, unilm-v1/src/biunilm/seq2seq_loader.py, ``Preprocess4Seq2seq`` and
+  ``Preprocess4Seq2seqDecoder``: ``segment_ids = [4] * (len(tokens_a)+2) + [5] * (len(tokens_b)+1)``;
+  0/1, 2/3 are its bidirectional and left-to-right/right-to-left pre-training segments);
 * self-attention mask: a source position sees every source position; a target position sees the
   source and the target positions to its left, itself included (:func:`seq2seq_attention_mask`);
 * fine-tuning: target tokens (the final ``[SEP]`` included) are masked at random and predicted
@@ -14,8 +20,11 @@ Generation", §2 (the seq2seq self-attention mask) and §3.2 (fine-tuning for ge
 The output layer is the BERT LM-head transform (dense, activation, LayerNorm) followed by a loss
 head from :mod:`softmax_zoo.losses` whose (V, d) weight is tied to the word embeddings, so every
 softmax variant can be swapped in. Weights load from any BERT-format checkpoint (hub id or local
-folder; UniLM v1 checkpoints are BERT-format); a checkpoint without the LM-head transform (e.g.
-all-MiniLM-L6-v2, a sentence encoder) gets a freshly initialised one, listed in ``fresh``.
+folder). UniLM v1's (microsoft/unilm-base-cased, -large-cased) are BERT weights with a config.json
+that has no ``model_type`` and names the layer-norm epsilon ``layer_norm_epsilon``; they load as
+BERT with their own epsilon and 6 segment embeddings, and their MLM head (transform and output
+bias) becomes the LM head, so nothing starts fresh. A checkpoint without the LM-head transform
+(e.g. all-MiniLM-L6-v2, a sentence encoder) gets a freshly initialised one, listed in ``fresh``.
 
 The encoder forward is written here (on BERT's own sub-modules) rather than calling
 ``BertModel.forward`` so that it takes a per-example (L, L) mask and a key/value cache of the
@@ -26,11 +35,12 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Sequence
 
 import torch
 import torch.nn.functional as F
 from torch import nn
-from transformers import AutoConfig, BertConfig, BertForMaskedLM
+from transformers import BertConfig, BertForMaskedLM, PretrainedConfig
 
 from softmax_zoo.data.layout import IGNORE_INDEX
 from softmax_zoo.hub import resolve_pretrained
@@ -52,13 +62,20 @@ BERT_CONFIG_FIELDS = (
 )
 # Checkpoint weights that may be absent (they start fresh): the MLM transform and its bias.
 OPTIONAL_PREFIXES = ("cls.",)
+# config.json names that mean a BertConfig field (UniLM v1's configs say layer_norm_epsilon).
+CONFIG_ALIASES = {"layer_norm_epsilon": "layer_norm_eps"}
+# Segment embeddings of [CLS] source [SEP] and of target [SEP]: BERT's two, or UniLM v1's s2s pair
+# when the checkpoint has its 6 (see the module docstring for the source).
+BERT_SEGMENTS = (0, 1)
+UNILM_V1_SEGMENTS = (4, 5)
+UNILM_V1_TYPE_VOCAB_SIZE = 6
 
 
 def seq2seq_attention_mask(token_type_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
     """UniLM's sequence-to-sequence self-attention mask.
 
     Args:
-        token_type_ids: (B, L) 0 for ``[CLS] source [SEP]``, 1 for ``target [SEP]``.
+        token_type_ids: (B, L) part: 0 for ``[CLS] source [SEP]``, 1 for ``target [SEP]``.
         attention_mask: (B, L) 1 for real tokens, 0 for padding.
 
     Returns:
@@ -86,6 +103,42 @@ class LoadedBert:
     fresh: list[str]
 
 
+def bert_config(name_or_path: str) -> BertConfig:
+    """The checkpoint's config.json read as a :class:`BertConfig`.
+
+    A config without ``model_type`` (UniLM v1's) or with ``model_type: bert`` keeps all its fields
+    (``layer_norm_epsilon`` read as ``layer_norm_eps``); another model type keeps only the BERT
+    fields, which it must have.
+
+    Raises:
+        ValueError: no config, a missing BERT field, or fewer than 2 segment embeddings.
+    """
+    try:
+        raw, _ = PretrainedConfig.get_config_dict(name_or_path)
+    except (OSError, ValueError) as err:
+        raise ValueError(f"{name_or_path!r} has no loadable config.json: {err}") from err
+    raw = {CONFIG_ALIASES.get(k, k): v for k, v in raw.items()}
+    model_type = raw.get("model_type")
+    missing = [f for f in BERT_CONFIG_FIELDS if raw.get(f) is None]
+    if missing:
+        raise ValueError(
+            f"{name_or_path!r} (model_type={model_type!r}) is not BERT-compatible: its config lacks {', '.join(missing)}"
+        )
+    if raw["type_vocab_size"] < 2:
+        raise ValueError(
+            f"{name_or_path!r} is not BERT-compatible for UniLM: it needs 2 segment embeddings "
+            f"(type_vocab_size >= 2), got {raw['type_vocab_size']}"
+        )
+    if model_type in (None, "bert"):
+        return BertConfig.from_dict({k: v for k, v in raw.items() if k != "model_type"})
+    return BertConfig(**{f: raw[f] for f in BERT_CONFIG_FIELDS})
+
+
+def default_segments(type_vocab_size: int) -> tuple[int, int]:
+    """UniLM v1's s2s segments (4, 5) for a checkpoint with its 6 segment embeddings, else BERT's (0, 1)."""
+    return UNILM_V1_SEGMENTS if type_vocab_size == UNILM_V1_TYPE_VOCAB_SIZE else BERT_SEGMENTS
+
+
 def load_bert(name_or_path: str) -> LoadedBert:
     """Load a BERT-format checkpoint (hub id or local folder).
 
@@ -93,23 +146,7 @@ def load_bert(name_or_path: str) -> LoadedBert:
         ValueError: if the checkpoint has no config, its config lacks a BERT field, it has fewer
             than 2 segment embeddings, or encoder weights are missing; the message names them.
     """
-    try:
-        config = AutoConfig.from_pretrained(name_or_path)
-    except (OSError, ValueError) as err:
-        raise ValueError(f"{name_or_path!r} has no loadable config.json: {err}") from err
-    missing = [f for f in BERT_CONFIG_FIELDS if getattr(config, f, None) is None]
-    if missing:
-        raise ValueError(
-            f"{name_or_path!r} (model_type={config.model_type!r}) is not BERT-compatible: "
-            f"its config lacks {', '.join(missing)}"
-        )
-    if config.type_vocab_size < 2:
-        raise ValueError(
-            f"{name_or_path!r} is not BERT-compatible for UniLM: it needs 2 segment embeddings "
-            f"(type_vocab_size >= 2), got {config.type_vocab_size}"
-        )
-    if config.model_type != "bert":
-        config = BertConfig(**{f: getattr(config, f) for f in BERT_CONFIG_FIELDS})
+    config = bert_config(name_or_path)
     mlm, info = BertForMaskedLM.from_pretrained(name_or_path, config=config, output_loading_info=True)
     absent = sorted(k for k in info["missing_keys"] if not k.startswith(OPTIONAL_PREFIXES))
     if absent:
@@ -196,10 +233,27 @@ class UniLM(nn.Module):
             bias takes the checkpoint's MLM bias.
         mask_prob: fine-tuning: fraction of target tokens masked and predicted (the collator's).
         max_pred: fine-tuning: at most this many predicted positions per example.
+        segment_ids: the segment embeddings of the source and the target part; None:
+            :func:`default_segments` of the checkpoint's ``type_vocab_size``.
     """
 
-    def __init__(self, bert: LoadedBert, make_head: MakeHead, *, mask_prob: float = 0.7, max_pred: int = 48) -> None:
+    def __init__(
+        self,
+        bert: LoadedBert,
+        make_head: MakeHead,
+        *,
+        mask_prob: float = 0.7,
+        max_pred: int = 48,
+        segment_ids: Sequence[int] | None = None,
+    ) -> None:
         super().__init__()
+        n_types = bert.encoder.config.type_vocab_size
+        segments = tuple(default_segments(n_types) if segment_ids is None else segment_ids)
+        if len(segments) != 2 or not all(0 <= i < n_types for i in segments):
+            raise ValueError(f"segment_ids must be 2 ids in [0, {n_types}) (the checkpoint's type_vocab_size), got {segments}")
+        self.segment_ids = segments
+        # part (0 source, 1 target) -> segment embedding id; a buffer so that it follows .to(device)
+        self.register_buffer("segment_table", torch.tensor(segments, dtype=torch.long), persistent=False)
         self.encoder = bert.encoder
         self.transform = bert.transform
         head = make_head(bert.encoder.config.hidden_size, weight=UniLM.tied_weight(bert))
@@ -235,7 +289,8 @@ class UniLM(nn.Module):
         """The encoder on new positions, attending to ``cache`` and to themselves.
 
         Args:
-            input_ids, token_type_ids, position_ids: (B, Lq) for the new positions.
+            input_ids, token_type_ids, position_ids: (B, Lq) for the new positions;
+                ``token_type_ids`` is the part (0 source, 1 target), mapped to ``segment_ids``.
             mask: (B, Lq, T + Lq) bool, True where a new position may attend among the cache's
                 per-row keys (T of them, first) and the new positions; the cache's shared keys
                 are governed by ``cache.shared_mask``.
@@ -246,7 +301,7 @@ class UniLM(nn.Module):
             positions, each (B, H, Lq, d/H), for the caller to cache.
         """
         emb = self.encoder.embeddings
-        h = emb.word_embeddings(input_ids) + emb.position_embeddings(position_ids) + emb.token_type_embeddings(token_type_ids)
+        h = emb.word_embeddings(input_ids) + emb.position_embeddings(position_ids) + emb.token_type_embeddings(self.segment_table[token_type_ids])
         h = emb.dropout(emb.LayerNorm(h))
         kv = []
         for i, layer in enumerate(self.encoder.encoder.layer):
@@ -315,6 +370,7 @@ def build_unilm(
     config: dict | None = None,
     mask_prob: float = 0.7,
     max_pred: int = 48,
+    segment_ids: Sequence[int] | None = None,
 ) -> UniLM:
     """The ``_target_`` of configs/model/unilm_*.yaml.
 
@@ -323,7 +379,7 @@ def build_unilm(
         vocab_size: the tokenizer's size.
         checkpoint: a BERT-format checkpoint (hub id, folder or "minilm"); None: a random BERT of ``config``.
         config: ``BertConfig`` fields of a randomly initialised model.
-        mask_prob, max_pred: as :class:`UniLM`.
+        mask_prob, max_pred, segment_ids: as :class:`UniLM`.
     """
     if checkpoint:
         bert = load_bert(resolve_pretrained(checkpoint))
@@ -333,4 +389,4 @@ def build_unilm(
         bert = random_bert(BertConfig(vocab_size=vocab_size, **config))
     if bert.encoder.config.vocab_size < vocab_size:
         raise ValueError(f"the checkpoint has {bert.encoder.config.vocab_size} word embeddings but the tokenizer {vocab_size} tokens")
-    return UniLM(bert, make_head, mask_prob=mask_prob, max_pred=max_pred)
+    return UniLM(bert, make_head, mask_prob=mask_prob, max_pred=max_pred, segment_ids=segment_ids)

@@ -34,7 +34,6 @@ from typing import Any
 import hydra
 import torch
 from omegaconf import DictConfig
-from transformers import AutoTokenizer
 
 from softmax_zoo import metrics as M
 from softmax_zoo.data.layout import read_jsonl
@@ -47,8 +46,8 @@ from softmax_zoo.data.seq2seq import (
     encode_summarisation,
     encode_target,
 )
-from softmax_zoo.data.tokenizers import minilm_tokenizer
-from softmax_zoo.hub import MINILM, resolve_pretrained
+from softmax_zoo.data.tokenizers import minilm_tokenizer, pretrained_tokenizer
+from softmax_zoo.hub import MINILM, tokenizer_folder
 from softmax_zoo.models import build_model, evaluating, head_factory
 from softmax_zoo.models.decoding import DecodeConfig, beam_search
 from softmax_zoo.models.unilm import UniLM
@@ -57,9 +56,16 @@ from softmax_zoo.tasks.base import Evaluation, Task, require_prepared, split_pre
 FORMATS = ("summarisation", "question_generation")
 
 
-def load_tokenizer(name: str):
-    """The model's tokenizer (a fast BERT WordPiece tokenizer is expected: offsets are used)."""
-    tok = minilm_tokenizer() if name == MINILM else AutoTokenizer.from_pretrained(resolve_pretrained(name))
+def load_tokenizer(name: str, lowercase: bool | None = None):
+    """The model's tokenizer (a fast BERT WordPiece tokenizer is expected: offsets are used).
+
+    Args:
+        name: hub id, folder or ``"minilm"``; a folder with only ``vocab.txt`` (UniLM v1) gets a
+            WordPiece tokenizer built from it.
+        lowercase: lower-case the text; None: as the tokenizer files say (a bare vocab.txt: only
+            when the vocabulary is uncased, :func:`~softmax_zoo.data.tokenizers.vocab_is_cased`).
+    """
+    tok = minilm_tokenizer() if name == MINILM and lowercase is None else pretrained_tokenizer(tokenizer_folder(name), lowercase)
     if not tok.is_fast:
         raise ValueError(f"tokenizer {name!r} must be a fast tokenizer (offset mappings are needed)")
     return tok
@@ -122,10 +128,20 @@ def detokenize(tokenizer: Any, ids: list[int], unk_text: str | None) -> str:
     return text.replace(tokenizer.unk_token, unk_text) if unk_text else text
 
 
+def tokenizer_lowercases(tokenizer: Any) -> bool:
+    """Whether the tokenizer's normaliser lower-cases its input (an uncased vocabulary)."""
+    normalizer = tokenizer.backend_tokenizer.normalizer
+    return normalizer is not None and normalizer.normalize_str("A") == "a"
+
+
 def bleu_text(tokenizer: Any, text: str) -> str:
-    """Lower-cased, tokenised text for BLEU: the tokenizer's normaliser + pre-tokeniser, space-joined."""
+    """Lower-cased, tokenised text for BLEU: the tokenizer's normaliser + pre-tokeniser, space-joined.
+
+    Lower-cased whatever the tokenizer's casing: Du et al.'s references are uncased, and UniLM
+    lower-cases its cased predictions before scoring (unilm-v1 README, question generation).
+    """
     backend = tokenizer.backend_tokenizer
-    normalised = backend.normalizer.normalize_str(text) if backend.normalizer else text.lower()
+    normalised = (backend.normalizer.normalize_str(text) if backend.normalizer else text).lower()
     return " ".join(tok for tok, _ in backend.pre_tokenizer.pre_tokenize_str(normalised))
 
 
@@ -180,7 +196,7 @@ def build_task(cfg: DictConfig) -> Task:
     t = cfg.task
     data_dir = require_prepared(hydra.utils.to_absolute_path(t.data_dir), t.name, ("meta.json", "train.jsonl"))
     meta = json.loads((data_dir / "meta.json").read_text(encoding="utf-8"))
-    tokenizer = load_tokenizer(cfg.model.tokenizer)
+    tokenizer = load_tokenizer(cfg.model.tokenizer, cfg.model.get("lowercase"))
     model = build_model(cfg.model, head_factory(cfg.loss, len(tokenizer)), vocab_size=len(tokenizer))
     max_pos = model.encoder.config.max_position_embeddings
     if t.max_source_len + t.max_target_len > max_pos:
@@ -203,6 +219,8 @@ def build_task(cfg: DictConfig) -> Task:
         "sizes": {"train": len(train), **{s: len(d) for s, d in evals.items()}},
         "fresh_weights": model.fresh,
         "checkpoint": cfg.model.get("checkpoint"),
+        "segment_ids": list(model.segment_ids),
+        "tokenizer_lowercase": tokenizer_lowercases(tokenizer),
         "torch_threads": torch.get_num_threads(),
     }
     return Task(
