@@ -173,7 +173,7 @@ def _evaluate(model: UniLM, split: str, dataset: Seq2SeqDataset, t: DictConfig, 
     rows: list[dict[str, Any]] = [{"index": i, "reference": r} for i, r in enumerate(dataset.references)]
     refs_bleu = [bleu_text(tokenizer, r) for r in dataset.references] if "bleu" in t.metrics else None
     for beam in t.decode.beams:
-        dcfg = decode_config(t.decode, beam, tokenizer, t.max_target_len)
+        dcfg = decode_config(t.decode, beam, tokenizer, t.decode.max_len)
         t0 = time.perf_counter()
         hyps = decode_split(model, dataset, dcfg, tokenizer, t.decode.batch_size, t.unk_text)
         metrics[f"{p}/examples_per_s_beam{beam}"] = len(dataset) / (time.perf_counter() - t0)
