@@ -22,7 +22,28 @@ def test_experiments_compose(table, task, scale):
     if scale == "paper":
         expected = {"table5": (30, 64, 1), "table3": (10, 32, 1)}[table]
         assert (cfg.train.epochs, cfg.train.batch_size, cfg.train.grad_accum) == expected
-        assert cfg.task.max_source_len == (224 if table == "table5" else 464)
+        # lengths, max_pred and lr: UniLM v1's commands where the Sparse-softmax paper is silent
+        lengths = {"table5": (191, 65, 32, 64, 1e-5), "table3": (464, 48, 48, 48, 2e-5)}[table]
+        t = cfg.task
+        assert (t.max_source_len, t.max_target_len, t.decode.max_len, cfg.model.max_pred, cfg.train.lr) == lengths
+        assert t.max_source_len + t.max_target_len == {"table5": 256, "table3": 512}[table]
+        assert t.decode.length_penalty == 0.0 and t.train_size is None and t.eval_size is None
+
+
+@pytest.mark.parametrize("table", ["table5", "table3"])
+def test_make_uses_unilm_v1_at_paper_scale_only(table):
+    import subprocess
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    for scale, model in (("paper", "model=unilm_base_cased"), ("cpu", None)):
+        out = subprocess.run(
+            ["make", "-n", "-o", "setup", "-o", f"data/{'gigaword' if table == 'table5' else 'squad_qg'}/meta.json",
+             f"reproduce-{table}", f"SCALE={scale}"],
+            cwd=root, capture_output=True, text=True, check=True,
+        ).stdout
+        train = [line for line in out.splitlines() if "softmax_zoo.train" in line]
+        assert len(train) == 1 and (model in train[0].split() if model else "model=" not in train[0]), train
 
 
 @pytest.mark.parametrize("table, task", [("table5", "gigaword"), ("table3", "squad_qg")])
