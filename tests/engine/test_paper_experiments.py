@@ -1,0 +1,29 @@
+"""Every experiment config at ``scale=paper`` runs 2 optimiser steps and a tiny evaluation/decode
+on the CPU with a tiny model (tests/engine/paper_dry_run.py), so that a broken paper config is
+caught without a GPU. Slow (about a minute for all of them): `make test-all`."""
+
+from __future__ import annotations
+
+import pytest
+
+from softmax_zoo import engine
+
+from .paper_dry_run import FIG2_TASK, generated_data, paper_overrides
+from .test_configs import names
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory):
+    return generated_data(tmp_path_factory.mktemp("paper_data"))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("experiment", names("experiment"))
+def test_experiment_runs_two_steps_at_paper_scale(experiment, data, make_cfg):
+    task = [f"task={FIG2_TASK[experiment]}"] if experiment in FIG2_TASK else []
+    task_name = make_cfg(f"experiment={experiment}", *task).task.name
+    cfg = make_cfg(*paper_overrides(experiment, task_name, data))
+    assert cfg.scale.name == "paper"
+    record = engine.run(cfg)
+    assert record["timing"]["global_steps"] == 2 and record["choices"]["scale"] == "paper"
+    assert any(k.startswith(("test/", "val/")) for k in record["metrics"]), sorted(record["metrics"])
