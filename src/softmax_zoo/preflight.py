@@ -28,9 +28,13 @@ from . import records
 log = logging.getLogger(__name__)
 CONFIG_FILE = "run_config.json"  # the resolved config, written into every checkpoint folder
 TRAINER_STATE = "trainer_state.json"
-# Keys that may differ between a checkpoint's run and the run resuming it: where results and logs
-# go and how progress is shown change nothing that is computed.
-RESUME_IGNORED = ("resume", "results_dir", "logger", "logger.*", "train.progress", "train.num_workers", "reproduction")
+# Keys that may differ between a checkpoint's run and the run resuming it: the name (made from the
+# other keys), and where results, logs and checkpoints go and how progress is shown, which change
+# nothing that is computed.
+RESUME_IGNORED = (
+    "resume", "results_dir", "run_name", "logger", "logger.*", "reproduction",
+    "train.progress", "train.num_workers", "train.save_steps", "train.save_total_limit",
+)
 
 
 # ---------------------------------------------------------------- writable outputs
