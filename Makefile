@@ -7,7 +7,7 @@ BIN := $(VENV)/bin
 TORCH_SPEC ?= torch==2.13.0
 export HF_HUB_OFFLINE ?= 1
 export HF_DATASETS_OFFLINE ?= 1
-export WANDB_MODE ?= disabled
+# WANDB_MODE is left unset: logger=wandb logger.mode=offline|online|disabled decides (logger=none, the default, logs nothing).
 export PYTHONHASHSEED ?= 0
 # Idle OpenMP threads sleep instead of spinning: on a shared 2-core machine spinning threads made
 # small ops up to ~10x slower (tree sampling at C=500k: 0.75 s passive vs 7-9 s active).
