@@ -103,7 +103,7 @@ class StepLog(TrainerCallback):
 
     def on_log(self, args, state, control, logs=None, **kwargs):
         values = {k: v for k, v in (logs or {}).items() if k in STEP_KEYS}
-        if values and state.is_world_process_zero:
+        if set(values) - {"epoch"} and state.is_world_process_zero:  # not the end-of-training summary
             log.info("step %d/%d: %s", state.global_step, state.max_steps, ", ".join(f"{k}={v:.5g}" for k, v in values.items()))
             if self.run is not None:
                 self.run.log({**{f"train/{k}": v for k, v in values.items()}, "train/global_step": state.global_step})
