@@ -90,3 +90,13 @@ def test_record_write_failure_logs_the_record(make_cfg, tmp_path, monkeypatch, c
     assert "test/micro_f1=" in caplog.text  # the metrics were logged as soon as they were known
     logged = caplog.text.split("here it is whole:\n", 1)[1]
     assert '"test/micro_f1"' in logged and '"train_loss"' in logged
+
+
+def test_progress_bars_follow_the_switch(make_cfg, capfd):
+    engine.run(make_cfg("scale=smoke", "train.progress=true", "run_name=bars"))
+    drawn = capfd.readouterr().err
+    assert "evaluate test" in drawn and "2/2" in drawn  # evaluation and training bars
+    engine.run(make_cfg("scale=smoke", "train.progress=false", "run_name=quiet"))
+    assert "evaluate test" not in capfd.readouterr().err
+    with pytest.raises(ValueError, match="train.progress must be auto, true or false, got 'yes'"):
+        engine.run(make_cfg("scale=smoke", "train.progress=yes"))
