@@ -15,7 +15,7 @@ TORCH_SPEC ?= $(if $(HAS_NVIDIA),$(TORCH_CUDA_SPEC),$(TORCH_CPU_SPEC))
 CHECK_CUDA_TORCH = $(BIN)/python -c "import torch; assert torch.cuda.is_available(), 'nvidia-smi runs but torch ' + torch.__version__ + ' sees no CUDA GPU: set TORCH_SPEC'"
 export HF_HUB_OFFLINE ?= 1
 export HF_DATASETS_OFFLINE ?= 1
-export WANDB_MODE ?= disabled
+# WANDB_MODE is left unset: logger=wandb logger.mode=offline|online|disabled decides (logger=none, the default, logs nothing).
 export PYTHONHASHSEED ?= 0
 # Idle OpenMP threads sleep instead of spinning: on a shared 2-core machine spinning threads made
 # small ops up to ~10x slower (tree sampling at C=500k: 0.75 s passive vs 7-9 s active).

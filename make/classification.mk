@@ -31,4 +31,4 @@ endef
 
 reproduce-fig2: setup $(foreach t,$(FIG2_TASKS),data/$(t)/meta.json)  ## sparse-softmax k sweep (Fig. 2) + loss curves (Fig. 1) -> results/fig2.md, fig2.png, fig1.png
 	$(foreach t,$(FIG2_TASKS),$(call fig2_task,$(t)))
-	$(BIN)/python -m softmax_zoo.results fig2
+	$(BIN)/python -m softmax_zoo.results fig2 results_dir=$(call results_for,$(FIG2_SCALE))

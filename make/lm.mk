@@ -19,9 +19,9 @@ $(LM_DATA)/%/meta.json:
 
 reproduce-lm1b: setup $(LM_DATA)/lm1b/meta.json  ## One Billion Word: full vs adaptive vs sampled softmax -> results/lm1b.md, lm1b.png
 	$(BIN)/python -m softmax_zoo.train -m experiment=$(LM1B_EXPERIMENTS) scale=$(LM_SCALE) seed=$(LM_SEEDS) $(LM_ARGS)
-	$(BIN)/python -m softmax_zoo.results lm1b
+	$(BIN)/python -m softmax_zoo.results lm1b results_dir=$(call results_for,$(LM_SCALE))
 
 reproduce-kernel-bias: setup $(LM_DATA)/ptb/meta.json  ## Blanc & Rendle bias vs m on PTB -> results/kernel_bias.md, kernel_bias.png
 	$(BIN)/python -m softmax_zoo.train -m experiment=kernel_bias_full scale=$(LM_SCALE) seed=$(LM_SEEDS) $(LM_ARGS)
 	$(BIN)/python -m softmax_zoo.train -m experiment=kernel_bias_sampled scale=$(LM_SCALE) seed=$(LM_SEEDS) $(LM_ARGS)
-	$(BIN)/python -m softmax_zoo.results kernel_bias
+	$(BIN)/python -m softmax_zoo.results kernel_bias results_dir=$(call results_for,$(LM_SCALE))

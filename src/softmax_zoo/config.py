@@ -6,12 +6,18 @@ records about its composition (Hydra's group choices, the command as typed).
   (``${hydra:runtime.choices...}``, :func:`hydra_choices`) set as in a real run.
 - :func:`unknown_key_hint`: the valid keys when a command-line override names one that does not exist.
 - :func:`command_line`, :func:`hydra_choices`: what :func:`softmax_zoo.records.make_record` keeps.
+- Resolvers the configs use (registered on import): ``${zoo.run_suffix:...}`` (the overrides that
+  tell a run apart, :func:`run_suffix`), ``${zoo.group:...}`` (:func:`run_group`) and
+  ``${zoo.results_dir:...}`` (:func:`results_dir`).
 """
 
 from __future__ import annotations
 
+import fnmatch
+import re
 import sys
 from pathlib import Path
+from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
@@ -61,6 +67,26 @@ def hydra_choices() -> dict[str, str | None]:
     return {key: choices.get(group) for key, group in CHOICE_GROUPS.items()}
 
 
+def hydra_job() -> dict[str, Any]:
+    """The Hydra job of this run: ``{"mode": "RUN"|"MULTIRUN", "overrides": [...], "sweep_dir", "job_num"}`` ({} outside Hydra).
+
+    ``sweep_dir`` (the multirun's folder, one per launch) and ``job_num`` are None for a single run.
+    """
+    from hydra.core.hydra_config import HydraConfig
+    from hydra.types import RunMode
+
+    if not HydraConfig.initialized():
+        return {}
+    hc = HydraConfig.get()
+    multirun = hc.mode == RunMode.MULTIRUN
+    return {
+        "mode": "MULTIRUN" if multirun else "RUN",
+        "overrides": [o.replace("\\{", "{").replace("\\}", "}") for o in hc.overrides.task],
+        "sweep_dir": str(Path(hc.sweep.dir).absolute()) if multirun else None,
+        "job_num": hc.job.get("num") if multirun else None,
+    }
+
+
 def command_line() -> list[str]:
     """The command as typed: ``python -m softmax_zoo.train`` + the Hydra overrides (sys.argv otherwise)."""
     from hydra.core.hydra_config import HydraConfig
@@ -104,3 +130,68 @@ def unknown_key_hint(overrides: list[str], config_dir: str | Path | None = None)
         elif node is None:
             hints.append(f"unknown key {key!r}: {parent!r} does not exist")
     return "\n".join(hints) or None
+
+
+# ---------------------------------------------------------------- resolvers of configs/train.yaml
+
+
+def run_suffix(*also_exclude: str) -> str:
+    """``"_" + `` the job's overrides that tell it apart from its siblings, or ``""`` when there are none.
+
+    The same string as Hydra's ``hydra.job.override_dirname`` (the job's command-line and sweep
+    overrides, sorted, ``key=value`` joined by ``,``), leaving out the keys of
+    ``hydra.job.config.override_dirname.exclude_keys`` (configs/hydra/default.yaml: the keys the run
+    name already holds, and those that do not change the result) and ``also_exclude`` (an
+    experiment's own named keys). Patterns such as ``logger.*`` match with :mod:`fnmatch`. A "/" (a
+    config group such as ``loss/sampler``, or a path) becomes "-" so that the name stays one file name.
+    A job of ``-m loss.k=5,10 seed=0,1`` gets ``_loss.k=5``; the seed is in the base name. Re-running
+    the same command gives the same names, so ``resume=true`` finds each job's checkpoints.
+    """
+    from hydra.core.hydra_config import HydraConfig
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    if not HydraConfig.initialized():
+        return ""
+    hc = HydraConfig.get()
+    spec = hc.job.config.override_dirname
+    exclude = [*spec.exclude_keys, *also_exclude]
+    lines = sorted(
+        o.input_line
+        for o in OverridesParser.create().parse_overrides(list(hc.overrides.task))
+        if not any(fnmatch.fnmatchcase(o.key_or_group, pattern) for pattern in exclude)
+    )
+    name = re.sub("=", spec.kv_sep, spec.item_sep.join(lines)).replace("/", "-")
+    return f"_{name}" if name else ""
+
+
+def run_group(experiment_name: str) -> str:
+    """The wandb group: the experiment, or for an unnamed multirun its Hydra sweep folder (one per launch)."""
+    from hydra.core.hydra_config import HydraConfig
+    from hydra.types import RunMode
+
+    if experiment_name != "default" or not HydraConfig.initialized():
+        return experiment_name
+    hc = HydraConfig.get()
+    return str(hc.sweep.dir) if hc.mode == RunMode.MULTIRUN else experiment_name
+
+
+SCRATCH_DIR = "scratch"  # git-ignored: records and pages of runs that are not reproductions
+COMMITTED_SCALES = ("cpu", "paper")
+
+
+def results_dir(reproduction: bool, scale: str) -> str:
+    """``results`` (the committed tree) for a reproduction experiment at cpu or paper scale, else ``scratch``.
+
+    Smoke runs and ad-hoc runs thus never touch the committed records, pages or claims.md.
+    """
+    return "results" if reproduction and scale in COMMITTED_SCALES else SCRATCH_DIR
+
+
+def register_resolvers() -> None:
+    """Register the ``zoo.*`` resolvers (idempotent)."""
+    for name, fn in (("zoo.run_suffix", run_suffix), ("zoo.group", run_group), ("zoo.results_dir", results_dir)):
+        if not OmegaConf.has_resolver(name):
+            OmegaConf.register_new_resolver(name, fn)
+
+
+register_resolvers()

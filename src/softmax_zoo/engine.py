@@ -10,11 +10,19 @@ under ``torchrun --nproc_per_node=N -m softmax_zoo.train ...``), evaluates every
 Checkpoints: ``cfg.output_dir/checkpoint-<step>`` every ``train.save_steps`` optimiser steps (the
 newest ``train.save_total_limit`` kept), with model weights in safetensors (tied weights saved
 once, see :class:`ZooTrainer`), optimiser, scheduler, RNG states and the trainer state (which
-holds the per-step training loss). ``resume=true`` continues from the newest one.
+holds the per-step training loss) and the resolved config (``run_config.json``). ``resume=true``
+continues from the newest one that loads, and refuses one written under another config
+(:mod:`softmax_zoo.preflight`).
+
+Before anything is built: the prepared data is checked against its meta.json, ``results_dir`` and
+``output_dir`` are checked writable, and the checkpoint to resume is chosen. The run log (config,
+per-step loss, metrics, record path) goes through Python logging, which Hydra also writes to the
+job's log file; the metrics are logged before the record is written.
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import math
 import os
@@ -28,11 +36,12 @@ import torch
 import transformers
 from omegaconf import DictConfig
 from transformers import PreTrainedModel, Trainer, TrainerCallback, TrainingArguments
+from transformers.trainer_callback import PrinterCallback, ProgressCallback
 from transformers.trainer_utils import get_last_checkpoint
 from transformers.utils import SAFE_WEIGHTS_NAME
 
-from . import records, tracking
-from .config import command_line
+from . import preflight, progress, records, tracking
+from .config import command_line, hydra_choices, hydra_job
 from .losses import OutputHead
 from .tasks.base import Task
 
@@ -125,6 +134,13 @@ class EpochEval(TrainerCallback):
         return control
 
 
+class BarsOnly(ProgressCallback):
+    """The Trainer's progress bars without its per-step printout (:class:`tracking.StepLog` logs each step)."""
+
+    def on_log(self, args, state, control, logs=None, **kwargs):
+        return control
+
+
 def precision_flags(precision: str) -> dict[str, bool]:
     """``train.precision`` -> TrainingArguments ``bf16``/``fp16``.
 
@@ -168,7 +184,7 @@ def training_arguments(cfg: DictConfig) -> TrainingArguments:
         save_steps=t.save_steps if t.save_steps > 0 else 500,
         save_total_limit=t.save_total_limit,
         seed=cfg.seed,
-        report_to=tracking.report_to(cfg),
+        report_to=[],  # wandb is driven by softmax_zoo.tracking, not the Trainer's WandbCallback
         run_name=cfg.run_name,
         remove_unused_columns=False,  # the task's collator already gives exactly the forward's inputs
         dataloader_num_workers=t.num_workers,
@@ -177,7 +193,7 @@ def training_arguments(cfg: DictConfig) -> TrainingArguments:
         # CPU training (gloo) under torchrun instead of N independent copies.
         use_cpu=not torch.cuda.is_available(),
         ddp_find_unused_parameters=t.ddp_find_unused_parameters,
-        disable_tqdm=True,
+        disable_tqdm=not progress.enabled(),
         **precision_flags(t.precision),
     )
 
@@ -229,14 +245,33 @@ def initialise_from(model: torch.nn.Module, path: str) -> str:
     return str(weights)
 
 
-def resume_checkpoint(cfg: DictConfig, output_dir: str) -> str | None:
-    """The checkpoint ``resume=true`` continues from (None: start fresh)."""
-    if not cfg.resume:
+def prepared_data(cfg: DictConfig) -> dict[str, Any] | None:
+    """The prepared files the task reads, checked against meta.json (None for a generated task)."""
+    data_dir = cfg.task.get("data_dir")
+    if not data_dir:
         return None
-    last = get_last_checkpoint(output_dir) if os.path.isdir(output_dir) else None
-    if last is None:
-        log.warning("resume=true but no checkpoint in %s: starting from scratch", output_dir)
-    return last
+    return preflight.verify_prepared(hydra.utils.to_absolute_path(data_dir), cfg.task.name)
+
+
+def dataset_sizes(task: Task) -> dict[str, int]:
+    """Examples of each split as the task holds them (an unsized stream is left out)."""
+    splits = {"train": task.train_dataset, **task.eval_datasets}
+    sizes = {}
+    for split, dataset in splits.items():
+        try:
+            sizes[split] = len(dataset)
+        except TypeError:
+            continue
+    return sizes
+
+
+def make_trainer(task: Task, args: TrainingArguments, callbacks: list[TrainerCallback]) -> ZooTrainer:
+    """The Trainer of ``task``: bars without printouts on a terminal, nothing printed otherwise."""
+    trainer = ZooTrainer(model=task.model, args=args, train_dataset=task.train_dataset, data_collator=task.collator, callbacks=callbacks)
+    trainer.remove_callback(PrinterCallback)
+    if trainer.pop_callback(ProgressCallback) is not None:
+        trainer.add_callback(BarsOnly)
+    return trainer
 
 
 def run(cfg: DictConfig, callbacks: Iterable[TrainerCallback] = ()) -> dict[str, Any] | None:
@@ -251,25 +286,33 @@ def run(cfg: DictConfig, callbacks: Iterable[TrainerCallback] = ()) -> dict[str,
 
     Raises:
         NonFiniteLossError: the loss became NaN/inf; no record is written.
+        OSError: ``results_dir`` or ``output_dir`` is not writable (before any training).
+        ValueError: the prepared data changed since ``make data``, or ``resume=true`` found a
+            checkpoint of another config (before any training).
     """
     start = time.perf_counter()
+    progress.configure(cfg.train.progress)
+    transformers.utils.logging.disable_default_handler()
+    transformers.utils.logging.enable_propagation()  # the Trainer's warnings go to the run log too
+    log.info("run %s/%s: %s", cfg.experiment_name, cfg.run_name, " ".join(command_line()[3:]) or "(defaults)")
+    data_read = prepared_data(cfg)
+    runs = records.runs_dir(hydra.utils.to_absolute_path(cfg.results_dir))
+    output_dir = str(Path(hydra.utils.to_absolute_path(cfg.output_dir)))
+    preflight.check_writable(results_dir=runs / cfg.experiment_name, output_dir=output_dir)
+    checkpoint = preflight.resume_checkpoint(cfg, output_dir)
+    tracking.check_logger(cfg)
     transformers.set_seed(cfg.seed)
     task = build_task(cfg)
     if cfg.get("init_from"):
         initialise_from(task.model, cfg.init_from)
     args = training_arguments(cfg)
-    tracker = tracking.start(cfg)
+    choices = hydra_choices()
+    tracker = tracking.start(cfg, choices, args.to_dict())
     guard = NonFiniteLossGuard()
-    extra = [guard, *task.callbacks, *callbacks] + ([EpochEval(task, tracker)] if cfg.train.eval_each_epoch else [])
+    extra = [guard, tracking.StepLog(tracker), preflight.SaveRunConfig(cfg), *task.callbacks, *callbacks]
+    extra += [EpochEval(task, tracker)] if cfg.train.eval_each_epoch else []
     try:
-        trainer = ZooTrainer(
-            model=task.model,
-            args=args,
-            train_dataset=task.train_dataset,
-            data_collator=task.collator,
-            callbacks=extra,
-        )
-        checkpoint = resume_checkpoint(cfg, args.output_dir)
+        trainer = make_trainer(task, args, extra)
         steps_before = 0 if checkpoint is None else int(Path(checkpoint).name.split("-")[-1])
         t0 = time.perf_counter()
         trainer.train(resume_from_checkpoint=checkpoint)
@@ -289,8 +332,8 @@ def run(cfg: DictConfig, callbacks: Iterable[TrainerCallback] = ()) -> dict[str,
             seconds = time.perf_counter() - t0
             metrics.update(evaluation.metrics)
             eval_timing[split] = {"seconds": seconds, "examples_per_s": len(dataset) / seconds}
+            log.info("%s (%.1f s): %s", split, seconds, ", ".join(f"{k}={v:.4g}" for k, v in evaluation.metrics.items()))
             if evaluation.rows is not None and trainer.is_world_process_zero():
-                runs = records.runs_dir(hydra.utils.to_absolute_path(cfg.results_dir))
                 records.write_predictions(evaluation.rows, runs, cfg.experiment_name, cfg.run_name, split)
         tracking.log_metrics(tracker, metrics, trainer.state.global_step)
     except BaseException:
@@ -306,7 +349,7 @@ def run(cfg: DictConfig, callbacks: Iterable[TrainerCallback] = ()) -> dict[str,
         metrics=metrics,
         train_loss=records.train_loss_curve(trainer.state.log_history),
         history=[h for h in trainer.state.log_history if any(k.startswith("val/") for k in h)],
-        data_meta=task.data_meta,
+        data_meta={**task.data_meta, "read": data_read, "examples": dataset_sizes(task)},
         task_info=task.info,
         model_info=describe_model(model),
         timing={
@@ -325,8 +368,19 @@ def run(cfg: DictConfig, callbacks: Iterable[TrainerCallback] = ()) -> dict[str,
             "precision": "bf16" if args.bf16 else "fp16" if args.fp16 else "fp32",
         },
         command=command_line(),
+        choices=choices,
+        job=hydra_job(),
+        wandb=tracking.run_info(tracker),
     )
-    path = records.write_record(record, records.runs_dir(hydra.utils.to_absolute_path(cfg.results_dir)))
-    log.info("record %s: %s", path, ", ".join(f"{k}={v:.4g}" for k, v in metrics.items()))
-    return record
+    return write_record(record, runs)
 
+
+def write_record(record: dict[str, Any], runs: Path) -> dict[str, Any]:
+    """Write ``record``; should that fail, the whole record goes to the run log first, then the error is raised."""
+    try:
+        path = records.write_record(record, runs)
+    except (OSError, ValueError):
+        log.error("the record could not be written; here it is whole:\n%s", json.dumps(records.finite(record), indent=1, default=str))
+        raise
+    log.info("record %s", path)
+    return record

@@ -2,7 +2,9 @@
 
 Records: each run writes ``<results_dir>/runs/<experiment_name>/<run_name>.json``. A record holds
 the resolved config and Hydra's group choices (``choices``: task, model, loss, sampler, scale,
-experiment, start), git commit and dirty flag, seed, data checksums, metrics, the heads as built
+experiment, start), the Hydra job (``job``: overrides, sweep folder), the wandb run (``wandb``:
+path, id, group), git commit and dirty flag, seed, data (meta.json, and under ``data.read`` the
+sha256 of each prepared file read, checked against meta.json; ``data.examples`` per split), metrics, the heads as built
 and the parameter count, per-step training loss, timings (wall, train, examples/s for training
 and each evaluated split), device, versions and command line (:func:`make_record`). Per-example
 rows of an evaluated split go beside it, ``<run_name>.<split>.predictions.jsonl``
@@ -137,12 +139,17 @@ def make_record(
     device: dict[str, Any],
     command: Sequence[str],
     choices: dict[str, str | None] | None = None,
+    job: dict[str, Any] | None = None,
+    wandb: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Assemble a run record (JSON-serialisable; see the module docstring).
 
-    ``choices`` defaults to the running Hydra composition's (:func:`softmax_zoo.config.hydra_choices`).
+    ``choices`` defaults to the running Hydra composition's (:func:`softmax_zoo.config.hydra_choices`);
+    ``job`` is the Hydra job (its overrides, and for a multirun the sweep folder and job number,
+    :func:`softmax_zoo.config.hydra_job`); ``wandb`` the wandb run's path, id and group (None
+    without wandb).
     """
-    return _finite({
+    return finite({
         "schema": RECORD_SCHEMA,
         "experiment": cfg.experiment_name,
         "run_name": cfg.run_name,
@@ -161,6 +168,8 @@ def make_record(
         "versions": versions(),
         "command": shlex.join(command),  # quoted so that it can be pasted into a shell
         "task_info": _jsonable(task_info),
+        "job": job or {},
+        "wandb": wandb,
     })
 
 
@@ -175,12 +184,12 @@ def _jsonable(value: Any) -> Any:
     return repr(value)
 
 
-def _finite(value: Any) -> Any:
+def finite(value: Any) -> Any:
     """``value`` with each non-finite float replaced by its string ("inf", "-inf", "nan")."""
     if isinstance(value, dict):
-        return {k: _finite(v) for k, v in value.items()}
+        return {k: finite(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
-        return [_finite(v) for v in value]
+        return [finite(v) for v in value]
     if isinstance(value, float) and not math.isfinite(value):
         return str(value)
     return value
@@ -197,7 +206,7 @@ def write_record(record: dict[str, Any], runs: str | Path) -> Path:
     Strict JSON: non-finite floats (a sparse head's NLL of a gold class outside its top-k is
     inf) are written as the strings "inf", "-inf", "nan"; ``float()`` reads them back.
     """
-    record = _finite(record)
+    record = finite(record)
     text = json.dumps(record, indent=1, allow_nan=False)  # raises before anything is written
     return write_text(record_path(runs, record["experiment"], record["run_name"]), text)
 

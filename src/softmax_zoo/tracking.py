@@ -1,22 +1,34 @@
-"""Experiment tracking: ``logger=none`` (nothing) or ``logger=wandb`` (mode online, offline, disabled).
+"""Experiment tracking and the run log: ``logger=none`` (the run log only) or ``logger=wandb`` (mode online, offline, disabled).
 
-Design: we start the wandb run ourselves, before the Trainer, with the fully resolved Hydra
-config, the project/entity/group/tags of ``configs/logger/wandb.yaml`` and the run name; the
-Trainer's own ``WandbCallback`` (``report_to=["wandb"]``) finds that run and logs ``train/loss``,
-``train/grad_norm`` and ``train/learning_rate`` at every logging step against
-``train/global_step``. The ``val/...`` and ``test/...`` metrics (from ``Task.evaluate``, not the
-Trainer's evaluation loop) are logged here against the same step axis and copied into the run
-summary. Only the main process (rank 0) talks to wandb.
+Design: we start the wandb run ourselves, before the Trainer, so that a sweep's runs are told
+apart and grouped the way the configs say (configs/logger/wandb.yaml):
+
+- name: the run name, which holds the job's swept values (``softmax_zoo.config.run_suffix``);
+- group: the experiment, or for an unnamed multirun its Hydra sweep folder;
+- tags: Hydra's choices of task, model, loss and scale (+ the sampler, + ``logger.tags``);
+  job_type: ``logger.job_type``;
+- config: the resolved Hydra config, with the Trainer's own arguments apart under ``trainer_args``;
+- the per-step ``train/...`` values (:class:`StepLog`) and the ``val/...``/``test/...`` metrics
+  against ``train/global_step``; the final metrics also go to the run summary, so that a sweep's
+  summary table and parallel-coordinates panel plot a metric against any config key.
+
+The Trainer's own ``WandbCallback`` is not used (``report_to=[]``): it would mix every
+TrainingArguments key into the run config. Only the main process (rank 0) talks to wandb.
 """
 
 from __future__ import annotations
 
+import logging
 import os
 from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
+from transformers import TrainerCallback
 
 WANDB_MODES = ("online", "offline", "disabled")
+TAG_GROUPS = ("task", "model", "loss", "sampler", "scale")
+STEP_KEYS = ("loss", "learning_rate", "grad_norm", "epoch")  # what the Trainer logs per step
+log = logging.getLogger(__name__)
 
 
 def is_main_process() -> bool:
@@ -24,39 +36,78 @@ def is_main_process() -> bool:
     return int(os.environ.get("RANK", "0")) == 0
 
 
-def report_to(cfg: DictConfig) -> list[str]:
-    """The Trainer's ``report_to`` for ``cfg.logger``."""
+def check_logger(cfg: DictConfig) -> None:
+    """Raise ``ValueError`` naming a bad ``logger.name`` or ``logger.mode``."""
     name = cfg.logger.name
-    if name == "none":
-        return []
-    if name == "wandb":
-        return ["wandb"]
-    raise ValueError(f"logger.name must be 'none' or 'wandb', got {name!r}")
+    if name not in ("none", "wandb"):
+        raise ValueError(f"logger.name must be 'none' or 'wandb', got {name!r}")
+    if name == "wandb" and cfg.logger.mode not in WANDB_MODES:
+        raise ValueError(f"logger.mode must be one of {WANDB_MODES}, got {cfg.logger.mode!r}")
 
 
-def start(cfg: DictConfig) -> Any | None:
-    """Start the wandb run for ``cfg`` on the main process; return it (None for logger=none)."""
+def start(cfg: DictConfig, choices: dict[str, str | None], trainer_args: dict[str, Any]) -> Any | None:
+    """Start the wandb run for ``cfg`` on the main process; return it (None for logger=none).
+
+    Args:
+        cfg: the composed config.
+        choices: Hydra's group choices (``softmax_zoo.config.hydra_choices``); they give the tags.
+        trainer_args: ``TrainingArguments.to_dict()``, kept in the run config under ``trainer_args``.
+    """
+    check_logger(cfg)
     if cfg.logger.name != "wandb" or not is_main_process():
         return None
-    mode = cfg.logger.mode
-    if mode not in WANDB_MODES:
-        raise ValueError(f"logger.mode must be one of {WANDB_MODES}, got {mode!r}")
     import wandb
 
-    os.environ.setdefault("WANDB_WATCH", "false")  # no gradient histograms unless asked for
-    os.environ.setdefault("WANDB_LOG_MODEL", "false")  # checkpoints stay local
     os.makedirs(cfg.logger.dir, exist_ok=True)
-    return wandb.init(
+    tags = [choices[g] for g in TAG_GROUPS if choices.get(g)] + list(cfg.logger.tags)
+    run = wandb.init(
         project=cfg.logger.project,
         entity=cfg.logger.entity,
         group=cfg.logger.group,
-        tags=list(cfg.logger.tags),
+        job_type=cfg.logger.job_type,
+        tags=list(dict.fromkeys(tags)),
         name=cfg.run_name,
-        mode=mode,
+        mode=cfg.logger.mode,
         dir=cfg.logger.dir,
-        config=OmegaConf.to_container(cfg, resolve=True),
+        config={**OmegaConf.to_container(cfg, resolve=True), "trainer_args": trainer_args},
         reinit="finish_previous",
     )
+    run.define_metric("train/global_step")
+    run.define_metric("*", step_metric="train/global_step")
+    return run
+
+
+def run_info(run: Any | None) -> dict[str, Any] | None:
+    """What the record keeps of the wandb run: its path (``entity/project/id``), id, name, group, mode, folder."""
+    if run is None:
+        return None
+    return {
+        "path": "/".join(p for p in (run.entity, run.project, run.id) if p),
+        "id": run.id,
+        "name": run.name,
+        "group": run.group,
+        "mode": run.settings.mode,
+        "dir": run.dir,
+    }
+
+
+class StepLog(TrainerCallback):
+    """Each Trainer log (the training loss of every ``train.logging_steps`` steps) into the run log and wandb.
+
+    The run log is Python logging, which Hydra writes to the job's ``<job>.log`` (multirun/ or
+    outputs/) as well as to the terminal.
+    """
+
+    def __init__(self, run: Any | None) -> None:
+        self.run = run
+
+    def on_log(self, args, state, control, logs=None, **kwargs):
+        values = {k: v for k, v in (logs or {}).items() if k in STEP_KEYS}
+        if set(values) - {"epoch"} and state.is_world_process_zero:  # not the end-of-training summary
+            log.info("step %d/%d: %s", state.global_step, state.max_steps, ", ".join(f"{k}={v:.5g}" for k, v in values.items()))
+            if self.run is not None:
+                self.run.log({**{f"train/{k}": v for k, v in values.items()}, "train/global_step": state.global_step})
+        return control
 
 
 def log_metrics(run: Any | None, metrics: dict[str, float], step: int) -> None:

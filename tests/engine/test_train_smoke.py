@@ -17,7 +17,7 @@ from .test_configs import FIXED_COST, names
 
 RECORD_KEYS = {
     "schema", "experiment", "run_name", "created", "seed", "choices", "config", "git", "data", "metrics", "model",
-    "train_loss", "history", "timing", "device", "versions", "command", "task_info",
+    "train_loss", "history", "timing", "device", "versions", "command", "task_info", "job", "wandb",
 }  # fmt: skip
 
 

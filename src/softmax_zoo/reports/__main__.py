@@ -1,7 +1,13 @@
-"""``python -m softmax_zoo.reports <page>``: rebuild one result page from the run records.
+"""``python -m softmax_zoo.reports <page> [results_dir=DIR] [out=DIR]``: rebuild one result page from the run records.
 
-``python -m softmax_zoo.reports --check [page ...]`` rebuilds pages (default: all) into a
-temporary folder instead and exits 1 if any file differs from the committed one in results/.
+- ``results_dir`` (default results) holds the records (``<results_dir>/runs``); ``out`` (default
+  ``results_dir``) receives the page and its claims rows. ``make reproduce-* SCALE=smoke`` passes
+  ``results_dir=scratch``, so that smoke pages never touch the committed ones.
+- ``python -m softmax_zoo.reports`` alone lists the pages.
+- ``python -m softmax_zoo.reports --check [page ...]`` rebuilds pages (default: all) into a
+  temporary folder instead and exits 1 if any file differs from the committed one in results/.
+- ``python -m softmax_zoo.reports sweep <records folder | experiment | multirun folder> [metric=NAME] [out=DIR]``:
+  any sweep as a table and a plot (:mod:`softmax_zoo.reports._sweep`).
 """
 
 from __future__ import annotations
@@ -18,7 +24,11 @@ from pathlib import Path
 from softmax_zoo import reports
 from softmax_zoo.reports._pages import CLAIMS_FILE
 
-USAGE = "usage: python -m softmax_zoo.reports <page> | --check [page ...]"
+USAGE = (
+    "usage: python -m softmax_zoo.reports <page> [results_dir=DIR] [out=DIR] | --check [page ...] "
+    "| sweep <records folder|experiment|multirun folder> [metric=NAME] [out=DIR]"
+)
+OPTIONS = {"page": ("results_dir", "out"), "sweep": ("metric", "out")}
 
 
 def pages() -> list[str]:
@@ -49,19 +59,50 @@ def differences(page: str, results_dir: str | Path = "results") -> list[str]:
         ]
 
 
+def split_options(argv: Sequence[str], allowed: Sequence[str]) -> tuple[list[str], dict[str, str]]:
+    """Positional arguments and ``key=value`` options; an option not in ``allowed`` raises naming the valid ones."""
+    options = dict(a.split("=", 1) for a in argv if "=" in a)
+    unknown = sorted(set(options) - set(allowed))
+    if unknown:
+        raise ValueError(f"unknown option(s) {unknown}; valid: {list(allowed)}")
+    return [a for a in argv if "=" not in a], options
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    """Build the page named in ``argv``, or ``--check`` pages; 2 on a bad page name, 1 on a failed check."""
+    """Build the page named in ``argv``, ``--check`` pages, or a ``sweep``; 2 on bad arguments, 1 on a failed check.
+
+    Without arguments, list the pages and exit 0.
+    """
     argv = list(sys.argv[1:] if argv is None else argv)
-    check = argv[:1] == ["--check"]
-    names = argv[1:] if check else argv
     available = pages()
+    if not argv:
+        print(f"{USAGE}\npages: {', '.join(available) or '(none yet)'}")
+        return 0
+    if argv[0] == "sweep":
+        from softmax_zoo.reports._sweep import build_sweep
+
+        try:
+            targets, options = split_options(argv[1:], OPTIONS["sweep"])
+            if len(targets) != 1:
+                raise ValueError(f"sweep takes one records folder, experiment or multirun folder, got {targets}")
+            print(build_sweep(targets[0], **options))
+        except (ValueError, FileNotFoundError) as e:
+            print(f"{USAGE}\n{e}", file=sys.stderr)
+            return 2
+        return 0
+    check = argv[:1] == ["--check"]
+    try:
+        names, options = split_options(argv[1:] if check else argv, () if check else OPTIONS["page"])
+    except ValueError as e:
+        print(f"{USAGE}\n{e}", file=sys.stderr)
+        return 2
     unknown = [n for n in names if n not in available]
     if unknown or (not check and len(names) != 1):
         print(f"{USAGE}; pages: {', '.join(available) or '(none yet)'}" + (f"; unknown: {unknown}" if unknown else ""),
               file=sys.stderr)
         return 2
     if not check:
-        builder(names[0])()
+        builder(names[0])(**options)
         return 0
     failed = {page: diff for page in names or available if (diff := differences(page))}
     for page, diff in failed.items():

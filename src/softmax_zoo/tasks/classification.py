@@ -40,6 +40,7 @@ from ..data.classification import (
 )
 from ..data.layout import CHAR_VOCAB_FILE, SPLITS
 from ..data.tokenizers import CharTokenizer
+from .. import progress
 from ..hub import resolve_pretrained
 from ..records import atomic_write
 from ..metrics import macro_f1, micro_f1
@@ -125,7 +126,8 @@ def make_evaluate(collator: ClassificationCollator, batch_size: int, oos_id: int
         device = next(model.parameters()).device
         preds, golds, loss_sum = [], [], 0.0
         with evaluating(model):
-            for batch in batches(dataset, collator, batch_size):
+            steps = -(-len(dataset) // batch_size)
+            for batch in progress.bar(batches(dataset, collator, batch_size), f"evaluate {split}", total=steps):
                 batch = {k: v.to(device) for k, v in batch.items()}
                 gold = batch.pop("labels")
                 loss, pred = model.loss_and_predictions(gold, **batch)

@@ -29,6 +29,7 @@ from omegaconf import DictConfig
 from torch.utils.data import DataLoader
 from transformers import TrainerCallback
 
+from softmax_zoo import progress
 from softmax_zoo.data.layout import EOS, IGNORE_INDEX
 from softmax_zoo.data.lm_stream import LMStream
 from softmax_zoo.data.tokenizers import WordVocab
@@ -90,7 +91,7 @@ def split_nll(model: LSTMLanguageModel, stream: LMStream, max_tokens: int | None
     chunk = max(1, LOGPROB_BUDGET // model.vocab_size)
     with evaluating(model):
         model.reset_eval_state()
-        for batch in DataLoader(stream, batch_size=stream.batch_size, collate_fn=collate):
+        for batch in progress.bar(DataLoader(stream, batch_size=stream.batch_size, collate_fn=collate), "evaluate"):
             batch = {k: v.to(device) for k, v in batch.items()}
             hidden = model(batch["input_ids"], reset=batch["reset"])["hidden"]  # (B, T, d)
             keep = batch["labels"] != IGNORE_INDEX

@@ -35,7 +35,7 @@ import hydra
 import torch
 from omegaconf import DictConfig
 
-from softmax_zoo import metrics as M
+from softmax_zoo import metrics as M, progress
 from softmax_zoo.data.layout import read_jsonl
 from softmax_zoo.data.seq2seq import (
     Seq2SeqDataset,
@@ -150,7 +150,8 @@ def decode_split(model: UniLM, dataset: Seq2SeqDataset, dcfg: DecodeConfig, toke
     device = next(model.parameters()).device
     order = sorted(range(len(dataset)), key=lambda i: len(dataset.source_ids[i]))
     out: list[str] = [""] * len(dataset)
-    for start in range(0, len(order), batch_size):
+    starts = range(0, len(order), batch_size)
+    for start in progress.bar(starts, f"decode beam {dcfg.beam}", total=len(starts)):
         batch = collate_sources([dataset[i] for i in order[start : start + batch_size]], tokenizer.pad_token_id)
         ids = beam_search(
             model, batch["source_ids"].to(device), batch["source_mask"].to(device), dcfg,

@@ -17,6 +17,7 @@ import torch
 from omegaconf import DictConfig
 from torch.utils.data import DataLoader, Dataset
 
+from .. import progress
 from ..metrics import macro_f1, micro_f1
 from ..models import build_model, evaluating, head_factory
 from ..models.mlp import MLPClassifier
@@ -56,7 +57,8 @@ def evaluate(model: MLPClassifier, split: str, dataset: TensorPairs, batch_size:
     device = next(model.parameters()).device
     preds, golds, nll = [], [], 0.0
     with evaluating(model):
-        for batch in DataLoader(dataset, batch_size=batch_size, collate_fn=collate):
+        loader = DataLoader(dataset, batch_size=batch_size, collate_fn=collate)
+        for batch in progress.bar(loader, f"evaluate {split}", total=len(loader)):
             logp = model.log_probs(batch["features"].to(device))  # (B, C)
             gold = batch["labels"].to(device)
             nll -= logp.gather(1, gold[:, None]).sum().item()

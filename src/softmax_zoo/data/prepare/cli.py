@@ -145,14 +145,24 @@ def prepare_task(
 
 
 def prepare_all(raw_root_dir: str | Path | None = None, out_dir: str | Path | None = None) -> dict[str, dict]:
-    """Prepare every task whose release folder exists under ``raw_root_dir``; skip (log) the others."""
+    """Prepare every task whose release folder exists under ``raw_root_dir``; skip (log) the others.
+
+    Raises:
+        FileNotFoundError: no task could be prepared; the message names each missing release folder.
+    """
     root = Path(raw_root_dir or raw_root())
-    metas = {}
+    metas, missing = {}, []
     for task, spec in TASKS.items():
         if not (root / spec.RAW_NAME).is_dir():
             log.warning("%s: skipped, no release folder %s", task, root / spec.RAW_NAME)
+            missing.append(f"{task}: {root / spec.RAW_NAME}")
             continue
         metas[task] = prepare_task(task, raw_root_dir=root, out_dir=out_dir)
+    if not metas:
+        raise FileNotFoundError(
+            f"nothing prepared: no release folder under {root.resolve()} (set SOFTMAX_ZOO_RAW or raw_root=); "
+            f"missing: {'; '.join(missing)}"
+        )
     return metas
 
 

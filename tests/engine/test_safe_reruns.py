@@ -1,0 +1,102 @@
+"""Re-runs that would silently mix or lose runs fail early instead, naming the cause."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import time
+from pathlib import Path
+
+import pytest
+
+from softmax_zoo import engine, preflight
+
+COMMON = ["scale=smoke", "train.max_steps=4", "train.save_steps=2"]
+
+
+@pytest.fixture
+def finished(make_cfg, tmp_path):
+    """An uninterrupted 4-step run with checkpoints at steps 2 and 4, and its record."""
+    cfg = make_cfg(*COMMON, f"output_dir={tmp_path / 'run'}", f"results_dir={tmp_path / 'r0'}")
+    return cfg, engine.run(cfg)
+
+
+def test_resume_refuses_a_checkpoint_of_another_config(make_cfg, tmp_path, finished):
+    cfg = make_cfg(*COMMON, "train.lr=0.01", "resume=true", f"output_dir={tmp_path / 'run'}")
+    with pytest.raises(ValueError, match=r"checkpoint-4 was written under another config \(train\.lr: 0\.001 -> 0\.01\)"):
+        engine.run(cfg)
+    assert not (tmp_path / "results").exists()
+
+
+def test_resume_skips_a_truncated_newest_checkpoint(make_cfg, tmp_path, finished, caplog):
+    _, straight = finished
+    weights = tmp_path / "run" / "checkpoint-4" / "model.safetensors"
+    weights.write_bytes(weights.read_bytes()[: weights.stat().st_size // 2])
+    cfg = make_cfg(*COMMON, "resume=true", f"output_dir={tmp_path / 'run'}")
+    with caplog.at_level(logging.WARNING, logger="softmax_zoo.preflight"):
+        resumed = engine.run(cfg)
+    assert "skipping" in caplog.text and str(weights.parent) in caplog.text and "model.safetensors" in caplog.text
+    assert resumed["timing"]["resumed_from_step"] == 2
+    assert resumed["train_loss"] == straight["train_loss"] and resumed["metrics"] == straight["metrics"]
+
+
+def test_checkpoints_keep_their_config(finished):
+    cfg, _ = finished
+    saved = json.loads((Path(cfg.output_dir) / "checkpoint-2" / preflight.CONFIG_FILE).read_text())
+    assert saved["train"]["lr"] == cfg.train.lr and saved["run_name"] == cfg.run_name
+
+
+def test_unwritable_results_dir_fails_before_training(make_cfg, tmp_path):
+    blocker = tmp_path / "a_file"
+    blocker.write_text("not a folder")
+    cfg = make_cfg("scale=smoke", f"results_dir={blocker / 'results'}")
+    t0 = time.perf_counter()
+    with pytest.raises(OSError, match=r"results_dir=.*a_file/results/runs/default is not writable.*nothing was trained"):
+        engine.run(cfg)
+    assert time.perf_counter() - t0 < 5
+    assert not Path(cfg.output_dir).exists()
+
+
+def write_prepared(folder: Path, lines: list[str]) -> None:
+    """A prepared-looking folder: train.jsonl and a meta.json holding its sha256, as make data writes them."""
+    folder.mkdir(parents=True)
+    (folder / "train.jsonl").write_text("".join(lines))
+    sha = hashlib.sha256((folder / "train.jsonl").read_bytes()).hexdigest()
+    (folder / "meta.json").write_text(json.dumps({"kind": "classification", "outputs_sha256": {"train.jsonl": sha}}))
+
+
+def test_truncated_prepared_split_is_refused(make_cfg, tmp_path):
+    data = tmp_path / "clinc_oos"
+    lines = [json.dumps({"text": f"utterance {i}", "label": "a"}) + "\n" for i in range(100)]
+    write_prepared(data, lines)
+    assert preflight.verify_prepared(data, "clinc_oos")["files"]["train.jsonl"]["bytes"] == len("".join(lines))
+    (data / "train.jsonl").write_text("".join(lines[:10]))
+    cfg = make_cfg("task=clinc_oos", f"task.data_dir={data}", "scale=smoke")
+    with pytest.raises(ValueError, match=r"prepared data changed since make data: rerun make data TASK=clinc_oos .*train\.jsonl"):
+        engine.run(cfg)
+    (data / "train.jsonl").unlink()
+    with pytest.raises(ValueError, match=r"train\.jsonl is missing"):
+        preflight.verify_prepared(data, "clinc_oos")
+
+
+def test_record_write_failure_logs_the_record(make_cfg, tmp_path, monkeypatch, caplog):
+    def full_disk(*args, **kwargs):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(engine.records, "write_record", full_disk)
+    with caplog.at_level(logging.INFO, logger="softmax_zoo.engine"), pytest.raises(OSError, match="No space"):
+        engine.run(make_cfg("scale=smoke"))
+    assert "test/micro_f1=" in caplog.text  # the metrics were logged as soon as they were known
+    logged = caplog.text.split("here it is whole:\n", 1)[1]
+    assert '"test/micro_f1"' in logged and '"train_loss"' in logged
+
+
+def test_progress_bars_follow_the_switch(make_cfg, capfd):
+    engine.run(make_cfg("scale=smoke", "train.progress=true", "run_name=bars"))
+    drawn = capfd.readouterr().err
+    assert "evaluate test" in drawn and "2/2" in drawn  # evaluation and training bars
+    engine.run(make_cfg("scale=smoke", "train.progress=false", "run_name=quiet"))
+    assert "evaluate test" not in capfd.readouterr().err
+    with pytest.raises(ValueError, match="train.progress must be auto, true or false, got 'yes'"):
+        engine.run(make_cfg("scale=smoke", "train.progress=yes"))

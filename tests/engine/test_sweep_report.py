@@ -1,0 +1,71 @@
+"""The generic sweep report, the reports command line without a page, and `make data` with nothing to prepare."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from softmax_zoo.data.prepare.cli import main as prepare_main
+from softmax_zoo.reports import __main__ as cli
+from softmax_zoo.reports._sweep import build_sweep, swept_keys, sweep_table
+
+
+def fake_record(folder, loss: str, k: int | None, seed: int, f1: float) -> dict:
+    overrides = [f"loss={loss}", *([f"loss.k={k}"] if k is not None else []), f"seed={seed}", "scale=smoke"]
+    record = {"run_name": f"{loss}_{k}_{seed}", "metrics": {"test/micro_f1": f1, "val/micro_f1": "inf"},
+              "job": {"overrides": overrides}, "git": {"commit": "abc1234", "dirty": False}}
+    (folder / f"{record['run_name']}.json").write_text(json.dumps(record))
+    return record
+
+
+@pytest.fixture
+def sweep_folder(tmp_path):
+    folder = tmp_path / "runs" / "ksweep"
+    folder.mkdir(parents=True)
+    for seed, f1 in enumerate([0.5, 0.7]):
+        fake_record(folder, "softmax", None, seed, f1)
+    for k in (5, 20):
+        for seed in range(3):
+            fake_record(folder, "sparse_softmax", k, seed, 0.6 + 0.01 * k + 0.01 * seed)
+    return folder
+
+
+def test_sweep_table_pools_seeds_per_swept_value(sweep_folder):
+    records = [json.loads(p.read_text()) for p in sorted(sweep_folder.glob("*.json"))]
+    assert swept_keys(records) == ["loss", "loss.k"]
+    header, rows = sweep_table(records)
+    assert header == ["loss", "loss.k", "n", "test/micro_f1", "val/micro_f1"]
+    assert rows[0][:4] == ["softmax", "—", 2, "0.6 ± 1.3"]  # mean 0.6, t(0.975, 1) * 0.1414 / sqrt(2) = 1.27
+    assert rows[1][:4] == ["sparse_softmax", "5", 3, "0.66 ± 0.025"] and rows[2][1] == "20"
+    assert rows[1][4] == "3 non-finite"
+
+
+def test_sweep_command_writes_a_page_and_a_plot(sweep_folder, tmp_path, capsys):
+    assert cli.main(["sweep", str(sweep_folder), f"out={tmp_path / 'out'}"]) == 0
+    assert "| sparse_softmax | 20 | 3 |" in capsys.readouterr().out
+    page = (tmp_path / "out" / f"sweep_{str(sweep_folder).strip('/').replace('/', '_')}.md").read_text()
+    assert "Swept: loss, loss.k" in page and page.count("\n| ") == 4
+    assert len(list((tmp_path / "out").glob("*.png"))) == 1
+    assert cli.main(["sweep", str(tmp_path / "nothing_here")]) == 2
+
+
+def test_sweep_by_experiment_name(sweep_folder, monkeypatch, tmp_path):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "scratch").mkdir()
+    sweep_folder.parent.rename(tmp_path / "scratch" / "runs")  # scratch/runs/ksweep, as an ad-hoc sweep writes it
+    text = build_sweep("ksweep", metric="test/micro_f1")
+    assert "| softmax | — | 2 |" in text and (tmp_path / "scratch" / "sweeps" / "sweep_ksweep.md").is_file()
+    with pytest.raises(ValueError, match="metric='nope'"):
+        build_sweep("ksweep", metric="nope")
+
+
+def test_reports_without_a_page_list_them(capsys):
+    assert cli.main([]) == 0
+    assert "fig2" in capsys.readouterr().out
+    assert cli.main(["fig2", "colour=blue"]) == 2
+
+
+def test_prepare_all_with_no_release_folder_fails_naming_them(tmp_path, caplog):
+    assert prepare_main(["all", f"raw_root={tmp_path}", f"out_dir={tmp_path / 'out'}"]) == 1
+    assert "nothing prepared" in caplog.text and f"clinc_oos: {tmp_path}" in caplog.text
