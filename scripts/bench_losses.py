@@ -45,14 +45,19 @@ def sync() -> None:
 
 
 def time_group(rows: list[Case], repeats: int, warmup: int) -> dict[str, float]:
-    """Median seconds per call of each row's step, calls interleaved across the rows."""
-    steps = {c.name: c.setup() for c in rows}
-    for step in steps.values():
-        for _ in range(warmup):
+    """Median seconds per call of each row's step, calls interleaved across the rows.
+
+    ``warmup`` whole rounds run first, untimed, in the timed loop's pattern, so every row's
+    buffers (and the allocator's cache of the others') are warm before the first timed call; the
+    timed rounds rotate the row order, so no row is always the one following a given other row.
+    """
+    steps = list({c.name: c.setup() for c in rows}.items())
+    for _ in range(warmup):
+        for _, step in steps:
             step()
-    times: dict[str, list[float]] = {name: [] for name in steps}
-    for _ in range(repeats):
-        for name, step in steps.items():
+    times: dict[str, list[float]] = {name: [] for name, _ in steps}
+    for r in range(repeats):
+        for name, step in steps[r % len(steps) :] + steps[: r % len(steps)]:
             sync()
             t0 = time.perf_counter()
             step()
@@ -150,7 +155,7 @@ def main() -> None:
     report = []
     for group, rows in groups.items():
         repeats = 2 if args.quick else (args.repeats or rows[0].repeats)
-        med = time_group(rows, repeats=repeats, warmup=1)
+        med = time_group(rows, repeats=repeats, warmup=2)
         report += [f"\n### {group}\n", *lines]
         mems: dict[str, float | None] = {}
         for c in rows:
@@ -179,7 +184,8 @@ def main() -> None:
         f"- date: {dt.datetime.now(dt.timezone.utc):%Y-%m-%d %H:%M} UTC; load average at start / end: "
         f"{load_at_start} / {' '.join(f'{x:.2f}' for x in os.getloadavg())} (other processes share the cores)",
         "- time: median over repeats of one call (forward+backward unless the row says otherwise),",
-        "  rows of a group interleaved in one process; × baseline = this row's time / the baseline row's.",
+        "  rows of a group interleaved in one process after two untimed warm-up rounds, the row order",
+        "  rotated every round; × baseline = this row's time / the baseline row's.",
         "- peak mem: rise of the peak RSS (CPU) or of max_memory_allocated (GPU) over the inputs,",
         "  one fresh subprocess per row.",
     ]

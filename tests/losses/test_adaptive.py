@@ -221,3 +221,19 @@ def test_bad_input():
         head(hidden, torch.zeros(4))
     with pytest.raises(ValueError, match=r"classes must lie in \[0, 300\), got 300"):
         head.log_probs(hidden, [1, 300])
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_in_place_softmax_writes_into_the_scratch_buffer(dtype, gen):
+    """The CPU path's softmax must stay in place (``torch.softmax(z, 1, out=z)``): if torch stops
+    honouring ``out`` or aliasing, the scratch buffer would be silently doubled or wrong."""
+    x = torch.randn(5, 4, generator=gen, dtype=dtype)
+    weight = torch.randn(9, 4, generator=gen, dtype=dtype)
+    bias = torch.randn(9, generator=gen, dtype=dtype)
+    p = adaptive._softmax_of_linear(x, weight, bias, dtype)
+    assert p.data_ptr() == adaptive._SCRATCH.buf.data_ptr(), "softmax no longer writes into out="
+    torch.testing.assert_close(p, torch.softmax(x @ weight.T + bias, dim=1))
+    z = torch.randn(3, 7, generator=gen, dtype=dtype)
+    expected = torch.softmax(z, 1)
+    assert torch.softmax(z, 1, out=z).data_ptr() == z.data_ptr()
+    torch.testing.assert_close(z, expected)

@@ -6,7 +6,9 @@ Heads (``nn.Module``, interface in :mod:`softmax_zoo.losses.head`)::
 
 ``SoftmaxHead``, ``StableSoftmaxHead`` and ``SparseSoftmaxHead`` take ``chunk_size`` (an int or
 "auto"): the loss and its gradients are then computed ``chunk_size`` rows at a time, never
-holding the (N, C) logits (:mod:`softmax_zoo.losses.chunked`).
+holding the (N, C) logits (:mod:`softmax_zoo.losses.chunked`); their ``predict``,
+``class_log_probs`` and ``topk_log_probs`` then run over blocks of classes
+(:mod:`softmax_zoo.losses.lean_inference`, :mod:`softmax_zoo.losses.streaming`).
 
 Functions on logits (N, C) and targets (N,)::
 

@@ -20,6 +20,8 @@ Conventions (every loss and head in this package):
 
 from __future__ import annotations
 
+import numbers
+
 import torch
 
 REDUCTIONS = ("mean", "sum", "none")
@@ -44,6 +46,16 @@ def check_positive(**sizes: int) -> None:
     for name, value in sizes.items():
         if value < 1:
             raise ValueError(f"{name} must be >= 1, got {value}")
+
+
+def check_k(k: int, num_classes: int) -> None:
+    """Raise ``ValueError`` unless 1 <= k <= num_classes."""
+    if isinstance(k, bool) or not isinstance(k, numbers.Integral):
+        raise ValueError(f"k must be an int, got {k!r}")
+    if k < 1:
+        raise ValueError(f"k must be >= 1, got {k}")
+    if k > num_classes:
+        raise ValueError(f"k must be <= the number of classes {num_classes}, got {k}")
 
 
 def check_reduction(reduction: str) -> None:

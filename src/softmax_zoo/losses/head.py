@@ -8,6 +8,8 @@ logits (softmax, stable, sparse) swap freely in any model::
     loss = head(hidden, target)                # (..., d), (...) -> scalar (reduction="mean")
     logp = head.log_probs(hidden)              # (..., C): the distribution the variant defines at inference
     pred = head.predict(hidden)                # (...,)
+    logp_t = head.class_log_probs(hidden, ids) # (..., K): log p of the classes ids (K,) or (..., K)
+    top, ids = head.topk_log_probs(hidden, k)  # (..., k) each: the k most probable classes
 
 :class:`OutputHead` is the interface (adaptive softmax implements it with its own clusters);
 :class:`LinearHead` adds the single (C, d) projection that the logit-level variants and the
@@ -22,7 +24,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ._core import check_reduction, compute_dtype
+from ._core import check_k, check_reduction, check_target_dtype, compute_dtype
+from .streaming import topk_lowest_index
 
 
 def nan_rows_to_ignore(scores: torch.Tensor, ignore_index: int) -> torch.Tensor:
@@ -32,6 +35,35 @@ def nan_rows_to_ignore(scores: torch.Tensor, ignore_index: int) -> torch.Tensor:
     any other.
     """
     return scores.argmax(dim=-1).masked_fill_(scores.isnan().any(dim=-1), ignore_index)
+
+
+def check_classes(classes, lead_shape: torch.Size, num_classes: int) -> torch.Tensor:
+    """Validate class ids for :meth:`OutputHead.class_log_probs`; return them as long.
+
+    Args:
+        classes: (K,) ids shared by every row, or (*lead_shape, K) ids per row.
+        lead_shape: the hidden states' leading shape (...,).
+    """
+    classes = torch.as_tensor(classes)
+    check_target_dtype(classes)
+    if classes.dim() != 1 and tuple(classes.shape[:-1]) != tuple(lead_shape):
+        raise ValueError(
+            f"classes must be (K,) or (*{tuple(lead_shape)}, K) to match hidden, got {tuple(classes.shape)}"
+        )
+    bad = (classes < 0) | (classes >= num_classes)
+    if bool(bad.any()):
+        raise ValueError(f"class {int(classes[bad][0])} is outside [0, {num_classes})")
+    return classes.long()
+
+
+def exclusion_mask(exclude, num_classes: int, device: torch.device) -> torch.Tensor | None:
+    """Class ids (a sequence or 1-D integer tensor) -> (C,) bool mask, or None for None/empty."""
+    if exclude is None or len(exclude) == 0:
+        return None
+    ids = check_classes(exclude, torch.Size(), num_classes)
+    if ids.dim() != 1:
+        raise ValueError(f"exclude must be a 1-D list of class ids, got shape {tuple(ids.shape)}")
+    return torch.zeros(num_classes, dtype=torch.bool, device=device).index_fill_(0, ids.to(device), True)
 
 
 class OutputHead(nn.Module):
@@ -77,6 +109,36 @@ class OutputHead(nn.Module):
     def predict(self, hidden: torch.Tensor) -> torch.Tensor:
         """hidden (..., d) -> (...,) most probable class; ``ignore_index`` where a row holds a NaN."""
         return nan_rows_to_ignore(self.log_probs(hidden), self.ignore_index)
+
+    def class_log_probs(self, hidden: torch.Tensor, classes) -> torch.Tensor:
+        """hidden (..., d), classes (K,) or (..., K) -> (..., K) log-probabilities of those classes.
+
+        Entries of :meth:`log_probs` (e.g. ``classes = target[..., None]`` for the likelihood).
+        This default builds the full matrix; heads with a lean path override it.
+        """
+        classes = check_classes(classes, hidden.shape[:-1], self.num_classes).to(hidden.device)
+        logp = self.log_probs(hidden)  # (..., C)
+        return logp[..., classes] if classes.dim() == 1 else logp.gather(-1, classes)
+
+    def topk_log_probs(self, hidden: torch.Tensor, k: int, exclude=None) -> tuple[torch.Tensor, torch.Tensor]:
+        """The k most probable classes of :meth:`log_probs`, leaving out the ids in ``exclude``.
+
+        ``exclude`` only removes classes from the choice; the log-probabilities stay normalised
+        over the head's whole distribution (renormalise over the k with ``logsumexp`` if wanted).
+
+        Returns:
+            (log-probabilities (..., k), class ids (..., k)), most probable first; among equal
+            values the lowest class id first (``streaming.topk_lowest_index``). A row holding a
+            NaN gets NaN values (its ids are then unspecified). Fewer than k classes with a
+            finite log-probability: the rest are −inf, their ids unspecified.
+        """
+        check_k(k, self.num_classes)
+        logp = self.log_probs(hidden).reshape(-1, self.num_classes)  # (N, C)
+        mask = exclusion_mask(exclude, self.num_classes, logp.device)
+        nan = logp.isnan().any(dim=1, keepdim=True)  # (N, 1)
+        values, ids = topk_lowest_index(logp if mask is None else logp.masked_fill(mask, float("-inf")), k)
+        shape = (*hidden.shape[:-1], k)
+        return values.masked_fill(nan, float("nan")).reshape(shape), ids.reshape(shape)
 
     def extra_repr(self) -> str:
         return f"in_features={self.in_features}, num_classes={self.num_classes}, reduction={self.reduction!r}"

@@ -15,6 +15,7 @@ import torch.nn.functional as F
 from ._core import check_ce_inputs, check_label_smoothing, compute_dtype
 from .chunked import check_chunk_size, chunked_linear_loss
 from .head import LinearHead
+from .lean_inference import lean_class_log_probs, lean_predict, lean_topk_log_probs
 
 
 def softmax_cross_entropy(
@@ -83,7 +84,10 @@ class SoftmaxHead(LinearHead):
             gradients are computed in the forward, ``chunk_size`` rows at a time, never holding
             the (N, C) logits (``chunked.py``); values and gradients equal the plain path's.
             "auto": rows per chunk chosen so a chunk holds at most 2^24 logits
-            (``chunked.AUTO_CHUNK_LOGITS``, 64 MiB in float32).
+            (``chunked.AUTO_CHUNK_LOGITS``, 64 MiB in float32). With chunk_size set,
+            ``predict``, ``class_log_probs`` and ``topk_log_probs`` also run over blocks of
+            classes within the same bound (``lean_inference.py``); ``log_probs`` returns the
+            full (..., C) matrix either way.
     """
 
     def __init__(
@@ -100,6 +104,26 @@ class SoftmaxHead(LinearHead):
         if self.chunk_size is None:
             return super().forward(hidden, target)
         return chunked_linear_loss(self, hidden, target)
+
+    @property
+    def support_k(self) -> int | None:
+        """Classes the inference distribution normalises over: None for all of them."""
+        return None
+
+    def predict(self, hidden: torch.Tensor) -> torch.Tensor:
+        if self.chunk_size is None:
+            return super().predict(hidden)
+        return lean_predict(self, hidden)
+
+    def class_log_probs(self, hidden: torch.Tensor, classes) -> torch.Tensor:
+        if self.chunk_size is None:
+            return super().class_log_probs(hidden, classes)
+        return lean_class_log_probs(self, hidden, classes)
+
+    def topk_log_probs(self, hidden: torch.Tensor, k: int, exclude=None) -> tuple[torch.Tensor, torch.Tensor]:
+        if self.chunk_size is None:
+            return super().topk_log_probs(hidden, k, exclude)
+        return lean_topk_log_probs(self, hidden, k, exclude)
 
     def loss_and_grad(self, z, target, keep, row_weight=None):
         """The variant's per-row loss of logits ``z`` (r, C) in the compute dtype and, if

@@ -18,22 +18,10 @@ With k = C this is exactly :func:`softmax_cross_entropy`, which is what is compu
 
 from __future__ import annotations
 
-import numbers
-
 import torch
 
-from ._core import check_ce_inputs, compute_dtype, reduce_loss
+from ._core import check_ce_inputs, check_k, compute_dtype, reduce_loss
 from .softmax import SoftmaxHead, softmax_cross_entropy
-
-
-def check_k(k: int, num_classes: int) -> None:
-    """Raise ``ValueError`` unless 1 <= k <= num_classes."""
-    if isinstance(k, bool) or not isinstance(k, numbers.Integral):
-        raise ValueError(f"k must be an int, got {k!r}")
-    if k < 1:
-        raise ValueError(f"k must be >= 1, got {k}")
-    if k > num_classes:
-        raise ValueError(f"k must be <= the number of classes {num_classes}, got {k}")
 
 
 def sparse_softmax(logits: torch.Tensor, k: int, dim: int = -1) -> torch.Tensor:
@@ -185,6 +173,11 @@ class SparseSoftmaxHead(SoftmaxHead):
         if row_weight is None:
             return loss, None
         return loss, sparse_grad(state, target, row_weight, self.label_smoothing, z.shape, z.dtype)
+
+    @property
+    def support_k(self) -> int | None:
+        """k: the inference distribution is the softmax over the top-k logits (None for k = C)."""
+        return None if self.k == self.num_classes else self.k
 
     def log_probs(self, hidden: torch.Tensor) -> torch.Tensor:
         """hidden (..., d) -> (..., C) sparse log-probabilities in float32, −inf outside the top-k."""

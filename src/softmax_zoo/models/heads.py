@@ -15,6 +15,7 @@ are written ``auto`` and filled here from the task:
   classes (floats in (0, 1)); fractions are rounded to class ids, so the same config serves a
   50-class test task and a 100k-word vocabulary. Adaptive softmax assumes classes sorted by
   decreasing frequency (the data preparers number them that way).
+- ``chunk_size: auto`` goes to the head as is (``losses.SoftmaxHead`` sizes its chunks itself).
 """
 
 from __future__ import annotations
@@ -101,8 +102,8 @@ def _fill_auto(node: DictConfig, num_classes: int, counts: torch.Tensor | None, 
                 raise ValueError(f"{where}.counts is auto but the task provides no class counts")
             node[key] = None
             overrides[key] = counts
-        elif value == AUTO and key != "cutoffs":
-            raise ValueError(f"{where}.{key}: auto is only understood for num_classes, counts and cutoffs")
+        elif value == AUTO and key not in ("cutoffs", "chunk_size"):  # chunk_size: the head's own "auto"
+            raise ValueError(f"{where}.{key}: auto is only understood for num_classes, counts, cutoffs and chunk_size")
     return overrides
 
 
