@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import logging
 import os
+from pathlib import Path
 from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
@@ -116,6 +117,42 @@ def log_metrics(run: Any | None, metrics: dict[str, float], step: int) -> None:
         return
     run.log({**metrics, "train/global_step": step})
     run.summary.update(metrics)
+
+
+def log_page(page: str, files: list[Path], mode: str, project: str = "softmax_zoo", wandb_dir: str = ".") -> dict[str, Any]:
+    """Log a freshly built result page to wandb: its figures as images, its markdown as text.
+
+    One run per build, ``job_type="report"``, grouped under "reports" and named after the page,
+    so that the project's report runs sit beside the training runs they summarise.
+
+    Args:
+        page: the page's name (fig2, table5, ...).
+        files: the files the build wrote (``.png`` become ``wandb.Image``, ``.md`` a ``wandb.Html``
+            of the text in a <pre> block).
+        mode: online, offline or disabled.
+
+    Returns:
+        :func:`run_info` of the run.
+    """
+    if mode not in WANDB_MODES:
+        raise ValueError(f"wandb mode must be one of {WANDB_MODES}, got {mode!r}")
+    import html
+
+    import wandb
+
+    os.makedirs(wandb_dir, exist_ok=True)
+    run = wandb.init(project=project, group="reports", job_type="report", name=page, mode=mode, dir=wandb_dir,
+                     reinit="finish_previous")
+    media: dict[str, Any] = {}
+    for path in files:
+        if path.suffix == ".png":
+            media[f"{page}/{path.stem}"] = wandb.Image(str(path))
+        elif path.suffix == ".md":
+            media[f"{page}/{path.stem}_page"] = wandb.Html(f"<pre>{html.escape(path.read_text(encoding='utf-8'))}</pre>")
+    run.log(media)
+    info = run_info(run)
+    run.finish()
+    return info
 
 
 def finish(run: Any | None, exit_code: int = 0) -> None:

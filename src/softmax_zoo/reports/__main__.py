@@ -1,8 +1,10 @@
-"""``python -m softmax_zoo.reports <page> [results_dir=DIR] [out=DIR]``: rebuild one result page from the run records.
+"""``python -m softmax_zoo.reports <page> [results_dir=DIR] [out=DIR] [wandb=offline|online]``: rebuild one result page from the run records.
 
 - ``results_dir`` (default results) holds the records (``<results_dir>/runs``); ``out`` (default
   ``results_dir``) receives the page and its claims rows. ``make reproduce-* SCALE=smoke`` passes
   ``results_dir=scratch``, so that smoke pages never touch the committed ones.
+- ``wandb=offline|online`` also logs the page to wandb (project softmax_zoo, group "reports"): its
+  figures as images and its markdown as text (:func:`softmax_zoo.tracking.log_page`).
 - ``python -m softmax_zoo.reports`` alone lists the pages.
 - ``python -m softmax_zoo.reports --check [page ...]`` rebuilds pages (default: all) into a
   temporary folder instead and exits 1 if any file differs from the committed one in results/.
@@ -18,6 +20,7 @@ import pkgutil
 import shutil
 import sys
 import tempfile
+import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -28,7 +31,7 @@ USAGE = (
     "usage: python -m softmax_zoo.reports <page> [results_dir=DIR] [out=DIR] | --check [page ...] "
     "| sweep <records folder|experiment|multirun folder> [metric=NAME] [out=DIR]"
 )
-OPTIONS = {"page": ("results_dir", "out"), "sweep": ("metric", "out")}
+OPTIONS = {"page": ("results_dir", "out", "wandb"), "sweep": ("metric", "out")}
 
 
 def pages() -> list[str]:
@@ -57,6 +60,20 @@ def differences(page: str, results_dir: str | Path = "results") -> list[str]:
             p.name for p in sorted(out.iterdir())
             if not (results_dir / p.name).is_file() or not filecmp.cmp(p, results_dir / p.name, shallow=False)
         ]
+
+
+def build_page(page: str, results_dir: str = "results", out: str | None = None, wandb: str | None = None) -> list[Path]:
+    """Build ``page``; with ``wandb`` (a mode) also log what the build wrote. Returns the files written."""
+    out_dir = Path(out or results_dir)
+    started = time.time()
+    builder(page)(results_dir, out)
+    written = sorted(p for p in out_dir.iterdir() if p.is_file() and p.stat().st_mtime >= started - 1)
+    if wandb:
+        from softmax_zoo.tracking import log_page
+
+        info = log_page(page, written, wandb)
+        print(f"logged {len(written)} file(s) of {page} to wandb run {info['path']} ({info['mode']}, {info['dir']})")
+    return written
 
 
 def split_options(argv: Sequence[str], allowed: Sequence[str]) -> tuple[list[str], dict[str, str]]:
@@ -102,7 +119,7 @@ def main(argv: Sequence[str] | None = None) -> int:
               file=sys.stderr)
         return 2
     if not check:
-        builder(names[0])(**options)
+        build_page(names[0], **options)
         return 0
     failed = {page: diff for page in names or available if (diff := differences(page))}
     for page, diff in failed.items():
