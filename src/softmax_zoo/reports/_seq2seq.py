@@ -137,18 +137,43 @@ def stutters(text: str, run: int = 3) -> bool:
 
 
 def stutter_line(pairs: list[Pair], runs: Path, beams: list[int]) -> str:
-    """Share of test outputs with a word 3+ times in a row, per loss and beam; a caution when it is high."""
-    shares = {}
+    """Share of test outputs with a word 3+ times in a row, per loss and beam; a caution when it is high.
+
+    When the prediction rows say how the search constraints shaped each output (``constraint_steps``,
+    ``ended_by_constraint``), a second line gives those shares too (:func:`constraint_line`).
+    """
+    shares, rows = {}, {}
     for i, name in enumerate(("softmax", "sparse")):
-        rows = [r for p in pairs for r in read_predictions(p[i], runs)]  # read once, used for every beam
+        rows[name] = [r for p in pairs for r in read_predictions(p[i], runs)]  # read once, used for every beam
         for beam in beams:
-            shares[name, beam] = 100.0 * np.mean([stutters(r[f"beam{beam}"]["prediction"]) for r in rows])
-    text = "Degenerate outputs (a word 3+ times in a row), % of test outputs: " + "; ".join(
-        f"{name} " + " / ".join(f"{shares[name, b]:.0f}" for b in beams) for name in ("softmax", "sparse")
-    ) + (f" (beam {' / '.join(map(str, beams))})." if len(beams) > 1 else ".")
+            shares[name, beam] = 100.0 * np.mean([stutters(r[f"beam{beam}"]["prediction"]) for r in rows[name]])
+    text = "Degenerate outputs (a word 3+ times in a row), % of test outputs: " + _per_system(shares, beams)
     if max(shares.values()) > 50:
         text += " **Over half of one system's outputs are degenerate: the models are undertrained and the deltas say little.**"
-    return text + "\n\n"
+    return text + "\n\n" + constraint_line(rows, beams)
+
+
+def _per_system(shares: dict[tuple[str, int], float], beams: list[int]) -> str:
+    """"softmax a / b; sparse c / d (beam 1 / 5)." of percentages per system and beam."""
+    return "; ".join(
+        f"{name} " + " / ".join(f"{shares[name, b]:.0f}" for b in beams) for name in ("softmax", "sparse")
+    ) + (f" (beam {' / '.join(map(str, beams))})." if len(beams) > 1 else ".")
+
+
+def constraint_line(rows: dict[str, list[dict[str, Any]]], beams: list[int]) -> str:
+    """Shares of outputs altered / ended by a search constraint, per system and beam; empty for older rows."""
+    if not all("constraint_steps" in r[f"beam{b}"] for recs in rows.values() for r in recs for b in beams):
+        return ""
+    altered = {(n, b): 100.0 * np.mean([r[f"beam{b}"]["constraint_steps"] > 0 for r in recs])
+               for n, recs in rows.items() for b in beams}
+    ended = {(n, b): 100.0 * np.mean([r[f"beam{b}"]["ended_by_constraint"] for r in recs])
+             for n, recs in rows.items() for b in beams}
+    return (
+        "Outputs altered by a search constraint (a token taken from outside the step's top-k because the "
+        "constraints forbade all of it), % of test outputs: " + _per_system(altered, beams)
+        + " Outputs ended by a constraint (the end forced at the length limit or taken from outside the top-k), %: "
+        + _per_system(ended, beams) + "\n\n"
+    )
 
 
 def summary(rows: list[list[Any]], scale: str) -> str:

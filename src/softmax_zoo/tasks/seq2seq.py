@@ -9,9 +9,11 @@ output head is ``cfg.loss`` tied to the word embeddings (``cfg.model``, e.g.
 
 ``evaluate`` decodes the split once per beam size in ``task.decode.beams``
 (:mod:`softmax_zoo.models.decoding`) and reports, for each beam b, ``<split>/<metric>_beam<b>``
-(ROUGE-1/2/L; BLEU-1..4 too for question generation) and ``<split>/examples_per_s_beam<b>``
-(decoding throughput, batches sorted by source length), and returns the predictions and
-per-example scores as rows, which the engine writes to
+(ROUGE-1/2/L; BLEU-1..4 too for question generation), ``<split>/examples_per_s_beam<b>``
+(decoding throughput, batches sorted by source length) and ``<split>/altered_by_constraint_beam<b>``,
+``<split>/ended_by_constraint_beam<b>`` (shares of outputs the search constraints changed or
+ended, :class:`~softmax_zoo.models.decoding.Decoded`), and returns the predictions, per-example
+scores and constraint counts as rows, which the engine writes to
 ``<results_dir>/runs/<experiment>/<run>.<split>.predictions.jsonl`` and the reports
 (``softmax_zoo.reports.table5``/``table3``) bootstrap over.
 
@@ -49,7 +51,7 @@ from softmax_zoo.data.seq2seq import (
 from softmax_zoo.data.tokenizers import minilm_tokenizer, pretrained_tokenizer
 from softmax_zoo.hub import MINILM, tokenizer_folder
 from softmax_zoo.models import build_model, evaluating, head_factory
-from softmax_zoo.models.decoding import DecodeConfig, beam_search
+from softmax_zoo.models.decoding import DecodeConfig, Decoded, decode
 from softmax_zoo.models.unilm import UniLM
 from softmax_zoo.tasks.base import Evaluation, Task, require_prepared, split_prefix
 
@@ -145,21 +147,33 @@ def bleu_text(tokenizer: Any, text: str) -> str:
     return " ".join(tok for tok, _ in backend.pre_tokenizer.pre_tokenize_str(normalised))
 
 
-def decode_split(model: UniLM, dataset: Seq2SeqDataset, dcfg: DecodeConfig, tokenizer: Any, batch_size: int, unk_text: str | None) -> list[str]:
-    """Decoded text of every example, in dataset order (batches of similar source length)."""
+def decode_split(
+    model: UniLM, dataset: Seq2SeqDataset, dcfg: DecodeConfig, tokenizer: Any, batch_size: int, unk_text: str | None
+) -> tuple[list[str], list[Decoded]]:
+    """Decoded text and output of every example, in dataset order (batches of similar source length)."""
     device = next(model.parameters()).device
     order = sorted(range(len(dataset)), key=lambda i: len(dataset.source_ids[i]))
-    out: list[str] = [""] * len(dataset)
+    texts: list[str] = [""] * len(dataset)
+    outs: list[Decoded] = [Decoded([])] * len(dataset)
     starts = range(0, len(order), batch_size)
     for start in progress.bar(starts, f"decode beam {dcfg.beam}", total=len(starts)):
         batch = collate_sources([dataset[i] for i in order[start : start + batch_size]], tokenizer.pad_token_id)
-        ids = beam_search(
+        decoded = decode(
             model, batch["source_ids"].to(device), batch["source_mask"].to(device), dcfg,
             mask_id=tokenizer.mask_token_id, eos_id=tokenizer.sep_token_id,
         )
-        for i, seq in zip(batch["index"].tolist(), ids):
-            out[i] = detokenize(tokenizer, seq, unk_text)
-    return out
+        for i, out in zip(batch["index"].tolist(), decoded):
+            texts[i], outs[i] = detokenize(tokenizer, out.ids, unk_text), out
+    return texts, outs
+
+
+def constraint_shares(outs: list[Decoded], prefix: str, suffix: str) -> dict[str, float]:
+    """Shares of outputs the search constraints altered (a fall-through token) or ended (:class:`Decoded`)."""
+    n = max(1, len(outs))
+    return {
+        f"{prefix}altered_by_constraint{suffix}": sum(o.constraint_steps > 0 for o in outs) / n,
+        f"{prefix}ended_by_constraint{suffix}": sum(o.ended_by_constraint for o in outs) / n,
+    }
 
 
 def evaluate(model: UniLM, split: str, dataset: Seq2SeqDataset, *, cfg: DictConfig, tokenizer: Any) -> Evaluation:
@@ -176,13 +190,17 @@ def _evaluate(model: UniLM, split: str, dataset: Seq2SeqDataset, t: DictConfig, 
     for beam in t.decode.beams:
         dcfg = decode_config(t.decode, beam, tokenizer, t.decode.max_len)
         t0 = time.perf_counter()
-        hyps = decode_split(model, dataset, dcfg, tokenizer, t.decode.batch_size, t.unk_text)
+        hyps, outs = decode_split(model, dataset, dcfg, tokenizer, t.decode.batch_size, t.unk_text)
         metrics[f"{p}/examples_per_s_beam{beam}"] = len(dataset) / (time.perf_counter() - t0)
         per_example = M.rouge_per_example(hyps, dataset.references)
         for name, values in per_example.items():
             metrics[f"{p}/{name}_beam{beam}"] = sum(values) / len(values)
-        for row, hyp, *scores in zip(rows, hyps, *per_example.values()):
-            row[f"beam{beam}"] = {"prediction": hyp, **dict(zip(per_example, scores))}
+        metrics.update(constraint_shares(outs, f"{p}/", f"_beam{beam}"))
+        for row, hyp, out, *scores in zip(rows, hyps, outs, *per_example.values()):
+            row[f"beam{beam}"] = {
+                "prediction": hyp, **dict(zip(per_example, scores)),
+                "constraint_steps": out.constraint_steps, "ended_by_constraint": out.ended_by_constraint,
+            }
         if refs_bleu is not None:
             stats = [M.bleu_stats(bleu_text(tokenizer, h), r) for h, r in zip(hyps, refs_bleu)]
             for n in M.BLEU_ORDERS:
