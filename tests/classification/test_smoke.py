@@ -35,6 +35,7 @@ def test_smoke_run_writes_a_record(data_root, tmp_path, task, head):
     for p in ("val", "test"):
         assert 0.0 <= m[f"{p}/micro_f1"] <= 1.0 and 0.0 <= m[f"{p}/macro_f1"] <= 1.0
         assert math.isfinite(m[f"{p}/loss"]) and m[f"{p}/loss"] > 0
+        assert 0.0 <= m[f"{p}/target_in_topk"] <= 1.0 and m[f"{p}/logits_near_kth"] >= 1
     assert saved["train_loss"]["step"] == [1, 2] and all(math.isfinite(x) for x in saved["train_loss"]["loss"])
     assert saved["task_info"]["num_classes"] == NUM_CLASSES
     assert saved["data"]["outputs_sha256"]["train.jsonl"] == json.loads(

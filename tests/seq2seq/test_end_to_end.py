@@ -56,8 +56,9 @@ def _run(tmp_path, experiment, data_dir):
     "table, report, make_rows, metrics",
     [
         ("table5", table5, _summaries, ["test/rouge1_beam1", "test/rouge2_beam5", "test/examples_per_s_beam5",
-                                         "test/altered_by_constraint_beam1", "test/ended_by_constraint_beam5"]),
-        ("table3", table3, _questions, ["test/bleu4_beam1", "test/rougeL_beam1", "test/examples_per_s_beam1"]),
+                                         "test/altered_by_constraint_beam1", "test/ended_by_constraint_beam5", "test/target_in_topk",
+                                         "test/median_target_rank", "test/logits_near_kth"]),
+        ("table3", table3, _questions, ["test/bleu4_beam1", "test/rougeL_beam1", "test/examples_per_s_beam1", "test/target_in_topk"]),
     ],
 )
 def test_smoke_reproduction_on_generated_pairs(tmp_path, table, report, make_rows, metrics):
@@ -69,6 +70,7 @@ def test_smoke_reproduction_on_generated_pairs(tmp_path, table, report, make_row
         assert record["experiment"] == table
         assert all(m in record["metrics"] for m in metrics), sorted(record["metrics"])
         assert record["task_info"]["sizes"] == {"train": 16, "test": 8}
+        assert record["metrics"]["test/diagnostics_k"] == record["config"]["loss"].get("k", record["config"]["task"]["diagnostics_k"])
         rows = (tmp_path / "results" / "runs" / table / f"{record['run_name']}.test.predictions.jsonl").read_text().splitlines()
         assert len(rows) == 8 and {"prediction", "constraint_steps", "ended_by_constraint"} <= set(json.loads(rows[0])["beam1"])
     report.build(tmp_path / "results")

@@ -39,6 +39,8 @@ from dataclasses import dataclass
 
 import torch
 
+from softmax_zoo.data.layout import IGNORE_INDEX
+
 from .unilm import KVCache, UniLM
 
 
@@ -287,3 +289,51 @@ def search_constraints(
     if t == cfg.max_len - 1:  # the last step may only end
         forbid[:, torch.arange(vocab, device=device) != eos_id] = True
     return forbid
+
+
+def decoding_view(
+    sources: list[list[int]], targets: list[list[int]], *, mask_id: int, pad_id: int
+) -> dict[str, torch.Tensor]:
+    """Every target position as decoding sees it, in one pass (teacher forcing).
+
+    Each row is ``source y_1..y_T M_1..M_T``: y_i are the gold target tokens (seen as decoding
+    caches them: the source and y_1..y_i), and M_t is a ``[MASK]`` at y_t's position that sees
+    the source, y_1..y_{t-1} and itself, as the step that predicts y_t does.
+
+    Args:
+        sources: ``[CLS] source [SEP]`` ids per example. targets: ``target [SEP]`` ids per example.
+
+    Returns:
+        ``input_ids``, ``token_type_ids`` (part: 0 source, 1 target), ``position_ids`` (B, L),
+        ``mask`` (B, L, L) bool for :meth:`UniLM.run`, and ``labels`` (B, L): y_t at M_t,
+        ``IGNORE_INDEX`` elsewhere.
+    """
+    width = max(len(s) + 2 * len(t) for s, t in zip(sources, targets))
+    b = len(sources)
+    ids = torch.full((b, width), pad_id, dtype=torch.long)
+    seg, pos = torch.zeros_like(ids), torch.zeros_like(ids)
+    labels = torch.full_like(ids, IGNORE_INDEX)
+    mask = torch.zeros(b, width, width, dtype=torch.bool)
+    for r, (src, tgt) in enumerate(zip(sources, targets)):
+        s, n = len(src), len(tgt)
+        ids[r, : s + 2 * n] = torch.tensor([*src, *tgt, *[mask_id] * n])
+        seg[r, s : s + 2 * n] = 1
+        pos[r, : s + n] = torch.arange(s + n)
+        pos[r, s + n : s + 2 * n] = torch.arange(s, s + n)
+        labels[r, s + n : s + 2 * n] = torch.tensor(tgt)
+        mask[r, :, :s] = True  # every query sees the source (padding queries too: no empty row)
+        causal = torch.ones(n, n, dtype=torch.bool).tril()
+        mask[r, s : s + n, s : s + n] = causal  # y_i sees y_1..y_i
+        mask[r, s + n : s + 2 * n, s : s + n] = causal.tril(-1)  # M_t sees y_1..y_{t-1}
+        mask[r, s + n : s + 2 * n, s + n : s + 2 * n] = torch.eye(n, dtype=torch.bool)  # and itself
+    return {"input_ids": ids, "token_type_ids": seg, "position_ids": pos, "mask": mask, "labels": labels}
+
+
+@torch.no_grad()
+def teacher_forced_states(model: UniLM, view: dict[str, torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
+    """The head's inputs (N, d) at every target position of a :func:`decoding_view`, and the targets (N,)."""
+    dev = next(model.parameters()).device
+    v = {name: x.to(dev) for name, x in view.items()}
+    hidden, _ = model.run(v["input_ids"], v["token_type_ids"], v["position_ids"], v["mask"])
+    picked = v["labels"] != IGNORE_INDEX
+    return model.transform(hidden[picked]), v["labels"][picked]

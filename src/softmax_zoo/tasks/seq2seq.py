@@ -12,7 +12,10 @@ output head is ``cfg.loss`` tied to the word embeddings (``cfg.model``, e.g.
 (ROUGE-1/2/L; BLEU-1..4 too for question generation), ``<split>/examples_per_s_beam<b>``
 (decoding throughput, batches sorted by source length) and ``<split>/altered_by_constraint_beam<b>``,
 ``<split>/ended_by_constraint_beam<b>`` (shares of outputs the search constraints changed or
-ended, :class:`~softmax_zoo.models.decoding.Decoded`), and returns the predictions, per-example
+ended, :class:`~softmax_zoo.models.decoding.Decoded`); and, once per split, where the target
+tokens sit among the logits, teacher-forced as decoding sees them (``<split>/target_in_topk``,
+``median_target_rank``, ``logits_near_kth`` for k = the sparse head's k or ``task.diagnostics_k``:
+:mod:`softmax_zoo.diagnostics.topk`). It returns the predictions, per-example
 scores and constraint counts as rows, which the engine writes to
 ``<results_dir>/runs/<experiment>/<run>.<split>.predictions.jsonl`` and the reports
 (``softmax_zoo.reports.table5``/``table3``) bootstrap over.
@@ -51,7 +54,8 @@ from softmax_zoo.data.seq2seq import (
 from softmax_zoo.data.tokenizers import minilm_tokenizer, pretrained_tokenizer
 from softmax_zoo.hub import MINILM, tokenizer_folder
 from softmax_zoo.models import build_model, evaluating, head_factory
-from softmax_zoo.models.decoding import DecodeConfig, Decoded, decode
+from softmax_zoo.diagnostics.topk import TopkDiagnostics, diagnostics_k, head_scores
+from softmax_zoo.models.decoding import DecodeConfig, Decoded, decode, decoding_view, teacher_forced_states
 from softmax_zoo.models.unilm import UniLM
 from softmax_zoo.tasks.base import Evaluation, Task, require_prepared, split_prefix
 
@@ -167,6 +171,18 @@ def decode_split(
     return texts, outs
 
 
+def target_diagnostics(model: UniLM, dataset: Seq2SeqDataset, k: int, batch_size: int, tokenizer: Any) -> TopkDiagnostics:
+    """Top-k diagnostics (:mod:`softmax_zoo.diagnostics.topk`) of every target token, teacher-forced as decoding sees it."""
+    diag = TopkDiagnostics(k)
+    for start in range(0, len(dataset), batch_size):
+        rows = range(start, min(start + batch_size, len(dataset)))
+        view = decoding_view([dataset.source_ids[i] for i in rows], [dataset.target_ids[i] for i in rows],
+                             mask_id=tokenizer.mask_token_id, pad_id=tokenizer.pad_token_id)
+        hidden, target = teacher_forced_states(model, view)
+        diag.update(head_scores(model.head, hidden), target)
+    return diag
+
+
 def constraint_shares(outs: list[Decoded], prefix: str, suffix: str) -> dict[str, float]:
     """Shares of outputs the search constraints altered (a fall-through token) or ended (:class:`Decoded`)."""
     n = max(1, len(outs))
@@ -187,6 +203,8 @@ def _evaluate(model: UniLM, split: str, dataset: Seq2SeqDataset, t: DictConfig, 
     metrics: dict[str, float] = {}
     rows: list[dict[str, Any]] = [{"index": i, "reference": r} for i, r in enumerate(dataset.references)]
     refs_bleu = [bleu_text(tokenizer, r) for r in dataset.references] if "bleu" in t.metrics else None
+    k = diagnostics_k(model.head, t.diagnostics_k)
+    metrics.update(target_diagnostics(model, dataset, k, t.decode.batch_size, tokenizer).metrics(f"{p}/"))
     for beam in t.decode.beams:
         dcfg = decode_config(t.decode, beam, tokenizer, t.decode.max_len)
         t0 = time.perf_counter()
