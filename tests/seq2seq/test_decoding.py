@@ -9,7 +9,6 @@ import torch
 from softmax_zoo.models.decoding import (
     DecodeConfig,
     Decoded,
-    beam_search,
     blocked_ngram_tokens,
     decode,
     fall_through,
@@ -35,7 +34,7 @@ def _batch(sources):
 
 def _decode(model, sources, **kw):
     ids, mask = _batch(sources)
-    return beam_search(model, ids, mask, DecodeConfig(banned=BANNED, **kw), mask_id=MASK, eos_id=SEP)
+    return [d.ids for d in decode(model, ids, mask, DecodeConfig(banned=BANNED, **kw), mask_id=MASK, eos_id=SEP)]
 
 
 def _allowed(logp):

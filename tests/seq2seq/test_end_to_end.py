@@ -79,3 +79,6 @@ def test_smoke_reproduction_on_generated_pairs(tmp_path, table, report, make_row
     claims = read_claims(tmp_path / "results" / "claims.md")
     rows = [row for claim_id, row in claims.items() if claim_id.startswith(f"{table}_smoke_")]
     assert rows and all(row["source"] == table for row in rows)
+    assert all("regime: test targets in Ω_20 softmax" in row["ours"] for row in rows)  # the records carry the diagnostics
+    paper_rows = [row for claim_id, row in claims.items() if claim_id.startswith(f"{table}_paper_")]
+    assert len(paper_rows) == len(rows) and all(r["verdict"] == "not tested here (needs scale=paper)" for r in paper_rows)

@@ -156,20 +156,6 @@ def fall_through(logp: torch.Tensor, full: torch.Tensor, forbid: torch.Tensor) -
 
 
 @torch.no_grad()
-def beam_search(
-    model: UniLM,
-    source_ids: torch.Tensor,
-    source_mask: torch.Tensor,
-    cfg: DecodeConfig,
-    *,
-    mask_id: int,
-    eos_id: int,
-) -> list[list[int]]:
-    """The generated ids of :func:`decode`'s outputs (the end token excluded)."""
-    return [d.ids for d in decode(model, source_ids, source_mask, cfg, mask_id=mask_id, eos_id=eos_id)]
-
-
-@torch.no_grad()
 def decode(
     model: UniLM,
     source_ids: torch.Tensor,

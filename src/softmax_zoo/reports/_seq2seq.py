@@ -89,9 +89,39 @@ def delta_claim(
     """A claims-ledger row for one of the paper's deltas."""
     return {
         "id": claim_id, "claim": claim, "paper": f"{paper:+.2f}",
-        "ours": f"{fmt_delta(d)} ({scale}, {len(pairs)} seed(s), n={n})",
+        "ours": f"{fmt_delta(d)} ({scale}, {len(pairs)} seed(s), n={n}{regime(pairs)})",
         "verdict": verdict(d["low"], d["high"], paper), "source": source,
     }
+
+
+def has_regime(pairs: list[Pair]) -> bool:
+    """Whether every record of ``pairs`` carries the top-k diagnostics (:mod:`softmax_zoo.diagnostics.topk`)."""
+    return all("test/target_in_topk" in r["metrics"] for p in pairs for r in p)
+
+
+def regime(pairs: list[Pair]) -> str:
+    """"; regime: ..." naming the share of test targets in Ω_k per arm and the start; empty for older records."""
+    if not has_regime(pairs):
+        return ""
+    share = [np.mean([p[i]["metrics"]["test/target_in_topk"] for p in pairs]) for i in (0, 1)]
+    k = int(pairs[0][1]["metrics"]["test/diagnostics_k"])
+    start = pairs[0][0]["config"].get("init_from") or pairs[0][0]["config"]["model"]["checkpoint"] or "random init"
+    return f"; regime: test targets in Ω_{k} softmax {100 * share[0]:.0f}%, sparse {100 * share[1]:.0f}%; start {start}"
+
+
+def paper_setting_claims(by_setting: dict[str, list[Pair]], claims: list[dict[str, str]], experiment: str) -> list[dict[str, str]]:
+    """Rows saying the paper's setting is untested, while there are regime-bearing records but no scale=paper pairs.
+
+    One per paper delta, keyed ``<experiment>_paper_<rest of the id>``; none for older records.
+    """
+    if "paper" in by_setting or not all(has_regime(pairs) for pairs in by_setting.values()):
+        return []
+    rows = {}
+    for c in claims:
+        key = c["id"].split("_", 2)[2]  # "<experiment>_<setting>_<key>": setting names hold no "_"
+        rows[key] = {"id": f"{experiment}_paper_{key}", "claim": c["claim"], "paper": c["paper"], "ours": "",
+                     "verdict": "not tested here (needs scale=paper)", "source": experiment}
+    return list(rows.values())
 
 
 def section_head(scale: str, pairs: list[Pair], runs: Path, unit: str) -> str:
