@@ -43,6 +43,7 @@ from transformers.utils import SAFE_WEIGHTS_NAME
 from . import preflight, progress, records, tracking
 from .config import command_line, hydra_choices, hydra_job
 from .losses import OutputHead
+from .models.heads import TrainingStepToHeads
 from .tasks.base import Task
 
 log = logging.getLogger(__name__)
@@ -309,7 +310,8 @@ def run(cfg: DictConfig, callbacks: Iterable[TrainerCallback] = ()) -> dict[str,
     choices = hydra_choices()
     tracker = tracking.start(cfg, choices, args.to_dict())
     guard = NonFiniteLossGuard()
-    extra = [guard, tracking.StepLog(tracker), preflight.SaveRunConfig(cfg), *task.callbacks, *callbacks]
+    extra = [guard, tracking.StepLog(tracker), preflight.SaveRunConfig(cfg), TrainingStepToHeads(task.model)]
+    extra += [*task.callbacks, *callbacks]
     extra += [EpochEval(task, tracker)] if cfg.train.eval_each_epoch else []
     try:
         trainer = make_trainer(task, args, extra)

@@ -23,7 +23,10 @@ def test_build_task_on_each_format(data_root, tmp_path, task):
     assert batch["input_ids"].shape[0] == 4 and batch["input_ids"].shape[1] <= t.info["max_length"]
     metrics = t.evaluate(t.model, "validation", t.eval_datasets["validation"]).metrics
     extra = {"val/in_scope_accuracy", "val/oos_recall"} if task == "clinc_oos" else set()
-    assert set(metrics) == {"val/micro_f1", "val/macro_f1", "val/loss"} | extra
+    diagnostics = {f"val/{n}" for n in ("target_in_topk", "median_target_rank", "logits_near_kth", "diagnostics_k", "diagnostic_targets")}
+    assert set(metrics) == {"val/micro_f1", "val/macro_f1", "val/loss"} | extra | diagnostics
+    assert metrics["val/diagnostic_targets"] == SIZES["validation"] and metrics["val/diagnostics_k"] == min(20, NUM_CLASSES)
+    assert 1 <= metrics["val/median_target_rank"] <= NUM_CLASSES
     assert 0.0 <= metrics["val/micro_f1"] <= 1.0 and metrics["val/loss"] > 0
 
 

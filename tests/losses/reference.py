@@ -64,6 +64,27 @@ def sparse_cross_entropy_ref(logits, target, k, *, ignore_index=-100, reduction=
     return _reduce(loss.masked_fill(~keep, 0.0), keep, reduction)
 
 
+def sparse_options_ref(
+    logits, target, k, *, ignore_index=-100, reduction="mean", label_smoothing=0.0, smoothing_over="support",
+    target_in_support=False,
+):
+    """Sparse-softmax CE with its options, by autograd of masked logsumexp: S = Ω_k (∪ {t}), M = S or all.
+
+    (1 − ε)·(lse_S − z_t) + ε·mean_{j∈M}(lse_S − z_j), lse_S the logsumexp of the logits in S.
+    """
+    keep = target != ignore_index
+    safe = target.masked_fill(~keep, 0)
+    support = torch.zeros_like(logits, dtype=torch.bool).scatter(1, logits.topk(k, dim=1).indices, True)  # (N, C)
+    if target_in_support:
+        support |= F.one_hot(safe, logits.shape[1]).bool()
+    lse = logits.masked_fill(~support, float("-inf")).logsumexp(dim=1)  # (N,)
+    nll = lse - logits.gather(1, safe.unsqueeze(1)).squeeze(1)
+    over = support if smoothing_over == "support" else torch.ones_like(support)
+    smooth = ((lse.unsqueeze(1) - logits) * over).sum(dim=1) / over.sum(dim=1)
+    loss = (1 - label_smoothing) * nll + label_smoothing * smooth
+    return _reduce(loss.masked_fill(~keep, 0.0), keep, reduction)
+
+
 def kd_ref(student, teacher, *, temperature=1.0, reduction="mean"):
     """T²·KL(softmax(z_T/T) ‖ softmax(z_S/T)) through F.kl_div; "mean" = KL's "batchmean"."""
     log_q = torch.log_softmax(student / temperature, dim=1)

@@ -6,7 +6,7 @@ import pytest
 from softmax_zoo import config
 from softmax_zoo.metrics import bleu_stats
 from softmax_zoo.reports.table3 import corpus_bootstrap
-from softmax_zoo.reports._seq2seq import SOFTMAX, SPARSE, paired_runs, setting_line, stutters, verdict
+from softmax_zoo.reports._seq2seq import SOFTMAX, SPARSE, constraint_line, paired_runs, setting_line, stutters, verdict
 
 
 @pytest.mark.parametrize("scale", ["cpu", "paper"])
@@ -91,3 +91,16 @@ def test_stutters_flags_a_word_three_times_in_a_row():
     assert not stutters("the cat and the dog the end")  # repeated, but never in a row
     assert not stutters("sri sri lanka") and stutters("sri sri lanka", run=2)
     assert not stutters("")
+
+
+def test_constraint_line_needs_the_new_fields_and_gives_shares_per_system():
+    old = {"softmax": [{"beam1": {"prediction": "a"}}], "sparse": [{"beam1": {"prediction": "a"}}]}
+    assert constraint_line(old, [1]) == ""  # records from before the fields: the page is unchanged
+
+    def row(steps, ended):
+        return {"beam1": {"prediction": "a", "constraint_steps": steps, "ended_by_constraint": ended}}
+
+    rows = {"softmax": [row(0, False), row(0, True)], "sparse": [row(2, True), row(1, False), row(0, False), row(0, False)]}
+    line = constraint_line(rows, [1])
+    assert "altered by a search constraint" in line and "softmax 0; sparse 50." in line  # 0 of 2, 2 of 4
+    assert "ended by a constraint" in line and "softmax 50; sparse 25." in line  # 1 of 2, 1 of 4

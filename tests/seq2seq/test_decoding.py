@@ -6,7 +6,15 @@ import math
 import pytest
 import torch
 
-from softmax_zoo.models.decoding import DecodeConfig, beam_search, blocked_ngram_tokens, length_penalty, sparse_topk
+from softmax_zoo.models.decoding import (
+    DecodeConfig,
+    Decoded,
+    blocked_ngram_tokens,
+    decode,
+    fall_through,
+    length_penalty,
+    sparse_topk,
+)
 
 from .tiny import CLS, MASK, PAD, SEP, WORDS, step_log_probs, tiny_unilm
 
@@ -26,7 +34,7 @@ def _batch(sources):
 
 def _decode(model, sources, **kw):
     ids, mask = _batch(sources)
-    return beam_search(model, ids, mask, DecodeConfig(banned=BANNED, **kw), mask_id=MASK, eos_id=SEP)
+    return [d.ids for d in decode(model, ids, mask, DecodeConfig(banned=BANNED, **kw), mask_id=MASK, eos_id=SEP)]
 
 
 def _allowed(logp):
@@ -112,3 +120,50 @@ def test_decode_config_names_bad_values():
         DecodeConfig(beam=0)
     with pytest.raises(ValueError, match="topk must be >= 1 or None, got 0"):
         DecodeConfig(topk=0)
+
+
+def _favour(model, word: int, end_bias: float = -20.0):
+    """Make ``word`` every step's top-1 and the end token improbable (the head's bias)."""
+    with torch.no_grad():
+        model.head.bias[word] += 20.0
+        model.head.bias[SEP] += end_bias
+    return model
+
+
+@torch.no_grad()
+def test_blocked_top1_at_beam1_falls_through_to_the_best_allowed_token_and_is_counted():
+    model = _favour(tiny_unilm(seed=5), word=4)
+    ids, mask = _batch(SOURCES)
+    cfg = DecodeConfig(beam=1, max_len=4, ngram_block=1, topk=1, banned=BANNED)  # no word may repeat
+    outs = decode(model, ids, mask, cfg, mask_id=MASK, eos_id=SEP)
+    for source, out in zip(SOURCES, outs):
+        # Reference: greedy over the full distribution under the same constraints.
+        greedy = []
+        for _ in range(3):
+            logp = _allowed(step_log_probs(model, source, greedy))
+            logp[greedy] = -math.inf
+            greedy.append(int(logp.argmax()))
+        assert greedy[0] == 4 and out.ids == greedy
+        # Steps 1 and 2 (word 4 blocked) and the end at max_len (outside the top-1) fell through.
+        assert out.constraint_steps == 3 and out.ended_by_constraint
+    soft = decode(model, ids, mask, DecodeConfig(beam=1, max_len=4, ngram_block=1, banned=BANNED), mask_id=MASK, eos_id=SEP)
+    assert [o.ids for o in soft] == [o.ids for o in outs]  # at beam 1 sparse top-1 + fall-through = constrained greedy
+    assert all(o.constraint_steps == 0 and o.ended_by_constraint for o in soft)  # the full distribution needs no fall-through
+
+
+@torch.no_grad()
+def test_an_end_chosen_inside_the_top_k_is_not_a_constraint_end():
+    model = _favour(tiny_unilm(seed=5), word=SEP, end_bias=0.0)  # the end token is every step's top-1
+    ids, mask = _batch(SOURCES)
+    outs = decode(model, ids, mask, DecodeConfig(beam=2, max_len=4, topk=2, banned=BANNED), mask_id=MASK, eos_id=SEP)
+    assert outs == [Decoded([], 0, False)] * len(SOURCES)
+
+
+def test_fall_through_only_touches_empty_rows_and_respects_the_constraints():
+    full = torch.log_softmax(torch.tensor([[3.0, 2.0, 1.0, 0.0], [0.0, 1.0, 2.0, 3.0], [1.0, 1.0, 1.0, 1.0]]), -1)
+    forbid = torch.tensor([[True, False, False, False], [False, False, False, True], [True, True, True, True]])
+    logp = sparse_topk(full, 1).masked_fill(forbid, -math.inf)  # row 0 and row 2 empty, row 1 keeps nothing either
+    fell = fall_through(logp, full, forbid)
+    assert fell.tolist() == [True, True, False]  # row 2: every token forbidden, nothing to fall to
+    assert torch.isfinite(logp).sum(1).tolist() == [1, 1, 0]
+    assert logp[0, 1] == full[0, 1] and logp[1, 2] == full[1, 2]  # the best allowed, full-distribution log-prob

@@ -55,8 +55,10 @@ def _run(tmp_path, experiment, data_dir):
 @pytest.mark.parametrize(
     "table, report, make_rows, metrics",
     [
-        ("table5", table5, _summaries, ["test/rouge1_beam1", "test/rouge2_beam5", "test/examples_per_s_beam5"]),
-        ("table3", table3, _questions, ["test/bleu4_beam1", "test/rougeL_beam1", "test/examples_per_s_beam1"]),
+        ("table5", table5, _summaries, ["test/rouge1_beam1", "test/rouge2_beam5", "test/examples_per_s_beam5",
+                                         "test/altered_by_constraint_beam1", "test/ended_by_constraint_beam5", "test/target_in_topk",
+                                         "test/median_target_rank", "test/logits_near_kth"]),
+        ("table3", table3, _questions, ["test/bleu4_beam1", "test/rougeL_beam1", "test/examples_per_s_beam1", "test/target_in_topk"]),
     ],
 )
 def test_smoke_reproduction_on_generated_pairs(tmp_path, table, report, make_rows, metrics):
@@ -68,11 +70,15 @@ def test_smoke_reproduction_on_generated_pairs(tmp_path, table, report, make_row
         assert record["experiment"] == table
         assert all(m in record["metrics"] for m in metrics), sorted(record["metrics"])
         assert record["task_info"]["sizes"] == {"train": 16, "test": 8}
+        assert record["metrics"]["test/diagnostics_k"] == record["config"]["loss"].get("k", record["config"]["task"]["diagnostics_k"])
         rows = (tmp_path / "results" / "runs" / table / f"{record['run_name']}.test.predictions.jsonl").read_text().splitlines()
-        assert len(rows) == 8 and "prediction" in json.loads(rows[0])["beam1"]
+        assert len(rows) == 8 and {"prediction", "constraint_steps", "ended_by_constraint"} <= set(json.loads(rows[0])["beam1"])
     report.build(tmp_path / "results")
     text = (tmp_path / "results" / f"{table}.md").read_text()
-    assert "## scale=smoke" in text and "Δ ours [95% CI]" in text
+    assert "## scale=smoke" in text and "Δ ours [95% CI]" in text and "altered by a search constraint" in text
     claims = read_claims(tmp_path / "results" / "claims.md")
     rows = [row for claim_id, row in claims.items() if claim_id.startswith(f"{table}_smoke_")]
     assert rows and all(row["source"] == table for row in rows)
+    assert all("regime: test targets in Ω_20 softmax" in row["ours"] for row in rows)  # the records carry the diagnostics
+    paper_rows = [row for claim_id, row in claims.items() if claim_id.startswith(f"{table}_paper_")]
+    assert len(paper_rows) == len(rows) and all(r["verdict"] == "not tested here (needs scale=paper)" for r in paper_rows)

@@ -14,6 +14,19 @@ those into a zeroed buffer instead of going through autograd of topk and gather.
 Label smoothing ε spreads ε uniformly over Ω_k:
 (1 − ε)·(lse_k − z_t) + ε·mean_{j∈Ω_k}(lse_k − z_j) = lse_k − z_t + ε·(z_t − mean_{j∈Ω_k} z_j).
 With k = C this is exactly :func:`softmax_cross_entropy`, which is what is computed then.
+
+Options (our extensions; the defaults are the paper's loss above). With S the support and M the
+classes the smoothing is spread over, the loss is lse_S − (1 − ε)·z_t − ε·mean_{j∈M} z_j:
+
+- ``target_in_support``: S = Ω_k ∪ {t} instead of Ω_k (the target always in the normaliser, so
+  the loss is a proper −log p_t ≥ 0 over k or k+1 classes);
+- ``smoothing_over="all"``: M = all C classes (UniLM's convention for the full softmax, with the
+  sparse normaliser: the cross-entropy of lse_S − z_j against the smoothed target), instead of
+  M = S (``"support"``); the gradient is then dense (−ε/C everywhere).
+
+The gradient is softmax over S (zero outside) − (1 − ε)·onehot(t) − ε/|M| on M. At k = C every
+option is the smoothed softmax cross-entropy. :class:`SparseSoftmaxHead` adds a third option,
+``full_softmax_steps``: train with the full softmax for the first N optimiser steps, then sparse.
 """
 
 from __future__ import annotations
@@ -58,62 +71,92 @@ def sparse_log_softmax(logits: torch.Tensor, k: int) -> torch.Tensor:
     return out.masked_fill_(logits.isnan().any(dim=-1, keepdim=True), float("nan"))
 
 
-def sparse_rows(logits: torch.Tensor, target: torch.Tensor, keep: torch.Tensor, k: int, label_smoothing: float):
+SMOOTHING_OVER = ("support", "all")
+
+
+def check_smoothing_over(smoothing_over: str) -> None:
+    if smoothing_over not in SMOOTHING_OVER:
+        raise ValueError(f"smoothing_over must be one of {SMOOTHING_OVER}, got {smoothing_over!r}")
+
+
+def sparse_rows(
+    logits: torch.Tensor, target: torch.Tensor, keep: torch.Tensor, k: int, label_smoothing: float,
+    smoothing_over: str = "support", target_in_support: bool = False,
+):
     """Per-row sparse-softmax CE of ``logits`` (N, C), 0 at ignored rows, in the compute dtype.
 
     Args:
         logits: (N, C). target: (N,) long, ignored rows pointed at class 0. keep: (N,) bool.
         k: support size, 1 <= k < C.
+        smoothing_over, target_in_support: the options of the module docstring.
 
     Returns:
-        loss (N,), and the state (top-k values (N, k), their indices (N, k), their logsumexp
-        (N,)) that :func:`sparse_grad` takes.
+        loss (N,), and the state that :func:`sparse_grad` takes: top-k values (N, k), their
+        indices (N, k), the support's logsumexp (N,), z_t (N,), whether t was added to the
+        support (N,) bool, and the smoothing mean's denominator |M| (N,).
     """
     dtype = compute_dtype(logits.dtype)
     values, index = logits.topk(k, dim=1, sorted=False)  # (N, k)
     values = values.to(dtype)
     lse = values.logsumexp(dim=1)  # (N,)
     zt = logits.gather(1, target.unsqueeze(1)).squeeze(1).to(dtype)  # (N,)
+    added = torch.zeros_like(keep)  # (N,) the target joined the support
+    if target_in_support:
+        added = (index != target.unsqueeze(1)).all(dim=1)
+        lse = torch.where(added, torch.logaddexp(lse, zt), lse)
     loss = lse - zt
+    size = torch.full_like(lse, logits.shape[1]) if smoothing_over == "all" else k + added.to(dtype)  # (N,) |M|
     if label_smoothing > 0:
-        loss = loss + label_smoothing * (zt - values.mean(dim=1))
-    return loss.masked_fill(~keep, 0.0), (values, index, lse)
+        if smoothing_over == "all":
+            mean = logits.to(dtype).mean(dim=1)
+        else:
+            mean = (values.sum(dim=1) + torch.where(added, zt, 0.0)) / size
+        loss = loss + label_smoothing * (zt - mean)
+    return loss.masked_fill(~keep, 0.0), (values, index, lse, zt, added, size)
 
 
-def sparse_grad(state, target, row_weight, label_smoothing, shape, dtype) -> torch.Tensor:
-    """d Σ_i w_i·loss_i / dz, a ``shape`` = (N, C) tensor of ``dtype`` with k(+1) nonzeros a row.
+def sparse_grad(state, target, row_weight, label_smoothing, shape, dtype, smoothing_over: str = "support") -> torch.Tensor:
+    """d Σ_i w_i·loss_i / dz, a ``shape`` = (N, C) tensor of ``dtype``.
+
+    k(+1) nonzeros a row, or C with ``smoothing_over="all"`` and ε > 0.
 
     Args:
-        state: (values, index, lse) of :func:`sparse_rows`. target: (N,) long.
+        state: of :func:`sparse_rows`. target: (N,) long.
         row_weight: w (N,), 0 at ignored rows.
     """
-    values, index, lse = state
-    eps, k = label_smoothing, values.shape[1]
-    w = row_weight.to(lse.dtype).unsqueeze(1)  # (N, 1)
-    top = torch.exp(values - lse.unsqueeze(1)).sub_(eps / k).mul_(w)  # (N, k) softmax_k − ε/k
+    values, index, lse, zt, added, size = state
+    eps = label_smoothing
+    w = row_weight.to(lse.dtype)  # (N,), 0 at ignored rows
+    on_support = eps / size if smoothing_over == "support" else torch.zeros_like(size)  # (N,) −ε/|M| on S
+    top = torch.exp(values - lse.unsqueeze(1)).sub_(on_support.unsqueeze(1)).mul_(w.unsqueeze(1))  # (N, k)
     grad = torch.zeros(shape, dtype=dtype, device=values.device)
-    grad.scatter_(1, index, top.to(dtype))
-    # The target adds −(1 − ε) to its top-k weight, or stands alone outside the top-k.
-    return grad.scatter_add_(1, target.unsqueeze(1), (-(1.0 - eps) * w).to(dtype))
+    if smoothing_over == "all" and eps > 0:
+        grad -= (eps / shape[1] * w).to(dtype).unsqueeze(1)
+    grad.scatter_add_(1, index, top.to(dtype))
+    # The target adds −(1 − ε) to its top-k weight, or stands alone outside the top-k (with its
+    # own softmax weight when it joined the support).
+    at_target = -(1.0 - eps) + torch.where(added, torch.exp(zt - lse) - on_support, 0.0)  # (N,)
+    return grad.scatter_add_(1, target.unsqueeze(1), (at_target * w).to(dtype).unsqueeze(1))
 
 
 class _SparseSoftmaxCrossEntropy(torch.autograd.Function):
     """Per-row sparse-softmax CE (N,); backward writes the k(+1) nonzeros of each row."""
 
     @staticmethod
-    def forward(ctx, logits, target, keep, k, label_smoothing):
-        loss, state = sparse_rows(logits, target, keep, k, label_smoothing)
+    def forward(ctx, logits, target, keep, k, label_smoothing, smoothing_over, target_in_support):
+        loss, state = sparse_rows(logits, target, keep, k, label_smoothing, smoothing_over, target_in_support)
         ctx.save_for_backward(*state, target, keep)
         ctx.logits_meta = (logits.shape, logits.dtype)
-        ctx.label_smoothing = label_smoothing
+        ctx.options = (label_smoothing, smoothing_over)
         return loss
 
     @staticmethod
     def backward(ctx, grad_loss):
-        values, index, lse, target, keep = ctx.saved_tensors
+        *state, target, keep = ctx.saved_tensors
         w = grad_loss * keep  # (N,), 0 at ignored rows
-        grad = sparse_grad((values, index, lse), target, w, ctx.label_smoothing, *ctx.logits_meta)
-        return grad, None, None, None, None
+        eps, smoothing_over = ctx.options
+        grad = sparse_grad(tuple(state), target, w, eps, *ctx.logits_meta, smoothing_over)
+        return grad, None, None, None, None, None, None
 
 
 def sparse_softmax_cross_entropy(
@@ -124,6 +167,8 @@ def sparse_softmax_cross_entropy(
     ignore_index: int = -100,
     reduction: str = "mean",
     label_smoothing: float = 0.0,
+    smoothing_over: str = "support",
+    target_in_support: bool = False,
 ) -> torch.Tensor:
     """Cross-entropy of :func:`sparse_softmax`: logsumexp of the top-k logits minus z_t (Sun et al. 2021).
 
@@ -132,18 +177,23 @@ def sparse_softmax_cross_entropy(
         target: (N,) class ids; ``ignore_index`` rows contribute nothing.
         k: support size, 1 <= k <= C; k = C is :func:`softmax_cross_entropy`.
         reduction: "mean" over non-ignored rows, "sum", or "none" -> (N,).
-        label_smoothing: ε in [0, 1], spread uniformly over the top-k set.
+        label_smoothing: ε in [0, 1], spread uniformly over the support (``smoothing_over="support"``)
+            or over all C classes (``"all"``).
+        target_in_support: normalise over Ω_k ∪ {t} instead of Ω_k.
 
     Returns:
         The loss, in float32 for float16/bfloat16 logits; the gradient has the logits' dtype.
     """
     keep, safe_target = check_ce_inputs(logits, target, ignore_index, reduction, label_smoothing)
     check_k(k, logits.shape[1])
+    check_smoothing_over(smoothing_over)
     if k == logits.shape[1]:
         return softmax_cross_entropy(
             logits, target, ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing
         )
-    loss = _SparseSoftmaxCrossEntropy.apply(logits, safe_target, keep, k, float(label_smoothing))
+    loss = _SparseSoftmaxCrossEntropy.apply(
+        logits, safe_target, keep, k, float(label_smoothing), smoothing_over, bool(target_in_support)
+    )
     return reduce_loss(loss, keep, reduction)
 
 
@@ -155,24 +205,57 @@ class SparseSoftmaxHead(SoftmaxHead):
 
     Args:
         k: support size, 1 <= k <= num_classes (the paper's best on text classification: 20).
-        label_smoothing: ε for training, spread over the top-k set.
+        label_smoothing: ε for training, spread over ``smoothing_over``.
+        smoothing_over: "support" (Ω_k, the paper's) or "all" classes.
+        target_in_support: train over Ω_k ∪ {t} instead of Ω_k.
+        full_softmax_steps: the training loss is the full softmax's (ε over all classes) while
+            ``training_step`` < this, then sparse; evaluation and ``log_probs`` are always sparse.
+            ``training_step`` (the optimiser steps done) is set by the trainer
+            (:class:`softmax_zoo.models.heads.TrainingStepToHeads`); a head that needs it and was
+            never given it refuses to train rather than guess.
     """
 
-    def __init__(self, in_features: int, num_classes: int, *, k: int, **kwargs) -> None:
+    def __init__(
+        self, in_features: int, num_classes: int, *, k: int, smoothing_over: str = "support",
+        target_in_support: bool = False, full_softmax_steps: int = 0, **kwargs,
+    ) -> None:
         super().__init__(in_features, num_classes, **kwargs)
         check_k(k, num_classes)
+        check_smoothing_over(smoothing_over)
+        if full_softmax_steps < 0:
+            raise ValueError(f"full_softmax_steps must be >= 0, got {full_softmax_steps}")
         self.k = k
+        self.smoothing_over = smoothing_over
+        self.target_in_support = bool(target_in_support)
+        self.full_softmax_steps = int(full_softmax_steps)
+        self.training_step: int | None = None
+
+    def full_softmax_now(self) -> bool:
+        """Whether the training loss is still the full softmax's (``full_softmax_steps``)."""
+        if not (self.training and self.full_softmax_steps):
+            return False
+        if self.training_step is None:
+            raise ValueError(
+                f"full_softmax_steps={self.full_softmax_steps} needs head.training_step (optimiser steps done): "
+                "train through softmax_zoo.engine (its TrainingStepToHeads callback sets it) or set it yourself"
+            )
+        return self.training_step < self.full_softmax_steps
 
     def cross_entropy(self, logits: torch.Tensor, target: torch.Tensor, **kwargs) -> torch.Tensor:
-        return sparse_softmax_cross_entropy(logits, target, self.k, **kwargs)
+        if self.full_softmax_now():
+            return softmax_cross_entropy(logits, target, **kwargs)
+        return sparse_softmax_cross_entropy(
+            logits, target, self.k, smoothing_over=self.smoothing_over, target_in_support=self.target_in_support, **kwargs
+        )
 
     def loss_and_grad(self, z, target, keep, row_weight=None):
-        if self.k == self.num_classes:  # the full softmax, as sparse_softmax_cross_entropy
+        if self.k == self.num_classes or self.full_softmax_now():  # the full softmax, as sparse_softmax_cross_entropy
             return super().loss_and_grad(z, target, keep, row_weight)
-        loss, state = sparse_rows(z, target, keep, self.k, self.label_smoothing)
+        eps = self.label_smoothing
+        loss, state = sparse_rows(z, target, keep, self.k, eps, self.smoothing_over, self.target_in_support)
         if row_weight is None:
             return loss, None
-        return loss, sparse_grad(state, target, row_weight, self.label_smoothing, z.shape, z.dtype)
+        return loss, sparse_grad(state, target, row_weight, eps, z.shape, z.dtype, self.smoothing_over)
 
     @property
     def support_k(self) -> int | None:
@@ -184,4 +267,8 @@ class SparseSoftmaxHead(SoftmaxHead):
         return sparse_log_softmax(self.logits(hidden), self.k)
 
     def extra_repr(self) -> str:
-        return super().extra_repr() + f", k={self.k}"
+        extra = f", k={self.k}"
+        if self.smoothing_over != "support" or self.target_in_support or self.full_softmax_steps:
+            extra += (f", smoothing_over={self.smoothing_over!r}, target_in_support={self.target_in_support}, "
+                      f"full_softmax_steps={self.full_softmax_steps}")
+        return super().extra_repr() + extra

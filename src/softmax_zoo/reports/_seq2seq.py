@@ -89,9 +89,39 @@ def delta_claim(
     """A claims-ledger row for one of the paper's deltas."""
     return {
         "id": claim_id, "claim": claim, "paper": f"{paper:+.2f}",
-        "ours": f"{fmt_delta(d)} ({scale}, {len(pairs)} seed(s), n={n})",
+        "ours": f"{fmt_delta(d)} ({scale}, {len(pairs)} seed(s), n={n}{regime(pairs)})",
         "verdict": verdict(d["low"], d["high"], paper), "source": source,
     }
+
+
+def has_regime(pairs: list[Pair]) -> bool:
+    """Whether every record of ``pairs`` carries the top-k diagnostics (:mod:`softmax_zoo.diagnostics.topk`)."""
+    return all("test/target_in_topk" in r["metrics"] for p in pairs for r in p)
+
+
+def regime(pairs: list[Pair]) -> str:
+    """"; regime: ..." naming the share of test targets in Ω_k per arm and the start; empty for older records."""
+    if not has_regime(pairs):
+        return ""
+    share = [np.mean([p[i]["metrics"]["test/target_in_topk"] for p in pairs]) for i in (0, 1)]
+    k = int(pairs[0][1]["metrics"]["test/diagnostics_k"])
+    start = pairs[0][0]["config"].get("init_from") or pairs[0][0]["config"]["model"]["checkpoint"] or "random init"
+    return f"; regime: test targets in Ω_{k} softmax {100 * share[0]:.0f}%, sparse {100 * share[1]:.0f}%; start {start}"
+
+
+def paper_setting_claims(by_setting: dict[str, list[Pair]], claims: list[dict[str, str]], experiment: str) -> list[dict[str, str]]:
+    """Rows saying the paper's setting is untested, while there are regime-bearing records but no scale=paper pairs.
+
+    One per paper delta, keyed ``<experiment>_paper_<rest of the id>``; none for older records.
+    """
+    if "paper" in by_setting or not all(has_regime(pairs) for pairs in by_setting.values()):
+        return []
+    rows = {}
+    for c in claims:
+        key = c["id"].split("_", 2)[2]  # "<experiment>_<setting>_<key>": setting names hold no "_"
+        rows[key] = {"id": f"{experiment}_paper_{key}", "claim": c["claim"], "paper": c["paper"], "ours": "",
+                     "verdict": "not tested here (needs scale=paper)", "source": experiment}
+    return list(rows.values())
 
 
 def section_head(scale: str, pairs: list[Pair], runs: Path, unit: str) -> str:
@@ -137,18 +167,43 @@ def stutters(text: str, run: int = 3) -> bool:
 
 
 def stutter_line(pairs: list[Pair], runs: Path, beams: list[int]) -> str:
-    """Share of test outputs with a word 3+ times in a row, per loss and beam; a caution when it is high."""
-    shares = {}
+    """Share of test outputs with a word 3+ times in a row, per loss and beam; a caution when it is high.
+
+    When the prediction rows say how the search constraints shaped each output (``constraint_steps``,
+    ``ended_by_constraint``), a second line gives those shares too (:func:`constraint_line`).
+    """
+    shares, rows = {}, {}
     for i, name in enumerate(("softmax", "sparse")):
-        rows = [r for p in pairs for r in read_predictions(p[i], runs)]  # read once, used for every beam
+        rows[name] = [r for p in pairs for r in read_predictions(p[i], runs)]  # read once, used for every beam
         for beam in beams:
-            shares[name, beam] = 100.0 * np.mean([stutters(r[f"beam{beam}"]["prediction"]) for r in rows])
-    text = "Degenerate outputs (a word 3+ times in a row), % of test outputs: " + "; ".join(
-        f"{name} " + " / ".join(f"{shares[name, b]:.0f}" for b in beams) for name in ("softmax", "sparse")
-    ) + (f" (beam {' / '.join(map(str, beams))})." if len(beams) > 1 else ".")
+            shares[name, beam] = 100.0 * np.mean([stutters(r[f"beam{beam}"]["prediction"]) for r in rows[name]])
+    text = "Degenerate outputs (a word 3+ times in a row), % of test outputs: " + _per_system(shares, beams)
     if max(shares.values()) > 50:
         text += " **Over half of one system's outputs are degenerate: the models are undertrained and the deltas say little.**"
-    return text + "\n\n"
+    return text + "\n\n" + constraint_line(rows, beams)
+
+
+def _per_system(shares: dict[tuple[str, int], float], beams: list[int]) -> str:
+    """"softmax a / b; sparse c / d (beam 1 / 5)." of percentages per system and beam."""
+    return "; ".join(
+        f"{name} " + " / ".join(f"{shares[name, b]:.0f}" for b in beams) for name in ("softmax", "sparse")
+    ) + (f" (beam {' / '.join(map(str, beams))})." if len(beams) > 1 else ".")
+
+
+def constraint_line(rows: dict[str, list[dict[str, Any]]], beams: list[int]) -> str:
+    """Shares of outputs altered / ended by a search constraint, per system and beam; empty for older rows."""
+    if not all("constraint_steps" in r[f"beam{b}"] for recs in rows.values() for r in recs for b in beams):
+        return ""
+    altered = {(n, b): 100.0 * np.mean([r[f"beam{b}"]["constraint_steps"] > 0 for r in recs])
+               for n, recs in rows.items() for b in beams}
+    ended = {(n, b): 100.0 * np.mean([r[f"beam{b}"]["ended_by_constraint"] for r in recs])
+             for n, recs in rows.items() for b in beams}
+    return (
+        "Outputs altered by a search constraint (a token taken from outside the step's top-k because the "
+        "constraints forbade all of it), % of test outputs: " + _per_system(altered, beams)
+        + " Outputs ended by a constraint (the end forced at the length limit or taken from outside the top-k), %: "
+        + _per_system(ended, beams) + "\n\n"
+    )
 
 
 def summary(rows: list[list[Any]], scale: str) -> str:

@@ -46,6 +46,7 @@ from ..records import atomic_write
 from ..metrics import macro_f1, micro_f1
 from ..models import build_model, evaluating, head_factory
 from ..models.classifier import TextClassifier, pooled_features
+from ..diagnostics.topk import TopkDiagnostics, head_scores, diagnostics_k as topk_k
 from .base import Evaluation, Task, require_prepared, split_prefix
 
 log = logging.getLogger(__name__)
@@ -113,24 +114,29 @@ def cached_features(
     return feats, {"path": str(path), "hit": False, "encode_s": seconds, "encode_examples_per_s": n / seconds}
 
 
-def make_evaluate(collator: ClassificationCollator, batch_size: int, oos_id: int | None = None):
-    """``evaluate(model, split, dataset)`` -> ``{"<split>/micro_f1", "<split>/macro_f1", "<split>/loss"}``.
+def make_evaluate(collator: ClassificationCollator, batch_size: int, oos_id: int | None = None, diagnostics_k: int = 20):
+    """``evaluate(model, split, dataset)`` -> ``{"<split>/micro_f1", "<split>/macro_f1", "<split>/loss", ...}``.
 
     Predictions use the head's own rule (``head.predict``: top-k for sparse-softmax); the loss
     is the head's training loss on the split, averaged over examples. With ``oos_id`` (OOS-eval's
     out-of-scope class) also Larson et al. 2019's ``<split>/in_scope_accuracy`` (rows whose gold
-    is not out-of-scope) and ``<split>/oos_recall``.
+    is not out-of-scope) and ``<split>/oos_recall``. Also where the gold classes sit among the
+    logits (``<split>/target_in_topk``, ``median_target_rank``, ``logits_near_kth``:
+    :mod:`softmax_zoo.diagnostics.topk`) for the sparse head's k, or ``diagnostics_k`` for other heads.
     """
 
     def evaluate(model: TextClassifier, split: str, dataset: torch.utils.data.Dataset) -> Evaluation:
         device = next(model.parameters()).device
         preds, golds, loss_sum = [], [], 0.0
+        diag = TopkDiagnostics(topk_k(model.head, diagnostics_k))
         with evaluating(model):
             steps = -(-len(dataset) // batch_size)
             for batch in progress.bar(batches(dataset, collator, batch_size), f"evaluate {split}", total=steps):
                 batch = {k: v.to(device) for k, v in batch.items()}
                 gold = batch.pop("labels")
-                loss, pred = model.loss_and_predictions(gold, **batch)
+                hidden = model.hidden(**batch)  # (B, d), as model.loss_and_predictions computes it
+                loss, pred = model.head(hidden, gold), model.head.predict(hidden)
+                diag.update(head_scores(model.head, hidden), gold)
                 loss_sum += loss.item() * len(gold)
                 preds.append(pred.cpu())
                 golds.append(gold.cpu())
@@ -147,6 +153,7 @@ def make_evaluate(collator: ClassificationCollator, batch_size: int, oos_id: int
                 metrics[f"{p}/in_scope_accuracy"] = micro_f1(pred[~oos], gold[~oos])
             if oos.any():
                 metrics[f"{p}/oos_recall"] = micro_f1(pred[oos], gold[oos])
+        metrics.update(diag.metrics(f"{p}/"))
         return Evaluation(metrics)
 
     return evaluate
@@ -215,7 +222,7 @@ def build_task(cfg: DictConfig) -> Task:
         train_dataset=datasets["train"],
         eval_datasets={"validation": datasets["validation"], "test": datasets["test"]},
         collator=collator,
-        evaluate=make_evaluate(collator, cfg.train.eval_batch_size, oos_id),
+        evaluate=make_evaluate(collator, cfg.train.eval_batch_size, oos_id, t.diagnostics_k),
         data_meta=meta,
         info=info,
     )

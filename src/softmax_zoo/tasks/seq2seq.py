@@ -9,9 +9,14 @@ output head is ``cfg.loss`` tied to the word embeddings (``cfg.model``, e.g.
 
 ``evaluate`` decodes the split once per beam size in ``task.decode.beams``
 (:mod:`softmax_zoo.models.decoding`) and reports, for each beam b, ``<split>/<metric>_beam<b>``
-(ROUGE-1/2/L; BLEU-1..4 too for question generation) and ``<split>/examples_per_s_beam<b>``
-(decoding throughput, batches sorted by source length), and returns the predictions and
-per-example scores as rows, which the engine writes to
+(ROUGE-1/2/L; BLEU-1..4 too for question generation), ``<split>/examples_per_s_beam<b>``
+(decoding throughput, batches sorted by source length) and ``<split>/altered_by_constraint_beam<b>``,
+``<split>/ended_by_constraint_beam<b>`` (shares of outputs the search constraints changed or
+ended, :class:`~softmax_zoo.models.decoding.Decoded`); and, once per split, where the target
+tokens sit among the logits, teacher-forced as decoding sees them (``<split>/target_in_topk``,
+``median_target_rank``, ``logits_near_kth`` for k = the sparse head's k or ``task.diagnostics_k``:
+:mod:`softmax_zoo.diagnostics.topk`). It returns the predictions, per-example
+scores and constraint counts as rows, which the engine writes to
 ``<results_dir>/runs/<experiment>/<run>.<split>.predictions.jsonl`` and the reports
 (``softmax_zoo.reports.table5``/``table3``) bootstrap over.
 
@@ -49,7 +54,8 @@ from softmax_zoo.data.seq2seq import (
 from softmax_zoo.data.tokenizers import minilm_tokenizer, pretrained_tokenizer
 from softmax_zoo.hub import MINILM, tokenizer_folder
 from softmax_zoo.models import build_model, evaluating, head_factory
-from softmax_zoo.models.decoding import DecodeConfig, beam_search
+from softmax_zoo.diagnostics.topk import TopkDiagnostics, diagnostics_k, head_scores
+from softmax_zoo.models.decoding import DecodeConfig, Decoded, decode, decoding_view, teacher_forced_states
 from softmax_zoo.models.unilm import UniLM
 from softmax_zoo.tasks.base import Evaluation, Task, require_prepared, split_prefix
 
@@ -145,21 +151,45 @@ def bleu_text(tokenizer: Any, text: str) -> str:
     return " ".join(tok for tok, _ in backend.pre_tokenizer.pre_tokenize_str(normalised))
 
 
-def decode_split(model: UniLM, dataset: Seq2SeqDataset, dcfg: DecodeConfig, tokenizer: Any, batch_size: int, unk_text: str | None) -> list[str]:
-    """Decoded text of every example, in dataset order (batches of similar source length)."""
+def decode_split(
+    model: UniLM, dataset: Seq2SeqDataset, dcfg: DecodeConfig, tokenizer: Any, batch_size: int, unk_text: str | None
+) -> tuple[list[str], list[Decoded]]:
+    """Decoded text and output of every example, in dataset order (batches of similar source length)."""
     device = next(model.parameters()).device
     order = sorted(range(len(dataset)), key=lambda i: len(dataset.source_ids[i]))
-    out: list[str] = [""] * len(dataset)
+    texts: list[str] = [""] * len(dataset)
+    outs: list[Decoded] = [Decoded([])] * len(dataset)
     starts = range(0, len(order), batch_size)
     for start in progress.bar(starts, f"decode beam {dcfg.beam}", total=len(starts)):
         batch = collate_sources([dataset[i] for i in order[start : start + batch_size]], tokenizer.pad_token_id)
-        ids = beam_search(
+        decoded = decode(
             model, batch["source_ids"].to(device), batch["source_mask"].to(device), dcfg,
             mask_id=tokenizer.mask_token_id, eos_id=tokenizer.sep_token_id,
         )
-        for i, seq in zip(batch["index"].tolist(), ids):
-            out[i] = detokenize(tokenizer, seq, unk_text)
-    return out
+        for i, out in zip(batch["index"].tolist(), decoded):
+            texts[i], outs[i] = detokenize(tokenizer, out.ids, unk_text), out
+    return texts, outs
+
+
+def target_diagnostics(model: UniLM, dataset: Seq2SeqDataset, k: int, batch_size: int, tokenizer: Any) -> TopkDiagnostics:
+    """Top-k diagnostics (:mod:`softmax_zoo.diagnostics.topk`) of every target token, teacher-forced as decoding sees it."""
+    diag = TopkDiagnostics(k)
+    for start in range(0, len(dataset), batch_size):
+        rows = range(start, min(start + batch_size, len(dataset)))
+        view = decoding_view([dataset.source_ids[i] for i in rows], [dataset.target_ids[i] for i in rows],
+                             mask_id=tokenizer.mask_token_id, pad_id=tokenizer.pad_token_id)
+        hidden, target = teacher_forced_states(model, view)
+        diag.update(head_scores(model.head, hidden), target)
+    return diag
+
+
+def constraint_shares(outs: list[Decoded], prefix: str, suffix: str) -> dict[str, float]:
+    """Shares of outputs the search constraints altered (a fall-through token) or ended (:class:`Decoded`)."""
+    n = max(1, len(outs))
+    return {
+        f"{prefix}altered_by_constraint{suffix}": sum(o.constraint_steps > 0 for o in outs) / n,
+        f"{prefix}ended_by_constraint{suffix}": sum(o.ended_by_constraint for o in outs) / n,
+    }
 
 
 def evaluate(model: UniLM, split: str, dataset: Seq2SeqDataset, *, cfg: DictConfig, tokenizer: Any) -> Evaluation:
@@ -173,16 +203,22 @@ def _evaluate(model: UniLM, split: str, dataset: Seq2SeqDataset, t: DictConfig, 
     metrics: dict[str, float] = {}
     rows: list[dict[str, Any]] = [{"index": i, "reference": r} for i, r in enumerate(dataset.references)]
     refs_bleu = [bleu_text(tokenizer, r) for r in dataset.references] if "bleu" in t.metrics else None
+    k = diagnostics_k(model.head, t.diagnostics_k)
+    metrics.update(target_diagnostics(model, dataset, k, t.decode.batch_size, tokenizer).metrics(f"{p}/"))
     for beam in t.decode.beams:
         dcfg = decode_config(t.decode, beam, tokenizer, t.decode.max_len)
         t0 = time.perf_counter()
-        hyps = decode_split(model, dataset, dcfg, tokenizer, t.decode.batch_size, t.unk_text)
+        hyps, outs = decode_split(model, dataset, dcfg, tokenizer, t.decode.batch_size, t.unk_text)
         metrics[f"{p}/examples_per_s_beam{beam}"] = len(dataset) / (time.perf_counter() - t0)
         per_example = M.rouge_per_example(hyps, dataset.references)
         for name, values in per_example.items():
             metrics[f"{p}/{name}_beam{beam}"] = sum(values) / len(values)
-        for row, hyp, *scores in zip(rows, hyps, *per_example.values()):
-            row[f"beam{beam}"] = {"prediction": hyp, **dict(zip(per_example, scores))}
+        metrics.update(constraint_shares(outs, f"{p}/", f"_beam{beam}"))
+        for row, hyp, out, *scores in zip(rows, hyps, outs, *per_example.values()):
+            row[f"beam{beam}"] = {
+                "prediction": hyp, **dict(zip(per_example, scores)),
+                "constraint_steps": out.constraint_steps, "ended_by_constraint": out.ended_by_constraint,
+            }
         if refs_bleu is not None:
             stats = [M.bleu_stats(bleu_text(tokenizer, h), r) for h, r in zip(hyps, refs_bleu)]
             for n in M.BLEU_ORDERS:

@@ -1,0 +1,1 @@
+"""Diagnostics of trained models: :mod:`.topk` (where the targets sit among the logits)."""
