@@ -62,18 +62,17 @@ def differences(page: str, results_dir: str | Path = "results") -> list[str]:
         ]
 
 
-def build_page(page: str, results_dir: str = "results", out: str | None = None, wandb: str | None = None) -> list[Path]:
-    """Build ``page``; with ``wandb`` (a mode) also log what the build wrote. Returns the files written."""
-    out_dir = Path(out or results_dir)
+def build_page(page: str, wandb: str | None = None, **options: str) -> None:
+    """Build ``page`` (``options``: results_dir, out); with ``wandb`` (a mode) also log the files the build wrote."""
     started = time.time()
-    builder(page)(results_dir, out)
-    written = sorted(p for p in out_dir.iterdir() if p.is_file() and p.stat().st_mtime >= started - 1)
+    builder(page)(**options)
     if wandb:
         from softmax_zoo.tracking import log_page
 
+        out = Path(options.get("out") or options.get("results_dir") or "results")
+        written = sorted(p for p in out.iterdir() if p.is_file() and p.stat().st_mtime >= started - 1)
         info = log_page(page, written, wandb)
         print(f"logged {len(written)} file(s) of {page} to wandb run {info['path']} ({info['mode']}, {info['dir']})")
-    return written
 
 
 def split_options(argv: Sequence[str], allowed: Sequence[str]) -> tuple[list[str], dict[str, str]]:
