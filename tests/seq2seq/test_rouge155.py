@@ -145,3 +145,11 @@ def test_comparison_script_writes_the_page_from_a_tiny_runs_folder(tmp_path):
     assert "-c 95 -m -r 1000 -n 2 -a -d" in page and "Not computed in CI" in page
     assert len(re.findall(r"^\| gigaword_x_(softmax|sparse_softmax)_cpu_seed0 \| beam1 \|", page, re.M)) == 3 * 2
     assert len(re.findall(r"^\| gigaword_x_\{sparse_\}softmax_cpu_seed0 \| beam1 \|", page, re.M)) == 3
+
+
+def test_score_and_cli_name_why_rouge_cannot_run(tmp_path, capsys):
+    with pytest.raises(RuntimeError, match="ROUGE-1.5.5 unavailable"):
+        rouge155.score(["a"], ["a"], tmp_path)
+    assert rouge155.main(["check", str(tmp_path)]) == 1
+    assert "unavailable" in capsys.readouterr().out
+    assert rouge155.main([]) == 2
