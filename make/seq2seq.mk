@@ -18,7 +18,7 @@ TABLE3_INIT_ARGS_cpu ?= train.max_steps=250
 SEQ2SEQ_MODEL_paper := model=unilm_base_cased
 SEQ2SEQ_MODEL ?= $(SEQ2SEQ_MODEL_$(SEQ2SEQ_SCALE))
 
-.PHONY: reproduce-table5 reproduce-table3 reproduce-table5-init reproduce-table3-init
+.PHONY: reproduce-table5 reproduce-table3 reproduce-table5-init reproduce-table3-init rouge-perl
 
 data/gigaword/meta.json:
 	$(MAKE) data TASK=gigaword DATA_ARGS="train_size=10000"
@@ -41,3 +41,6 @@ reproduce-table5-init: setup data/gigaword/meta.json  ## after reproduce-table5:
 reproduce-table3-init: setup data/squad_qg/meta.json  ## after reproduce-table3: the same for question generation -> results/table3.md
 	$(BIN)/python -m softmax_zoo.train -m experiment=table3_softmax,table3_sparse_softmax start=softmax_run scale=$(SEQ2SEQ_SCALE) seed=$(SEQ2SEQ_SEEDS) $(SEQ2SEQ_MODEL) $(TABLE3_INIT_ARGS_$(SEQ2SEQ_SCALE))
 	$(BIN)/python -m softmax_zoo.results table3 results_dir=$(call results_for,$(SEQ2SEQ_SCALE))
+
+rouge-perl: setup  ## ROUGE-1.5.5 (UniLM's Perl ROUGE, `python -m softmax_zoo.rouge155 install` + libxml-dom-perl) vs rouge-score on the committed predictions -> results/rouge_perl.md
+	$(BIN)/python scripts/compare_rouge_perl.py
