@@ -5,8 +5,8 @@ macro-F1. Language modelling: perplexity from a summed negative log-likelihood. 
 
 - ROUGE-1/2/L F1 (Gigaword, UniLM Table 5 / Sparse-softmax Table 5) with ``rouge-score``, Porter
   stemming on, averaged over examples x 100. UniLM scored with ROUGE-1.5.5 (files2rouge, ``-m``
-  stemming); rouge-score reimplements it without ROUGE-1.5.5's own tokenisation and resampling,
-  so values can differ by a few tenths. Its tokeniser lower-cases and keeps only [a-z0-9]
+  stemming); rouge-score reimplements it without ROUGE-1.5.5's WordNet exceptions and resampling
+  (results/rouge_perl.md: at most 0.05 points apart on our outputs). Its tokeniser lower-cases and keeps only [a-z0-9]
   runs, so the release's ``#`` digit masks and punctuation do not count.
 - BLEU-1..4 (question generation, Du et al. 2017 / UniLM Table 3): corpus BLEU, cumulative up to
   n (geometric mean of the 1..n-gram precisions x brevity penalty), computed with sacrebleu's
