@@ -10,7 +10,6 @@
 from __future__ import annotations
 
 import fnmatch
-import hashlib
 import json
 import logging
 import os
@@ -24,6 +23,7 @@ from transformers import TrainerCallback
 from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
 
 from . import records
+from .data.layout import sha256_file
 
 log = logging.getLogger(__name__)
 CONFIG_FILE = "run_config.json"  # the resolved config, written into every checkpoint folder
@@ -64,15 +64,6 @@ def check_writable(**dirs: str | Path) -> None:
 
 
 # ---------------------------------------------------------------- prepared data
-
-
-def sha256_file(path: Path, chunk: int = 1 << 20) -> str:
-    """Hex sha256 of a file, read in 1 MiB chunks."""
-    digest = hashlib.sha256()
-    with open(path, "rb") as f:
-        while block := f.read(chunk):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def verify_prepared(data_dir: str | Path, task: str) -> dict[str, Any] | None:

@@ -15,6 +15,7 @@ Label positions that carry no target are :data:`IGNORE_INDEX`, the losses' defau
 from __future__ import annotations
 
 import gzip
+import hashlib
 import json
 from operator import itemgetter
 from pathlib import Path
@@ -88,3 +89,12 @@ def read_meta(data_dir: str | Path, kind: str | None = None) -> dict[str, Any]:
     if kind is not None and meta.get("kind") != kind:
         raise ValueError(f"{path}: expected a {kind} dataset, got kind={meta.get('kind')!r}")
     return meta
+
+
+def sha256_file(path: str | Path) -> str:
+    """Hex sha256 of a file's bytes, read in 1 MiB chunks (bounded memory)."""
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        while chunk := f.read(1 << 20):
+            h.update(chunk)
+    return h.hexdigest()

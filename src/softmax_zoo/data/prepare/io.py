@@ -1,7 +1,7 @@
-"""File helpers of data preparation: atomic folder writes, JSON Lines writers, sha256, raw lines.
+"""File helpers of data preparation: atomic folder writes, JSON Lines writers, raw lines.
 
-The readers shared with the runtime (UTF-8 text and ``.gz``, JSON and JSON Lines with file:line
-errors) are in :mod:`softmax_zoo.data.layout`.
+The readers and the sha256 shared with the runtime (UTF-8 text and ``.gz``, JSON and JSON Lines
+with file:line errors) are in :mod:`softmax_zoo.data.layout`.
 
 A prepared folder only ever appears complete: everything is written into a hidden temporary
 sibling (``.<name>.tmp-<pid>``) that is renamed onto ``<name>`` at the very end, so an
@@ -11,7 +11,6 @@ interrupted run leaves at most a hidden ``.tmp`` folder, never a ``data/<task>/`
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import os
 import shutil
@@ -19,18 +18,6 @@ from pathlib import Path
 from typing import Any, Iterable, Iterator
 
 from softmax_zoo.data.layout import open_text
-
-_CHUNK = 1 << 20  # 1 MiB read size for hashing
-
-
-def sha256_file(path: str | Path) -> str:
-    """Hex sha256 of a file's bytes, read in 1 MiB chunks (bounded memory)."""
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        while chunk := f.read(_CHUNK):
-            h.update(chunk)
-    return h.hexdigest()
-
 
 def read_lines(path: str | Path) -> list[str]:
     """Lines of a text file without their endings (LF or CRLF; a missing final newline is fine)."""

@@ -22,10 +22,11 @@ from softmax_zoo.data.layout import (
     META_FILE,
     SPLITS,
     VOCAB_FILE,
+    sha256_file,
     split_file,
     vocab_order,
 )
-from softmax_zoo.data.prepare.io import atomic_dir, sha256_file, write_json, write_jsonl
+from softmax_zoo.data.prepare.io import atomic_dir, write_json, write_jsonl
 from softmax_zoo.data.tokenizers import CharTokenizer
 
 log = logging.getLogger(__name__)
