@@ -45,6 +45,7 @@ from ..hub import resolve_pretrained
 from ..records import atomic_write
 from ..metrics import macro_f1, micro_f1
 from ..models import build_model, evaluating, head_factory
+from ..models.distill import maybe_distill
 from ..models.classifier import TextClassifier, pooled_features
 from ..diagnostics.topk import TopkDiagnostics, head_scores, diagnostics_k as topk_k
 from .base import Evaluation, Task, require_prepared, split_prefix
@@ -217,7 +218,7 @@ def build_task(cfg: DictConfig) -> Task:
         datasets = {s: TokenizedDataset(ids[s], gold[s]) for s in SPLITS}
     info["trainable_parameters"] = sum(p.numel() for p in model.parameters() if p.requires_grad)
     info["train_subset"] = t.train_subset
-    return Task(
+    return maybe_distill(cfg, Task(
         model=model,
         train_dataset=datasets["train"],
         eval_datasets={"validation": datasets["validation"], "test": datasets["test"]},
@@ -225,4 +226,4 @@ def build_task(cfg: DictConfig) -> Task:
         evaluate=make_evaluate(collator, cfg.train.eval_batch_size, oos_id, t.diagnostics_k),
         data_meta=meta,
         info=info,
-    )
+    ))

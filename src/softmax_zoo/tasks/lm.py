@@ -35,6 +35,7 @@ from softmax_zoo.data.lm_stream import LMStream
 from softmax_zoo.data.tokenizers import WordVocab
 from softmax_zoo.metrics import perplexity
 from softmax_zoo.models import build_model, evaluating, head_factory
+from softmax_zoo.models.distill import maybe_distill
 from softmax_zoo.models.lstm_lm import LSTMLanguageModel
 from softmax_zoo.tasks.base import Evaluation, Task, require_prepared, split_prefix
 
@@ -174,7 +175,7 @@ def build_task(cfg: DictConfig) -> Task:
     if t.curve_every > 0:
         curve_stream = stream([data_dir / "validation.txt"], batch_size=cfg.train.eval_batch_size)
         callbacks.append(ValidationCurve(curve_stream, t.curve_every, t.curve_tokens))
-    return Task(
+    return maybe_distill(cfg, Task(
         model=model,
         train_dataset=stream([data_dir / "train.txt"], batch_size=cfg.train.batch_size, world_size=world_size()),
         eval_datasets=evals,
@@ -190,4 +191,4 @@ def build_task(cfg: DictConfig) -> Task:
             "parameters": sum(p.numel() for p in model.parameters()),
         },
         callbacks=callbacks,
-    )
+    ))

@@ -1,0 +1,1 @@
+"""Self-contained numerical studies with their own small training loops (records -> reports/)."""
