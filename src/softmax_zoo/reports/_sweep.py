@@ -82,12 +82,14 @@ def _sort_key(value: str | None) -> tuple:
     return (value is None, number is None, number if number is not None else 0.0, str(value))
 
 
-def _cell(values: Sequence[float]) -> str:
+def _cell(values: Sequence[float], runs: int) -> str:
+    """mean ± 95% half-width of ``values``; "(n=...)" when fewer than the row's ``runs`` records have the metric."""
     finite = [v for v in values if math.isfinite(v)]
     if len(finite) != len(values):
         return f"{len(values) - len(finite)} non-finite"
     m, half, n = mean_ci(finite)
-    return f"{m:.4g}" if n == 1 else f"{m:.4g} ± {half:.2g}"
+    cell = f"{m:.4g}" if n == 1 else f"{m:.4g} ± {half:.2g}"
+    return cell if n == runs else f"{cell} (n={n})"
 
 
 def sweep_table(records: Sequence[dict[str, Any]]) -> tuple[list[str], list[list[Any]]]:
@@ -100,7 +102,10 @@ def sweep_table(records: Sequence[dict[str, Any]]) -> tuple[list[str], list[list
     rows = []
     for values in sorted(groups, key=lambda vs: tuple(_sort_key(v) for v in vs)):
         runs = groups[values]
-        cells = [_cell([_number(r["metrics"][m]) for r in runs if m in r.get("metrics", {})]) if any(m in r["metrics"] for r in runs) else "—" for m in names]
+        cells = [
+            _cell([_number(r["metrics"][m]) for r in runs if m in r["metrics"]], len(runs)) if any(m in r["metrics"] for r in runs) else "—"
+            for m in names
+        ]
         rows.append([*("—" if v is None else v for v in values), len(runs), *cells])
     return [*keys, "n", *names], rows
 
