@@ -1,0 +1,1 @@
+"""Diagnostics run on a fixed checkpoint (no training): :mod:`.sampler_bias`."""
