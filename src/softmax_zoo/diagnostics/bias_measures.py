@@ -51,7 +51,8 @@ class OutputLayer:
         params = self._params()
         logits = F.linear(self.hidden.double(), *params)
         loss = F.cross_entropy(logits, self.target)
-        return float(loss), _flat(torch.autograd.grad(loss, params))
+        grad = _flat(torch.autograd.grad(loss, params))
+        return float(loss.detach()), grad
 
     def _params(self) -> list[torch.Tensor]:
         return [p.detach().double().requires_grad_(True) for p in (self.weight, self.bias) if p is not None]
@@ -115,7 +116,7 @@ def sampled_bias(layer: OutputLayer, head: SampledSoftmaxHead, draws: int) -> di
     for _ in range(draws):
         loss = head(layer.hidden.detach(), layer.target)
         g_r = _flat(torch.autograd.grad(loss, params))
-        losses.append(float(loss))
+        losses.append(float(loss.detach()))
         g_sum += g_r
         g_sq += float(g_r.pow(2).sum())
     g_mean = g_sum / draws

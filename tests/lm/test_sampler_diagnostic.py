@@ -1,0 +1,50 @@
+"""python -m softmax_zoo.diagnostics.sampler_bias end to end on the generated corpus (init and a checkpoint)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from softmax_zoo import engine
+from softmax_zoo.diagnostics import sampler_bias
+
+from .test_task import compose
+
+
+def overrides(corpus, tmp_path) -> list[str]:
+    return ["task=lm1b", "scale=smoke", f"task.data_dir={corpus}", f"results_dir={tmp_path}", f"output_dir={tmp_path}/ckpt"]
+
+
+def diagnose(checkpoint, corpus, tmp_path, *extra):
+    argv = [str(checkpoint), *overrides(corpus, tmp_path), "--batches", "1", "--draws", "3", "--samples", "4", "16",
+            "--samplers", "uniform", "quadratic_centred", "softmax", "--out", str(tmp_path / "diag"), *extra]
+    return sampler_bias.run(sampler_bias.parse_args(argv))
+
+
+def test_init_writes_json_and_table(lm_corpus, tmp_path):
+    result = diagnose("init", lm_corpus, tmp_path, "--name", "at_init")
+    saved = json.loads((tmp_path / "diag" / "at_init.json").read_text())
+    assert saved["rows"] == result["rows"] and saved["meta"]["step"] == 0
+    assert [(r["sampler"], r["m"]) for r in saved["rows"]] == [
+        (s, m) for s in ("uniform", "quadratic_centred", "softmax") for m in (4, 16)
+    ]
+    oracle = [r for r in saved["rows"] if r["sampler"] == "softmax"]
+    assert all(abs(r["kl"]) < 1e-6 and abs(r["loss_bias"]) < 1e-5 for r in oracle)
+    assert all(r["kl"] > 0 for r in saved["rows"] if r["sampler"] != "softmax")
+    page = (tmp_path / "diag" / "at_init.md").read_text()
+    assert "| quadratic_centred |" in page and "sampler_bias init" in page
+
+
+def test_checkpoint_after_training(lm_corpus, tmp_path):
+    engine.run(compose(lm_corpus, tmp_path, "loss=softmax", "train.save_steps=2"))
+    ckpt = sorted((tmp_path / "ckpt").glob("checkpoint-*"))[-1]
+    result = diagnose(ckpt, lm_corpus, tmp_path)
+    step = int(ckpt.name.split("-")[1])
+    assert result["meta"]["step"] == step
+    assert (tmp_path / "diag" / f"{result['meta']['run_name']}_step{step}.json").is_file()
+
+
+def test_a_folder_that_is_not_a_checkpoint_is_refused(lm_corpus, tmp_path):
+    with pytest.raises(ValueError, match="must be 'init' or a checkpoint-N folder, got"):
+        diagnose(tmp_path, lm_corpus, tmp_path)
