@@ -2,7 +2,7 @@
 
     python -m softmax_zoo.diagnostics.sampler_bias CHECKPOINT [OVERRIDES ...] [--batches 3] [--draws 16]
         [--samples 8 32 128 512] [--samplers uniform unigram quadratic quadratic_centred softmax]
-        [--out results/runs/sampler_diagnostic] [--name NAME]
+        [--out results/diagnostics/sampler_bias] [--name NAME] [--trained-by COMMAND]
 
 CHECKPOINT is a checkpoint folder (``.../checkpoint-400``) or ``init`` (the model as the seeded
 initialisation of the run builds it, step 0). OVERRIDES are
@@ -140,7 +140,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--samples", type=int, nargs="+", default=list(SAMPLES))
     parser.add_argument("--samplers", nargs="+", default=list(SAMPLERS), help="names of configs/loss/sampler/ files")
     parser.add_argument("--seed", type=int, default=0, help="seed of the draws")
-    parser.add_argument("--out", default="results/runs/sampler_diagnostic")
+    parser.add_argument("--out", default="results/diagnostics/sampler_bias")
+    parser.add_argument("--trained-by", default=None, help="the command that trained the checkpoint (kept in the JSON, shown on the page)")
     parser.add_argument("--name", default=None, help="file name (default <run_name>_step<N>)")
     args = parser.parse_intermixed_args(argv)
     args.argv = list(argv)
@@ -175,6 +176,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "seed": args.seed,
         "num_classes": int(layers[0].weight.shape[0]),
         "output_bias": layers[0].bias is not None,
+        "trained_by": args.trained_by,
         "command": shlex.join(["python", "-m", "softmax_zoo.diagnostics.sampler_bias", *args.argv]),
         "config": OmegaConf.to_container(cfg.model, resolve=True),
     }
