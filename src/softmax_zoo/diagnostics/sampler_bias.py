@@ -128,7 +128,7 @@ def markdown(result: dict[str, Any]) -> str:
         for r in result["rows"]
     ]
     header = ["sampler", "KL(p̃‖q̃)", "m", "loss bias ± s.e. (nats)", "‖E[ĝ]−g‖/‖g‖ (noise)", "cos(ḡ, g)"]
-    return "\n".join(lines) + markdown_table(header, table) + "\n"
+    return "\n".join(lines) + "\n" + markdown_table(header, table)
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
