@@ -136,7 +136,7 @@ def diagnostic_table(result: dict[str, Any]) -> str:
         per_m = {r["m"]: r for r in result["rows"] if r["sampler"] == name}
         first = next(iter(per_m.values()))
         label = f"{name} (ours)" if name == "quadratic_centred" else name
-        rows.append([label, f"{first['kl']:.2f}",
+        rows.append([label, f"{max(first['kl'], 0.0):.2f}",  # KL >= 0; a negative value is rounding
                      *[f"{per_m[m]['loss_bias']:+.3f}" if m in per_m else "-" for m in ms],
                      *[f"{per_m[m]['grad_bias']:.2f}" if m in per_m else "-" for m in ms]])
     header = ["sampler", "KL(p̃‖q̃)", *[f"loss bias m={m}" for m in ms], *[f"grad bias m={m}" for m in ms]]
@@ -157,7 +157,7 @@ def diagnostic_section(results_dir: str | Path) -> str:
     trained = {r["meta"].get("trained_by") for r in results} - {None}
     return (
         "\n## Sampler bias at fixed checkpoints of the full-softmax run\n\n"
-        f"Diagnostics in {DIAGNOSTICS.as_posix()}/ (`python -m softmax_zoo.diagnostics.sampler_bias`, "
+        f"Diagnostics in results/{DIAGNOSTICS.as_posix()}/ (`python -m softmax_zoo.diagnostics.sampler_bias`, "
         "`make sampler-diagnostic CKPT=...`)"
         + (f" of the checkpoints of `{'`, `'.join(sorted(trained))}`" if trained else "")
         + ". Over the first training batches: KL(p̃‖q̃) between the model's distribution and the sampler's, "
