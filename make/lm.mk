@@ -1,6 +1,8 @@
 # Language modelling: One Billion Word head comparison and the kernel-sampler bias study.
 #   make reproduce-lm1b          softmax / adaptive / sampled (quadratic, uniform) LSTM LMs on lm1b -> results/lm1b.{md,png}
 #   make reproduce-kernel-bias   sampler x m sweep on Penn Treebank + full softmax -> results/kernel_bias.{md,png}
+#   make sampler-diagnostic CKPT=checkpoints/kernel_bias/ptb_full_softmax_cpu_seed0/checkpoint-400 (or CKPT=init)
+#                                KL, loss and gradient bias per sampler x m at that PTB checkpoint (minutes)
 # Sizes (chosen to fit <= 90 minutes on the 2-core CPU) are in configs/family_scale/lm_$(LM_SCALE).yaml
 # and the `scales:` blocks of configs/task/{lm1b,ptb}.yaml; LM_SCALE=paper gives the papers' settings (GPU).
 LM_SCALE ?= cpu
@@ -12,7 +14,10 @@ LM1B_EXPERIMENTS := lm1b_softmax,lm1b_adaptive,lm1b_sampled_quadratic,lm1b_sampl
 # Where the task configs look for prepared data (task.data_dir), as softmax_zoo.data.prepare writes it.
 LM_DATA := $(or $(SOFTMAX_ZOO_DATA),data)
 
-.PHONY: reproduce-lm1b reproduce-kernel-bias
+# Options of the diagnostic, e.g. DIAG_ARGS="--draws 32 --batches 4 --out /tmp/diag" (python -m softmax_zoo.diagnostics.sampler_bias --help).
+DIAG_ARGS ?=
+
+.PHONY: reproduce-lm1b reproduce-kernel-bias sampler-diagnostic
 
 $(LM_DATA)/%/meta.json:
 	$(MAKE) data TASK=$*
@@ -25,3 +30,7 @@ reproduce-kernel-bias: setup $(LM_DATA)/ptb/meta.json  ## Blanc & Rendle bias vs
 	$(BIN)/python -m softmax_zoo.train -m experiment=kernel_bias_full scale=$(LM_SCALE) seed=$(LM_SEEDS) $(LM_ARGS)
 	$(BIN)/python -m softmax_zoo.train -m experiment=kernel_bias_sampled scale=$(LM_SCALE) seed=$(LM_SEEDS) $(LM_ARGS)
 	$(BIN)/python -m softmax_zoo.results kernel_bias results_dir=$(call results_for,$(LM_SCALE))
+
+sampler-diagnostic: setup $(LM_DATA)/ptb/meta.json  ## Sampler bias (KL, loss, gradient) at a PTB checkpoint: make sampler-diagnostic CKPT=.../checkpoint-N|init
+	$(if $(CKPT),,$(error CKPT is required: a checkpoint-N folder of experiment=kernel_bias_full, or init))
+	$(BIN)/python -m softmax_zoo.diagnostics.sampler_bias $(CKPT) experiment=kernel_bias_full scale=$(LM_SCALE) $(LM_ARGS) $(DIAG_ARGS)

@@ -18,6 +18,7 @@ import torch
 
 from bench_cases import Case
 from softmax_zoo.losses import (
+    CentredQuadraticKernelSampler,
     QuadraticKernelSampler,
     SampledSoftmaxHead,
     SoftmaxHead,
@@ -50,6 +51,8 @@ def make_sampler(kind: str, c: int):
         return UnigramSampler(zipf_counts(c), power=0.75)
     if kind == "kernel":
         return QuadraticKernelSampler(alpha=ALPHA)
+    if kind == "centred":
+        return CentredQuadraticKernelSampler(alpha=ALPHA)
     return SoftmaxSampler()
 
 
@@ -66,6 +69,7 @@ def sampling_case(group: str, kind: str, n: int, c: int, **kw) -> Case:
         "uniform": "UniformSampler",
         "unigram": "UnigramSampler (Zipf counts, power 0.75)",
         "kernel": f"QuadraticKernelSampler tree (C={c:,})",
+        "centred": "CentredQuadraticKernelSampler tree (ours: centred kernel, d + 1)",
         "softmax": "SoftmaxSampler (exact, O(C·d))",
         "naive": "naive torch.multinomial over all C, kernel q",
     }[kind]
@@ -122,8 +126,8 @@ def cases(quick: bool) -> list[Case]:
     small, large = (2_000, 20_000) if quick else (50_000, 500_000)
     rows = []
     naive = "naive torch.multinomial over all C, kernel q"
-    for c, kinds, repeats in ((small, ("naive", "kernel", "uniform", "unigram", "softmax"), 5),
-                              (large, ("naive", "kernel", "uniform", "unigram"), 3)):  # softmax ≈ naive: O(C·d)
+    for c, kinds, repeats in ((small, ("naive", "kernel", "centred", "uniform", "unigram", "softmax"), 5),
+                              (large, ("naive", "kernel", "centred", "uniform", "unigram"), 3)):  # softmax ≈ naive: O(C·d)
         group = f"sampled softmax: sampling time per sampler (N={n}, m={M}, d={D}, C={c:,}, targets excluded)"
         rows += [sampling_case(group, k, n, c, baseline=naive, repeats=repeats) for k in kinds]
     group = f"sampled softmax: tree sampling time vs C (N={n}, m={M}, d={D})"

@@ -68,3 +68,9 @@ def naive_kernel_sample(hidden, weight, alpha: float, num_samples: int, exclude=
     if exclude is not None:
         kern.scatter_(1, exclude[:, None], 0.0)
     return torch.multinomial(kern, num_samples, replacement=True)
+
+
+def centred_kernel_probs(hidden, weight, alpha: float, exclude=None) -> torch.Tensor:
+    """(N, C) float64 q_ij ∝ α(h_i·w_j − h_i·w̄)² + 1, w̄ the mean row of ``weight`` (our centred kernel)."""
+    weight = weight.double()
+    return kernel_probs(hidden, weight - weight.mean(0), alpha, exclude)

@@ -17,10 +17,12 @@ Functions on logits (N, C) and targets (N,)::
 
 Samplers for :class:`SampledSoftmaxHead`::
 
-    UniformSampler, UnigramSampler, QuadraticKernelSampler, SoftmaxSampler
+    UniformSampler, UnigramSampler, QuadraticKernelSampler, SoftmaxSampler,
+    CentredQuadraticKernelSampler (our extension: the kernel on logits centred on the mean row's)
 """
 
 from .adaptive import AdaptiveSoftmaxHead, optimal_cutoffs
+from .centred_kernel_sampler import CentredQuadraticKernelSampler
 from .head import LinearHead, OutputHead
 from .kernel_sampler import QuadraticKernelSampler
 from .sampled import SampledSoftmaxHead
@@ -42,6 +44,7 @@ __all__ = [
     "UniformSampler",
     "UnigramSampler",
     "QuadraticKernelSampler",
+    "CentredQuadraticKernelSampler",
     "SoftmaxSampler",
     "softmax_cross_entropy",
     "stable_cross_entropy",

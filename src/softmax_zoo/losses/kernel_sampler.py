@@ -23,12 +23,16 @@ How it is made fast (N rows × m draws, all vectorised, no Python loop per draw 
   ~10 G useful multiply-adds/s on one CPU thread), so evaluating up to ~1000 nodes densely (``top_nodes=1024``, for m = 64) is cheaper
   than walking the two levels it replaces. At C = 500,000 and leaves of 64 the tree is
   7,824 → 1,956 → 489 nodes: 489 dense, two levels walked; at C = 50,000 the 782 leaves are dense.
-* **Lower levels, tiled.** Below, draws are sorted by their current node and packed into tiles of
-  up to ``max_tile`` draws that share a node (the tile follows the mean number of draws per
-  node, so tiles stay mostly full), and the B children's d × d sums are read once per tile (one
-  batched GEMM per chunk of tiles) instead of once per draw, which would make the walk
-  memory-bound. B = 4: a level costs B·d² per draw, so B·log_B(C) is flat for B in 2..4, and 4
-  halves the number of levels (and of sorts) against B = 2.
+  Hence sampling at C = 500,000 takes more than the ~1.2× of the time at C = 50,000 that the
+  O(d² log C) count predicts (N = 1024, m = 64, d = 64): the two walked levels cost 8·d² per draw
+  at a lower rate than the dense GEMM they partly replace, and with N·m ≥ the number of nodes every
+  level is read whole (~290 MB per call at C = 500,000 against ~26 MB at C = 50,000).
+* **Lower levels, tiled.** Below, draws are sorted by their current node and packed into tiles
+  that share a node (a node's c draws into ⌈c / ``max_tile``⌉ tiles of nearly equal size; tiles
+  of similar size batched together, see ``_tiles``), and the B children's d × d sums are read once
+  per tile (one batched GEMM per chunk of tiles) instead of once per draw, which would make the
+  walk memory-bound. B = 4: a level costs B·d² per draw, so B·log_B(C) is flat for B in 2..4, and
+  4 halves the number of levels (and of sorts) against B = 2.
 * **Leaves of 64 classes.** A leaf's kernel values cost leaf_size·d per draw, a node's mass d²;
   with leaf_size ≈ d the last step costs the same as one more tree level, and the tree has
   64× fewer d × d sums to store and refresh (128 MB at C = 500,000) than one with one class per
@@ -51,12 +55,13 @@ float64.
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
 import torch
 
 from .samplers import Sampler
 
-_CHUNK = 8192  # draw slots per batched GEMM (256 tiles of 32): faster than 4× more or all at once on the 2-core CPU
+_CHUNK = 8192  # draw slots per batched GEMM (e.g. 256 tiles of 32): faster than 4× more or all at once on the 2-core CPU
 
 
 def _pick(mass: torch.Tensor) -> torch.Tensor:
@@ -72,30 +77,64 @@ def _gather(table: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
 
 
 def _per_draw(values: torch.Tensor, slots: torch.Tensor, num_draws: int) -> torch.Tensor:
-    """Per-draw (M,) tensor from per-slot ``values`` (T, tile); the padding slots (id M) are dropped."""
+    """Per-draw (M,) tensor from per-slot ``values`` (S,); the padding slots (id M) are dropped."""
     out = values.new_zeros(num_draws + 1)
-    out[slots.reshape(-1)] = values.reshape(-1)
+    out[slots] = values
     return out[:num_draws]
 
 
-def _tiles(node: torch.Tensor, max_tile: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """Pack draws by node: ``tile_node`` (T,) and ``slots`` (T, P) draw ids, padded with M.
+class _Tiles(NamedTuple):
+    """Draws packed by node for the batched GEMMs of a walked level (see :func:`_tiles`).
 
-    P is the largest power of two not above the mean number of draws per visited node (at most
-    ``max_tile``): near the leaves, where a node holds a few draws, tiles stay mostly full; near
-    the top, where it holds hundreds, a node's sums are gathered for few tiles.
+    ``node`` (T,): the node of each tile; ``slots`` (S,): the draw ids of all tiles, tile after
+    tile, each tile padded with M to the width of its chunk; ``chunks``: (first tile, end tile,
+    width, first slot, end slot) of each chunk, whose tiles form one (end − first, width) block.
     """
-    M = node.numel()
+
+    node: torch.Tensor
+    slots: torch.Tensor
+    chunks: list[tuple[int, int, int, int, int]]
+
+    def blocks(self, row_pad: torch.Tensor):
+        """Per chunk: the tiles' nodes (t,) and the rows of their draws (t, width), padding → N."""
+        for a, b, width, s0, s1 in self.chunks:
+            yield self.node[a:b], row_pad[self.slots[s0:s1].view(b - a, width)]
+
+
+def _tiles(node: torch.Tensor, max_tile: int, chunk: int = _CHUNK) -> _Tiles:
+    """Pack the draws at each ``node`` (M,) into tiles that share the node's parameters.
+
+    A node's c draws are cut into ⌈c / max_tile⌉ tiles of nearly equal size; tiles are sorted by
+    size and cut into chunks of about ``chunk`` slots, each chunk padded to its largest tile.
+    Tiles of one width per chunk keep the padding (wasted multiply-adds) to a few percent, where
+    one width for all tiles wastes up to half of them when the number of draws per node varies
+    (Poisson-like counts around a mean that is not a power of two).
+    """
+    M, dev = node.numel(), node.device
     sorted_node, order = torch.sort(node)  # any order within a node will do
     uniq, counts = torch.unique_consecutive(sorted_node, return_counts=True)
-    tile = min(max_tile, 2 ** int(math.log2(max(M // uniq.numel(), 1))))
-    ntiles = (counts + tile - 1) // tile
-    group = torch.repeat_interleave(torch.arange(uniq.numel(), device=node.device), counts)  # (M,)
-    rank = torch.arange(M, device=node.device) - (counts.cumsum(0) - counts)[group]
-    where = (ntiles.cumsum(0) - ntiles)[group] + rank // tile
-    slots = torch.full((int(ntiles.sum()), tile), M, dtype=torch.long, device=node.device)
-    slots[where, rank % tile] = order
-    return torch.repeat_interleave(uniq, ntiles), slots
+    pieces = (counts + max_tile - 1) // max_tile  # (U,) tiles per node
+    first = pieces.cumsum(0) - pieces  # (U,) first tile of each node
+    group = torch.repeat_interleave(torch.arange(uniq.numel(), device=dev), counts)  # (M,) node of each sorted draw
+    rank = torch.arange(M, device=dev) - (counts.cumsum(0) - counts)[group]  # rank within its node
+    tile_of = first[group] + rank % pieces[group]  # (M,) draws dealt round-robin to the node's tiles
+    pos = rank // pieces[group]  # (M,) place within the tile
+    size = torch.bincount(tile_of, minlength=int(pieces.sum()))  # (T,)
+    size, by_size = torch.sort(size, descending=True, stable=True)
+    where = torch.empty_like(by_size)
+    where[by_size] = torch.arange(by_size.numel(), device=dev)  # sorted position of each tile
+    chunks, width_of, a, s0, sizes = [], [], 0, 0, size.tolist()
+    while a < len(sizes):
+        width = sizes[a]
+        b = min(len(sizes), a + max(1, chunk // width))
+        chunks.append((a, b, width, s0, s0 + (b - a) * width))
+        width_of += [width] * (b - a)
+        a, s0 = b, s0 + (b - a) * width
+    start = torch.tensor(width_of, device=dev).cumsum(0) - torch.tensor(width_of, device=dev)  # (T,) first slot
+    slots = torch.full((s0,), M, dtype=torch.long, device=dev)
+    slots[start[where[tile_of]] + pos] = order
+    tile_node = torch.repeat_interleave(uniq, pieces)[by_size]
+    return _Tiles(tile_node, slots, chunks)
 
 
 class QuadraticKernelSampler(Sampler):
@@ -138,7 +177,8 @@ class QuadraticKernelSampler(Sampler):
         ancestors are recomputed (the result equals a rebuild); otherwise all sums are recomputed,
         in place (no new allocation: at C = 500,000 the tree is ~170 MB).
         """
-        W = weight.detach().float()
+        self._weight_shape = tuple(weight.shape)
+        W = self._tree_rows(weight)
         C, d = W.shape
         if self._W is None or self._shape != (C, d) or self._W.device != W.device:
             return self._build(W)
@@ -191,8 +231,16 @@ class QuadraticKernelSampler(Sampler):
         self._S_root = self._S[-1].double().sum(0)  # (d, d)
 
     def _ensure(self, weight: torch.Tensor) -> None:
-        if self._W is None or self._shape != tuple(weight.shape):
+        if self._W is None or self._weight_shape != tuple(weight.shape):
             self.refresh(weight)
+
+    def _tree_rows(self, weight: torch.Tensor) -> torch.Tensor:
+        """(C, d') the rows the tree is built on: the output rows w_j themselves (float32)."""
+        return weight.detach().float()
+
+    def _query(self, hidden: torch.Tensor) -> torch.Tensor:
+        """(N, d') the query matching :meth:`_tree_rows`: the hidden rows themselves (float32)."""
+        return hidden.detach().float()
 
     # -- sampling ----------------------------------------------------------------------------------
     def _log_z(self, h: torch.Tensor, q_t: torch.Tensor | None) -> torch.Tensor:
@@ -209,7 +257,7 @@ class QuadraticKernelSampler(Sampler):
         self._ensure(weight)
         d = self._shape[1]
         self.check_num_samples(num_samples)
-        h = hidden.detach().float()
+        h = self._query(hidden)
         if h.shape[0] == 0:
             return torch.zeros(0, num_samples, dtype=torch.long, device=h.device), h.new_zeros(0, num_samples)
         N, m, L, B, a = h.shape[0], num_samples, self.leaf_size, self.branching, self.alpha
@@ -236,23 +284,18 @@ class QuadraticKernelSampler(Sampler):
 
         # Walk down the lower levels, draws tiled by node, tiles in chunks.
         for k in range(top - 1, -1, -1):
-            tile_node, slots = _tiles(node, self.max_tile)
-            step = max(1, _CHUNK // slots.shape[1])  # tiles per chunk
+            tiles = _tiles(node, self.max_tile)
             child = torch.cat([
-                self._children(k, tile_node[i : i + step], row_pad[slots[i : i + step]], h_pad, t_pad, qt_pad)
-                for i in range(0, tile_node.numel(), step)
-            ])  # (T, P)
-            node = node * B + _per_draw(child, slots, N * m)
+                self._children(k, tile_node, rows, h_pad, t_pad, qt_pad).reshape(-1)
+                for tile_node, rows in tiles.blocks(row_pad)
+            ])  # (S,) per slot
+            node = node * B + _per_draw(child, tiles.slots, N * m)
 
         # Leaves: the classes' own kernel values decide.
-        tile_node, slots = _tiles(node, self.max_tile)
-        step = max(1, _CHUNK // slots.shape[1])
-        parts = [
-            self._leaf(tile_node[i : i + step], row_pad[slots[i : i + step]], h_pad, t_pad)
-            for i in range(0, tile_node.numel(), step)
-        ]
-        ids = _per_draw(torch.cat([p[0] for p in parts]), slots, N * m).view(N, m)
-        k_s = _per_draw(torch.cat([p[1] for p in parts]), slots, N * m).view(N, m)  # K(h, w_s)
+        tiles = _tiles(node, self.max_tile)
+        parts = [self._leaf(tile_node, rows, h_pad, t_pad) for tile_node, rows in tiles.blocks(row_pad)]
+        ids = _per_draw(torch.cat([p[0].reshape(-1) for p in parts]), tiles.slots, N * m).view(N, m)
+        k_s = _per_draw(torch.cat([p[1].reshape(-1) for p in parts]), tiles.slots, N * m).view(N, m)  # K(h, w_s)
         log_q = k_s.double().log() - self._log_z(h, q_t)[:, None]
         return ids, log_q.float()
 
@@ -262,7 +305,7 @@ class QuadraticKernelSampler(Sampler):
         Hq = _gather(h_pad, rows).transpose(1, 2)  # (t, d, P)
         S = _gather(self._S[k].view(-1, B * d, d), tile_node)  # (t, B·d, d): the B children's Σ w wᵀ
         v = torch.bmm(S, Hq).view(-1, B, d, rows.shape[1])  # (t, B, d, P): S_b h
-        quad = (v * Hq[:, None]).sum(2).transpose(1, 2)  # (t, P, B): hᵀ S_b h
+        quad = v.mul_(Hq[:, None]).sum(2).transpose(1, 2)  # (t, P, B): hᵀ S_b h
         cnt = self._cnt[k].view(-1, B)[tile_node][:, None, :]  # (t, 1, B)
         mass = self.alpha * quad + cnt
         if t_pad is not None:
@@ -292,7 +335,7 @@ class QuadraticKernelSampler(Sampler):
     @torch.no_grad()
     def log_prob(self, hidden, weight, ids, exclude=None, bias=None):
         self._ensure(weight)
-        h = hidden.detach().float()
+        h = self._query(hidden)
         flat_W = self._W.view(-1, self._shape[1])
         kern = self.alpha * torch.einsum("nd,nkd->nk", h.double(), flat_W[ids].double()) ** 2 + 1
         q_t = None if exclude is None else ((h * flat_W[exclude]).sum(1)) ** 2

@@ -8,11 +8,17 @@ full-softmax run. A biased sampler trains towards a different optimum, so its ga
 grows; the paper's claim is that the quadratic kernel reaches a given gap with 10-100x fewer
 samples than uniform sampling, and that the softmax sampler (the oracle) is unbiased.
 
+A second section, when results/diagnostics/sampler_bias/ holds diagnostics of the full-softmax
+run's checkpoints (``python -m softmax_zoo.diagnostics.sampler_bias``, ``make sampler-diagnostic``),
+shows per checkpoint how far each sampler's q is from the model's p and the bias of the sampled
+loss and output-layer gradient, measured directly at fixed weights.
+
 Build: ``python -m softmax_zoo.results kernel_bias``.
 """
 
 from __future__ import annotations
 
+import json
 import math
 from pathlib import Path
 from typing import Any
@@ -24,6 +30,8 @@ from ._stats import format_mean_ci, mean
 EXPERIMENT = "kernel_bias"
 SAMPLERS = ("uniform", "unigram", "quadratic", "softmax")
 FEWER_SAMPLES = (10.0, 100.0)  # the paper: one to two orders of magnitude fewer samples than uniform
+DIAGNOSTICS = Path("diagnostics") / "sampler_bias"  # under results_dir: the diagnostic's JSON files
+DIAGNOSED_RUN = "ptb_full_softmax_"  # run-name prefix of the checkpoints the section shows
 
 
 def sampler_name(record: dict[str, Any]) -> str | None:
@@ -119,6 +127,49 @@ def finding(full: list[float], grid: dict[str, dict[int, list[float]]]) -> tuple
     return sentence, verdict, short
 
 
+def diagnostic_table(result: dict[str, Any]) -> str:
+    """One checkpoint's diagnostic: a line of logit sizes, then per sampler KL and the loss and gradient bias per m."""
+    s, meta = result["stats"], result["meta"]
+    ms = sorted({r["m"] for r in result["rows"]})
+    rows = []
+    for name in dict.fromkeys(r["sampler"] for r in result["rows"]):
+        per_m = {r["m"]: r for r in result["rows"] if r["sampler"] == name}
+        first = next(iter(per_m.values()))
+        label = f"{name} (ours)" if name == "quadratic_centred" else name
+        rows.append([label, f"{max(first['kl'], 0.0):.2f}",  # KL >= 0; a negative value is rounding
+                     *[f"{per_m[m]['loss_bias']:+.3f}" if m in per_m else "-" for m in ms],
+                     *[f"{per_m[m]['grad_bias']:.2f}" if m in per_m else "-" for m in ms]])
+    header = ["sampler", "KL(p̃‖q̃)", *[f"loss bias m={m}" for m in ms], *[f"grad bias m={m}" for m in ms]]
+    return (
+        f"**Step {meta['step']}** (`{meta['command']}`; {meta['rows']} rows, {meta['draws']} draws per point): "
+        f"mean |h·w| {s['mean_abs_hw']:.2f}, row mean of h·w {s['row_mean_hw']:+.2f} (std over rows "
+        f"{s['row_mean_hw_std']:.2f}), ‖w̄‖ {s['mean_row_norm']:.2f} against mean ‖w_c − w̄‖ {s['class_part_norm']:.2f}.\n\n"
+        + markdown_table(header, rows)
+    )
+
+
+def diagnostic_section(results_dir: str | Path) -> str:
+    """The page's section on the fixed-checkpoint diagnostics ("" if there are none)."""
+    files = sorted(Path(results_dir, DIAGNOSTICS).glob(f"{DIAGNOSED_RUN}*.json"))
+    results = sorted((json.loads(f.read_text()) for f in files), key=lambda r: r["meta"]["step"])
+    if not results:
+        return ""
+    trained = {r["meta"].get("trained_by") for r in results} - {None}
+    return (
+        "\n## Sampler bias at fixed checkpoints of the full-softmax run\n\n"
+        f"Diagnostics in results/{DIAGNOSTICS.as_posix()}/ (`python -m softmax_zoo.diagnostics.sampler_bias`, "
+        "`make sampler-diagnostic CKPT=...`)"
+        + (f" of the checkpoints of `{'`, `'.join(sorted(trained))}`" if trained else "")
+        + ". Over the first training batches: KL(p̃‖q̃) between the model's distribution and the sampler's, "
+        "both without the target; the sampled loss's bias E[L̂] − L (nats/token; negative: the sampled loss "
+        "underestimates the full one); the output layer's gradient bias ‖E[ĝ] − g‖ / ‖g‖, corrected for the "
+        "draws' noise (the JSON files also hold its noise level, standard errors and the cosine). "
+        "quadratic_centred is our extension, not in the paper: the kernel α(h·w − h·w̄)² + 1 on logits "
+        "centred on the mean output row's.\n\n"
+        + "\n".join(diagnostic_table(r) for r in results)
+    )
+
+
 def build(results_dir: str | Path = "results", out: str | Path | None = None) -> None:
     """Write kernel_bias.md, kernel_bias.png and the kernel-bias rows of claims.md into ``out`` (default ``results_dir``)."""
     runs = runs_dir(results_dir)
@@ -149,6 +200,7 @@ def build(results_dir: str | Path = "results", out: str | Path | None = None) ->
         + sentence
         + (f" The softmax sampler's largest gap over m is {oracle_gap:.3f} nats." if oracle else "")
         + "\n\n![validation loss against m](kernel_bias.png)\n"
+        + diagnostic_section(results_dir)
     )
     write_page(
         out,

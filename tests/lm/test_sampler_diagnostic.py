@@ -1,0 +1,59 @@
+"""python -m softmax_zoo.diagnostics.sampler_bias end to end on the generated corpus (init and a checkpoint)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from softmax_zoo import engine
+from softmax_zoo.diagnostics import sampler_bias
+from softmax_zoo.reports.kernel_bias import diagnostic_section
+
+from .test_task import compose
+
+
+def overrides(corpus, tmp_path) -> list[str]:
+    return ["task=lm1b", "scale=smoke", f"task.data_dir={corpus}", f"results_dir={tmp_path}", f"output_dir={tmp_path}/ckpt"]
+
+
+def diagnose(checkpoint, corpus, tmp_path, *extra):
+    argv = [str(checkpoint), *overrides(corpus, tmp_path), "--batches", "1", "--draws", "3", "--samples", "4", "16",
+            "--samplers", "uniform", "quadratic_centred", "softmax", "--out", str(tmp_path / "diagnostics" / "sampler_bias"), *extra]
+    return sampler_bias.run(sampler_bias.parse_args(argv))
+
+
+def test_init_writes_json_and_table(lm_corpus, tmp_path):
+    result = diagnose("init", lm_corpus, tmp_path, "--name", "at_init", "--trained-by", "nothing (init)")
+    saved = json.loads((tmp_path / "diagnostics" / "sampler_bias" / "at_init.json").read_text())
+    assert saved["rows"] == result["rows"] and saved["meta"]["step"] == 0
+    assert [(r["sampler"], r["m"]) for r in saved["rows"]] == [
+        (s, m) for s in ("uniform", "quadratic_centred", "softmax") for m in (4, 16)
+    ]
+    oracle = [r for r in saved["rows"] if r["sampler"] == "softmax"]
+    assert all(abs(r["kl"]) < 1e-6 and abs(r["loss_bias"]) < 1e-5 for r in oracle)
+    assert all(r["kl"] > 0 for r in saved["rows"] if r["sampler"] != "softmax")
+    page = (tmp_path / "diagnostics" / "sampler_bias" / "at_init.md").read_text()
+    assert "| quadratic_centred |" in page and "sampler_bias init" in page
+
+
+def test_checkpoint_after_training(lm_corpus, tmp_path):
+    engine.run(compose(lm_corpus, tmp_path, "loss=softmax", "train.save_steps=2"))
+    ckpt = sorted((tmp_path / "ckpt").glob("checkpoint-*"))[-1]
+    result = diagnose(ckpt, lm_corpus, tmp_path)
+    step = int(ckpt.name.split("-")[1])
+    assert result["meta"]["step"] == step
+    assert (tmp_path / "diagnostics" / "sampler_bias" / f"{result['meta']['run_name']}_step{step}.json").is_file()
+
+
+def test_a_folder_that_is_not_a_checkpoint_is_refused(lm_corpus, tmp_path):
+    with pytest.raises(ValueError, match="must be 'init' or a checkpoint-N folder, got"):
+        diagnose(tmp_path, lm_corpus, tmp_path)
+
+
+def test_kernel_bias_page_section_shows_the_diagnostics(lm_corpus, tmp_path):
+    assert diagnostic_section(tmp_path) == ""  # no diagnostics: the page has no such section
+    diagnose("init", lm_corpus, tmp_path, "--name", "ptb_full_softmax_smoke_step0", "--trained-by", "train.max_steps=0")
+    section = diagnostic_section(tmp_path)
+    assert "of the checkpoints of `train.max_steps=0`" in section and "**Step 0**" in section
+    assert "| quadratic_centred (ours) |" in section and "loss bias m=16" in section
