@@ -44,3 +44,16 @@ reproduce-table3-init: setup data/squad_qg/meta.json  ## after reproduce-table3:
 
 rouge-perl: setup  ## ROUGE-1.5.5 (UniLM's Perl ROUGE, `python -m softmax_zoo.rouge155 install` + libxml-dom-perl) vs rouge-score on the committed predictions -> results/rouge_perl.md
 	$(BIN)/python scripts/compare_rouge_perl.py
+
+# Sparse-softmax regime study (results/sparse_regime.md): a softmax start run of REGIME_STARTS' largest
+# epoch count keeping every epoch's checkpoint, then from each start one more epoch with softmax and with
+# sparse-softmax at each of REGIME_KS; 1,000 test pairs at beam 1 (configs/experiment/sparse_regime{,_start}.yaml).
+# Resumable: a job whose record exists is skipped, an interrupted one continues (resume=true); rerun the same command.
+# CPU time at cpu scale (2 cores, 1 thread per step measured under load): see REGIME_BUDGET below.
+REGIME_STARTS ?= 0,1,2,4
+REGIME_KS ?= 20,100
+REGIME_SEED ?= 0
+.PHONY: reproduce-sparse-regime
+reproduce-sparse-regime: setup data/gigaword/meta.json  ## sparse-softmax vs softmax from starts of increasing strength -> results/sparse_regime.md (+ .png)
+	$(BIN)/python -m softmax_zoo.studies.sparse_regime scale=$(or $(SCALE),cpu) starts=$(REGIME_STARTS) ks=$(REGIME_KS) seed=$(REGIME_SEED)
+	$(BIN)/python -m softmax_zoo.results sparse_regime results_dir=$(call results_for,$(or $(SCALE),cpu))

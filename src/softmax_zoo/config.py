@@ -8,7 +8,7 @@ records about its composition (Hydra's group choices, the command as typed).
 - :func:`command_line`, :func:`hydra_choices`: what :func:`softmax_zoo.records.make_record` keeps.
 - Resolvers the configs use (registered on import): ``${zoo.run_suffix:...}`` (the overrides that
   tell a run apart, :func:`run_suffix`), ``${zoo.group:...}`` (:func:`run_group`) and
-  ``${zoo.results_dir:...}`` (:func:`results_dir`).
+  ``${zoo.results_dir:...}`` (:func:`results_dir`), ``${zoo.epoch_checkpoint:...}`` (:func:`epoch_checkpoint`).
 """
 
 from __future__ import annotations
@@ -187,9 +187,33 @@ def results_dir(reproduction: bool, scale: str) -> str:
     return "results" if reproduction and scale in COMMITTED_SCALES else SCRATCH_DIR
 
 
+def epoch_checkpoint(run_dir: str, epoch: int) -> str | None:
+    """The checkpoint of ``run_dir`` saved at the end of epoch ``epoch`` (``train.save_steps: epoch``); None for epoch 0.
+
+    Epoch 0 means the model's own initialisation (no ``init_from``). The epoch is read from each
+    ``checkpoint-N/trainer_state.json``.
+
+    Raises:
+        FileNotFoundError: no checkpoint of that epoch (the run that saves it has not got there).
+    """
+    import json
+
+    epoch = int(epoch)
+    if epoch == 0:
+        return None
+    for state in sorted(Path(run_dir).glob("checkpoint-*/trainer_state.json")):
+        if abs(float(json.loads(state.read_text()).get("epoch") or 0.0) - epoch) < 1e-6:
+            return str(state.parent)
+    raise FileNotFoundError(
+        f"no checkpoint saved at the end of epoch {epoch} in {run_dir} (its trainer_state.json files name the epoch): "
+        "finish the run that saves it first (e.g. experiment=sparse_regime_start)"
+    )
+
+
 def register_resolvers() -> None:
     """Register the ``zoo.*`` resolvers (idempotent)."""
-    for name, fn in (("zoo.run_suffix", run_suffix), ("zoo.group", run_group), ("zoo.results_dir", results_dir)):
+    for name, fn in (("zoo.run_suffix", run_suffix), ("zoo.group", run_group), ("zoo.results_dir", results_dir),
+                     ("zoo.epoch_checkpoint", epoch_checkpoint)):
         if not OmegaConf.has_resolver(name):
             OmegaConf.register_new_resolver(name, fn)
 

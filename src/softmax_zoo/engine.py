@@ -157,6 +157,19 @@ def precision_flags(precision: str) -> dict[str, bool]:
     return {"bf16": precision == "bf16", "fp16": precision == "fp16"}
 
 
+def save_flags(save_steps: int | str) -> dict[str, Any]:
+    """``train.save_steps`` -> TrainingArguments ``save_strategy``/``save_steps``.
+
+    N > 0: a checkpoint every N optimiser steps; 0: none; ``"epoch"``: one at the end of each epoch
+    (named ``checkpoint-<step>`` like the others; its ``trainer_state.json`` holds the epoch).
+    """
+    if save_steps == "epoch":
+        return {"save_strategy": "epoch"}
+    if not isinstance(save_steps, int) or save_steps < 0:
+        raise ValueError(f"train.save_steps must be an integer >= 0 or 'epoch', got {save_steps!r}")
+    return {"save_strategy": "steps" if save_steps > 0 else "no", "save_steps": save_steps if save_steps > 0 else 500}
+
+
 def training_arguments(cfg: DictConfig) -> TrainingArguments:
     """TrainingArguments from ``cfg.train`` (names as in transformers 5.x)."""
     t = cfg.train
@@ -181,8 +194,7 @@ def training_arguments(cfg: DictConfig) -> TrainingArguments:
         logging_steps=t.logging_steps,
         logging_nan_inf_filter=False,  # a NaN loss must reach NonFiniteLossGuard, not be averaged away
         eval_strategy="no",  # evaluation is Task.evaluate, called by run()
-        save_strategy="steps" if t.save_steps > 0 else "no",
-        save_steps=t.save_steps if t.save_steps > 0 else 500,
+        **save_flags(t.save_steps),
         save_total_limit=t.save_total_limit,
         seed=cfg.seed,
         report_to=[],  # wandb is driven by softmax_zoo.tracking, not the Trainer's WandbCallback

@@ -1,0 +1,154 @@
+"""The sparse-softmax regime study: Δ ROUGE (sparse − softmax) against the start's share of targets in Ω_k.
+
+``python -m softmax_zoo.results sparse_regime`` (the last step of ``make reproduce-sparse-regime``)
+reads the records of experiment ``sparse_regime`` (:mod:`softmax_zoo.studies.sparse_regime`) and
+their test predictions, and writes ``results/sparse_regime.md`` and ``sparse_regime.png``. For each
+start (the start run's epoch e, ``config.regime.start_epoch``), scale and seed, the softmax arm is
+paired with each sparse arm (its k): Δ ROUGE-1/2 at beam 1 with a paired bootstrap 95% interval
+over the test pairs, against the softmax arm's share of test targets inside its top-k
+(``test/target_in_topk``, teacher-forced; :mod:`softmax_zoo.diagnostics.topk`). Without records
+the page says how to make them.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+from ..records import choice, get, load_records, runs_dir
+from ._pages import markdown_table, provenance, pyplot, save_figure, write_page
+from ._seq2seq import BOOTSTRAP_SAMPLES, SOFTMAX, SPARSE, fmt_delta, pooled
+from ._stats import paired_bootstrap
+
+EXPERIMENT = "sparse_regime"
+METRICS = ("rouge1", "rouge2")
+BEAM = 1
+# Sun et al. 2021, Table 5 (Gigaword-10k, UniLM, beam 1): sparse − softmax.
+PAPER_DELTAS = {"rouge1": 0.67, "rouge2": 0.79}
+PAPER_REGIME = (
+    "**Where the paper's regime lies.** The paper fine-tunes UniLM on Gigaword-10k for 30 epochs; UniLM's "
+    "own Gigaword-10k result is ROUGE-1 34.21 (beam 5, unilm-v1 README), and a model of that strength is "
+    "expected to hold nearly all targets inside its top-20: the right end of this figure's x-axis (a share "
+    "near 100%), not measured here on such a model. The paper's Δ at beam 1 is +0.67 ROUGE-1 / +0.79 ROUGE-2."
+)
+NO_RECORDS = (
+    "# Sparse-softmax regime study (Gigaword-10k)\n\n"
+    "No records yet. `make reproduce-sparse-regime` runs the study (python -m softmax_zoo.studies.sparse_regime) "
+    "and rebuilds this page with `python -m softmax_zoo.results sparse_regime`.\n"
+)
+
+
+def start_epoch(record: dict[str, Any]) -> int | None:
+    """The start epoch of a fine-tuning record (None for the start run itself)."""
+    return get(record, "config.regime.start_epoch")  # the start run's config has no start_epoch
+
+
+def arms(records: list[dict[str, Any]]) -> dict[tuple[str, int, int], dict[str, dict[str, Any]]]:
+    """(scale, start epoch, seed) -> {"softmax": record, "k=<k>": record, ...} of the fine-tuning runs."""
+    out: dict[tuple[str, int, int], dict[str, dict[str, Any]]] = defaultdict(dict)
+    for r in records:
+        e = start_epoch(r)
+        if e is None:
+            continue
+        loss = choice(r, "loss")
+        if loss not in (SOFTMAX, SPARSE):
+            raise ValueError(f"{r['run_name']}: the regime study pairs softmax with sparse_softmax, got loss={loss}")
+        out[get(r, "config.scale.name"), int(e), r["seed"]]["softmax" if loss == SOFTMAX else f"k={get(r, 'config.loss.k')}"] = r
+    return out
+
+
+def points(runs: Path, records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One point per (scale, start, seed, sparse k): the softmax arm's regime and Δ ROUGE-1/2 with their intervals."""
+    out = []
+    for (scale, e, seed), by_arm in sorted(arms(records).items()):
+        soft = by_arm.get("softmax")
+        if soft is None:
+            continue
+        for arm, sparse in sorted(by_arm.items(), key=lambda kv: (kv[0] != "softmax", len(kv[0]), kv[0])):
+            if arm == "softmax":
+                continue
+            point = {
+                "scale": scale, "start": e, "seed": seed, "k": int(get(sparse, "config.loss.k")),
+                "share": soft["metrics"]["test/target_in_topk"], "share_k": int(soft["metrics"]["test/diagnostics_k"]),
+                "rank": soft["metrics"]["test/median_target_rank"], "sparse_share": sparse["metrics"]["test/target_in_topk"],
+                "softmax": {m: soft["metrics"][f"test/{m}_beam{BEAM}"] for m in METRICS},
+                "sparse": {m: sparse["metrics"][f"test/{m}_beam{BEAM}"] for m in METRICS},
+            }
+            for m in METRICS:
+                a, b = pooled([(soft, sparse)], runs, lambda row, m=m: row[f"beam{BEAM}"][m])
+                point[m] = paired_bootstrap(a, b, num_samples=BOOTSTRAP_SAMPLES)
+                point["n"] = len(a)
+            out.append(point)
+    return out
+
+
+def table(pts: list[dict[str, Any]]) -> str:
+    rows = [
+        [p["scale"], p["start"], p["seed"], f"{100 * p['share']:.1f}% (k={p['share_k']})", f"{p['rank']:g}",
+         f"{p['softmax']['rouge1']:.2f} / {p['softmax']['rouge2']:.2f}", p["k"], f"{100 * p['sparse_share']:.1f}%",
+         f"{p['sparse']['rouge1']:.2f} / {p['sparse']['rouge2']:.2f}", fmt_delta(p["rouge1"]), fmt_delta(p["rouge2"]), p["n"]]
+        for p in pts
+    ]
+    return markdown_table(
+        ["scale", "start epoch", "seed", "softmax arm: targets in Ω_k", "softmax arm: median target rank",
+         "softmax R-1 / R-2", "sparse k", "sparse arm: targets in its Ω_k", "sparse R-1 / R-2", "Δ R-1 [95% CI]",
+         "Δ R-2 [95% CI]", "test pairs"],
+        rows,
+    )
+
+
+def figure(pts: list[dict[str, Any]], path: Path) -> None:
+    """Δ ROUGE-1 and -2 (with intervals) against the softmax arm's share of targets in Ω_k, one series per k."""
+    plt = pyplot()
+    fig, axes = plt.subplots(1, len(METRICS), figsize=(10, 4), sharey=False)
+    for ax, m in zip(axes, METRICS):
+        for k in sorted({p["k"] for p in pts}):
+            ps = sorted((p for p in pts if p["k"] == k), key=lambda p: p["share"])
+            x = [100 * p["share"] for p in ps]
+            y = [p[m]["delta"] for p in ps]
+            err = [[p[m]["delta"] - p[m]["low"] for p in ps], [p[m]["high"] - p[m]["delta"] for p in ps]]
+            ax.errorbar(x, y, yerr=err, marker="o", capsize=3, label=f"sparse k={k}")
+            for p, xi, yi in zip(ps, x, y):
+                ax.annotate(f"e{p['start']}", (xi, yi), textcoords="offset points", xytext=(4, 4), fontsize=7)
+        ax.axhline(0.0, color="grey", lw=0.8)
+        ax.axhline(PAPER_DELTAS[m], color="tab:red", ls="--", lw=0.8, label=f"paper Δ ({PAPER_DELTAS[m]:+.2f})")
+        ax.set_xlabel(f"softmax arm: test targets in Ω_{pts[0]['share_k']} (%)")
+        ax.set_ylabel(f"Δ {m} (sparse − softmax), beam {BEAM}")
+        ax.grid(True, alpha=0.3)
+        ax.legend(fontsize=8)
+    save_figure(fig, path)
+
+
+def build(results_dir: str | Path = "results", out: str | Path | None = None) -> None:
+    """Write ``<out>/sparse_regime.md`` (+ ``sparse_regime.png`` when there are points); ``out`` defaults to ``results_dir``."""
+    out = Path(out or results_dir)
+    runs = runs_dir(results_dir)
+    records = load_records(runs, EXPERIMENT) if (runs / EXPERIMENT).is_dir() else []
+    pts = points(runs, records)
+    if not pts:
+        write_page(out, EXPERIMENT, NO_RECORDS)
+        return
+    figure(pts, out / f"{EXPERIMENT}.png")
+    starts = [r for r in records if start_epoch(r) is None]
+    start_line = "".join(
+        f"Start run `{r['run_name']}`: {r['timing']['global_steps']} optimiser steps, test R-1 / R-2 "
+        f"{r['metrics'][f'test/rouge1_beam{BEAM}']:.2f} / {r['metrics'][f'test/rouge2_beam{BEAM}']:.2f} after its last epoch.\n"
+        for r in starts
+    )
+    text = (
+        "# Sparse-softmax regime study (Gigaword-10k)\n\n"
+        + provenance(EXPERIMENT, records)
+        + "Runs: `make reproduce-sparse-regime` (`python -m softmax_zoo.studies.sparse_regime`). A softmax run keeps a "
+        "checkpoint at the end of each epoch (the start run); from each start epoch e (e0: the model's own "
+        "initialisation) one more epoch is trained with softmax and with sparse-softmax at each k, all with label "
+        f"smoothing 0.1. Every arm decodes the same test pairs at beam {BEAM}. Δ = sparse − softmax, ROUGE F1 x 100 "
+        f"(rouge-score); the 95% interval is a paired bootstrap ({BOOTSTRAP_SAMPLES} resamples) over test pairs. The "
+        "x-axis is the softmax arm's share of test target tokens inside its top-k (teacher-forced, at the masked "
+        "positions), measured after its extra epoch: the strength the start reaches with the full softmax.\n\n"
+        + start_line + "\n"
+        + table(pts) + "\n"
+        + f"![Δ ROUGE against the share of targets in Ω_k]({EXPERIMENT}.png)\n\n"
+        + PAPER_REGIME + "\n"
+    )
+    write_page(out, EXPERIMENT, text)

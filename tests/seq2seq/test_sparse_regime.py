@@ -1,0 +1,67 @@
+"""The regime study end to end at smoke scale on generated pairs: the chained runs, resumable, and the page."""
+
+import json
+import random
+
+import pytest
+
+from softmax_zoo import config, engine
+from softmax_zoo.reports import sparse_regime as page
+from softmax_zoo.studies import sparse_regime as study
+
+from .test_end_to_end import _summaries, _write
+
+
+def test_jobs_start_run_first_then_each_start_with_every_arm():
+    jobs = study.jobs([2, 0], [20, 100], scale="cpu", seed=1)
+    assert jobs[0] == ["experiment=sparse_regime_start", "scale=cpu", "seed=1", "regime.epochs=2"]
+    assert [j[1] for j in jobs[1:]] == ["regime.start_epoch=0"] * 3 + ["regime.start_epoch=2"] * 3
+    assert [j[-1] for j in jobs[1:4]] == ["loss=softmax", "loss.k=20", "loss.k=100"]
+    assert study.jobs([0], [20], scale="cpu", seed=0)[0][0] == "experiment=sparse_regime"  # no start run needed
+    with pytest.raises(ValueError, match=r"ks must be >= 1, got \[0\]"):
+        study.jobs([1], [0], scale="cpu", seed=0)
+
+
+def test_a_missing_epoch_checkpoint_is_named(tmp_path):
+    assert config.epoch_checkpoint(str(tmp_path), 0) is None
+    (tmp_path / "checkpoint-4").mkdir()
+    (tmp_path / "checkpoint-4" / "trainer_state.json").write_text(json.dumps({"epoch": 2.0}))
+    assert config.epoch_checkpoint(str(tmp_path), 2) == str(tmp_path / "checkpoint-4")
+    with pytest.raises(FileNotFoundError, match="end of epoch 1 in"):
+        config.epoch_checkpoint(str(tmp_path), 1)
+
+
+def test_page_without_records_says_how_to_make_them(tmp_path):
+    page.build(tmp_path)
+    assert "No records yet" in (tmp_path / "sparse_regime.md").read_text()
+
+
+def test_regime_chain_at_smoke_scale_builds_the_page(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # checkpoints/ and scratch/ (smoke records) land here
+    monkeypatch.setenv("WANDB_MODE", "disabled")
+    rng = random.Random(0)
+    _write(tmp_path / "data", {"train": _summaries(rng, 24), "test": _summaries(rng, 12)})
+    # 16 training pairs in batches of 8: 2 steps an epoch; the start run lasts 2 epochs.
+    extra = ["model=unilm_tiny", f"task.data_dir={tmp_path / 'data'}", "train.max_steps=-1", "task.eval_size=8"]
+    jobs = study.jobs([0, 2], [20, 50], scale="smoke", seed=0, extra=extra)
+    ran = []
+
+    def in_process(overrides):
+        ran.append(overrides)
+        engine.run(config.compose(overrides))
+
+    paths = study.run_all(jobs, in_process)
+    assert len(ran) == 7 and all(o[-1] == "resume=true" for o in ran) and all(p.is_file() for p in paths)
+    ckpts = sorted(p.name for p in (tmp_path / "checkpoints" / "sparse_regime").glob("*start-e2*/checkpoint-*"))
+    assert ckpts == ["checkpoint-2", "checkpoint-4"]  # one per epoch, both kept
+    from_e2 = json.loads(paths[-1].read_text())
+    assert from_e2["config"]["init_from"].endswith("checkpoint-4") and from_e2["timing"]["global_steps"] == 2
+    assert study.run_all(jobs, in_process) == paths and len(ran) == 7  # finished records are skipped
+
+    page.build(tmp_path / "scratch")
+    text = (tmp_path / "scratch" / "sparse_regime.md").read_text()
+    pts = page.points(tmp_path / "scratch" / "runs", [json.loads(p.read_text()) for p in paths])
+    assert [(p["start"], p["k"]) for p in pts] == [(0, 20), (0, 50), (2, 20), (2, 50)]
+    assert all(p["rouge1"]["low"] <= p["rouge1"]["delta"] <= p["rouge1"]["high"] and p["n"] == 8 for p in pts)
+    assert "Where the paper's regime lies" in text and "Δ R-1 [95% CI]" in text
+    assert (tmp_path / "scratch" / "sparse_regime.png").stat().st_size > 0
