@@ -8,6 +8,7 @@ Two dataset forms:
 
 - :class:`TokenizedDataset`: token ids per example (an encoder runs on every batch);
 - :class:`FeatureDataset`: one pooled feature vector per example, precomputed by a frozen encoder
+- :class:`StateDataset`: one example's token states (T_i, d), precomputed by a frozen encoder's lower layers
   (the cpu scale's English models; see :mod:`softmax_zoo.tasks.classification`).
 """
 
@@ -155,12 +156,38 @@ class FeatureDataset(torch.utils.data.Dataset):
         return {"features": self.features[i], "labels": self.labels[i]}
 
 
+class StateDataset(torch.utils.data.Dataset):
+    """Examples ``{"states": (T_i, d) tensor, "labels": int}`` of cached token states (a frozen encoder's lower layers).
+
+    Args:
+        states: (sum of T_i, d) every example's token states, concatenated in order.
+        lengths: (N,) tokens per example.
+        labels: (N,) class ids.
+    """
+
+    def __init__(self, states: torch.Tensor, lengths: torch.Tensor, labels: Sequence[int]) -> None:
+        if lengths.dim() != 1 or len(lengths) != len(labels) or states.dim() != 2 or int(lengths.sum()) != states.shape[0]:
+            raise ValueError(
+                f"states must be (sum of lengths, d) and lengths (N,) with N = {len(labels)} labels, "
+                f"got states {tuple(states.shape)}, lengths {tuple(lengths.shape)} summing to {int(lengths.sum())}"
+            )
+        self.states = states
+        self.offsets = [0, *torch.cumsum(lengths, 0).tolist()]
+        self.labels = list(labels)
+
+    def __len__(self) -> int:
+        return len(self.labels)
+
+    def __getitem__(self, i: int) -> dict[str, Any]:
+        return {"states": self.states[self.offsets[i] : self.offsets[i + 1]], "labels": self.labels[i]}
+
+
 class ClassificationCollator:
     """List of examples -> batch of tensors.
 
     Token examples give ``input_ids`` (B, T) right-padded with ``pad_id`` to the longest in the
     batch, ``attention_mask`` (B, T) and ``labels`` (B,); feature examples give ``features`` (B, d)
-    and ``labels`` (B,).
+    and ``labels`` (B,); state examples give ``states`` (B, T, d) zero-padded, ``attention_mask`` and ``labels``.
 
     Args:
         pad_id: padding token id.
@@ -175,6 +202,8 @@ class ClassificationCollator:
         labels = torch.tensor([ex["labels"] for ex in examples], dtype=torch.long)
         if "features" in examples[0]:
             return {"features": torch.stack([ex["features"] for ex in examples]), "labels": labels}
+        if "states" in examples[0]:
+            return {**self._pad_states([ex["states"] for ex in examples]), "labels": labels}
         longest = max(len(ex["input_ids"]) for ex in examples)
         input_ids = torch.full((len(examples), longest), self.pad_id, dtype=torch.long)
         attention_mask = torch.zeros((len(examples), longest), dtype=torch.long)
@@ -183,6 +212,18 @@ class ClassificationCollator:
             input_ids[row, : len(ids)] = torch.tensor(ids, dtype=torch.long)
             attention_mask[row, : len(ids)] = 1
         return {"input_ids": input_ids, "attention_mask": attention_mask, "labels": labels}
+
+
+    @staticmethod
+    def _pad_states(states: list[torch.Tensor]) -> dict[str, torch.Tensor]:
+        """[(T_i, d)] -> ``states`` (B, T, d) zero-padded to the longest, ``attention_mask`` (B, T)."""
+        longest = max(len(x) for x in states)
+        padded = states[0].new_zeros((len(states), longest, states[0].shape[-1]))
+        attention_mask = torch.zeros((len(states), longest), dtype=torch.long)
+        for row, x in enumerate(states):
+            padded[row, : len(x)] = x
+            attention_mask[row, : len(x)] = 1
+        return {"states": padded, "attention_mask": attention_mask}
 
 
 def batches(dataset: torch.utils.data.Dataset, collator: Callable, batch_size: int):

@@ -8,6 +8,9 @@ Chinese model, the tests' tiny model). The output layer is a loss head
 
 A fully frozen encoder can be run once over the data (:func:`pooled_features`); the classifier
 then takes the pooled vectors (``features``) instead of token ids and holds no encoder at all.
+With ``cache_layers=N`` only the embeddings and the lowest L−N layers are frozen and run once
+(:func:`token_states`); the classifier holds the top N layers (:class:`TopLayers`), which are
+fine-tuned with the head on the cached token ``states``.
 """
 
 from __future__ import annotations
@@ -92,6 +95,54 @@ def freeze_lower(encoder: nn.Module, num_layers: int) -> None:
         module.requires_grad_(False)
 
 
+class TopLayers(nn.Module):
+    """The top Transformer layers of a BERT-style encoder, run on the token states of the layers below.
+
+    Args:
+        layers: the encoder's top layers (``encoder.encoder.layer[L-N:]``).
+        config: the encoder's config (the attention implementation decides the mask's form).
+    """
+
+    def __init__(self, layers: nn.ModuleList, config) -> None:
+        super().__init__()
+        self.layer = layers
+        self.config = config
+
+    def forward(self, states: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
+        """states (B, T, d), attention_mask (B, T) -> (B, T) states after the top layers, masked as the full encoder masks."""
+        from transformers.masking_utils import create_bidirectional_mask
+
+        mask = create_bidirectional_mask(config=self.config, inputs_embeds=states, attention_mask=attention_mask)
+        for layer in self.layer:
+            states = layer(states, mask)
+        return states
+
+
+def split_top_layers(encoder: nn.Module, num_top: int) -> TopLayers:
+    """Take the top ``num_top`` layers out of ``encoder`` (left with the embeddings and the layers below, frozen)."""
+    layers = getattr(getattr(encoder, "encoder", None), "layer", None)
+    if layers is None or not hasattr(encoder, "embeddings"):
+        raise ValueError(f"cache_layers needs a BERT-style encoder (embeddings + encoder.layer), got {type(encoder).__name__}")
+    if not 1 <= num_top <= len(layers):
+        raise ValueError(f"cache_layers must be in [1, {len(layers)}] (the layers to train), got {num_top}")
+    top = TopLayers(nn.ModuleList(layers[len(layers) - num_top:]), encoder.config)
+    encoder.encoder.layer = nn.ModuleList(layers[: len(layers) - num_top])
+    encoder.requires_grad_(False)
+    return top
+
+
+def token_states(encoder: nn.Module, batches: Iterable[dict[str, torch.Tensor]]) -> list[torch.Tensor]:
+    """Run a frozen (lower) encoder over batches; return each example's token states (T_i, d), padding cut off."""
+    device = next(encoder.parameters()).device
+    out = []
+    with evaluating(encoder):
+        for batch in batches:
+            ids, mask = batch["input_ids"].to(device), batch["attention_mask"].to(device)
+            states = encoder(input_ids=ids, attention_mask=mask).last_hidden_state.float().cpu()  # (B, T, d)
+            out += [s[: int(n)] for s, n in zip(states, mask.sum(1))]
+    return out
+
+
 def pooled_features(encoder: nn.Module, batches: Iterable[dict[str, torch.Tensor]], pooling: str) -> torch.Tensor:
     """Run a frozen encoder over batches of ``input_ids``/``attention_mask``; return (N, d) pooled vectors."""
     device = next(encoder.parameters()).device
@@ -147,6 +198,8 @@ class TextClassifier(nn.Module):
             blocks += [nn.Linear(in_features, in_features), nn.GELU(), nn.Dropout(dropout)]
         self.mlp = nn.Sequential(*blocks)
         self.feature_encoder: Callable[[], nn.Module] | None = None  # set by build_text_classifier(cache_features=True)
+        self.top: TopLayers | None = None  # set by build_text_classifier(cache_layers=N): trained on cached states
+        self.state_encoder: Callable[[], nn.Module] | None = None  # the frozen layers below ``top`` (not a submodule)
 
     @property
     def num_classes(self) -> int:
@@ -164,9 +217,15 @@ class TextClassifier(nn.Module):
         input_ids: torch.Tensor | None = None,
         attention_mask: torch.Tensor | None = None,
         features: torch.Tensor | None = None,
+        states: torch.Tensor | None = None,
     ) -> torch.Tensor:
-        """Token ids (B, T) + mask (B, T), or pooled ``features`` (B, d) -> the head's input (B, d)."""
-        if features is None:
+        """Token ids (B, T) + mask (B, T), cached lower-layer ``states`` (B, T, d) + mask, or pooled
+        ``features`` (B, d) -> the head's input (B, d)."""
+        if states is not None:
+            if self.top is None:
+                raise ValueError("this classifier has no top layers (model.cache_layers): pass input_ids or features, not states")
+            features = pool(self.top(states, attention_mask), attention_mask, self.pooling)
+        elif features is None:
             if self.encoder is None or input_ids is None:
                 raise ValueError("this classifier has no encoder: pass precomputed features (B, d), not input_ids")
             if attention_mask is None:
@@ -181,9 +240,10 @@ class TextClassifier(nn.Module):
         attention_mask: torch.Tensor | None = None,
         features: torch.Tensor | None = None,
         labels: torch.Tensor | None = None,
+        states: torch.Tensor | None = None,
     ) -> dict[str, torch.Tensor]:
         """-> {"hidden": (B, d) the head's input, "loss": scalar when labels are given}."""
-        hidden = self.hidden(input_ids, attention_mask, features)
+        hidden = self.hidden(input_ids, attention_mask, features, states)
         out = {"hidden": hidden}
         if labels is not None:
             out["loss"] = self.head(hidden, labels)
@@ -210,6 +270,7 @@ def build_text_classifier(
     mlp_layers: int = 0,
     freeze_layers: int | None = None,
     cache_features: bool = False,
+    cache_layers: int | None = None,
 ) -> TextClassifier:
     """The ``_target_`` of the text-encoder configs (configs/model/{minilm,bert,...}.yaml).
 
@@ -223,7 +284,16 @@ def build_text_classifier(
         freeze_layers: None: train everything; N: freeze the embeddings and the lowest N layers.
         cache_features: freeze the whole encoder and leave it out of the model: the task runs
             ``model.feature_encoder()`` once over the data and trains on the pooled vectors.
+        cache_layers: None, or N: freeze the embeddings and the lowest L−N layers and leave them out of
+            the model (``model.state_encoder()``, run once over the data by the task); the top N
+            layers (``model.top``), pooling, MLP and head train on the cached token states.
     """
+    if cache_layers is not None and (cache_features or freeze_layers is not None or not pretrained):
+        raise ValueError(
+            f"model.cache_layers={cache_layers} needs a pretrained encoder (model.pretrained) and "
+            f"cache_features=false, freeze_layers=null; got pretrained={pretrained!r}, cache_features={cache_features}, "
+            f"freeze_layers={freeze_layers}"
+        )
     if cache_features and not pretrained:
         raise ValueError("model.cache_features=true needs a pretrained encoder (model.pretrained); a model from scratch must be trained")
     if cache_features and freeze_layers is not None:
@@ -233,9 +303,14 @@ def build_text_classifier(
         return build_encoder(pretrained, bert_config, vocab_size, pad_id)
 
     d = encoder_hidden_size(pretrained, bert_config)
-    model = TextClassifier(make_head, d, None if cache_features else encoder, pooling=pooling, dropout=dropout, mlp_layers=mlp_layers)
+    cached = cache_features or cache_layers is not None  # the (lower) encoder is run once by the task, not held
+    model = TextClassifier(make_head, d, None if cached else encoder, pooling=pooling, dropout=dropout, mlp_layers=mlp_layers)
     if cache_features:
         model.feature_encoder = encoder
+    elif cache_layers is not None:
+        lower = encoder()
+        model.top = split_top_layers(lower, cache_layers)  # lower keeps the embeddings and the layers below
+        model.state_encoder = lambda: lower
     elif freeze_layers is not None:
         freeze_lower(model.encoder, freeze_layers)
         if freeze_layers == len(model.encoder.encoder.layer):

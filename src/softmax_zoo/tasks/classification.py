@@ -9,7 +9,9 @@ head setting such as k > num_classes fails before anything expensive) and the da
 built with ``cache_features=true`` holds no encoder (``model.feature_encoder``): the frozen
 encoder runs once over every split and the pooled vectors are cached in ``<task.data_dir>/features/``
 under a key of the data's sha256, the model and the tokenisation, so that every later run
-(seed, loss, k) only trains the layers on top.
+(seed, loss, k) only trains the layers on top. With ``cache_layers=N`` the cache holds each
+example's token states below the top N layers (``model.state_encoder``), and the top N layers
+are fine-tuned with the head.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from torch import nn
 from ..data.classification import (
     ClassificationCollator,
     FeatureDataset,
+    StateDataset,
     TokenizedDataset,
     batches,
     data_fingerprint,
@@ -46,7 +49,7 @@ from ..records import atomic_write
 from ..metrics import macro_f1, micro_f1
 from ..models import build_model, evaluating, head_factory
 from ..models.distill import maybe_distill
-from ..models.classifier import TextClassifier, pooled_features
+from ..models.classifier import TextClassifier, pooled_features, token_states
 from ..diagnostics.topk import TopkDiagnostics, head_scores, diagnostics_k as topk_k
 from .base import Evaluation, Task, require_prepared, split_prefix
 
@@ -83,6 +86,8 @@ def _cache_key(meta: dict, model_cfg: DictConfig, max_length: int) -> str:
         "pooling": model_cfg.pooling,
         "max_length": max_length,
     }
+    if model_cfg.get("cache_layers") is not None:  # token states below the top N layers (pooling not applied)
+        what["cache_layers"] = model_cfg.cache_layers
     return hashlib.sha256(json.dumps(what, sort_keys=True).encode()).hexdigest()[:16]
 
 
@@ -96,18 +101,40 @@ def _encode(encoder: nn.Module, ids: list[list[int]], pad_id: int, pooling: str)
     return out
 
 
+def _encode_states(encoder: nn.Module, ids: list[list[int]], pad_id: int) -> dict[str, torch.Tensor]:
+    """Token states of a frozen lower encoder: ``{"states": (sum of T_i, d), "lengths": (N,)}`` in the original order."""
+    order = sorted(range(len(ids)), key=lambda i: len(ids[i]))
+    ds = TokenizedDataset([ids[i] for i in order], [0] * len(ids))
+    states = token_states(encoder, batches(ds, ClassificationCollator(pad_id), ENCODE_BATCH))
+    by_example: list[torch.Tensor] = [torch.empty(0)] * len(ids)
+    for pos, i in enumerate(order):
+        by_example[i] = states[pos]
+    return {"states": torch.cat(by_example), "lengths": torch.tensor([len(x) for x in by_example])}
+
+
+def _examples(cached: Any) -> int:
+    """Examples in one split's cache entry: pooled features (N, d) or ``{"states", "lengths"}``."""
+    return len(cached["lengths"]) if isinstance(cached, dict) else len(cached)
+
+
 def cached_features(
-    path: Path, encoder_fn, ids: dict[str, list[list[int]]], pad_id: int, pooling: str
-) -> tuple[dict[str, torch.Tensor], dict[str, Any]]:
-    """Load ``path`` or compute every split's pooled features with ``encoder_fn()`` and save them atomically."""
+    path: Path, encoder_fn, ids: dict[str, list[list[int]]], pad_id: int, pooling: str | None
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Load ``path`` or compute every split's encoding with ``encoder_fn()`` and save it atomically.
+
+    ``pooling`` set: pooled features (N, d) per split; None: token states (:func:`_encode_states`).
+    """
     if path.is_file():
         feats = torch.load(path, weights_only=True)
-        if set(feats) == set(ids) and all(len(feats[s]) == len(ids[s]) for s in ids):
+        if set(feats) == set(ids) and all(_examples(feats[s]) == len(ids[s]) for s in ids):
             return feats, {"path": str(path), "hit": True}
         log.warning("feature cache %s does not match the data; recomputing", path)
     t0 = time.perf_counter()
     encoder = encoder_fn()
-    feats = {split: _encode(encoder, split_ids, pad_id, pooling) for split, split_ids in ids.items()}
+    feats = {
+        split: _encode(encoder, split_ids, pad_id, pooling) if pooling else _encode_states(encoder, split_ids, pad_id)
+        for split, split_ids in ids.items()
+    }
     seconds = time.perf_counter() - t0
     n = sum(len(v) for v in ids.values())
     atomic_write(path, lambda tmp: torch.save(feats, tmp))
@@ -214,6 +241,12 @@ def build_task(cfg: DictConfig) -> Task:
         path = Path(hydra.utils.to_absolute_path(t.feature_cache_dir)) / f"{t.name}_{_cache_key(meta, m, t.max_length)}.pt"
         feats, info["feature_cache"] = cached_features(path, model.feature_encoder, ids, pad_id, model.pooling)
         datasets = {s: FeatureDataset(feats[s], gold[s]) for s in SPLITS}
+    elif model.state_encoder is not None:
+        key = _cache_key(meta, m, t.max_length)
+        path = Path(hydra.utils.to_absolute_path(t.feature_cache_dir)) / f"{t.name}_states{m.cache_layers}_{key}.pt"
+        states, info["feature_cache"] = cached_features(path, model.state_encoder, ids, pad_id, None)
+        model.state_encoder = None  # the lower layers are not needed any more
+        datasets = {s: StateDataset(states[s]["states"], states[s]["lengths"], gold[s]) for s in SPLITS}
     else:
         datasets = {s: TokenizedDataset(ids[s], gold[s]) for s in SPLITS}
     info["trainable_parameters"] = sum(p.numel() for p in model.parameters() if p.requires_grad)
