@@ -60,7 +60,7 @@ def test_cache_layers_trains_and_reuses_its_cache(data_root, tmp_path, tiny_chec
 
 @pytest.mark.parametrize("bad", ["model.cache_features=true", "model.freeze_layers=1"])
 def test_cache_layers_with_another_freezing_is_refused(data_root, tmp_path, tiny_checkpoint, bad):  # noqa: F811
-    with pytest.raises(ValueError, match="model.cache_layers=1 needs a pretrained encoder"):
+    with pytest.raises(ValueError, match="model.cache_layers=1 freezes the layers below the top 1 itself"):
         engine.build_task(compose(data_root, tmp_path, "clinc_oos", f"model.pretrained={tiny_checkpoint}", "model.cache_layers=1", bad))
 
 

@@ -98,3 +98,21 @@ def test_mean_curve_averages_seeds_step_by_step():
 def test_no_records_says_what_to_run(tmp_path):
     with pytest.raises(FileNotFoundError, match="make reproduce-fig2"):
         fig2.build(tmp_path)
+
+
+def test_fine_tuned_rows_appear_beside_the_frozen_ones_only_when_recorded(built, tmp_path):
+    frozen = (built / "fig2.md").read_text()
+    assert "fine-tuned with the head" not in frozen
+    for (kind, k), values in F1.items():
+        for seed, f1 in zip(SEEDS, values):
+            r = record(kind, k, seed, f1 + 0.2)
+            r["experiment"], r["run_name"] = "fig2_finetune_iflytek", "ft_" + r["run_name"]
+            r["config"]["model"]["cache_layers"] = 1
+            r["metrics"]["test/target_in_topk"] = 0.9
+            records.write_record(r, records.runs_dir(built))
+    fig2.build(built, tmp_path)
+    text = (tmp_path / "fig2.md").read_text()
+    head, tuned = text.split("## IFLYTEK: top 1 encoder layer(s) fine-tuned with the head")
+    assert "| sparse-softmax | 20 | 61.0 ± 2.5 (n=3)" in head and "81.0" not in head  # the frozen table keeps its own runs
+    assert "| softmax | — | 72.0 ± 5.0 (n=3)" in tuned and "| sparse-softmax | 20 | 81.0 ± 2.5 (n=3)" in tuned
+    assert "training ran at 100 examples/s" in tuned and "k=20 90.0 ± 0.0 (n=3)" in tuned

@@ -286,13 +286,13 @@ def build_text_classifier(
             ``model.feature_encoder()`` once over the data and trains on the pooled vectors.
         cache_layers: None, or N: freeze the embeddings and the lowest L−N layers and leave them out of
             the model (``model.state_encoder()``, run once over the data by the task); the top N
-            layers (``model.top``), pooling, MLP and head train on the cached token states.
+            layers (``model.top``), pooling, MLP and head train on the cached token states. A model
+            from scratch keeps its random lower layers (the tests' tiny model).
     """
-    if cache_layers is not None and (cache_features or freeze_layers is not None or not pretrained):
+    if cache_layers is not None and (cache_features or freeze_layers is not None):
         raise ValueError(
-            f"model.cache_layers={cache_layers} needs a pretrained encoder (model.pretrained) and "
-            f"cache_features=false, freeze_layers=null; got pretrained={pretrained!r}, cache_features={cache_features}, "
-            f"freeze_layers={freeze_layers}"
+            f"model.cache_layers={cache_layers} freezes the layers below the top {cache_layers} itself: "
+            f"leave cache_features=false and freeze_layers=null, got {cache_features} and {freeze_layers}"
         )
     if cache_features and not pretrained:
         raise ValueError("model.cache_features=true needs a pretrained encoder (model.pretrained); a model from scratch must be trained")

@@ -28,6 +28,7 @@ from ._pages import markdown_table, pyplot, save_figure, write_page
 from ._stats import format_mean_ci, mean, mean_ci
 
 EXPERIMENT_PREFIX = "fig2_"
+FINETUNE_PREFIX = "fig2_finetune_"  # make reproduce-fig2-finetune: shown beside the frozen rows, kept out of their tables
 PAPER_K = 20
 # Sun et al. 2021, Fig. 2: k=20 is best with ~100+ classes, and its micro-F1 there.
 PAPER_F1 = {"iflytek": 60.7, "clinc_oos": 96.1}
@@ -423,10 +424,30 @@ def commands(records: list[dict[str, Any]]) -> list[str]:
     return out
 
 
+def finetuned_section(task: str, groups: dict[tuple, list]) -> str:
+    """The rows of runs that fine-tune the encoder's top layers on cached states (``make reproduce-fig2-finetune``)."""
+    first = next(iter(groups.values()))[0]
+    n = get(first, "config.model.cache_layers")
+    speed = [r["timing"]["train_examples_per_s"] for runs in groups.values() for r in runs]
+    shares = "; ".join(
+        f"{'softmax' if kind == 'softmax' else f'k={k}'} {cell(groups[(kind, k)], 'test/target_in_topk')}"
+        for kind, k in sorted(groups, key=lambda key: (key[0] != "softmax", key[1] or 0))
+    )
+    return (
+        f"\n## {TASK_NAMES.get(task, task)}: top {n} encoder layer(s) fine-tuned with the head\n\n"
+        f"Setup: {setup_line(groups)}; the layers below are frozen and their token states cached (model.cache_layers={n}); "
+        f"training ran at {mean(speed):.0f} examples/s (mean over runs).\n\n"
+        + task_table(task, groups)
+        + f"\nTest targets inside the top-k (softmax: k = task.diagnostics_k), %: {shares}.\n"
+    )
+
+
 def build(results_dir: str | Path = "results", out: str | Path | None = None) -> None:
     """Write fig2.md, fig2.png, fig1.png and the fig2 rows of claims.md into ``out`` (default ``results_dir``)."""
     runs = runs_dir(results_dir)
-    records = [r for d in sorted(runs.glob(f"{EXPERIMENT_PREFIX}*")) if d.is_dir() for r in load_records(runs, d.name)]
+    found = [r for d in sorted(runs.glob(f"{EXPERIMENT_PREFIX}*")) if d.is_dir() for r in load_records(runs, d.name)]
+    records = [r for r in found if not r["experiment"].startswith(FINETUNE_PREFIX)]
+    tuned = summarize([r for r in found if r["experiment"].startswith(FINETUNE_PREFIX)])
     if not records:
         raise FileNotFoundError(f"no records in {runs}/{EXPERIMENT_PREFIX}*; run `make reproduce-fig2` first")
     out = Path(out or results_dir)
@@ -451,6 +472,8 @@ def build(results_dir: str | Path = "results", out: str | Path | None = None) ->
             parts.append(f"{CAVEATS[task]}\n\n")
         parts.append(task_table(task, groups))
         parts.append(f"\n{verdict_sentence(task, groups)}\n")
+    for task in sorted(tuned):
+        parts.append(finetuned_section(task, tuned[task]))
     parts.append(discussion(summary))
     parts.append("\n![micro-F1 against k](fig2.png)\n\n![training loss per mini-batch](fig1.png)\n")
     write_page(out, "fig2", "".join(parts), [row for task in sorted(summary) for row in claims(task, summary[task])])

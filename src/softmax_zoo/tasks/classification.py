@@ -78,7 +78,7 @@ def load_tokenizer(model_cfg: DictConfig, data_dir: Path, train_texts: list[str]
     return AutoTokenizer.from_pretrained(resolve_pretrained(name))
 
 
-def _cache_key(meta: dict, model_cfg: DictConfig, max_length: int) -> str:
+def _cache_key(meta: dict, model_cfg: DictConfig, max_length: int, seed: int | None = None) -> str:
     what = {
         "data": data_fingerprint(meta),
         "pretrained": model_cfg.pretrained,
@@ -88,6 +88,8 @@ def _cache_key(meta: dict, model_cfg: DictConfig, max_length: int) -> str:
     }
     if model_cfg.get("cache_layers") is not None:  # token states below the top N layers (pooling not applied)
         what["cache_layers"] = model_cfg.cache_layers
+    if seed is not None:  # a model from scratch: its random lower layers depend on the seed
+        what["seed"] = seed
     return hashlib.sha256(json.dumps(what, sort_keys=True).encode()).hexdigest()[:16]
 
 
@@ -242,7 +244,7 @@ def build_task(cfg: DictConfig) -> Task:
         feats, info["feature_cache"] = cached_features(path, model.feature_encoder, ids, pad_id, model.pooling)
         datasets = {s: FeatureDataset(feats[s], gold[s]) for s in SPLITS}
     elif model.state_encoder is not None:
-        key = _cache_key(meta, m, t.max_length)
+        key = _cache_key(meta, m, t.max_length, None if m.pretrained else cfg.seed)
         path = Path(hydra.utils.to_absolute_path(t.feature_cache_dir)) / f"{t.name}_states{m.cache_layers}_{key}.pt"
         states, info["feature_cache"] = cached_features(path, model.state_encoder, ids, pad_id, None)
         model.state_encoder = None  # the lower layers are not needed any more
