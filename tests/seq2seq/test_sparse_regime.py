@@ -65,3 +65,11 @@ def test_regime_chain_at_smoke_scale_builds_the_page(tmp_path, monkeypatch):
     assert all(p["rouge1"]["low"] <= p["rouge1"]["delta"] <= p["rouge1"]["high"] and p["n"] == 8 for p in pts)
     assert "Where the paper's regime lies" in text and "Δ R-1 [95% CI]" in text
     assert (tmp_path / "scratch" / "sparse_regime.png").stat().st_size > 0
+
+
+def test_save_steps_takes_epoch_or_a_count():
+    assert engine.save_flags("epoch") == {"save_strategy": "epoch"}
+    assert engine.save_flags(0) == {"save_strategy": "no", "save_steps": 500}
+    assert engine.save_flags(250) == {"save_strategy": "steps", "save_steps": 250}
+    with pytest.raises(ValueError, match="train.save_steps must be an integer >= 0 or 'epoch', got 'daily'"):
+        engine.save_flags("daily")
