@@ -65,5 +65,5 @@ def test_cache_layers_with_another_freezing_is_refused(data_root, tmp_path, tiny
 
 
 def test_cache_layers_beyond_the_encoder_is_refused(data_root, tmp_path, tiny_checkpoint):  # noqa: F811
-    with pytest.raises(ValueError, match=r"cache_layers must be in \[1, 2\] \(the layers to train\), got 3"):
+    with pytest.raises(ValueError, match=r"cache_layers \(the layers to train\) must be in \[1, 2\], got 3"):
         engine.build_task(compose(data_root, tmp_path, "clinc_oos", f"model.pretrained={tiny_checkpoint}", "model.cache_layers=3"))

@@ -114,7 +114,29 @@ def pad_id_of(tokenizer: Any) -> int:
     return pad
 
 
-class TokenizedDataset(torch.utils.data.Dataset):
+class LabelledDataset(torch.utils.data.Dataset):
+    """Examples ``{<key>: input, "labels": int}``; subclasses name the key and how inputs are stored.
+
+    Args:
+        labels: class id per example.
+    """
+
+    key = "inputs"
+
+    def __init__(self, labels: Sequence[int]) -> None:
+        self.labels = list(labels)
+
+    def input(self, i: int) -> Any:
+        raise NotImplementedError
+
+    def __len__(self) -> int:
+        return len(self.labels)
+
+    def __getitem__(self, i: int) -> dict[str, Any]:
+        return {self.key: self.input(i), "labels": self.labels[i]}
+
+
+class TokenizedDataset(LabelledDataset):
     """Examples ``{"input_ids": list[int], "labels": int}``.
 
     Args:
@@ -122,20 +144,19 @@ class TokenizedDataset(torch.utils.data.Dataset):
         labels: class id per example.
     """
 
+    key = "input_ids"
+
     def __init__(self, input_ids: Sequence[Sequence[int]], labels: Sequence[int]) -> None:
         if len(input_ids) != len(labels):
             raise ValueError(f"{len(input_ids)} token sequences but {len(labels)} labels")
+        super().__init__(labels)
         self.input_ids = [list(ids) for ids in input_ids]
-        self.labels = list(labels)
 
-    def __len__(self) -> int:
-        return len(self.labels)
-
-    def __getitem__(self, i: int) -> dict[str, Any]:
-        return {"input_ids": self.input_ids[i], "labels": self.labels[i]}
+    def input(self, i: int) -> list[int]:
+        return self.input_ids[i]
 
 
-class FeatureDataset(torch.utils.data.Dataset):
+class FeatureDataset(LabelledDataset):
     """Examples ``{"features": (d,) tensor, "labels": int}`` of precomputed pooled features.
 
     Args:
@@ -143,20 +164,19 @@ class FeatureDataset(torch.utils.data.Dataset):
         labels: (N,) class ids.
     """
 
+    key = "features"
+
     def __init__(self, features: torch.Tensor, labels: Sequence[int]) -> None:
         if features.dim() != 2 or features.shape[0] != len(labels):
             raise ValueError(f"features must be (N, d) with N = {len(labels)} labels, got {tuple(features.shape)}")
+        super().__init__(labels)
         self.features = features
-        self.labels = list(labels)
 
-    def __len__(self) -> int:
-        return len(self.labels)
-
-    def __getitem__(self, i: int) -> dict[str, Any]:
-        return {"features": self.features[i], "labels": self.labels[i]}
+    def input(self, i: int) -> torch.Tensor:
+        return self.features[i]
 
 
-class StateDataset(torch.utils.data.Dataset):
+class StateDataset(LabelledDataset):
     """Examples ``{"states": (T_i, d) tensor, "labels": int}`` of cached token states (a frozen encoder's lower layers).
 
     Args:
@@ -165,21 +185,20 @@ class StateDataset(torch.utils.data.Dataset):
         labels: (N,) class ids.
     """
 
+    key = "states"
+
     def __init__(self, states: torch.Tensor, lengths: torch.Tensor, labels: Sequence[int]) -> None:
         if lengths.dim() != 1 or len(lengths) != len(labels) or states.dim() != 2 or int(lengths.sum()) != states.shape[0]:
             raise ValueError(
                 f"states must be (sum of lengths, d) and lengths (N,) with N = {len(labels)} labels, "
                 f"got states {tuple(states.shape)}, lengths {tuple(lengths.shape)} summing to {int(lengths.sum())}"
             )
+        super().__init__(labels)
         self.states = states
         self.offsets = [0, *torch.cumsum(lengths, 0).tolist()]
-        self.labels = list(labels)
 
-    def __len__(self) -> int:
-        return len(self.labels)
-
-    def __getitem__(self, i: int) -> dict[str, Any]:
-        return {"states": self.states[self.offsets[i] : self.offsets[i + 1]], "labels": self.labels[i]}
+    def input(self, i: int) -> torch.Tensor:
+        return self.states[self.offsets[i] : self.offsets[i + 1]]
 
 
 class ClassificationCollator:

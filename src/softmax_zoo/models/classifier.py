@@ -82,13 +82,19 @@ def build_encoder(pretrained: str | None, bert_config: dict | None, vocab_size: 
     return encoder
 
 
-def freeze_lower(encoder: nn.Module, num_layers: int) -> None:
-    """Freeze the embeddings and the lowest ``num_layers`` Transformer layers of a BERT-style encoder."""
+def bert_layers(encoder: nn.Module, option: str, value: int, lowest: int) -> nn.ModuleList:
+    """The Transformer layers of a BERT-style encoder, checking ``option``'s ``value`` is in [lowest, number of layers]."""
     layers = getattr(getattr(encoder, "encoder", None), "layer", None)
     if layers is None or not hasattr(encoder, "embeddings"):
-        raise ValueError(f"freeze_layers needs a BERT-style encoder (embeddings + encoder.layer), got {type(encoder).__name__}")
-    if not 0 <= num_layers <= len(layers):
-        raise ValueError(f"freeze_layers must be in [0, {len(layers)}], got {num_layers}")
+        raise ValueError(f"{option} needs a BERT-style encoder (embeddings + encoder.layer), got {type(encoder).__name__}")
+    if not lowest <= value <= len(layers):
+        raise ValueError(f"{option} must be in [{lowest}, {len(layers)}], got {value}")
+    return layers
+
+
+def freeze_lower(encoder: nn.Module, num_layers: int) -> None:
+    """Freeze the embeddings and the lowest ``num_layers`` Transformer layers of a BERT-style encoder."""
+    layers = bert_layers(encoder, "freeze_layers", num_layers, lowest=0)
     if num_layers == 0:
         return
     for module in [encoder.embeddings, *layers[:num_layers]]:
@@ -120,11 +126,7 @@ class TopLayers(nn.Module):
 
 def split_top_layers(encoder: nn.Module, num_top: int) -> TopLayers:
     """Take the top ``num_top`` layers out of ``encoder`` (left with the embeddings and the layers below, frozen)."""
-    layers = getattr(getattr(encoder, "encoder", None), "layer", None)
-    if layers is None or not hasattr(encoder, "embeddings"):
-        raise ValueError(f"cache_layers needs a BERT-style encoder (embeddings + encoder.layer), got {type(encoder).__name__}")
-    if not 1 <= num_top <= len(layers):
-        raise ValueError(f"cache_layers must be in [1, {len(layers)}] (the layers to train), got {num_top}")
+    layers = bert_layers(encoder, "cache_layers (the layers to train)", num_top, lowest=1)
     top = TopLayers(nn.ModuleList(layers[len(layers) - num_top:]), encoder.config)
     encoder.encoder.layer = nn.ModuleList(layers[: len(layers) - num_top])
     encoder.requires_grad_(False)
@@ -234,16 +236,9 @@ class TextClassifier(nn.Module):
             features = pool(states, attention_mask, self.pooling)
         return self.mlp(self.dropout(features))
 
-    def forward(
-        self,
-        input_ids: torch.Tensor | None = None,
-        attention_mask: torch.Tensor | None = None,
-        features: torch.Tensor | None = None,
-        labels: torch.Tensor | None = None,
-        states: torch.Tensor | None = None,
-    ) -> dict[str, torch.Tensor]:
-        """-> {"hidden": (B, d) the head's input, "loss": scalar when labels are given}."""
-        hidden = self.hidden(input_ids, attention_mask, features, states)
+    def forward(self, labels: torch.Tensor | None = None, **inputs: torch.Tensor) -> dict[str, torch.Tensor]:
+        """``inputs`` as :meth:`hidden` takes them -> {"hidden": (B, d) the head's input, "loss": scalar when labels are given}."""
+        hidden = self.hidden(**inputs)
         out = {"hidden": hidden}
         if labels is not None:
             out["loss"] = self.head(hidden, labels)
