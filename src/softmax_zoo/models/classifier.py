@@ -236,9 +236,20 @@ class TextClassifier(nn.Module):
             features = pool(states, attention_mask, self.pooling)
         return self.mlp(self.dropout(features))
 
-    def forward(self, labels: torch.Tensor | None = None, **inputs: torch.Tensor) -> dict[str, torch.Tensor]:
-        """``inputs`` as :meth:`hidden` takes them -> {"hidden": (B, d) the head's input, "loss": scalar when labels are given}."""
-        hidden = self.hidden(**inputs)
+    def forward(
+        self,
+        input_ids: torch.Tensor | None = None,
+        attention_mask: torch.Tensor | None = None,
+        features: torch.Tensor | None = None,
+        labels: torch.Tensor | None = None,
+        states: torch.Tensor | None = None,
+    ) -> dict[str, torch.Tensor]:
+        """-> {"hidden": (B, d) the head's input, "loss": scalar when labels are given}.
+
+        Explicit arguments (no ``**inputs``): the Trainer passes extra keywords such as
+        ``num_items_in_batch`` to a forward that accepts them.
+        """
+        hidden = self.hidden(input_ids, attention_mask, features, states)
         out = {"hidden": hidden}
         if labels is not None:
             out["loss"] = self.head(hidden, labels)
