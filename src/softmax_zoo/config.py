@@ -14,6 +14,7 @@ records about its composition (Hydra's group choices, the command as typed).
 from __future__ import annotations
 
 import fnmatch
+import hashlib
 import re
 import sys
 from pathlib import Path
@@ -135,6 +136,9 @@ def unknown_key_hint(overrides: list[str], config_dir: str | Path | None = None)
 # ---------------------------------------------------------------- resolvers of configs/train.yaml
 
 
+MAX_SUFFIX = 120  # characters of overrides kept in a run name; longer ones end in a hash of the whole
+
+
 def run_suffix(*also_exclude: str) -> str:
     """``"_" + `` the job's overrides that tell it apart from its siblings, or ``""`` when there are none.
 
@@ -145,7 +149,9 @@ def run_suffix(*also_exclude: str) -> str:
     experiment's own named keys). Patterns such as ``logger.*`` match with :mod:`fnmatch`. A "/" (a
     config group such as ``loss/sampler``, or a path) becomes "-" so that the name stays one file name.
     A job of ``-m loss.k=5,10 seed=0,1`` gets ``_loss.k=5``; the seed is in the base name. Re-running
-    the same command gives the same names, so ``resume=true`` finds each job's checkpoints.
+    the same command gives the same names, so ``resume=true`` finds each job's checkpoints. A suffix
+    over ``MAX_SUFFIX`` characters keeps its head and ends in a hash of the whole, so that record and
+    checkpoint names stay valid file names.
     """
     from hydra.core.hydra_config import HydraConfig
     from hydra.core.override_parser.overrides_parser import OverridesParser
@@ -161,6 +167,8 @@ def run_suffix(*also_exclude: str) -> str:
         if not any(fnmatch.fnmatchcase(o.key_or_group, pattern) for pattern in exclude)
     )
     name = re.sub("=", spec.kv_sep, spec.item_sep.join(lines)).replace("/", "-")
+    if len(name) > MAX_SUFFIX:  # file names stop at 255 bytes: keep a readable head and a hash of the whole
+        name = f"{name[:MAX_SUFFIX - 17]}..{hashlib.sha256(name.encode()).hexdigest()[:15]}"
     return f"_{name}" if name else ""
 
 

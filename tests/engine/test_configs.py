@@ -13,7 +13,7 @@ import hydra
 import pytest
 from omegaconf import OmegaConf
 
-from softmax_zoo import losses
+from softmax_zoo import config, losses
 from softmax_zoo.models import build_head
 
 CONFIGS = Path(__file__).resolve().parents[2] / "configs"
@@ -175,3 +175,14 @@ def test_unknown_key_hint_lists_the_valid_keys():
         "reduction, smoothing_over, target_in_support"
     )
     assert unknown_key_hint(["loss=sparse_softmax", "loss.k=3", "-m"], CONFIGS) is None
+
+
+def test_a_long_override_suffix_stays_a_valid_file_name():
+    overrides = [f"task.{k}={v}" for k, v in (("n_train", 640), ("n_validation", 320), ("n_test", 320), ("dim", 24),
+                                               ("separation", 2.5), ("noise", 1.5), ("zipf", 1.1), ("data_seed", 7))]
+    overrides += ["model.hidden=48", "model.layers=2", "model.dropout=0.2", "train.lr=0.003", "train.batch_size=16"]
+    first = config.compose(["scale=smoke", *overrides]).run_name
+    again = config.compose(["scale=smoke", *reversed(overrides)]).run_name
+    assert first == again  # stable: the overrides are sorted before hashing
+    assert len(first.encode()) < 200 and "task.data_seed=7" in first  # a readable head, then a hash
+    assert config.compose(["scale=smoke", *overrides[:-1]]).run_name != first
