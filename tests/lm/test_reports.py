@@ -78,7 +78,7 @@ def test_lm1b_report_takes_the_speed_from_the_side_by_side_measurement(tmp_path)
     assert "| step tokens/s (side by side) | speed-up vs softmax (side by side) | run tokens/s (own record) |" in text
     assert "| adaptive | 210.5 ± 6.4 (n=2) | 211.0 ± 12.7 (n=2) | 4000 | 4.00x | 500 |" in text
     assert "| sampled (quadratic, m=8) | 230.5 ± 6.4 (n=2) | 231.0 ± 12.7 (n=2) | 500 | 0.50x | 300 |" in text
-    assert "load average 1.00 1.00 1.00 at start, 1.10 1.00 1.00 at end" in text
+    assert "load average 1.00 1.00 1.00 before the timing, 1.10 1.00 1.00 at its end" in text
     assert "processed 4.00x the full softmax's training tokens per second (in a side-by-side measurement" in text
     claims = read_claims(tmp_path / "claims.md")
     assert claims["lm1b-cpu-speedup-3x"]["ours"] == "4.00x (training-step tokens/s measured side by side, load average 1.00 1.00 1.00)"

@@ -88,7 +88,7 @@ def side_by_side(results_dir: str | Path, records: list[dict[str, Any]]) -> tupl
         f"by side: the heads' steps interleaved in one process, {st['warmup']} warm-up rounds, then the median of "
         f"{st['repeats']} rounds in rotated order on the first {st['batches']} training batches "
         f"(`{measured['command']}`, {measured['date']}; {measured['machine']}; load average "
-        f"{measured['load_average_start']} at start, {measured['load_average_end']} at end). "
+        f"{measured['load_average_start']} before the timing, {measured['load_average_end']} at its end, its own threads included). "
         "Run tokens/s is each run's own throughput in its record (the Trainer's whole loop, timed alone, "
         "at its own time and load), so ratios of that column also carry the change of load between runs."
     )

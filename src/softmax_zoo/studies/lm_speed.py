@@ -1,6 +1,6 @@
 """Training-step speed of the lm1b heads, measured side by side in one process.
 
-    python -m softmax_zoo.studies.lm_speed [scale=cpu] [repeats=40] [warmup=3] [batches=8] [threads=N]
+    python -m softmax_zoo.studies.lm_speed [scale=cpu] [repeats=100] [warmup=5] [batches=8] [threads=N]
         [experiments=lm1b_softmax,lm1b_adaptive,lm1b_sampled_quadratic,lm1b_sampled_uniform]
         [out=results/diagnostics/lm1b_speed.json] [<override> ...]
 
@@ -52,7 +52,7 @@ log = logging.getLogger(__name__)
 
 EXPERIMENTS = "lm1b_softmax,lm1b_adaptive,lm1b_sampled_quadratic,lm1b_sampled_uniform"
 OPTIONS = {
-    "scale": "cpu", "repeats": "40", "warmup": "3", "batches": "8", "threads": "",
+    "scale": "cpu", "repeats": "100", "warmup": "5", "batches": "8", "threads": "",
     "experiments": EXPERIMENTS, "out": "results/diagnostics/lm1b_speed.json",
 }
 COMMAND = "python -m softmax_zoo.studies.lm_speed"
