@@ -14,14 +14,9 @@ the peak resident set (CPU, VmHWM after a reset) or of ``torch.cuda.max_memory_a
 from __future__ import annotations
 
 import argparse
-import datetime as dt
 import importlib
-import os
-import platform
-import statistics
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import torch
@@ -32,6 +27,7 @@ sys.path[:0] = [str(ROOT), str(ROOT / "scripts")]
 from bench_cases import Case, CASE_MODULES  # noqa: E402
 
 from softmax_zoo.records import write_text  # noqa: E402
+from softmax_zoo.timing import load_average, machine, medians, time_interleaved, utc_now  # noqa: E402
 
 
 def load_cases(quick: bool, only: str | None) -> list[Case]:
@@ -39,31 +35,9 @@ def load_cases(quick: bool, only: str | None) -> list[Case]:
     return [c for c in cases if only is None or only.lower() in c.group.lower()]
 
 
-def sync() -> None:
-    if torch.cuda.is_available():
-        torch.cuda.synchronize()
-
-
 def time_group(rows: list[Case], repeats: int, warmup: int) -> dict[str, float]:
-    """Median seconds per call of each row's step, calls interleaved across the rows.
-
-    ``warmup`` whole rounds run first, untimed, in the timed loop's pattern, so every row's
-    buffers (and the allocator's cache of the others') are warm before the first timed call; the
-    timed rounds rotate the row order, so no row is always the one following a given other row.
-    """
-    steps = list({c.name: c.setup() for c in rows}.items())
-    for _ in range(warmup):
-        for _, step in steps:
-            step()
-    times: dict[str, list[float]] = {name: [] for name, _ in steps}
-    for r in range(repeats):
-        for name, step in steps[r % len(steps) :] + steps[: r % len(steps)]:
-            sync()
-            t0 = time.perf_counter()
-            step()
-            sync()
-            times[name].append(time.perf_counter() - t0)
-    return {name: statistics.median(ts) for name, ts in times.items()}
+    """Median seconds per call of each row's step, calls interleaved across the rows (:func:`time_interleaved`)."""
+    return medians(time_interleaved({c.name: c.setup() for c in rows}, repeats=repeats, warmup=warmup))
 
 
 def peak_memory_child(group: str, name: str, quick: bool) -> None:
@@ -121,14 +95,6 @@ def verdict(case: Case, ratio: float | None, mem_ratio: float | None = None) -> 
     return "; ".join(out)
 
 
-def machine() -> str:
-    dev = torch.cuda.get_device_name() if torch.cuda.is_available() else f"CPU ({platform.processor() or platform.machine()})"
-    return (
-        f"{dev}, {os.cpu_count()} cores, torch threads {torch.get_num_threads()}; "
-        f"torch {torch.__version__}, Python {platform.python_version()}, {platform.platform()}"
-    )
-
-
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quick", action="store_true", help="small sizes; print only, write no report")
@@ -142,7 +108,7 @@ def main() -> None:
         return
 
     torch.manual_seed(0)
-    load_at_start = " ".join(f"{x:.2f}" for x in os.getloadavg())
+    load_at_start = load_average()
     cases = load_cases(args.quick, args.only)
     groups: dict[str, list[Case]] = {}
     for c in cases:
@@ -181,8 +147,8 @@ def main() -> None:
         "",
         f"- command: `{command.strip()}` (or `make bench`)",
         f"- machine: {machine()}",
-        f"- date: {dt.datetime.now(dt.timezone.utc):%Y-%m-%d %H:%M} UTC; load average at start / end: "
-        f"{load_at_start} / {' '.join(f'{x:.2f}' for x in os.getloadavg())} (other processes share the cores)",
+        f"- date: {utc_now()}; load average at start / end: "
+        f"{load_at_start} / {load_average()} (other processes share the cores)",
         "- time: median over repeats of one call (forward+backward unless the row says otherwise),",
         "  rows of a group interleaved in one process after two untimed warm-up rounds, the row order",
         "  rotated every round; × baseline = this row's time / the baseline row's.",

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from softmax_zoo import records
@@ -13,7 +15,7 @@ def record(experiment: str, name: str, loss: str, metrics: dict, seed: int = 0, 
         "experiment": experiment,
         "run_name": f"{name}_seed{seed}",
         "seed": seed,
-        "choices": {"loss": loss, "sampler": sampler},
+        "choices": {"loss": loss, "sampler": sampler, "scale": "cpu"},
         "config": {"loss": {"num_samples": m} if m else {}, "model": {"hidden_size": 8, "embedding_dim": 8}, "task": {"bptt": 5}},
         "metrics": metrics,
         "history": list(history),
@@ -42,13 +44,63 @@ def test_lm1b_report(tmp_path):
         records.write_record(r, records.runs_dir(tmp_path))
     lm1b.build(tmp_path)
     text = (tmp_path / "lm1b.md").read_text()
+    assert "| run tokens/s (own record) | speed-up vs softmax (separate runs) |" in text
     assert "| adaptive | 210.5 ± 6.4 (n=2) | 211.0 ± 12.7 (n=2) | 500 | 5.00x |" in text
     assert "| sampled (quadratic, m=8) |" in text
-    assert "processed 5.00x the full softmax's training tokens per second" in text
+    assert "processed 5.00x the full softmax's training tokens per second (in separate runs)" in text
+    assert "no diagnostics/lm1b_speed.json" in text
     assert (tmp_path / "lm1b.png").stat().st_size > 0
     claims = read_claims(tmp_path / "claims.md")
     assert claims["lm1b-cpu-speedup-3x"]["verdict"] == "met"
     assert claims["lm1b-adaptive-speed-ppl"]["verdict"] == "supported at CPU scale"  # 211/201 = 1.05 <= 1.10
+
+
+def speed_measurement(hidden_size: int = 8) -> dict:
+    """A lm1b_speed.json as softmax_zoo.studies.lm_speed writes it (the rows' fields the report reads)."""
+    rows = [
+        {"choices": {"loss": "softmax", "sampler": None}, "config": {"loss": {}}, "tokens_per_s": 1000.0},
+        {"choices": {"loss": "adaptive_softmax", "sampler": None}, "config": {"loss": {}}, "tokens_per_s": 4000.0},
+        {"choices": {"loss": "sampled_softmax", "sampler": "quadratic"}, "config": {"loss": {"num_samples": 8}}, "tokens_per_s": 500.0},
+        {"choices": {"loss": "sampled_softmax", "sampler": "uniform"}, "config": {"loss": {"num_samples": 8}}, "tokens_per_s": 3000.0},
+    ]
+    settings = {"scale": "cpu", "embedding_dim": 8, "hidden_size": hidden_size, "optim": "adagrad", "batch_size": 4,
+                "bptt": 5, "warmup": 3, "repeats": 40, "batches": 8}
+    return {"rows": rows, "settings": settings, "command": "python -m softmax_zoo.studies.lm_speed", "date": "today",
+            "machine": "a CPU", "load_average_start": "1.00 1.00 1.00", "load_average_end": "1.10 1.00 1.00"}
+
+
+def test_lm1b_report_takes_the_speed_from_the_side_by_side_measurement(tmp_path):
+    for r in lm1b_records():
+        records.write_record(r, records.runs_dir(tmp_path))
+    records.write_text(tmp_path / lm1b.SPEED_FILE, json.dumps(speed_measurement()))
+    lm1b.build(tmp_path)
+    text = (tmp_path / "lm1b.md").read_text()
+    assert "| step tokens/s (side by side) | speed-up vs softmax (side by side) | run tokens/s (own record) |" in text
+    assert "| adaptive | 210.5 ± 6.4 (n=2) | 211.0 ± 12.7 (n=2) | 4000 | 4.00x | 500 |" in text
+    assert "| sampled (quadratic, m=8) | 230.5 ± 6.4 (n=2) | 231.0 ± 12.7 (n=2) | 500 | 0.50x | 300 |" in text
+    assert "load average 1.00 1.00 1.00 before the timing, 1.10 1.00 1.00 at its end" in text
+    assert "processed 4.00x the full softmax's training tokens per second (in a side-by-side measurement" in text
+    claims = read_claims(tmp_path / "claims.md")
+    assert claims["lm1b-cpu-speedup-3x"]["ours"] == "4.00x (training-step tokens/s measured side by side, load average 1.00 1.00 1.00)"
+    assert claims["lm1b-cpu-speedup-3x"]["verdict"] == "met"
+
+
+def test_lm1b_report_ignores_a_measurement_of_another_model(tmp_path):
+    for r in lm1b_records():
+        records.write_record(r, records.runs_dir(tmp_path))
+    records.write_text(tmp_path / lm1b.SPEED_FILE, json.dumps(speed_measurement(hidden_size=16)))
+    lm1b.build(tmp_path)
+    text = (tmp_path / "lm1b.md").read_text()
+    assert "| adaptive | 210.5 ± 6.4 (n=2) | 211.0 ± 12.7 (n=2) | 500 | 5.00x |" in text
+    assert "was measured at (scale, embedding, LSTM) ('cpu', 8, 16), the records have [('cpu', 8, 8)]" in text
+
+
+def test_kernel_cost_clause():
+    assert lm1b.kernel_cost_clause({"sampled (quadratic, m=8)": 0.5, "sampled (uniform, m=8)": 3.0}) == (
+        "; on this CPU the kernel sampler's tree makes its step 6.0x slower than the uniform sampler's "
+        "(slower than the full softmax itself).")
+    assert "(1.50x the full softmax's speed)" in lm1b.kernel_cost_clause({"sampled (quadratic, m=8)": 1.5, "sampled (uniform, m=8)": 3.0})
+    assert lm1b.kernel_cost_clause({"sampled (quadratic, m=8)": 0.5}) == "."
 
 
 def kernel_records(quadratic_gaps: dict[int, float]):
