@@ -1,5 +1,6 @@
 # Language modelling: One Billion Word head comparison and the kernel-sampler bias study.
 #   make reproduce-lm1b          softmax / adaptive / sampled (quadratic, uniform) LSTM LMs on lm1b -> results/lm1b.{md,png}
+#   make lm1b-speed              the four heads' training steps timed side by side, for the page's speed column
 #   make reproduce-kernel-bias   sampler x m sweep on Penn Treebank + full softmax -> results/kernel_bias.{md,png}
 #   make sampler-diagnostic CKPT=checkpoints/kernel_bias/ptb_full_softmax_cpu_seed0/checkpoint-400 (or CKPT=init)
 #                                KL, loss and gradient bias per sampler x m at that PTB checkpoint (minutes)
@@ -17,7 +18,7 @@ LM_DATA := $(or $(SOFTMAX_ZOO_DATA),data)
 # Options of the diagnostic, e.g. DIAG_ARGS="--draws 32 --batches 4 --out /tmp/diag" (python -m softmax_zoo.diagnostics.sampler_bias --help).
 DIAG_ARGS ?=
 
-.PHONY: reproduce-lm1b reproduce-kernel-bias sampler-diagnostic
+.PHONY: reproduce-lm1b reproduce-kernel-bias sampler-diagnostic lm1b-speed
 
 $(LM_DATA)/%/meta.json:
 	$(MAKE) data TASK=$*
@@ -25,6 +26,9 @@ $(LM_DATA)/%/meta.json:
 reproduce-lm1b: setup $(LM_DATA)/lm1b/meta.json  ## One Billion Word: full vs adaptive vs sampled softmax -> results/lm1b.md, lm1b.png
 	$(BIN)/python -m softmax_zoo.train -m experiment=$(LM1B_EXPERIMENTS) scale=$(LM_SCALE) seed=$(LM_SEEDS) $(LM_ARGS)
 	$(BIN)/python -m softmax_zoo.results lm1b results_dir=$(call results_for,$(LM_SCALE))
+
+lm1b-speed: setup $(LM_DATA)/lm1b/meta.json  ## lm1b heads' training steps timed side by side (about 70 s) -> results/diagnostics/lm1b_speed.json (the lm1b page's speed column)
+	$(BIN)/python -m softmax_zoo.studies.lm_speed
 
 reproduce-kernel-bias: setup $(LM_DATA)/ptb/meta.json  ## Blanc & Rendle bias vs m on PTB -> results/kernel_bias.md, kernel_bias.png
 	$(BIN)/python -m softmax_zoo.train -m experiment=kernel_bias_full scale=$(LM_SCALE) seed=$(LM_SEEDS) $(LM_ARGS)
