@@ -8,16 +8,13 @@ experiments whose model is large get a tiny one of the same kind (``TINY_MODEL``
 from __future__ import annotations
 
 import json
-import random
 from pathlib import Path
 
 import pytest
 
 from softmax_zoo import engine
 
-from ..classification.conftest import prepare_task
-from ..lm.conftest import prepare_corpus
-from ..seq2seq.test_end_to_end import _questions, _summaries, _write
+from .paper_dry_run import generated_data
 from .test_configs import names
 
 # fig2 takes its task from the command line: one text task with a pretrained-encoder default
@@ -29,15 +26,7 @@ TINY_MODEL = {"clinc_oos": "model=tiny_bert", "gigaword": "model=unilm_tiny", "s
 @pytest.fixture(scope="module")
 def data(tmp_path_factory) -> dict[str, Path]:
     """task name -> a prepared folder of generated data."""
-    root = tmp_path_factory.mktemp("experiment_data")
-    rng = random.Random(0)
-    folders = {task: prepare_task(root, task) for task in ("clinc_oos", "iflytek")}
-    corpus = prepare_corpus(root)
-    folders.update(lm1b=corpus, ptb=corpus)
-    for task, make_rows in (("gigaword", _summaries), ("squad_qg", _questions)):
-        _write(root / task, {"train": make_rows(rng, 24), "test": make_rows(rng, 12)})
-        folders[task] = root / task
-    return folders
+    return generated_data(tmp_path_factory.mktemp("experiment_data"))
 
 
 @pytest.mark.parametrize("experiment", names("experiment"))

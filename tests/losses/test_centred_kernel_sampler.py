@@ -9,7 +9,9 @@ import torch
 from softmax_zoo.losses import CentredQuadraticKernelSampler
 
 from .sampled_reference import centred_kernel_probs, chi_square_pvalue, kernel_probs
-from .test_kernel_sampler import ALPHA, C, D, P_FALSE_ALARM, SMALL_TREE
+from .test_kernel_sampler import (
+    ALPHA, C, D, P_FALSE_ALARM, SMALL_TREE, TREE_IDS, TREES, check_draws_follow, check_log_prob_closed_form,
+)
 
 
 @pytest.fixture
@@ -30,34 +32,13 @@ def test_centring_changes_the_distribution(data):
 
 
 @pytest.mark.parametrize("excluded", [False, True], ids=["q", "q_tilde"])
-@pytest.mark.parametrize(
-    "tree",
-    [SMALL_TREE, dict(SMALL_TREE, max_tile=4), dict(alpha=ALPHA, leaf_size=64)],
-    ids=["walked", "walked_tiles_of_4", "dense_only"],
-)
+@pytest.mark.parametrize("tree", TREES, ids=TREE_IDS)
 def test_draws_follow_centred_kernel_distribution(excluded, tree, data):
-    hidden, weight, target = data
-    exclude = target if excluded else None
-    sampler = CentredQuadraticKernelSampler(**tree)
-    sampler.refresh(weight)
-    torch.manual_seed(0)
-    ids, log_q = sampler.sample(hidden, weight, 20_000, exclude=exclude)
-    probs = centred_kernel_probs(hidden, weight, ALPHA, exclude)
-    assert ids.shape == log_q.shape == (4, 20_000)
-    assert chi_square_pvalue(ids, probs) > P_FALSE_ALARM
-    torch.testing.assert_close(log_q.double(), probs.gather(1, ids).log(), rtol=0, atol=1e-5)
-    if excluded:
-        assert not bool((ids == target[:, None]).any())
+    check_draws_follow(CentredQuadraticKernelSampler(**tree), centred_kernel_probs, data, excluded)
 
 
 def test_log_prob_is_closed_form(data):
-    hidden, weight, target = data
-    sampler = CentredQuadraticKernelSampler(**SMALL_TREE)
-    ids = torch.arange(C).expand(4, C)
-    for exclude in (None, target):
-        expected = centred_kernel_probs(hidden, weight, ALPHA, exclude).log()
-        got = sampler.log_prob(hidden, weight, ids, exclude=exclude).double()
-        torch.testing.assert_close(got, expected, rtol=0, atol=1e-5)
+    check_log_prob_closed_form(CentredQuadraticKernelSampler(**SMALL_TREE), centred_kernel_probs, data)
 
 
 def test_refresh_after_a_large_move_recentres_and_equals_rebuild(data):

@@ -26,20 +26,18 @@ def data():
     return torch.randn(4, D, generator=g), weight, torch.tensor([0, 20, C - 1, 3])
 
 
-@pytest.mark.parametrize("excluded", [False, True], ids=["q", "q_tilde"])
-@pytest.mark.parametrize(
-    "tree",
-    [SMALL_TREE, dict(SMALL_TREE, max_tile=4), dict(alpha=ALPHA, leaf_size=64)],
-    ids=["walked", "walked_tiles_of_4", "dense_only"],
-)
-def test_draws_follow_kernel_distribution(excluded, tree, data):
+TREES = [SMALL_TREE, dict(SMALL_TREE, max_tile=4), dict(alpha=ALPHA, leaf_size=64)]
+TREE_IDS = ["walked", "walked_tiles_of_4", "dense_only"]
+
+
+def check_draws_follow(sampler, probs_of, data, excluded: bool) -> None:
+    """Chi-square of 20,000 draws per row against ``probs_of(hidden, weight, ALPHA, exclude)``, exact log q, target never drawn when excluded."""
     hidden, weight, target = data
     exclude = target if excluded else None
-    sampler = QuadraticKernelSampler(**tree)
     sampler.refresh(weight)
     torch.manual_seed(0)
     ids, log_q = sampler.sample(hidden, weight, 20_000, exclude=exclude)
-    probs = kernel_probs(hidden, weight, ALPHA, exclude)
+    probs = probs_of(hidden, weight, ALPHA, exclude)
     assert ids.shape == log_q.shape == (4, 20_000)
     assert chi_square_pvalue(ids, probs) > P_FALSE_ALARM
     torch.testing.assert_close(log_q.double(), probs.gather(1, ids).log(), rtol=0, atol=1e-5)
@@ -47,14 +45,24 @@ def test_draws_follow_kernel_distribution(excluded, tree, data):
         assert not bool((ids == target[:, None]).any())
 
 
-def test_log_prob_is_closed_form(data):
+def check_log_prob_closed_form(sampler, probs_of, data) -> None:
+    """``sampler.log_prob`` of every class equals the log of ``probs_of``, with and without the target."""
     hidden, weight, target = data
-    sampler = QuadraticKernelSampler(**SMALL_TREE)
     ids = torch.arange(C).expand(4, C)
     for exclude in (None, target):
-        expected = kernel_probs(hidden, weight, ALPHA, exclude).log()
+        expected = probs_of(hidden, weight, ALPHA, exclude).log()
         got = sampler.log_prob(hidden, weight, ids, exclude=exclude).double()
         torch.testing.assert_close(got, expected, rtol=0, atol=1e-5)
+
+
+@pytest.mark.parametrize("excluded", [False, True], ids=["q", "q_tilde"])
+@pytest.mark.parametrize("tree", TREES, ids=TREE_IDS)
+def test_draws_follow_kernel_distribution(excluded, tree, data):
+    check_draws_follow(QuadraticKernelSampler(**tree), kernel_probs, data, excluded)
+
+
+def test_log_prob_is_closed_form(data):
+    check_log_prob_closed_form(QuadraticKernelSampler(**SMALL_TREE), kernel_probs, data)
 
 
 def test_dominant_target_is_never_drawn():
