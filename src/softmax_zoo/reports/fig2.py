@@ -43,7 +43,7 @@ CAVEATS = {
     "clinc_oos": (
         "Our micro-F1 counts all 151 classes, the out-of-scope one included (1,000 of the 5,500 test "
         "utterances, which the frozen encoder + small head mostly misses: `test/oos_recall` in the records); "
-        "the in-scope accuracy column leaves those rows out. Issue 5 does not say which of the two the "
+        "the in-scope accuracy column leaves those rows out. Our paper sources do not say which of the two the "
         "paper's 96.1 is. The encoder is frozen (`scale=paper` fine-tunes BERT-base)."
     ),
     "iflytek": (
@@ -461,7 +461,7 @@ def build(results_dir: str | Path = "results", out: str | Path | None = None) ->
         + "".join(f"    {c}\n" for c in commands(records))
         + "\nMicro-F1 (= accuracy, single-label) in %, mean ± 95% Student-t interval over seeds (n = seeds). "
         "Predictions use each head's own rule (sparse-softmax: its top-k distribution). "
-        "The paper's Fig. 2 numbers, as quoted in issue 5 (which gives only the k=20 values), sit beside "
+        "The paper's Fig. 2 numbers, as quoted in our paper sources (which give only the k=20 values), sit beside "
         "ours; `scale=paper` (BERT-base uncased / Chinese fine-tuned on the full training sets) is the "
         "setting meant to approach them, on a GPU.\n"
     ]

@@ -64,7 +64,7 @@ def build(results_dir: str | Path = "results", out: str | Path | None = None) ->
         "Built by `python -m softmax_zoo.results table5` from `results/runs/table5/` (`make reproduce-table5`).\n"
         "ROUGE F1 x 100 (rouge-score, stemmed; UniLM used ROUGE-1.5.5). Δ = sparse − softmax; the 95% CI is a "
         f"paired bootstrap ({BOOTSTRAP_SAMPLES} resamples) over test examples, seeds pooled. The paper reports "
-        "deltas only in our sources (issue 6); UniLM's own result is BERT-large-sized, ours is what the scale names.\n\n"
+        "deltas only in our sources; UniLM's own result is BERT-large-sized, ours is what the scale names.\n\n"
         + "\n".join(sections)
     )
     write_page(out or results_dir, EXPERIMENT, text, claims + paper_setting_claims(by_setting, claims, EXPERIMENT))
