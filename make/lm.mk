@@ -18,7 +18,7 @@ LM_DATA := $(or $(SOFTMAX_ZOO_DATA),data)
 # Options of the diagnostic, e.g. DIAG_ARGS="--draws 32 --batches 4 --out /tmp/diag" (python -m softmax_zoo.diagnostics.sampler_bias --help).
 DIAG_ARGS ?=
 
-.PHONY: reproduce-lm1b reproduce-kernel-bias sampler-diagnostic lm1b-speed
+.PHONY: reproduce-lm1b reproduce-kernel-bias reproduce-kernel-bias-paper sampler-diagnostic lm1b-speed
 
 $(LM_DATA)/%/meta.json:
 	$(MAKE) data TASK=$*
@@ -33,6 +33,18 @@ lm1b-speed: setup $(LM_DATA)/lm1b/meta.json  ## lm1b heads' training steps timed
 reproduce-kernel-bias: setup $(LM_DATA)/ptb/meta.json  ## Blanc & Rendle bias vs m on PTB -> results/kernel_bias.md, kernel_bias.png
 	$(BIN)/python -m softmax_zoo.train -m experiment=kernel_bias_full scale=$(LM_SCALE) seed=$(LM_SEEDS) $(LM_ARGS)
 	$(BIN)/python -m softmax_zoo.train -m experiment=kernel_bias_sampled scale=$(LM_SCALE) seed=$(LM_SEEDS) $(LM_ARGS)
+	$(BIN)/python -m softmax_zoo.results kernel_bias results_dir=$(call results_for,$(LM_SCALE))
+
+# The paper's setting (no output bias, plain SGD, 1,200 steps, uniform m up to 2,048): 12 runs, resumable
+# (rerun the same command); ~100 min on one core of the 2-core CPU (the kernel runs dominate). Then the
+# sampler diagnostic on the full-softmax run's checkpoints (init, 400, 1,200 steps).
+KB_PAPER_CKPT = checkpoints/kernel_bias_paper/ptb_full_softmax_$(LM_SCALE)_seed0
+reproduce-kernel-bias-paper: setup $(LM_DATA)/ptb/meta.json  ## Blanc & Rendle bias vs m in the paper's setting -> results/kernel_bias.md
+	$(BIN)/python -m softmax_zoo.studies.kernel_bias_paper scale=$(LM_SCALE) $(LM_ARGS)
+	for c in init $(KB_PAPER_CKPT)/checkpoint-400 $(KB_PAPER_CKPT)/checkpoint-1200; do \
+	  $(BIN)/python -m softmax_zoo.diagnostics.sampler_bias $$c experiment=kernel_bias_paper_full scale=$(LM_SCALE) \
+	    --trained-by "python -m softmax_zoo.train experiment=kernel_bias_paper_full scale=$(LM_SCALE)" $(DIAG_ARGS) || exit 1; \
+	done
 	$(BIN)/python -m softmax_zoo.results kernel_bias results_dir=$(call results_for,$(LM_SCALE))
 
 sampler-diagnostic: setup $(LM_DATA)/ptb/meta.json  ## Sampler bias (KL, loss, gradient) at a PTB checkpoint: make sampler-diagnostic CKPT=.../checkpoint-N|init

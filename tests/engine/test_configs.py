@@ -21,7 +21,8 @@ FIXED_COST = "{_target_:softmax_zoo.losses.adaptive_cutoffs.MatmulCost,c_m:1e-5,
 
 
 def names(group: str) -> list[str]:
-    return sorted(p.stem for p in (CONFIGS / group).glob("*.yaml"))
+    """The group's selectable configs; a leading "_" marks a shared block that other configs include."""
+    return sorted(p.stem for p in (CONFIGS / group).glob("*.yaml") if not p.stem.startswith("_"))
 
 
 def resolved(cfg) -> dict:

@@ -45,3 +45,27 @@ def test_kernel_bias_grid_names_every_run_and_keeps_everything_else_fixed():
 def test_wikitext2_scales_compose(scale):
     cfg = config.compose(["task=wikitext2", f"scale={scale}"])
     assert cfg.model.name == "lstm_lm" and cfg.task.builder == "softmax_zoo.tasks.lm.build_task"
+
+
+def test_kernel_bias_paper_setting_differs_from_ours_only_in_the_setting():
+    """No output bias, plain SGD, longer with a validation curve: the rest (model, data, sampler grid) as ours."""
+    ours = config.compose(["experiment=kernel_bias_sampled", "scale=cpu", "loss/sampler=quadratic", "loss.num_samples=8"])
+    paper = config.compose(["experiment=kernel_bias_paper_sampled", "scale=cpu", "loss/sampler=quadratic", "loss.num_samples=8"])
+    full = config.compose(["experiment=kernel_bias_paper_full", "scale=cpu"])
+    assert paper.experiment_name == full.experiment_name == "kernel_bias_paper"
+    assert (ours.loss.bias, paper.loss.bias, full.loss.bias) == (True, False, False)
+    assert (paper.train.optim, paper.train.lr, paper.train.max_steps) == ("sgd", 20.0, 1200) and paper.train == full.train
+    assert paper.model == ours.model and paper.task.curve_every == 100
+
+
+def test_kernel_bias_paper_study_runs_the_reference_then_kernels_first():
+    from softmax_zoo.studies import kernel_bias_paper as study
+
+    jobs = study.jobs([8, 2048], ["quadratic"], [8, 32], scale="cpu", seed=1, extra=["train.max_steps=5"])
+    assert jobs[0] == ["experiment=kernel_bias_paper_full", "scale=cpu", "seed=1", "train.max_steps=5"]
+    assert [j[-2:] for j in jobs[1:]] == [
+        ["loss/sampler=quadratic", "loss.num_samples=8"], ["loss/sampler=uniform", "loss.num_samples=8"],
+        ["loss/sampler=uniform", "loss.num_samples=2048"], ["loss/sampler=quadratic", "loss.num_samples=32"],
+    ]
+    with pytest.raises(ValueError, match=r"sample sizes must be >= 1, got uniform=\[0\]"):
+        study.jobs([0], ["quadratic"], [8], scale="cpu", seed=0)

@@ -17,9 +17,11 @@ def overrides(corpus, tmp_path) -> list[str]:
     return ["task=lm1b", "scale=smoke", f"task.data_dir={corpus}", f"results_dir={tmp_path}", f"output_dir={tmp_path}/ckpt"]
 
 
-def diagnose(checkpoint, corpus, tmp_path, *extra):
+def diagnose(checkpoint, corpus, tmp_path, *extra, out="default"):
     argv = [str(checkpoint), *overrides(corpus, tmp_path), "--batches", "1", "--draws", "3", "--samples", "4", "16",
-            "--samplers", "uniform", "quadratic_centred", "softmax", "--out", str(tmp_path / "diagnostics" / "sampler_bias"), *extra]
+            "--samplers", "uniform", "quadratic_centred", "softmax", *extra]
+    if out:
+        argv += ["--out", str(tmp_path / "diagnostics" / "sampler_bias")]
     return sampler_bias.run(sampler_bias.parse_args(argv))
 
 
@@ -53,7 +55,10 @@ def test_a_folder_that_is_not_a_checkpoint_is_refused(lm_corpus, tmp_path):
 
 def test_kernel_bias_page_section_shows_the_diagnostics(lm_corpus, tmp_path):
     assert diagnostic_section(tmp_path) == ""  # no diagnostics: the page has no such section
-    diagnose("init", lm_corpus, tmp_path, "--name", "ptb_full_softmax_smoke_step0", "--trained-by", "train.max_steps=0")
-    section = diagnostic_section(tmp_path)
+    result = diagnose("init", lm_corpus, tmp_path, "--trained-by", "train.max_steps=0", out=None)
+    experiment = result["meta"]["experiment"]  # the default folder: <results_dir>/diagnostics/sampler_bias/<experiment>
+    assert (tmp_path / "diagnostics" / "sampler_bias" / experiment / f"{result['meta']['run_name']}_step0.json").is_file()
+    assert diagnostic_section(tmp_path, "kernel_bias") == ""
+    section = diagnostic_section(tmp_path, experiment)
     assert "of the checkpoints of `train.max_steps=0`" in section and "**Step 0**" in section
     assert "| quadratic_centred (ours) |" in section and "loss bias m=16" in section

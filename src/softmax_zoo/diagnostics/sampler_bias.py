@@ -2,7 +2,7 @@
 
     python -m softmax_zoo.diagnostics.sampler_bias CHECKPOINT [OVERRIDES ...] [--batches 3] [--draws 16]
         [--samples 8 32 128 512] [--samplers uniform unigram quadratic quadratic_centred softmax]
-        [--out results/diagnostics/sampler_bias] [--name NAME] [--trained-by COMMAND]
+        [--out DIR] [--name NAME] [--trained-by COMMAND]
 
 CHECKPOINT is a checkpoint folder (``.../checkpoint-400``) or ``init`` (the model as the seeded
 initialisation of the run builds it, step 0). OVERRIDES are
@@ -15,7 +15,8 @@ batches of the training stream; on each batch's output-layer inputs, for every s
 ``configs/loss/sampler/`` files) and m, :mod:`.bias_measures` gives KL(p̃ ‖ q̃), the sampled
 loss's bias and the output layer's gradient bias and cosine over ``--draws`` draws, averaged over
 the batches, plus the logit sizes of :func:`~.bias_measures.logit_stats`. Writes
-``<out>/<name>.json`` and ``<out>/<name>.md`` (name: ``<run>_step<N>``).
+``<out>/<name>.json`` and ``<out>/<name>.md`` (out: ``<results_dir>/diagnostics/sampler_bias/<experiment>``
+of the run's config; name: ``<run>_step<N>``).
 """
 
 from __future__ import annotations
@@ -42,6 +43,7 @@ from ..models import evaluating
 from ..models.heads import build_head
 from ..records import write_text
 from ..reports._pages import markdown_table
+from ..reports.kernel_bias import DIAGNOSTICS
 from .bias_measures import OutputLayer, kl_to_model, logit_stats, sampled_bias
 
 log = logging.getLogger(__name__)
@@ -140,7 +142,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--samples", type=int, nargs="+", default=list(SAMPLES))
     parser.add_argument("--samplers", nargs="+", default=list(SAMPLERS), help="names of configs/loss/sampler/ files")
     parser.add_argument("--seed", type=int, default=0, help="seed of the draws")
-    parser.add_argument("--out", default="results/diagnostics/sampler_bias")
+    parser.add_argument("--out", default=None, help="folder (default <results_dir>/diagnostics/sampler_bias/<experiment>)")
     parser.add_argument("--trained-by", default=None, help="the command that trained the checkpoint (kept in the JSON, shown on the page)")
     parser.add_argument("--name", default=None, help="file name (default <run_name>_step<N>)")
     args = parser.parse_intermixed_args(argv)
@@ -168,6 +170,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     result["meta"] = {
         "checkpoint": args.checkpoint,
         "step": step,
+        "experiment": cfg.experiment_name,
         "run_name": cfg.run_name,
         "overrides": list(args.overrides),
         "batches": len(layers),
@@ -181,9 +184,10 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "config": OmegaConf.to_container(cfg.model, resolve=True),
     }
     name = args.name or f"{cfg.run_name}_step{step}"
-    write_text(Path(args.out) / f"{name}.json", json.dumps(result, indent=1) + "\n")
-    write_text(Path(args.out) / f"{name}.md", markdown(result))
-    log.info("wrote %s.{json,md}", Path(args.out) / name)
+    out = Path(args.out or Path(cfg.results_dir) / DIAGNOSTICS / cfg.experiment_name)
+    write_text(out / f"{name}.json", json.dumps(result, indent=1) + "\n")
+    write_text(out / f"{name}.md", markdown(result))
+    log.info("wrote %s.{json,md}", out / name)
     return result
 
 

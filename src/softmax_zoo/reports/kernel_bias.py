@@ -1,15 +1,17 @@
 """Blanc & Rendle 2018's bias study on Penn Treebank: results/kernel_bias.md, .png and claims.
 
-Reads the records of ``experiment_name=kernel_bias`` (``make reproduce-kernel-bias``): the same
-LSTM trained for the same steps and seeds with the sampled head for each sampler x m, and once
-with the full softmax. The quantity compared is the final *full-softmax* validation loss (nats per
+Two settings, each a set of records: ``experiment_name=kernel_bias`` (``make reproduce-kernel-bias``:
+Adagrad, an output bias, 400 steps) and ``kernel_bias_paper`` (``make reproduce-kernel-bias-paper``:
+no output bias, plain SGD, 1,200 steps with validation curves). In each, the same LSTM is trained
+for the same steps and seeds with the sampled head for each sampler x m, and once with the full
+softmax. The quantity compared is the final *full-softmax* validation loss (nats per
 token; evaluation of a sampled head is the full softmax of its weights) and its gap to the
 full-softmax run. A biased sampler trains towards a different optimum, so its gap shrinks only as m
 grows; the paper's claim is that the quadratic kernel reaches a given gap with 10-100x fewer
 samples than uniform sampling, and that the softmax sampler (the oracle) is unbiased.
 
-A second section, when results/diagnostics/sampler_bias/ holds diagnostics of the full-softmax
-run's checkpoints (``python -m softmax_zoo.diagnostics.sampler_bias``, ``make sampler-diagnostic``),
+Each setting's section, when results/diagnostics/sampler_bias/<experiment>/ holds diagnostics of
+its full-softmax run's checkpoints (``python -m softmax_zoo.diagnostics.sampler_bias``, ``make sampler-diagnostic``),
 shows per checkpoint how far each sampler's q is from the model's p and the bias of the sampled
 loss and output-layer gradient, measured directly at fixed weights.
 
@@ -27,11 +29,15 @@ from ..records import choice, get, load_records, runs_dir
 from ._pages import line_plot, markdown_table, write_page
 from ._stats import format_mean_ci, mean
 
-EXPERIMENT = "kernel_bias"
-SAMPLERS = ("uniform", "unigram", "quadratic", "softmax")
+EXPERIMENT = "kernel_bias"  # the page's name and our setting's experiment
+SETTINGS = {  # experiment -> (section title, how its records are made)
+    EXPERIMENT: ("Our setting: Adagrad, an output bias, 400 steps", "make reproduce-kernel-bias"),
+    "kernel_bias_paper": ("The paper's setting: no output bias, plain SGD, 1,200 steps", "make reproduce-kernel-bias-paper"),
+}
+SAMPLERS = ("uniform", "unigram", "quadratic", "quadratic_centred", "softmax")
+KERNELS = {"quadratic": "the quadratic kernel", "quadratic_centred": "the centred kernel (ours)"}
 FEWER_SAMPLES = (10.0, 100.0)  # the paper: one to two orders of magnitude fewer samples than uniform
 DIAGNOSTICS = Path("diagnostics") / "sampler_bias"  # under results_dir: the diagnostic's JSON files
-DIAGNOSED_RUN = "ptb_full_softmax_"  # run-name prefix of the checkpoints the section shows
 
 
 def sampler_name(record: dict[str, Any]) -> str | None:
@@ -59,9 +65,9 @@ def samples_needed(curve: dict[int, float], gap: float) -> int | None:
     return reached[0] if reached else None
 
 
-def fewer_samples(gaps: dict[str, dict[int, float]]) -> list[tuple[int, float, int | None]]:
-    """For each uniform point (m_u, gap_u): the smallest quadratic m_q reaching gap_u; (m_u, gap_u, m_q)."""
-    uniform, quadratic = gaps.get("uniform", {}), gaps.get("quadratic", {})
+def fewer_samples(gaps: dict[str, dict[int, float]], kernel: str = "quadratic") -> list[tuple[int, float, int | None]]:
+    """For each uniform point (m_u, gap_u): the smallest ``kernel`` m_k reaching gap_u; (m_u, gap_u, m_k)."""
+    uniform, quadratic = gaps.get("uniform", {}), gaps.get(kernel, {})
     return [(m, g, samples_needed(quadratic, g)) for m, g in sorted(uniform.items())]
 
 
@@ -77,14 +83,14 @@ def table(full: list[float], grid: dict[str, dict[int, list[float]]]) -> str:
                 cells.append(f"{v:.3f} ({v - base:+.3f})")
             else:
                 cells.append("-")
-        rows.append([name, *cells])
+        rows.append([f"{name} (ours)" if name == "quadratic_centred" else name, *cells])
     rows.append(["full softmax", *[format_mean_ci(full, digits=3)] + [""] * (len(ms) - 1)])
     return markdown_table(["sampler", *[f"m={m}" for m in ms]], rows)
 
 
-def plot(full: list[float], grid: dict[str, dict[int, list[float]]], path: Path) -> None:
+def plot(full: list[float], grid: dict[str, dict[int, list[float]]], path: Path, title: str) -> None:
     with line_plot(path, xlabel="negatives per row m (log scale)", ylabel="final validation loss, full softmax (nats/token)",
-                   title="Penn Treebank: bias of sampled softmax vs m") as ax:
+                   title=f"Penn Treebank: bias of sampled softmax vs m\n{title}") as ax:
         for name in [s for s in SAMPLERS if s in grid]:
             ms = sorted(grid[name])
             ax.plot(ms, [mean(grid[name][m]) for m in ms], marker="o", label=f"sampled, {name}")
@@ -92,17 +98,17 @@ def plot(full: list[float], grid: dict[str, dict[int, list[float]]], path: Path)
         ax.set_xscale("log", base=2)
 
 
-def finding(full: list[float], grid: dict[str, dict[int, list[float]]]) -> tuple[str, str, str]:
-    """(an honest sentence on the 10-100x claim, the verdict, a short "ours" cell) from the measured gaps.
+def finding(full: list[float], grid: dict[str, dict[int, list[float]]], kernel: str = "quadratic") -> tuple[str, str, str]:
+    """(an honest sentence on the 10-100x claim for ``kernel``, the verdict, a short "ours" cell) from the measured gaps.
 
-    For each uniform point (m_u, gap_u) the ratio m_u / m_q, where m_q is the smallest quadratic m
+    For each uniform point (m_u, gap_u) the ratio m_u / m_k, where m_k is the smallest ``kernel`` m
     reaching gap_u; the verdict is on the largest ratio, and the sentence names where it fails.
     """
     base = mean(full)
     gaps = {name: {m: mean(v) - base for m, v in per_m.items()} for name, per_m in grid.items()}
-    pairs = fewer_samples(gaps)
-    if not pairs or "quadratic" not in gaps:
-        return "The uniform or quadratic runs are missing, so the claim is not tested.", "not tested", "-"
+    pairs = fewer_samples(gaps, kernel)
+    if not pairs or kernel not in gaps:
+        return f"The uniform or {kernel} runs are missing, so the claim is not tested.", "not tested", "-"
     ratios = {m_u: m_u / m_q for m_u, _, m_q in pairs if m_q is not None}
     m_best = max(ratios, key=ratios.get, default=None)
     best = ratios.get(m_best, 0.0)
@@ -110,21 +116,43 @@ def finding(full: list[float], grid: dict[str, dict[int, list[float]]]) -> tuple
     verdict = "supported" if best >= FEWER_SAMPLES[0] else "not supported"
     at_most = ", ".join(f"uniform m={m_u}: {ratios[m_u]:.1f}x" for m_u in sorted(ratios))
     sentence = (
-        f"Samples quadratic needs to match uniform's gap, as a ratio m_uniform / m_quadratic: {at_most or 'none'}"
-        + (f"; uniform's gap at m={', '.join(map(str, unreached))} is not reached by quadratic at any m we ran" if unreached else "")
-        + f". The largest ratio is {best:.1f}x, so the paper's 10-100x is {verdict} on our data at this scale."
+        f"Samples {kernel} needs to match uniform's gap, as a ratio m_uniform / m_{kernel}: {at_most or 'none'}"
+        + (f"; uniform's gap at m={', '.join(map(str, unreached))} is not reached by {kernel} at any m we ran" if unreached else "")
+        + f". The largest ratio is {best:.1f}x, so the paper's 10-100x is {verdict} for {KERNELS.get(kernel, kernel)} here."
     )
-    others = [s for s in gaps if s not in ("softmax", "quadratic")]
-    winners = {m: min((s for s in gaps if s != "softmax" and m in gaps[s]), key=lambda s: gaps[s][m]) for m in gaps["quadratic"]}
-    for rival in others:
+    others = [s for s in gaps if s not in ("softmax", "quadratic", "quadratic_centred")]
+    winners = {m: min((s for s in gaps if s not in ("softmax", "quadratic_centred") and m in gaps[s]), key=lambda s: gaps[s][m])
+               for m in gaps.get("quadratic", {})}
+    for rival in others if kernel == "quadratic" else ():
         beaten = [m for m in sorted(winners) if winners[m] == rival]
         if beaten:
             sentence += (
                 f" {rival.capitalize()} sampling had a smaller gap than the quadratic kernel at m={', '.join(map(str, beaten))}"
                 f" ({len(beaten)} of {len(winners)} points); the paper finds the kernel better than {rival} too."
             )
-    short = f"largest m_uniform/m_quadratic at equal gap: {best:.1f}x" + (f" (uniform m={m_best})" if m_best else "")
+    short = f"largest m_uniform/m_{kernel} at equal gap: {best:.1f}x" + (f" (uniform m={m_best})" if m_best else "")
     return sentence, verdict, short
+
+
+def curves_plot(records: list[dict[str, Any]], path: Path, title: str) -> bool:
+    """Validation perplexity (first curve_tokens tokens) against step, one line per run; False if no run has a curve."""
+    runs = []
+    for r in records:
+        curve = [(h["step"], h["val/curve_perplexity"]) for h in r.get("history", []) if "val/curve_perplexity" in h]
+        if curve:
+            name = sampler_name(r)
+            runs.append((SAMPLERS.index(name) if name in SAMPLERS else -1, get(r, "config.loss.num_samples") or 0, name, curve))
+    if not runs:
+        return False
+    styles = {"uniform": ":", "unigram": "-.", "quadratic": "--", "quadratic_centred": "-", "softmax": "-"}
+    with line_plot(path, xlabel="optimiser step", ylabel="validation perplexity (log scale)", title=f"Penn Treebank: training curves\n{title}") as ax:
+        for _, m, name, curve in sorted(runs, key=lambda x: (x[0], x[1])):
+            xs, ys = zip(*curve[1:] or curve)  # step 0 (the initialisation, ~n classes) would squash the scale
+            label = "full softmax" if name is None else f"{name}{' (ours)' if name == 'quadratic_centred' else ''}, m={m}"
+            ax.plot(xs, ys, linestyle="--" if name is None else styles.get(name, "-"), color="black" if name is None else None,
+                    marker=None if name is None else ".", label=label)
+        ax.set_yscale("log")
+    return True
 
 
 def diagnostic_table(result: dict[str, Any]) -> str:
@@ -148,16 +176,16 @@ def diagnostic_table(result: dict[str, Any]) -> str:
     )
 
 
-def diagnostic_section(results_dir: str | Path) -> str:
-    """The page's section on the fixed-checkpoint diagnostics ("" if there are none)."""
-    files = sorted(Path(results_dir, DIAGNOSTICS).glob(f"{DIAGNOSED_RUN}*.json"))
-    results = sorted((json.loads(f.read_text()) for f in files), key=lambda r: r["meta"]["step"])
+def diagnostic_section(results_dir: str | Path, experiment: str = EXPERIMENT) -> str:
+    """The section on the fixed-checkpoint diagnostics of ``experiment``'s full-softmax run ("" if there are none)."""
+    folder = Path(results_dir, DIAGNOSTICS, experiment)
+    results = sorted((json.loads(f.read_text()) for f in folder.glob("*.json")), key=lambda r: r["meta"]["step"])
     if not results:
         return ""
     trained = {r["meta"].get("trained_by") for r in results} - {None}
     return (
-        "\n## Sampler bias at fixed checkpoints of the full-softmax run\n\n"
-        f"Diagnostics in results/{DIAGNOSTICS.as_posix()}/ (`python -m softmax_zoo.diagnostics.sampler_bias`, "
+        "\n### Sampler bias at fixed checkpoints of the full-softmax run\n\n"
+        f"Diagnostics in results/{(DIAGNOSTICS / experiment).as_posix()}/ (`python -m softmax_zoo.diagnostics.sampler_bias`, "
         "`make sampler-diagnostic CKPT=...`)"
         + (f" of the checkpoints of `{'`, `'.join(sorted(trained))}`" if trained else "")
         + ". Over the first training batches: KL(p̃‖q̃) between the model's distribution and the sampler's, "
@@ -170,48 +198,70 @@ def diagnostic_section(results_dir: str | Path) -> str:
     )
 
 
-def build(results_dir: str | Path = "results", out: str | Path | None = None) -> None:
-    """Write kernel_bias.md, kernel_bias.png and the kernel-bias rows of claims.md into ``out`` (default ``results_dir``)."""
-    runs = runs_dir(results_dir)
-    records = load_records(runs, EXPERIMENT)
+def setting_section(results_dir: str | Path, out: Path, experiment: str, records: list[dict[str, Any]]) -> tuple[str, list[dict[str, str]]]:
+    """One setting's section of the page (its figures written into ``out``) and its claims rows."""
+    title, make_target = SETTINGS[experiment]
     full, grid = collect(records)
     if not full or not grid:
         raise FileNotFoundError(
-            f"need the full-softmax run and sampled runs in {runs / EXPERIMENT}; run `make reproduce-kernel-bias` first"
+            f"need the full-softmax run and sampled runs in {runs_dir(results_dir) / experiment}; run `{make_target}` first"
         )
-    out = Path(out or results_dir)
-    plot(full, grid, out / "kernel_bias.png")
-    sentence, verdict, short = finding(full, grid)
+    plot(full, grid, out / f"{experiment}.png", title)
+    has_curves = curves_plot(records, out / f"{experiment}_curves.png", title)
     base = mean(full)
     oracle = grid.get("softmax", {})
     oracle_gap = max((abs(mean(v) - base) for v in oracle.values()), default=math.nan)
     r0 = records[0]
+    claim_id = "kernel-bias-10-100x" + ("" if experiment == EXPERIMENT else "-paper-setting")
+    where = "" if experiment == EXPERIMENT else " (the paper's setting: no output bias, plain SGD)"
     text = (
-        "# Kernel-based sampling: bias of sampled softmax against m (Blanc & Rendle 2018)\n\n"
-        "Made by `make reproduce-kernel-bias` (records in results/runs/kernel_bias/, table by "
-        "`python -m softmax_zoo.results kernel_bias`).\n\n"
-        f"Penn Treebank (Mikolov), LSTM {get(r0, 'config.model.hidden_size')} units, BPTT "
-        f"{get(r0, 'config.task.bptt')}, {r0['timing']['global_steps']} steps for every run, seeds "
+        f"\n## {title}\n\n"
+        f"Made by `{make_target}` (records in results/runs/{experiment}/). Penn Treebank (Mikolov), LSTM "
+        f"{get(r0, 'config.model.hidden_size')} units, BPTT {get(r0, 'config.task.bptt')}, optimiser "
+        f"{get(r0, 'config.train.optim')} (lr {get(r0, 'config.train.lr')}), output bias "
+        f"{'yes' if get(r0, 'config.loss.bias') else 'no'}, {r0['timing']['global_steps']} steps for every run, seeds "
         f"{sorted({r['seed'] for r in records})}. Cells: final validation loss of the full softmax of the trained "
         "weights (nats/token), and in brackets its gap to the full-softmax run (lower is better, 0 = unbiased).\n\n"
-        + table(full, grid)
-        + "\nPaper: quadratic kernel (α = 100) reaches the full-softmax loss with one to two orders of magnitude fewer "
-        "samples than uniform or unigram sampling; the softmax sampler is unbiased.\n\n"
-        + sentence
-        + (f" The softmax sampler's largest gap over m is {oracle_gap:.3f} nats." if oracle else "")
-        + "\n\n![validation loss against m](kernel_bias.png)\n"
-        + diagnostic_section(results_dir)
+        + table(full, grid) + "\n"
     )
-    write_page(
-        out,
-        EXPERIMENT,
-        text,
-        [{
-            "id": "kernel-bias-10-100x",
-            "claim": "quadratic-kernel sampling reaches a given bias with 10-100x fewer samples than uniform sampling",
-            "paper": "10-100x fewer samples",
+    claims = []
+    for kernel in [k for k in KERNELS if k in grid]:
+        sentence, verdict, short = finding(full, grid, kernel)
+        text += sentence + "\n\n"
+        claims.append({
+            "id": claim_id if kernel == "quadratic" else f"kernel-bias-centred{'' if experiment == EXPERIMENT else '-paper-setting'}",
+            "claim": (f"quadratic-kernel sampling reaches a given bias with 10-100x fewer samples than uniform sampling{where}"
+                      if kernel == "quadratic" else f"ours, not the paper's: the centred kernel against uniform{where}"),
+            "paper": "10-100x fewer samples" if kernel == "quadratic" else "— (extension)",
             "ours": short,
             "verdict": verdict,
             "source": EXPERIMENT,
-        }],
+        })
+    if oracle:
+        text += f"The softmax sampler's largest gap over m is {oracle_gap:.3f} nats.\n\n"
+    text += f"![validation loss against m]({experiment}.png)\n"
+    if has_curves:
+        text += f"\n![validation curves]({experiment}_curves.png)\n"
+    return text + diagnostic_section(results_dir, experiment), claims
+
+
+def build(results_dir: str | Path = "results", out: str | Path | None = None) -> None:
+    """Write kernel_bias.md, its figures and the kernel-bias rows of claims.md into ``out`` (default ``results_dir``)."""
+    runs = runs_dir(results_dir)
+    out = Path(out or results_dir)
+    sections, claims = [], []
+    for experiment in SETTINGS:
+        records = load_records(runs, experiment)
+        if records or experiment == EXPERIMENT:  # our setting's records are required, the paper setting's optional
+            text, rows = setting_section(results_dir, out, experiment, records)
+            sections.append(text)
+            claims += rows
+    text = (
+        "# Kernel-based sampling: bias of sampled softmax against m (Blanc & Rendle 2018)\n\n"
+        "Paper: the quadratic kernel (α = 100) reaches the full-softmax loss with one to two orders of magnitude fewer "
+        "samples than uniform or unigram sampling; the softmax sampler is unbiased. Table by "
+        "`python -m softmax_zoo.results kernel_bias`.\n\n"
+        + markdown_table(["claim", "ours", "verdict"], [[c["claim"], c["ours"], c["verdict"]] for c in claims])
+        + "".join(sections)
     )
+    write_page(out, EXPERIMENT, text, claims)

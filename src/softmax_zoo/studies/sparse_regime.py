@@ -19,16 +19,14 @@ every other ``key=value`` goes to every job (e.g. ``model=unilm_tiny``).
 
 from __future__ import annotations
 
-import logging
-import subprocess
 import sys
-from collections.abc import Callable, Sequence
-from pathlib import Path
+from collections.abc import Sequence
 
-from .. import config
+from ._jobs import int_list, parse, record_path, run_all
+from ._jobs import main as run_chain
 
-log = logging.getLogger(__name__)
-Runner = Callable[[list[str]], object]
+__all__ = ["OPTIONS", "jobs", "main", "record_path", "run_all"]
+
 OPTIONS = {"scale": "cpu", "starts": "1,2,4", "ks": "20,100", "seed": "0"}
 
 
@@ -54,59 +52,12 @@ def jobs(starts: Sequence[int], ks: Sequence[int], *, scale: str, seed: int, ext
     return out
 
 
-def record_path(overrides: Sequence[str]) -> Path:
-    """Where the run of ``overrides`` writes its record (its composed results_dir, experiment and run name)."""
-    cfg = config.compose(list(overrides))
-    return Path(cfg.results_dir) / "runs" / cfg.experiment_name / f"{cfg.run_name}.json"
-
-
-def train_in_subprocess(overrides: list[str]) -> None:
-    """``python -m softmax_zoo.train <overrides>`` in a fresh process (its own Hydra log); raises on failure."""
-    subprocess.run([sys.executable, "-m", "softmax_zoo.train", *overrides], check=True)
-
-
-def run_all(job_list: Sequence[list[str]], runner: Runner = train_in_subprocess) -> list[Path]:
-    """Run every job whose record is missing, with ``resume=true``; return the record paths in job order."""
-    paths = []
-    for overrides in job_list:
-        path = record_path(overrides)
-        if path.is_file():
-            log.info("done already: %s", path)
-        else:
-            log.info("running %s", " ".join(overrides))
-            runner([*overrides, "resume=true"])
-            if not path.is_file():
-                raise RuntimeError(f"the run {' '.join(overrides)} finished without writing {path}")
-        paths.append(path)
-    return paths
-
-
-def parse(argv: Sequence[str]) -> tuple[dict[str, str], list[str]]:
-    """The study's own options (:data:`OPTIONS`, defaults filled) and the overrides for every job."""
-    bad = [a for a in argv if "=" not in a]
-    if bad:
-        raise ValueError(f"arguments must be key=value, got {bad}")
-    options = dict(OPTIONS)
-    extra = []
-    for arg in argv:
-        key, value = arg.split("=", 1)
-        if key in OPTIONS:
-            options[key] = value
-        else:
-            extra.append(arg)
-    return options, extra
-
-
 def main(argv: Sequence[str] | None = None) -> int:
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
-    options, extra = parse(sys.argv[1:] if argv is None else argv)
-    job_list = jobs(
-        [int(e) for e in options["starts"].split(",")], [int(k) for k in options["ks"].split(",")],
+    options, extra = parse(sys.argv[1:] if argv is None else argv, OPTIONS)
+    return run_chain(jobs(
+        int_list(options["starts"], "starts"), int_list(options["ks"], "ks"),
         scale=options["scale"], seed=int(options["seed"]), extra=extra,
-    )
-    for path in run_all(job_list):
-        print(path)
-    return 0
+    ))
 
 
 if __name__ == "__main__":

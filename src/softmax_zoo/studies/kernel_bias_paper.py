@@ -1,0 +1,54 @@
+"""Blanc & Rendle 2018's bias study in the paper's setting, chained and resumable
+(``make reproduce-kernel-bias-paper``).
+
+The setting (configs/experiment/kernel_bias_paper_sampled.yaml says why): a dot-product output layer
+without bias, plain SGD, 1,200 steps with a validation curve. The jobs: the full-softmax reference,
+uniform sampling over a grid reaching m = 2,048 (so that 10-100x fewer samples is measurable), and the
+quadratic kernel and our centred kernel over a smaller grid. Each job is skipped when its record
+exists; otherwise it runs with ``resume=true``. The page is ``python -m softmax_zoo.results kernel_bias``.
+
+Run: ``python -m softmax_zoo.studies.kernel_bias_paper [scale=cpu] [seed=0] [uniform=8,32,128,512,2048]
+[kernels=quadratic,quadratic_centred] [kernel_m=8,32,128] [<train override> ...]``.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+
+from ._jobs import int_list, parse
+from ._jobs import main as run_chain
+
+OPTIONS = {
+    "scale": "cpu", "seed": "0", "uniform": "8,32,128,512,2048",
+    "kernels": "quadratic,quadratic_centred", "kernel_m": "8,32,128",
+}
+
+
+def jobs(
+    uniform_m: Sequence[int], kernels: Sequence[str], kernel_m: Sequence[int], *,
+    scale: str, seed: int, extra: Sequence[str] = (),
+) -> list[list[str]]:
+    """The study's jobs as ``python -m softmax_zoo.train`` overrides: the full softmax, then each
+    kernel at its smallest m (the most telling point), then uniform, then the rest."""
+    if min([*uniform_m, *kernel_m], default=1) < 1:
+        raise ValueError(f"sample sizes must be >= 1, got uniform={list(uniform_m)} kernel_m={list(kernel_m)}")
+    common = [f"scale={scale}", f"seed={seed}", *extra]
+    sampled = ["experiment=kernel_bias_paper_sampled", *common]
+    points = [(k, m) for m in sorted(kernel_m) for k in kernels]
+    points[len(kernels):len(kernels)] = [("uniform", m) for m in sorted(uniform_m)]
+    return [["experiment=kernel_bias_paper_full", *common]] + [
+        [*sampled, f"loss/sampler={name}", f"loss.num_samples={m}"] for name, m in points
+    ]
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    options, extra = parse(sys.argv[1:] if argv is None else argv, OPTIONS)
+    return run_chain(jobs(
+        int_list(options["uniform"], "uniform"), [k for k in options["kernels"].split(",") if k],
+        int_list(options["kernel_m"], "kernel_m"), scale=options["scale"], seed=int(options["seed"]), extra=extra,
+    ))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
