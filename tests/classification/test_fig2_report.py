@@ -79,7 +79,8 @@ def test_claims_rows(built):
     claims = read_claims(built / "claims.md")
     assert claims["fig2-k20-best-iflytek"]["verdict"] == "supported"
     robust = claims["fig2-robust-k-iflytek"]
-    assert robust["ours"] == "test micro-F1 spread of the means over k=5..100: 20.0 points; k below the softmax baseline: [5]"
+    assert robust["ours"] == ("test micro-F1 spread of the means over k=5..100: 20.0 points; k below the softmax baseline: [5]"
+                              "; regime: not measured (run before the top-k diagnostics)")  # the hand-made records have no diagnostics
     assert robust["verdict"].startswith("not supported")
     assert claims["fig2-iflytek-f1"]["paper"] == "60.7" and claims["fig2-iflytek-f1"]["ours"].startswith("61.0")
     fig1 = claims["fig1-convergence-iflytek"]
@@ -116,3 +117,11 @@ def test_fine_tuned_rows_appear_beside_the_frozen_ones_only_when_recorded(built,
     assert "| sparse-softmax | 20 | 61.0 ± 2.5 (n=3)" in head and "81.0" not in head  # the frozen table keeps its own runs
     assert "| softmax | — | 72.0 ± 5.0 (n=3)" in tuned and "| sparse-softmax | 20 | 81.0 ± 2.5 (n=3)" in tuned
     assert "training ran at 100 examples/s" in tuned and "k=20 90.0 ± 0.0 (n=3)" in tuned
+
+
+def test_claims_name_the_measured_regime():
+    from softmax_zoo.reports.fig2 import regime_note
+
+    runs = [{"metrics": {"test/target_in_topk": share}} for share in (0.97, 0.99)]
+    assert regime_note({("sparse", 20): runs}) == "; regime: test targets in the top-20 98.0% (k=20 runs)"
+    assert regime_note({("sparse", 20): [*runs, {"metrics": {}}]}).startswith("; regime: not measured")

@@ -100,9 +100,9 @@ def has_regime(pairs: list[Pair]) -> bool:
 
 
 def regime(pairs: list[Pair]) -> str:
-    """"; regime: ..." naming the share of test targets in Ω_k per arm and the start; empty for older records."""
+    """"; regime: ..." naming the share of test targets in Ω_k per arm and the start (or that it was not measured)."""
     if not has_regime(pairs):
-        return ""
+        return "; regime: not measured (run before the top-k diagnostics)"
     share = [np.mean([p[i]["metrics"]["test/target_in_topk"] for p in pairs]) for i in (0, 1)]
     k = int(pairs[0][1]["metrics"]["test/diagnostics_k"])
     start = pairs[0][0]["config"].get("init_from") or pairs[0][0]["config"]["model"]["checkpoint"] or "random init"
@@ -110,11 +110,11 @@ def regime(pairs: list[Pair]) -> str:
 
 
 def paper_setting_claims(by_setting: dict[str, list[Pair]], claims: list[dict[str, str]], experiment: str) -> list[dict[str, str]]:
-    """Rows saying the paper's setting is untested, while there are regime-bearing records but no scale=paper pairs.
+    """Rows saying the paper's setting is untested, while there are no scale=paper pairs.
 
-    One per paper delta, keyed ``<experiment>_paper_<rest of the id>``; none for older records.
+    One per paper delta, keyed ``<experiment>_paper_<rest of the id>``.
     """
-    if "paper" in by_setting or not all(has_regime(pairs) for pairs in by_setting.values()):
+    if "paper" in by_setting:
         return []
     rows = {}
     for c in claims:
