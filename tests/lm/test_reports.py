@@ -139,3 +139,25 @@ def test_reports_without_records_say_what_to_run(tmp_path):
         lm1b.build(tmp_path)
     with pytest.raises(FileNotFoundError, match="make reproduce-kernel-bias"):
         kernel_bias.build(tmp_path)
+
+
+def test_kernel_bias_paper_setting_section(tmp_path):
+    """The paper setting's records add a section and claim rows; an unfinished study shows as incomplete, not as an error."""
+    runs = records.runs_dir(tmp_path)
+    for r in kernel_records({8: 0.19, 16: 0.1, 64: 0.05, 256: 0.01}):
+        records.write_record(r, runs)
+    records.write_record(record("kernel_bias_paper", "full", "softmax", {"val/loss": 5.0}), runs)
+    kernel_bias.build(tmp_path)
+    assert "Incomplete: 1 run record(s) in results/runs/kernel_bias_paper/" in (tmp_path / "kernel_bias.md").read_text()
+    curve = [{"step": s, "val/curve_perplexity": 300.0 - s} for s in (0, 100, 200)]
+    for name, m, gap in (("uniform", 8, 1.0), ("uniform", 2048, 0.1), ("quadratic", 8, 0.05), ("quadratic_centred", 8, 0.5)):
+        records.write_record(record("kernel_bias_paper", f"{name}_m{m}", "sampled_softmax", {"val/loss": 5.0 + gap},
+                                    history=curve, sampler=name, m=m), runs)
+    kernel_bias.build(tmp_path)
+    text = (tmp_path / "kernel_bias.md").read_text()
+    assert "## The paper's setting: no output bias, plain SGD" in text and "| quadratic_centred (ours) |" in text
+    claims = read_claims(tmp_path / "claims.md")
+    assert claims["kernel-bias-10-100x-paper-setting"]["verdict"] == "supported"  # m=8 reaches uniform m=2048's gap: 256x
+    assert "256.0x" in claims["kernel-bias-10-100x-paper-setting"]["ours"]
+    assert claims["kernel-bias-centred-paper-setting"]["verdict"] == "not supported"  # 0.5 reaches only uniform m=8's gap
+    assert (tmp_path / "kernel_bias_paper_curves.png").stat().st_size > 0

@@ -202,10 +202,11 @@ def setting_section(results_dir: str | Path, out: Path, experiment: str, records
     """One setting's section of the page (its figures written into ``out``) and its claims rows."""
     title, make_target = SETTINGS[experiment]
     full, grid = collect(records)
+    if not records:
+        raise FileNotFoundError(f"no records in {runs_dir(results_dir) / experiment}; run `{make_target}` first")
     if not full or not grid:
-        raise FileNotFoundError(
-            f"need the full-softmax run and sampled runs in {runs_dir(results_dir) / experiment}; run `{make_target}` first"
-        )
+        return (f"\n## {title}\n\nIncomplete: {len(records)} run record(s) in results/runs/{experiment}/, the full-softmax "
+                f"run and at least one sampled run are needed (`{make_target}` resumes the study).\n"), []
     plot(full, grid, out / f"{experiment}.png", title)
     has_curves = curves_plot(records, out / f"{experiment}_curves.png", title)
     base = mean(full)
