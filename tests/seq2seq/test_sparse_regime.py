@@ -7,6 +7,7 @@ import pytest
 
 from softmax_zoo import config, engine
 from softmax_zoo.reports import sparse_regime as page
+from softmax_zoo.reports._pages import read_claims
 from softmax_zoo.studies import sparse_regime as study
 
 from .test_end_to_end import _summaries, _write
@@ -64,6 +65,10 @@ def test_regime_chain_at_smoke_scale_builds_the_page(tmp_path, monkeypatch):
     assert [(p["start"], p["k"]) for p in pts] == [(0, 20), (0, 50), (2, 20), (2, 50)]
     assert all(p["rouge1"]["low"] <= p["rouge1"]["delta"] <= p["rouge1"]["high"] and p["n"] == 8 for p in pts)
     assert "Where the paper's regime lies" in text and "Δ R-1 [95% CI]" in text
+    assert "Grid: start epochs [0, 2], softmax and sparse k in [20, 50], seeds [0]: 7 runs" in text
+    assert "- k=20: Δ R-1 " in text and "of 2 start(s)" in text and "What the curve says" in text
+    row = read_claims(tmp_path / "scratch" / "claims.md")["sparse-regime-gigaword-beam1"]
+    assert row["verdict"].endswith("the paper's regime not tested here (needs scale=paper)") and row["ours"].startswith("k=20: Δ R-1")
     assert (tmp_path / "scratch" / "sparse_regime.png").stat().st_size > 0
 
 
