@@ -2,7 +2,7 @@
 
     make bench                                   # full sizes, writes results/bench_losses_<device>.md
     python scripts/bench_losses.py --quick       # small sizes, prints only (a check that it runs)
-    python scripts/bench_losses.py --only sparse # groups whose title contains "sparse"
+    python scripts/bench_losses.py --only sparse # groups whose title contains "sparse" -> results/bench_losses_<device>_sparse.md
 
 Rows come from ``scripts/bench_cases/*.py`` (each module has ``cases(quick) -> list[Case]``);
 their references are imported from ``tests/`` so the benchmark times what the tests check.
@@ -140,7 +140,9 @@ def main() -> None:
     if args.quick:
         return
     kind = "cuda" if torch.cuda.is_available() else "cpu"
-    out = ROOT / "results" / f"bench_losses_{kind}.md"
+    # --only runs a part: it gets its own page, and the full report stays whole
+    slug = "" if args.only is None else "_" + "".join(ch if ch.isalnum() else "-" for ch in args.only.lower())
+    out = ROOT / "results" / f"bench_losses_{kind}{slug}.md"
     command = "python scripts/bench_losses.py " + " ".join(sys.argv[1:])
     header = [
         f"# Losses benchmark ({kind})",

@@ -6,7 +6,9 @@ Sampling rows time one ``sample`` call with the targets excluded; the naive row 
 kernel q with one ``torch.multinomial`` over all classes. The training step of the sampled head
 is sampling + tree refresh + forward + backward + an SGD update of the weight (the update bumps
 the weight's version, so the next step refreshes the tree as in training); the full softmax row
-is ``SoftmaxHead`` forward + backward only.
+is ``SoftmaxHead`` forward + backward only. The candidate-logits rows time the two ways the head
+computes its (n, 1 + m) logits (``softmax_zoo.losses.sampled.candidate_logits``), forward + backward,
+at the Penn Treebank study's sizes (n = 640 rows, d = 200, C = 10,000, uniform candidates).
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from functools import lru_cache
 import torch
 
 from bench_cases import Case
+from softmax_zoo.losses import sampled
 from softmax_zoo.losses import (
     CentredQuadraticKernelSampler,
     QuadraticKernelSampler,
@@ -121,6 +124,43 @@ def train_case(group: str, name: str, kind: str, n: int, c: int, **kw) -> Case:
     return Case(group=group, name=name, setup=setup, baseline="SoftmaxHead forward+backward", **kw)
 
 
+def logits_case(group: str, name: str, ratio: float, n: int, c: int, d: int, m: int, **kw) -> Case:
+    """candidate_logits forward+backward with its path forced (ratio 0: per-row gather; inf: shared GEMM)."""
+    def setup():
+        gen = torch.Generator().manual_seed(0)
+        hidden = torch.randn(n, d, generator=gen, requires_grad=True)
+        weight = torch.randn(c, d, generator=gen, requires_grad=True)
+        cand = torch.randint(0, c, (n, 1 + m), generator=gen)
+
+        def step():
+            saved, sampled.SHARED_GEMM_RATIO = sampled.SHARED_GEMM_RATIO, ratio
+            try:
+                hidden.grad = weight.grad = None
+                sampled.candidate_logits(hidden, weight, cand).logsumexp(1).sum().backward()
+            finally:
+                sampled.SHARED_GEMM_RATIO = saved
+
+        return step
+
+    return Case(group=group, name=name, setup=setup, **kw)
+
+
+def logits_cases(quick: bool) -> list[Case]:
+    n, c, d = (64, 1_000, 32) if quick else (640, 10_000, 200)
+    rows = []
+    for m in (32, 512, 2048) if not quick else (8, 256):
+        distinct = c * (1 - (1 - 1 / c) ** (n * (1 + m)))  # expected distinct uniform candidates
+        shared = distinct <= sampled.SHARED_GEMM_RATIO * (1 + m)
+        group = f"sampled softmax: candidate logits at m={m} (n={n}, d={d}, C={c:,}, fwd+bwd)"
+        gather = "per-row gather" + ("" if shared else " (the head's choice)")
+        rows += [
+            logits_case(group, gather, 0.0, n, c, d, m, baseline=gather),
+            logits_case(group, "one GEMM over the distinct candidates" + (" (the head's choice)" if shared else ""),
+                        math.inf, n, c, d, m, baseline=gather),
+        ]
+    return rows
+
+
 def cases(quick: bool) -> list[Case]:
     n = 64 if quick else 1024
     small, large = (2_000, 20_000) if quick else (50_000, 500_000)
@@ -150,4 +190,4 @@ def cases(quick: bool) -> list[Case]:
         train_case(group, "SampledSoftmaxHead + UniformSampler (sample+fwd+bwd+SGD)", "uniform", n, large, repeats=3),
         train_case(group, "SampledSoftmaxHead + UnigramSampler (sample+fwd+bwd+SGD)", "unigram", n, large, repeats=3),
     ]
-    return rows
+    return rows + logits_cases(quick)

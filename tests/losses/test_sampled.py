@@ -4,6 +4,8 @@ only the touched rows, the sampler is refreshed once per step, bad arguments rai
 
 from __future__ import annotations
 
+import math
+
 import pytest
 import torch
 
@@ -225,3 +227,30 @@ def test_kernel_sampler_has_less_bias_than_uniform():
     """Blanc & Rendle's claim at small scale: q closer to the softmax -> less bias at the same m."""
     for m in (4, 16):
         assert _sampled_bias(QuadraticKernelSampler(leaf_size=4, top_nodes=2), m) < 0.5 * _sampled_bias(UniformSampler(C), m)
+
+
+@pytest.mark.parametrize("m", [3, 40])
+def test_candidate_logits_paths_agree_in_values_and_gradients(monkeypatch, m):
+    """The per-row gather and the one GEMM over distinct candidates give the same logits and gradients (float64)."""
+    from softmax_zoo.losses import sampled
+
+    g = torch.Generator().manual_seed(5)
+    hidden = torch.randn(6, D, generator=g, dtype=torch.float64, requires_grad=True)
+    weight = torch.randn(C, D, generator=g, dtype=torch.float64, requires_grad=True)
+    cand = torch.randint(0, C, (6, 1 + m), generator=g)
+    upstream = torch.randn(6, 1 + m, generator=g, dtype=torch.float64)
+    results = []
+    for ratio in (0.0, math.inf):  # 0: always the per-row gather; inf: always the shared GEMM
+        monkeypatch.setattr(sampled, "SHARED_GEMM_RATIO", ratio)
+        logits = sampled.candidate_logits(hidden, weight, cand)
+        grads = torch.autograd.grad((logits * upstream).sum(), (hidden, weight))
+        results.append((logits, *grads))
+        assert torch.autograd.gradcheck(lambda h, w: sampled.candidate_logits(h, w, cand), (hidden, weight))
+    reference = torch.einsum("nd,nkd->nk", hidden, weight[cand])
+    for got in results:
+        torch.testing.assert_close(got[0], reference, rtol=1e-12, atol=1e-12)
+    for a, b in zip(results[0][1:], results[1][1:]):
+        torch.testing.assert_close(a, b, rtol=1e-12, atol=1e-12)
+    untouched = torch.ones(C, dtype=torch.bool)
+    untouched[cand.flatten()] = False
+    assert bool((results[1][2][untouched] == 0).all())  # the GEMM path's weight gradient stays on the candidates' rows
