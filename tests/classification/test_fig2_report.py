@@ -126,3 +126,18 @@ def test_claims_name_the_measured_regime():
     runs = [{"metrics": {"test/target_in_topk": share}} for share in (0.97, 0.99)]
     assert regime_note({("sparse", 20): runs}) == "; regime: test targets in the top-20 98.0% (k=20 runs)"
     assert regime_note({("sparse", 20): [*runs, {"metrics": {}}]}).startswith("; regime: not measured")
+
+
+def test_topk_line_gives_each_arms_share_or_says_it_was_not_measured():
+    from softmax_zoo.reports.fig2 import topk_line
+
+    def run(share):
+        return {"metrics": {"test/target_in_topk": share}, "config": {"task": {"diagnostics_k": 20}}}
+
+    groups = {("sparse", 5): [run(0.5), run(0.7)], ("softmax", None): [run(0.9), run(0.9)]}
+    line = topk_line(groups)
+    assert line.startswith("Test targets inside the top-k (each sparse run's own k; softmax: its top-20)")
+    assert line.index("softmax 90.0") < line.index("k=5 60.0")  # softmax first, then by k
+    groups[("sparse", 5)][1]["metrics"] = {}
+    assert "k=5 50.0 (n=1)" in topk_line(groups)  # only the records that have the metric
+    assert "not measured" in topk_line({("softmax", None): [{"metrics": {}}]})

@@ -435,20 +435,25 @@ def commands(records: list[dict[str, Any]]) -> list[str]:
     return out
 
 
+def topk_line(groups: dict[tuple, list]) -> str:
+    """The regime diagnostic per arm: the share of test targets inside the top-k (absent before the diagnostics)."""
+    keys = sorted(groups, key=lambda key: (key[0] != "softmax", key[1] or 0))
+    if not all(metric(groups[key], "test/target_in_topk") for key in keys):
+        return "Test targets inside the top-k: not measured (run before the top-k diagnostics).\n"
+    first = next(iter(groups.values()))[0]
+    shares = "; ".join(
+        f"{'softmax' if kind == 'softmax' else f'k={k}'} {cell(groups[(kind, k)], 'test/target_in_topk')}" for kind, k in keys
+    )
+    return (f"Test targets inside the top-k (each sparse run's own k; softmax: its top-"
+            f"{get(first, 'config.task.diagnostics_k')}), %: {shares}.\n")
+
+
 def finetuned_section(task: str, groups: dict[tuple, list]) -> str:
     """The rows of runs that fine-tune the encoder's top layers on cached states (``make reproduce-fig2-finetune``)."""
-    first = next(iter(groups.values()))[0]
-    n = get(first, "config.model.cache_layers")
-    shares = "; ".join(
-        f"{'softmax' if kind == 'softmax' else f'k={k}'} {cell(groups[(kind, k)], 'test/target_in_topk')}"
-        for kind, k in sorted(groups, key=lambda key: (key[0] != "softmax", key[1] or 0))
-    )
+    n = get(next(iter(groups.values()))[0], "config.model.cache_layers")
     return (
         f"\n## {TASK_NAMES.get(task, task)}: top {n} encoder layer(s) fine-tuned with the head\n\n"
-        f"Setup: {setup_line(groups)}\n\n"
-        + task_table(task, groups)
-        + f"\nTest targets inside the top-k (each sparse run's own k; softmax: its top-"
-        f"{get(first, 'config.task.diagnostics_k')}), %: {shares}.\n"
+        f"Setup: {setup_line(groups)}\n\n" + task_table(task, groups) + "\n" + topk_line(groups)
     )
 
 
@@ -481,7 +486,7 @@ def build(results_dir: str | Path = "results", out: str | Path | None = None) ->
         if task in CAVEATS:
             parts.append(f"{CAVEATS[task]}\n\n")
         parts.append(task_table(task, groups))
-        parts.append(f"\n{verdict_sentence(task, groups)}\n")
+        parts.append(f"\n{topk_line(groups)}\n{verdict_sentence(task, groups)}\n")
     for task in sorted(tuned):
         parts.append(finetuned_section(task, tuned[task]))
     parts.append(discussion(summary))
