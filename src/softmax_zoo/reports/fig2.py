@@ -28,6 +28,7 @@ from ._pages import markdown_table, pyplot, save_figure, write_page
 from ._stats import format_mean_ci, mean, mean_ci
 
 EXPERIMENT_PREFIX = "fig2_"
+NOT_MEASURED = "not measured (run before the top-k diagnostics)"  # records made before the regime diagnostics
 FINETUNE_PREFIX = "fig2_finetune_"  # make reproduce-fig2-finetune: shown beside the frozen rows, kept out of their tables
 PAPER_K = 20
 # Sun et al. 2021, Fig. 2: k=20 is best with ~100+ classes, and its micro-F1 there.
@@ -104,6 +105,11 @@ def sparse_ks(groups: dict[tuple, list]) -> list[int]:
     return sorted(k for kind, k in groups if kind == "sparse")
 
 
+def arms(groups: dict[tuple, list]) -> list[tuple[str, int | None]]:
+    """The groups' keys in page order: softmax first, then sparse-softmax by k."""
+    return ([("softmax", None)] if ("softmax", None) in groups else []) + [("sparse", k) for k in sparse_ks(groups)]
+
+
 def best_k(groups: dict[tuple, list], name: str = "test/micro_f1") -> int | None:
     ks = sparse_ks(groups)
     return max(ks, key=lambda k: mean(metric(groups[("sparse", k)], name))) if ks else None
@@ -112,7 +118,7 @@ def best_k(groups: dict[tuple, list], name: str = "test/micro_f1") -> int | None
 def task_table(task: str, groups: dict[tuple, list]) -> str:
     extra = [("test/in_scope_accuracy", "test in-scope accuracy")] if task == "clinc_oos" else []
     header = ["loss", "k", "test micro-F1", "val micro-F1", *(h for _, h in extra), "paper (Fig. 2)"]
-    keys = ([("softmax", None)] if ("softmax", None) in groups else []) + [("sparse", k) for k in sparse_ks(groups)]
+    keys = arms(groups)
     rows = []
     for kind, k in keys:
         runs = groups[(kind, k)]
@@ -157,7 +163,7 @@ def regime_note(groups: dict[tuple, list]) -> str:
     runs = groups.get(("sparse", PAPER_K), [])
     shares = metric(runs, "test/target_in_topk")
     if not runs or len(shares) < len(runs):
-        return "; regime: not measured (run before the top-k diagnostics)"
+        return f"; regime: {NOT_MEASURED}"
     return f"; regime: test targets in the top-{PAPER_K} {mean(shares):.1f}% (k={PAPER_K} runs)"
 
 
@@ -437,9 +443,9 @@ def commands(records: list[dict[str, Any]]) -> list[str]:
 
 def topk_line(groups: dict[tuple, list]) -> str:
     """The regime diagnostic per arm: the share of test targets inside the top-k (absent before the diagnostics)."""
-    keys = sorted(groups, key=lambda key: (key[0] != "softmax", key[1] or 0))
+    keys = arms(groups)
     if not all(metric(groups[key], "test/target_in_topk") for key in keys):
-        return "Test targets inside the top-k: not measured (run before the top-k diagnostics).\n"
+        return f"Test targets inside the top-k: {NOT_MEASURED}.\n"
     first = next(iter(groups.values()))[0]
     shares = "; ".join(
         f"{'softmax' if kind == 'softmax' else f'k={k}'} {cell(groups[(kind, k)], 'test/target_in_topk')}" for kind, k in keys
