@@ -80,7 +80,7 @@ def test_claims_rows(built):
     assert claims["fig2-k20-best-iflytek"]["verdict"] == "supported"
     robust = claims["fig2-robust-k-iflytek"]
     assert robust["ours"] == ("test micro-F1 spread of the means over k=5..100: 20.0 points; k below the softmax baseline: [5]"
-                              "; regime: not measured (run before the top-k diagnostics)")  # the hand-made records have no diagnostics
+                              "; regime: not measured (the records carry no top-k diagnostics)")  # the hand-made records have no diagnostics
     assert robust["verdict"].startswith("not supported")
     assert claims["fig2-iflytek-f1"]["paper"] == "60.7" and claims["fig2-iflytek-f1"]["ours"].startswith("61.0")
     fig1 = claims["fig1-convergence-iflytek"]

@@ -16,6 +16,8 @@ from typing import Any
 from ..records import atomic_write, get, write_text
 
 CLAIMS_FILE = "claims.md"
+# A claim's regime (share of targets inside the top-k) when its records carry no top-k diagnostics.
+REGIME_NOT_MEASURED = "not measured (the records carry no top-k diagnostics)"
 CLAIMS_HEADER = ("id", "claim", "paper", "ours", "verdict", "source")
 CLAIMS_INTRO = (
     "# Claims ledger\n\n"

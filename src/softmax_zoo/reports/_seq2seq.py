@@ -14,6 +14,7 @@ from typing import Any, Callable
 import numpy as np
 
 from ..records import choice, group_by, load_records, read_predictions
+from ._pages import REGIME_NOT_MEASURED
 from ._stats import mean_ci
 
 SOFTMAX, SPARSE = "softmax", "sparse_softmax"  # the two arms, as configs/loss/ names them
@@ -102,7 +103,7 @@ def has_regime(pairs: list[Pair]) -> bool:
 def regime(pairs: list[Pair]) -> str:
     """"; regime: ..." naming the share of test targets in Ω_k per arm and the start (or that it was not measured)."""
     if not has_regime(pairs):
-        return "; regime: not measured (run before the top-k diagnostics)"
+        return f"; regime: {REGIME_NOT_MEASURED}"
     share = [np.mean([p[i]["metrics"]["test/target_in_topk"] for p in pairs]) for i in (0, 1)]
     k = int(pairs[0][1]["metrics"]["test/diagnostics_k"])
     start = pairs[0][0]["config"].get("init_from") or pairs[0][0]["config"]["model"]["checkpoint"] or "random init"

@@ -24,11 +24,10 @@ from typing import Any
 import numpy as np
 
 from ..records import choice, get, load_records, runs_dir
-from ._pages import markdown_table, pyplot, save_figure, write_page
+from ._pages import REGIME_NOT_MEASURED, markdown_table, pyplot, save_figure, write_page
 from ._stats import format_mean_ci, mean, mean_ci
 
 EXPERIMENT_PREFIX = "fig2_"
-NOT_MEASURED = "not measured (run before the top-k diagnostics)"  # records made before the regime diagnostics
 FINETUNE_PREFIX = "fig2_finetune_"  # make reproduce-fig2-finetune: shown beside the frozen rows, kept out of their tables
 PAPER_K = 20
 # Sun et al. 2021, Fig. 2: k=20 is best with ~100+ classes, and its micro-F1 there.
@@ -163,7 +162,7 @@ def regime_note(groups: dict[tuple, list]) -> str:
     runs = groups.get(("sparse", PAPER_K), [])
     shares = metric(runs, "test/target_in_topk")
     if not runs or len(shares) < len(runs):
-        return f"; regime: {NOT_MEASURED}"
+        return f"; regime: {REGIME_NOT_MEASURED}"
     return f"; regime: test targets in the top-{PAPER_K} {mean(shares):.1f}% (k={PAPER_K} runs)"
 
 
@@ -445,7 +444,7 @@ def topk_line(groups: dict[tuple, list]) -> str:
     """The regime diagnostic per arm: the share of test targets inside the top-k (absent before the diagnostics)."""
     keys = arms(groups)
     if not all(metric(groups[key], "test/target_in_topk") for key in keys):
-        return f"Test targets inside the top-k: {NOT_MEASURED}.\n"
+        return f"Test targets inside the top-k: {REGIME_NOT_MEASURED}.\n"
     first = next(iter(groups.values()))[0]
     shares = "; ".join(
         f"{'softmax' if kind == 'softmax' else f'k={k}'} {cell(groups[(kind, k)], 'test/target_in_topk')}" for kind, k in keys
