@@ -441,7 +441,7 @@ def commands(records: list[dict[str, Any]]) -> list[str]:
 
 
 def topk_line(groups: dict[tuple, list]) -> str:
-    """The regime diagnostic per arm: the share of test targets inside the top-k (absent before the diagnostics)."""
+    """The regime diagnostic per arm: the share of test targets inside the top-k (or that the records lack it)."""
     keys = arms(groups)
     if not all(metric(groups[key], "test/target_in_topk") for key in keys):
         return f"Test targets inside the top-k: {REGIME_NOT_MEASURED}.\n"
