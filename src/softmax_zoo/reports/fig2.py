@@ -109,6 +109,11 @@ def arms(groups: dict[tuple, list]) -> list[tuple[str, int | None]]:
     return ([("softmax", None)] if ("softmax", None) in groups else []) + [("sparse", k) for k in sparse_ks(groups)]
 
 
+def first_record(groups: dict[tuple, list]) -> dict[str, Any]:
+    """One record of the groups (they share the task, model and training settings)."""
+    return next(iter(groups.values()))[0]
+
+
 def best_k(groups: dict[tuple, list], name: str = "test/micro_f1") -> int | None:
     ks = sparse_ks(groups)
     return max(ks, key=lambda k: mean(metric(groups[("sparse", k)], name))) if ks else None
@@ -117,9 +122,8 @@ def best_k(groups: dict[tuple, list], name: str = "test/micro_f1") -> int | None
 def task_table(task: str, groups: dict[tuple, list]) -> str:
     extra = [("test/in_scope_accuracy", "test in-scope accuracy")] if task == "clinc_oos" else []
     header = ["loss", "k", "test micro-F1", "val micro-F1", *(h for _, h in extra), "paper (Fig. 2)"]
-    keys = arms(groups)
     rows = []
-    for kind, k in keys:
+    for kind, k in arms(groups):
         runs = groups[(kind, k)]
         paper = f"{PAPER_F1[task]} (best k)" if kind == "sparse" and k == PAPER_K and task in PAPER_F1 else "—"
         rows.append([
@@ -134,7 +138,7 @@ def task_table(task: str, groups: dict[tuple, list]) -> str:
 
 
 def setup_line(groups: dict[tuple, list]) -> str:
-    r = next(iter(groups.values()))[0]
+    r = first_record(groups)
     cfg = r["config"]
     info = r.get("task_info", {})
     model = cfg["model"]
@@ -145,9 +149,9 @@ def setup_line(groups: dict[tuple, list]) -> str:
                "of the frozen layers below")
     else:
         how = "whole encoder trained"
-    train_s = [x["timing"]["train_s"] for runs in groups.values() for x in runs]
-    wall_s = [x["timing"]["wall_s"] for runs in groups.values() for x in runs]
-    eps = [x["timing"]["train_examples_per_s"] for runs in groups.values() for x in runs]
+    timing = [x["timing"] for runs in groups.values() for x in runs]
+    train_s, wall_s = [t["train_s"] for t in timing], [t["wall_s"] for t in timing]
+    eps = [t["train_examples_per_s"] for t in timing]
     return (
         f"model `{cfg['model']['name']}` ({PRETRAINED_NAMES.get(model.get('pretrained'), model.get('pretrained')) or 'from scratch'}, {how}); "
         f"{info.get('examples', {}).get('train', '?')} training examples, {info.get('num_classes', '?')} classes, "
@@ -445,17 +449,16 @@ def topk_line(groups: dict[tuple, list]) -> str:
     keys = arms(groups)
     if not all(metric(groups[key], "test/target_in_topk") for key in keys):
         return f"Test targets inside the top-k: {REGIME_NOT_MEASURED}.\n"
-    first = next(iter(groups.values()))[0]
     shares = "; ".join(
         f"{'softmax' if kind == 'softmax' else f'k={k}'} {cell(groups[(kind, k)], 'test/target_in_topk')}" for kind, k in keys
     )
     return (f"Test targets inside the top-k (each sparse run's own k; softmax: its top-"
-            f"{get(first, 'config.task.diagnostics_k')}), %: {shares}.\n")
+            f"{get(first_record(groups), 'config.task.diagnostics_k')}), %: {shares}.\n")
 
 
 def finetuned_section(task: str, groups: dict[tuple, list]) -> str:
     """The rows of runs that fine-tune the encoder's top layers on cached states (``make reproduce-fig2-finetune``)."""
-    n = get(next(iter(groups.values()))[0], "config.model.cache_layers")
+    n = get(first_record(groups), "config.model.cache_layers")
     return (
         f"\n## {TASK_NAMES.get(task, task)}: top {n} encoder layer(s) fine-tuned with the head\n\n"
         f"Setup: {setup_line(groups)}\n\n" + task_table(task, groups) + "\n" + topk_line(groups)
