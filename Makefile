@@ -5,20 +5,18 @@ VENV := .venv
 BIN := $(VENV)/bin
 # torch for `make setup`, the version CI tests. Where `nvidia-smi` runs (an NVIDIA driver is present):
 # pip's default Linux wheel, the CUDA build (CUDA runtime as nvidia-* wheels); elsewhere the CPU
-# wheel from PyTorch's CPU index. TORCH_SPEC="<pip arguments>" overrides both, e.g.
-# TORCH_SPEC="torch==2.13.0 --index-url https://download.pytorch.org/whl/cu128".
+# wheel from PyTorch's CPU index when that index answers within 5 s, else the default index
+# (scripts/torch_spec.py probes it once and says which). TORCH_SPEC="<pip arguments>" overrides
+# both, e.g. TORCH_SPEC="torch==2.13.0 --index-url https://download.pytorch.org/whl/cu128".
 TORCH_VERSION := 2.13.0
-TORCH_CUDA_SPEC := torch==$(TORCH_VERSION)
-TORCH_CPU_SPEC := torch==$(TORCH_VERSION)+cpu --extra-index-url https://download.pytorch.org/whl/cpu
 HAS_NVIDIA := $(shell nvidia-smi >/dev/null 2>&1 && echo yes)
-TORCH_SPEC ?= $(if $(HAS_NVIDIA),$(TORCH_CUDA_SPEC),$(TORCH_CPU_SPEC))
+TORCH_SPEC ?= $(shell $(PY) scripts/torch_spec.py --version $(TORCH_VERSION) $(if $(HAS_NVIDIA),--cuda))
 CHECK_CUDA_TORCH = $(BIN)/python -c "import torch; assert torch.cuda.is_available(), 'nvidia-smi runs but torch ' + torch.__version__ + ' sees no CUDA GPU: set TORCH_SPEC'"
 export HF_HUB_OFFLINE ?= 1
 export HF_DATASETS_OFFLINE ?= 1
 # WANDB_MODE is left unset: logger=wandb logger.mode=offline|online|disabled decides (logger=none, the default, logs nothing).
 export PYTHONHASHSEED ?= 0
-# Idle OpenMP threads sleep instead of spinning: on a shared 2-core machine spinning threads made
-# small ops up to ~10x slower (tree sampling at C=500k: 0.75 s passive vs 7-9 s active).
+# Idle OpenMP threads sleep instead of spinning: on a shared machine spinning threads slow small ops.
 export OMP_WAIT_POLICY ?= PASSIVE
 
 .PHONY: help setup test test-all bench data clean
@@ -30,6 +28,7 @@ $(BIN)/.installed: pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 	$(BIN)/pip install -q $(TORCH_SPEC)
+	$(BIN)/python -c "import torch; print('make setup: installed torch', torch.__version__, '(CUDA ' + str(torch.version.cuda) + ')')"
 	$(BIN)/pip install -q -e ".[test]"
 	$(if $(HAS_NVIDIA),$(CHECK_CUDA_TORCH))
 	touch $@
