@@ -1,9 +1,12 @@
-"""Statistics the pages share: Student-t intervals over seeds and paired bootstraps over examples."""
+"""Statistics the pages share: Student-t intervals over seeds, paired bootstraps over examples, and
+seed-aware deltas of paired arms (per-seed Δ with its item interval, and the Student-t interval over seeds)."""
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from scipy import stats
@@ -72,3 +75,218 @@ def paired_bootstrap(
         "high": float(np.quantile(boot, 1 - alpha)),
         "p_le_0": float((boot <= 0).mean()),
     }
+
+
+# ---------------------------------------------------------------- seed-aware deltas
+
+SEED_INTERVAL_NOTE = (
+    "Δ is computed per training seed, paired over the same test items; its 95% interval is a Student-t "
+    "interval over seeds (mean ± t_{0.975, n−1} · SD / √n, SD the between-seed standard deviation of Δ, "
+    "ddof 1; with 2 seeds t = 12.7, so that interval is very wide). Beside it, the item-bootstrap half-width "
+    "(the mean over seeds of each seed's paired bootstrap over test items) measures how the test set was "
+    "drawn, not how training varies. The smallest Δ one run per arm detects, (z_{0.975} + z_{0.80}) · SD "
+    "≈ 2.80 · SD (significant at 95% with 80% probability, our SD taken as known), is measured at our scale."
+)
+
+
+def min_detectable_delta(sd_delta: float, confidence: float = 0.95, power: float = 0.8) -> float:
+    """The smallest true Δ that one run per arm detects: (z_{(1+confidence)/2} + z_{power}) · sd_delta.
+
+    One run per arm gives one paired Δ̂ ~ N(Δ, σ²), σ = ``sd_delta`` the between-seed SD of Δ
+    (both arms' training noise is already in it: Var(B − A) = Var(B) + Var(A) − 2 Cov(A, B)). The
+    two-sided test at ``confidence`` calls Δ̂ significant when |Δ̂| > z_{(1+confidence)/2} · σ;
+    a true Δ > 0 clears that bar with probability Φ(Δ/σ − z_{(1+confidence)/2}) (the far tail
+    neglected), which equals ``power`` at Δ = (z_{(1+confidence)/2} + z_{power}) · σ. At 95% and
+    power 0.8 that is (1.960 + 0.842) · σ = 2.802 · σ. ``power=0.5`` gives the bare significance
+    threshold 1.960 · σ; written with the SD σ₁ of one arm's metric and independent arms
+    (σ = √2 · σ₁) that threshold is 1.960 · √2 · σ₁ = 2.77 · σ₁. σ is our estimate, used as if
+    known: from 3 seeds it is itself uncertain by a factor of about 2 either way.
+
+    Returns:
+        nan when ``sd_delta`` is nan (a single seed has no between-seed SD).
+    """
+    return float((stats.norm.ppf((1 + confidence) / 2) + stats.norm.ppf(power)) * sd_delta)
+
+
+def _t_interval(mean_value: float, se: float, dof: float, confidence: float) -> tuple[float, float]:
+    half = stats.t.ppf((1 + confidence) / 2, dof) * se
+    return float(mean_value - half), float(mean_value + half)
+
+
+def _t_p_value(mean_value: float, se: float, dof: float) -> float:
+    """Two-sided p-value of mean = 0 for t = mean / se with ``dof`` degrees of freedom."""
+    if se == 0:
+        return math.nan if mean_value == 0 else 0.0
+    return float(2 * stats.t.sf(abs(mean_value / se), dof))
+
+
+def seeds_label(seeds: Sequence[int]) -> str:
+    """"seed 0" or "seeds 0, 1, 2": how a claims row names its seeds."""
+    return ("seed " if len(seeds) == 1 else "seeds ") + ", ".join(str(s) for s in seeds)
+
+
+@dataclass(frozen=True)
+class SeedAwareDelta:
+    """Δ = metric(B) − metric(A) of paired arms, one value per training seed, and its statistics over seeds.
+
+    Each seed's Δ is paired over the same test items, with that seed's bootstrap interval over the
+    items. Over seeds: the mean, the between-seed SD (ddof 1), a Student-t interval (mean ± t_{(1+c)/2,
+    n−1} · SD / √n; n = 2 has 1 degree of freedom and t_{0.975,1} = 12.7, so that interval is very
+    wide) and the two-sided p-value of mean Δ = 0 (scipy.stats.ttest_1samp's). Statistics over seeds
+    are nan for a single seed.
+    """
+
+    seeds: tuple[int, ...]
+    deltas: tuple[float, ...]  # per seed, in the order of ``seeds``
+    item_intervals: tuple[tuple[float, float], ...]  # per seed: (low, high) of the bootstrap over test items
+    n_items: tuple[int, ...]  # per seed: test items paired
+    confidence: float = 0.95
+
+    def __post_init__(self) -> None:
+        n = len(self.seeds)
+        if n == 0 or not len(self.deltas) == len(self.item_intervals) == len(self.n_items) == n:
+            raise ValueError(f"need one delta, item interval and item count per seed, got {n} seeds, "
+                             f"{len(self.deltas)}, {len(self.item_intervals)} and {len(self.n_items)}")
+        if len(set(self.seeds)) != n:
+            raise ValueError(f"seeds must be distinct, got {self.seeds}")
+
+    @classmethod
+    def from_bootstraps(cls, per_seed: Mapping[int, dict[str, float]], n_items: Mapping[int, int],
+                        confidence: float = 0.95) -> SeedAwareDelta:
+        """From seed -> ``{"delta", "low", "high", ...}`` (as :func:`paired_bootstrap` returns), sorted by seed."""
+        seeds = tuple(sorted(per_seed))
+        return cls(seeds, tuple(float(per_seed[s]["delta"]) for s in seeds),
+                   tuple((float(per_seed[s]["low"]), float(per_seed[s]["high"])) for s in seeds),
+                   tuple(int(n_items[s]) for s in seeds), confidence)
+
+    @property
+    def n_seeds(self) -> int:
+        return len(self.seeds)
+
+    @property
+    def label(self) -> str:
+        """"seed 0" / "seeds 0, 1, 2"."""
+        return seeds_label(self.seeds)
+
+    @property
+    def mean(self) -> float:
+        return float(np.mean(self.deltas))
+
+    @property
+    def sd(self) -> float:
+        """Between-seed standard deviation of Δ (ddof 1); nan for one seed."""
+        return float(np.std(self.deltas, ddof=1)) if self.n_seeds > 1 else math.nan
+
+    @property
+    def interval(self) -> tuple[float, float]:
+        """Student-t interval of mean Δ over seeds; (nan, nan) for one seed."""
+        if self.n_seeds == 1:
+            return math.nan, math.nan
+        return _t_interval(self.mean, self.sd / math.sqrt(self.n_seeds), self.n_seeds - 1, self.confidence)
+
+    @property
+    def half_width(self) -> float:
+        low, high = self.interval
+        return (high - low) / 2
+
+    @property
+    def p_value(self) -> float:
+        """Two-sided one-sample t-test of mean Δ = 0 over seeds; nan for one seed."""
+        if self.n_seeds == 1:
+            return math.nan
+        return _t_p_value(self.mean, self.sd / math.sqrt(self.n_seeds), self.n_seeds - 1)
+
+    @property
+    def item_half_width(self) -> float:
+        """Mean over seeds of each seed's item-bootstrap half-width (high − low) / 2."""
+        return float(np.mean([(high - low) / 2 for low, high in self.item_intervals]))
+
+    @property
+    def min_detectable_delta(self) -> float:
+        """:func:`min_detectable_delta` of the between-seed SD (95%, power 0.8: 2.80 · SD); nan for one seed."""
+        return min_detectable_delta(self.sd, self.confidence)
+
+
+def paired_seed_deltas(
+    scores: Mapping[int, tuple[Any, Any]],
+    *,
+    num_samples: int = 10_000,
+    confidence: float = 0.95,
+    bootstrap_seed: int = 0,
+    bootstrap: Callable[[Any, Any], dict[str, float]] | None = None,
+) -> SeedAwareDelta:
+    """Δ = B − A per training seed over the same test items, each with its bootstrap interval over the items.
+
+    Args:
+        scores: training seed -> (scores of arm A, scores of arm B), item i of both the same test item.
+        num_samples, confidence, bootstrap_seed: of :func:`paired_bootstrap` (mean of per-item
+            differences), run on each seed's items with the same ``bootstrap_seed``.
+        bootstrap: instead, ``bootstrap(a, b) -> {"delta", "low", "high", ...}`` for a statistic that is
+            not a mean over items (e.g. corpus BLEU from per-item n-gram counts); items are len(a).
+    """
+    if not scores:
+        raise ValueError("paired_seed_deltas needs the scores of at least one seed")
+    run = bootstrap or (lambda a, b: paired_bootstrap(a, b, num_samples=num_samples, confidence=confidence, seed=bootstrap_seed))
+    per_seed = {seed: run(a, b) for seed, (a, b) in scores.items()}
+    return SeedAwareDelta.from_bootstraps(per_seed, {seed: len(a) for seed, (a, _) in scores.items()}, confidence)
+
+
+@dataclass(frozen=True)
+class UnpairedSeedDelta:
+    """Δ = mean(B) − mean(A) of one metric per run, over the seeds of two arms that are not paired.
+
+    The interval and p-value are Welch's (unequal variances; Welch–Satterthwaite degrees of freedom),
+    as scipy.stats.ttest_ind(b, a, equal_var=False). For a ratio of means (e.g. perplexities) give
+    the logs: exp of Δ and of its interval is the ratio of geometric means and its interval. Each arm
+    needs two seeds for an interval; with fewer it is (nan, nan).
+    """
+
+    seeds_a: tuple[int, ...]
+    values_a: tuple[float, ...]
+    seeds_b: tuple[int, ...]
+    values_b: tuple[float, ...]
+    confidence: float = 0.95
+
+    def __post_init__(self) -> None:
+        for seeds, values in ((self.seeds_a, self.values_a), (self.seeds_b, self.values_b)):
+            if not seeds or len(seeds) != len(values) or len(set(seeds)) != len(seeds):
+                raise ValueError(f"need one value per distinct seed in each arm, got seeds {seeds} for {len(values)} values")
+
+    @classmethod
+    def from_values(cls, a: Mapping[int, float], b: Mapping[int, float], confidence: float = 0.95) -> UnpairedSeedDelta:
+        """From seed -> value of each arm, sorted by seed."""
+        sa, sb = tuple(sorted(a)), tuple(sorted(b))
+        return cls(sa, tuple(float(a[s]) for s in sa), sb, tuple(float(b[s]) for s in sb), confidence)
+
+    @property
+    def n_seeds(self) -> int:
+        """Seeds of the smaller arm."""
+        return min(len(self.seeds_a), len(self.seeds_b))
+
+    @property
+    def label(self) -> str:
+        if self.seeds_a == self.seeds_b:
+            return seeds_label(self.seeds_a)
+        return f"{seeds_label(self.seeds_a)} (A) and {seeds_label(self.seeds_b)} (B)"
+
+    @property
+    def mean(self) -> float:
+        return float(np.mean(self.values_b) - np.mean(self.values_a))
+
+    def _welch(self) -> tuple[float, float]:
+        """(standard error of Δ, Welch–Satterthwaite degrees of freedom)."""
+        va, vb = (np.var(v, ddof=1) / len(v) for v in (self.values_a, self.values_b))
+        dof = (va + vb) ** 2 / (va**2 / (len(self.values_a) - 1) + vb**2 / (len(self.values_b) - 1)) if va + vb else math.inf
+        return float(math.sqrt(va + vb)), float(dof)
+
+    @property
+    def interval(self) -> tuple[float, float]:
+        if self.n_seeds < 2:
+            return math.nan, math.nan
+        return _t_interval(self.mean, *self._welch(), self.confidence)
+
+    @property
+    def p_value(self) -> float:
+        if self.n_seeds < 2:
+            return math.nan
+        return _t_p_value(self.mean, *self._welch())

@@ -1,0 +1,214 @@
+"""Seed-aware deltas and the verdict vocabulary: against scipy and small hand-computed cases."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from softmax_zoo.reports._stats import (
+    SEED_INTERVAL_NOTE,
+    SeedAwareDelta,
+    UnpairedSeedDelta,
+    min_detectable_delta,
+    paired_bootstrap,
+    paired_seed_deltas,
+    seeds_label,
+)
+from softmax_zoo.reports._verdicts import (
+    MIN_SEEDS,
+    VerdictKind,
+    claimed_direction,
+    detectability,
+    not_tested,
+    seed_summary,
+    verdict,
+)
+
+# Per-item scores of arms A and B for seeds 0, 1, 2: per-item differences [1, 0, 2], [0.5, 0.5], [1.5] * 3,
+# so Δ per seed is 1.0, 0.5, 1.5; mean 1.0, SD sqrt((0 + 0.25 + 0.25) / 2) = 0.5.
+HAND = {
+    0: (np.array([1.0, 2.0, 3.0]), np.array([2.0, 2.0, 5.0])),
+    1: (np.array([1.0, 1.0]), np.array([1.5, 1.5])),
+    2: (np.array([0.0, 1.0, 2.0]), np.array([1.5, 2.5, 3.5])),
+}
+T_975_2 = 4.302653  # t_{0.975, 2}
+
+
+def fixed(deltas: list[float], half: float = 0.3) -> SeedAwareDelta:
+    """Deltas of seeds 0..n-1, each with an item interval delta ± half over 100 items."""
+    return SeedAwareDelta(tuple(range(len(deltas))), tuple(deltas), tuple((d - half, d + half) for d in deltas),
+                          (100,) * len(deltas))
+
+
+def test_paired_seed_deltas_by_hand():
+    d = paired_seed_deltas(HAND, num_samples=500)
+    assert d.seeds == (0, 1, 2) and d.n_seeds == 3 and d.n_items == (3, 2, 3)
+    assert d.deltas == pytest.approx((1.0, 0.5, 1.5)) and d.mean == pytest.approx(1.0) and d.sd == pytest.approx(0.5)
+    half = T_975_2 * 0.5 / math.sqrt(3)
+    assert d.interval == pytest.approx((1.0 - half, 1.0 + half), rel=1e-6) and d.half_width == pytest.approx(half, rel=1e-6)
+    # dof 2: P(T > t) = (1 - t / sqrt(t^2 + 2)) / 2; t = 1 / (0.5 / sqrt(3)) = sqrt(12)
+    t = math.sqrt(12)
+    assert d.p_value == pytest.approx(1 - t / math.sqrt(t**2 + 2), rel=1e-9)
+    # constant per-item differences give a zero-width item interval; seed 0's is the existing bootstrap's
+    seed0 = paired_bootstrap(*HAND[0], num_samples=500, seed=0)
+    assert d.item_intervals == ((seed0["low"], seed0["high"]), (0.5, 0.5), (1.5, 1.5))
+    assert d.item_half_width == pytest.approx((seed0["high"] - seed0["low"]) / 2 / 3)
+    assert d.min_detectable_delta == pytest.approx((1.959964 + 0.841621) * 0.5, rel=1e-6)
+
+
+def test_single_seed_reproduces_the_pooled_bootstrap():
+    rng = np.random.default_rng(1)
+    a = rng.random(300)
+    b = a + 0.02 + 0.1 * rng.standard_normal(300)
+    d = paired_seed_deltas({7: (a, b)}, num_samples=2000)
+    existing = paired_bootstrap(a, b, num_samples=2000)  # what the pages compute today
+    assert d.deltas == (existing["delta"],) and d.item_intervals == ((existing["low"], existing["high"]),)
+    assert d.item_half_width == pytest.approx((existing["high"] - existing["low"]) / 2)
+    assert d.label == "seed 7" and d.n_items == (300,)
+    assert all(math.isnan(x) for x in (d.sd, *d.interval, d.half_width, d.p_value, d.min_detectable_delta))
+
+
+def test_custom_bootstrap_and_sorted_seeds():
+    calls = []
+
+    def corpus(a, b):  # stands in for a corpus statistic over (items, counts) arrays
+        calls.append((a.shape, b.shape))
+        delta = float(b.sum() - a.sum())
+        return {"delta": delta, "low": delta - 1, "high": delta + 1, "p_le_0": 0.0}
+
+    scores = {2: (np.zeros((4, 3)), np.ones((4, 3))), 0: (np.zeros((5, 3)), np.full((5, 3), 2.0))}
+    d = paired_seed_deltas(scores, bootstrap=corpus)
+    assert d.seeds == (0, 2) and d.deltas == (30.0, 12.0) and d.n_items == (5, 4) and len(calls) == 2
+    assert d.item_intervals == ((29.0, 31.0), (11.0, 13.0)) and d.item_half_width == 1.0
+
+
+def test_student_t_against_scipy():
+    x = np.random.default_rng(3).normal(0.4, 1.0, size=6)
+    d = fixed(list(x))
+    ref = stats.ttest_1samp(x, 0.0)
+    assert d.interval == pytest.approx(tuple(ref.confidence_interval(0.95)), rel=1e-12)
+    assert d.p_value == pytest.approx(ref.pvalue, rel=1e-12)
+    assert d.interval == pytest.approx(stats.t.interval(0.95, 5, loc=x.mean(), scale=stats.sem(x)), rel=1e-12)
+    assert d.sd == pytest.approx(np.std(x, ddof=1))
+    two = fixed([1.0, 2.0])  # 1 degree of freedom: t_{0.975, 1} = 12.706
+    assert two.half_width == pytest.approx(12.706205 * math.sqrt(0.5) / math.sqrt(2), rel=1e-6)
+
+
+def test_welch_against_scipy_and_by_hand():
+    a, b = {0: 1.0, 1: 2.0, 2: 3.0}, {0: 4.0, 1: 6.0, 2: 8.0}
+    d = UnpairedSeedDelta.from_values(a, b)
+    # var a = 1, var b = 4: se^2 = 1/3 + 4/3, dof = (5/3)^2 / ((1/3)^2 / 2 + (4/3)^2 / 2) = 50/17
+    half = stats.t.ppf(0.975, 50 / 17) * math.sqrt(5 / 3)
+    assert d.mean == 4.0 and d.interval == pytest.approx((4.0 - half, 4.0 + half), rel=1e-9)
+    ref = stats.ttest_ind([4.0, 6.0, 8.0], [1.0, 2.0, 3.0], equal_var=False)
+    assert d.interval == pytest.approx(tuple(ref.confidence_interval(0.95)), rel=1e-12)
+    assert d.p_value == pytest.approx(ref.pvalue, rel=1e-12)
+    rng = np.random.default_rng(4)
+    xa, xb = rng.normal(0, 1, 5), rng.normal(0.5, 2, 4)
+    d = UnpairedSeedDelta.from_values(dict(enumerate(xa)), dict(enumerate(xb, start=10)))
+    ref = stats.ttest_ind(xb, xa, equal_var=False)
+    assert d.interval == pytest.approx(tuple(ref.confidence_interval(0.95)), rel=1e-10)
+    assert d.p_value == pytest.approx(ref.pvalue, rel=1e-10) and d.n_seeds == 4
+    assert d.label == "seeds 0, 1, 2, 3, 4 (A) and seeds 10, 11, 12, 13 (B)"
+    one = UnpairedSeedDelta.from_values({0: 1.0}, {0: 2.0, 1: 3.0})
+    assert one.n_seeds == 1 and all(math.isnan(x) for x in (*one.interval, one.p_value))
+
+
+def test_min_detectable_delta_by_hand():
+    # (z_{0.975} + z_{0.80}) * sd = (1.959964 + 0.841621) * sd
+    assert min_detectable_delta(0.5) == pytest.approx(1.4007925, rel=1e-6)
+    assert min_detectable_delta(1.0, power=0.5) == pytest.approx(1.959964, rel=1e-6)  # the significance threshold
+    # per-arm SD s1 with independent arms: sd of the difference is sqrt(2) * s1, threshold 2.77 * s1
+    assert min_detectable_delta(math.sqrt(2) * 1.0, power=0.5) == pytest.approx(2.771808, rel=1e-6)
+    assert math.isnan(min_detectable_delta(math.nan))
+    # the page note states the numbers the code computes
+    assert f"{min_detectable_delta(1.0):.2f}" in SEED_INTERVAL_NOTE
+    assert f"t = {stats.t.ppf(0.975, 1):.1f}" in SEED_INTERVAL_NOTE
+
+
+def test_invalid_inputs():
+    with pytest.raises(ValueError, match="distinct"):
+        SeedAwareDelta((0, 0), (1.0, 2.0), ((0.0, 1.0), (1.0, 2.0)), (3, 3))
+    with pytest.raises(ValueError, match="one delta"):
+        SeedAwareDelta((0, 1), (1.0,), ((0.0, 1.0),), (3,))
+    with pytest.raises(ValueError, match="at least one seed"):
+        paired_seed_deltas({})
+    with pytest.raises(ValueError, match="distinct seed"):
+        UnpairedSeedDelta((0,), (1.0, 2.0), (0,), (1.0,))
+
+
+def test_seeds_label():
+    assert seeds_label([0]) == "seed 0" and seeds_label((0, 1, 2)) == "seeds 0, 1, 2"
+
+
+def test_verdict_needs_three_seeds():
+    assert MIN_SEEDS == 3
+    two = fixed([1.0, 1.01])  # interval 1.005 ± 0.064 excludes 0, but 2 seeds decide nothing
+    assert two.interval[0] > 0
+    for direction in (1, -1):
+        v = verdict(two, direction)
+        assert v.kind is VerdictKind.TOO_FEW_SEEDS and "seeds 0, 1" in str(v) and "supported" not in str(v)
+
+
+def test_verdict_by_direction_with_three_seeds():
+    up = fixed([1.0, 1.2, 1.1])
+    v = verdict(up, +1)
+    assert v.kind is VerdictKind.SUPPORTED and str(v).startswith("supported (seeds 0, 1, 2): Δ +1.10 [")
+    assert verdict(up, -1).kind is VerdictKind.CONTRADICTS
+    down = fixed([-1.0, -1.2, -1.1])
+    assert verdict(down, -1).kind is VerdictKind.SUPPORTED and verdict(down, +1).kind is VerdictKind.CONTRADICTS
+    assert str(verdict(down, +1)).startswith("contradicts (seeds 0, 1, 2): Δ -1.10 [")
+    across = fixed([-0.5, 0.2, 0.6])
+    for direction in (1, -1):
+        v = verdict(across, direction)
+        assert v.kind is VerdictKind.INCONCLUSIVE and str(v).startswith("inconclusive (seeds 0, 1, 2)")
+    with pytest.raises(ValueError, match="direction"):
+        verdict(up, 0)
+
+
+def test_single_run_gives_its_item_interval():
+    one = SeedAwareDelta((4,), (-0.54,), ((-0.97, -0.06),), (1951,))
+    v = verdict(one, claimed_direction(0.67))
+    assert v.kind is VerdictKind.SINGLE_RUN
+    assert str(v) == "single run (seed 4): Δ -0.54 [-0.97, -0.06] over test items"
+    unpaired = verdict(UnpairedSeedDelta.from_values({0: 1.0}, {0: 1.5}), -1)
+    assert unpaired.kind is VerdictKind.SINGLE_RUN and str(unpaired) == "single run (seed 0): Δ +0.50 (no interval)"
+
+
+def test_unpaired_verdict():
+    a = {s: v for s, v in enumerate([10.0, 10.2, 10.1])}
+    b = {s: v for s, v in enumerate([9.0, 9.1, 9.2])}
+    v = verdict(UnpairedSeedDelta.from_values(a, b), -1)
+    assert v.kind is VerdictKind.SUPPORTED and "seeds 0, 1, 2" in str(v)
+
+
+def test_claimed_direction_and_not_tested():
+    assert claimed_direction(0.67) == 1 and claimed_direction(-0.1) == -1
+    with pytest.raises(ValueError, match="sign"):
+        claimed_direction(0.0)
+    v = not_tested("needs scale=paper")
+    assert v.kind is VerdictKind.NOT_TESTED and str(v) == "not tested: needs scale=paper"
+
+
+def test_seed_summary():
+    d = paired_seed_deltas(HAND, num_samples=500)
+    item = f"{d.item_half_width:.2f}"
+    assert seed_summary(d) == (
+        "Δ per seed +1.00, +0.50, +1.50 (seeds 0, 1, 2); mean +1.00 [-0.24, +2.24] (95%, Student-t over seeds); "
+        f"between-seed SD 0.50 vs item-bootstrap half-width {item}; smallest Δ one run per arm detects 1.40 (at our scale)"
+    )
+    one = SeedAwareDelta((0,), (-0.54,), ((-0.97, -0.06),), (1951,))
+    assert seed_summary(one) == "Δ -0.54 [-0.97, -0.06] over 1951 test items (seed 0)"
+
+
+def test_detectability():
+    d = paired_seed_deltas(HAND, num_samples=500)  # SD 0.5: 2.80 * 0.5 = 1.40
+    assert detectability(d, 0.67) == (
+        "smallest Δ one run per arm detects: 1.40 (2.80 × between-seed SD 0.50, seeds 0, 1, 2; measured at our scale) "
+        "vs the paper's +0.67"
+    )
+    one = SeedAwareDelta((0,), (-0.54,), ((-0.97, -0.06),), (1951,))
+    assert detectability(one, 0.67) == "smallest Δ one run per arm detects: not measured (seed 0; needs >= 2 seeds)"
