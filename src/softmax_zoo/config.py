@@ -6,8 +6,12 @@ records about its composition (Hydra's group choices, the command as typed).
   (``${hydra:runtime.choices...}``, :func:`hydra_choices`) set as in a real run.
 - :func:`unknown_key_hint`: the valid keys when a command-line override names one that does not exist.
 - :func:`command_line`, :func:`hydra_choices`: what :func:`softmax_zoo.records.make_record` keeps.
-- Resolvers the configs use (registered on import): ``${zoo.run_suffix:...}`` (the overrides that
-  tell a run apart, :func:`run_suffix`), ``${zoo.group:...}`` (:func:`run_group`) and
+- :func:`run_id`: the one rule that names runs (parts + the overrides they do not name);
+  :func:`run_name`: the name a job of given overrides gets (make: ``python -m softmax_zoo.config
+  run_name|output_dir <overrides>``; reports: ``run_name(record["job"]["overrides"])``).
+- Resolvers the configs use (registered on import): ``${zoo.run_id:[parts],[named]}`` (:func:`job_run_id`),
+  ``${zoo.run_of:changes...}`` (another job's name, :func:`run_of`), ``${zoo.run_suffix:...}``
+  (:func:`run_suffix`), ``${zoo.group:...}`` (:func:`run_group`) and
   ``${zoo.results_dir:...}`` (:func:`results_dir`), ``${zoo.epoch_checkpoint:...}`` (:func:`epoch_checkpoint`).
 """
 
