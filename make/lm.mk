@@ -38,7 +38,8 @@ reproduce-kernel-bias: setup $(LM_DATA)/ptb/meta.json  ## Blanc & Rendle bias vs
 # The paper's setting (no output bias, plain SGD, 1,200 steps, uniform m up to 2,048): 12 runs, resumable
 # (rerun the same command); ~100 min on one core of the 2-core CPU (the kernel runs dominate). Then the
 # sampler diagnostic on the full-softmax run's checkpoints (init, 400, 1,200 steps).
-KB_PAPER_CKPT = checkpoints/kernel_bias_paper/ptb_full_softmax_$(LM_SCALE)_seed0
+# The full-softmax run's checkpoints folder, as the configs name it (python -m softmax_zoo.config).
+KB_PAPER_CKPT = $(shell $(BIN)/python -m softmax_zoo.config output_dir experiment=kernel_bias_paper_full scale=$(LM_SCALE) seed=0)
 reproduce-kernel-bias-paper: setup $(LM_DATA)/ptb/meta.json  ## Blanc & Rendle bias vs m in the paper's setting -> results/kernel_bias.md
 	$(BIN)/python -m softmax_zoo.studies.kernel_bias_paper scale=$(LM_SCALE) $(LM_ARGS)
 	for c in init $(KB_PAPER_CKPT)/checkpoint-400 $(KB_PAPER_CKPT)/checkpoint-1200; do \

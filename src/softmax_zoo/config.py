@@ -6,8 +6,12 @@ records about its composition (Hydra's group choices, the command as typed).
   (``${hydra:runtime.choices...}``, :func:`hydra_choices`) set as in a real run.
 - :func:`unknown_key_hint`: the valid keys when a command-line override names one that does not exist.
 - :func:`command_line`, :func:`hydra_choices`: what :func:`softmax_zoo.records.make_record` keeps.
-- Resolvers the configs use (registered on import): ``${zoo.run_suffix:...}`` (the overrides that
-  tell a run apart, :func:`run_suffix`), ``${zoo.group:...}`` (:func:`run_group`) and
+- :func:`run_id`: the one rule that names runs (parts + the overrides they do not name);
+  :func:`run_name`: the name a job of given overrides gets (make: ``python -m softmax_zoo.config
+  run_name|output_dir <overrides>``; reports: ``run_name(record["job"]["overrides"])``).
+- Resolvers the configs use (registered on import): ``${zoo.run_id:[parts],[named]}`` (:func:`job_run_id`),
+  ``${zoo.run_of:changes...}`` (another job's name, :func:`run_of`), ``${zoo.run_suffix:...}``
+  (:func:`run_suffix`), ``${zoo.group:...}`` (:func:`run_group`) and
   ``${zoo.results_dir:...}`` (:func:`results_dir`), ``${zoo.epoch_checkpoint:...}`` (:func:`epoch_checkpoint`).
 """
 
@@ -18,7 +22,7 @@ import hashlib
 import re
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
 from omegaconf import DictConfig, OmegaConf
 
@@ -137,39 +141,128 @@ def unknown_key_hint(overrides: list[str], config_dir: str | Path | None = None)
 
 
 MAX_SUFFIX = 120  # characters of overrides kept in a run name; longer ones end in a hash of the whole
+NAME_KEYS = ("run_name", "output_dir", "experiment_name")  # what names a run and where it goes
+HYDRA_SETTINGS = "hydra/default.yaml"  # holds the keys left out of run names (override_dirname.exclude_keys)
+
+
+def name_exclude_keys(config_dir: str | Path | None = None) -> list[str]:
+    """The override keys no run name holds: ``hydra.job.config.override_dirname.exclude_keys`` of configs/hydra/default.yaml."""
+    settings = OmegaConf.load(Path(config_dir or CONFIG_DIR) / HYDRA_SETTINGS)
+    return list(settings.job.config.override_dirname.exclude_keys)
+
+
+def run_id(parts: Sequence[Any], overrides: Sequence[str], named: Sequence[str] = (),
+           exclude: Sequence[str] | None = None) -> str:
+    """The run name, the join key of records, checkpoints and wandb runs: ``"_".join(parts)`` + the override suffix.
+
+    Args:
+        parts: what the name always holds, e.g. ``["gigaword", "unilm_minilm", "softmax", "cpu", "seed0"]``
+            (each config's ``run_name`` lists them from its Hydra choices and values).
+        overrides: the job's overrides as Hydra keeps them (``hydra.overrides.task``, a record's
+            ``job.overrides``), e.g. ``["experiment=fig2", "loss.k=5", "seed=0", "scale=cpu"]``.
+        named: the override keys ``parts`` already hold (e.g. ``loss.k``), left out of the suffix.
+        exclude: the keys no name holds (:func:`name_exclude_keys`, the default).
+
+    The suffix is ``"_" +`` the overrides that are neither named nor excluded, sorted, as Hydra's
+    ``override_dirname`` (``key=value`` joined by ``,``; patterns such as ``loss.*`` match with
+    :mod:`fnmatch`), with "/" (a config group such as ``loss/sampler``, or a path) made "-" so that
+    the name stays one file name; ``""`` when there are none. A job of ``-m loss.k=5,10 seed=0,1``
+    gets ``_loss.k=5``; the seed is in the parts. Re-running the same command gives the same name,
+    so ``resume=true`` finds each job's checkpoints. A suffix over ``MAX_SUFFIX`` characters keeps
+    its head and ends in a hash of the whole, so that record and checkpoint names stay valid file names.
+    """
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    patterns = [*(name_exclude_keys() if exclude is None else exclude), *named]
+    lines = sorted(
+        o.input_line
+        for o in OverridesParser.create().parse_overrides(list(overrides))
+        if not any(fnmatch.fnmatchcase(o.key_or_group, pattern) for pattern in patterns)
+    )
+    suffix = ",".join(lines).replace("/", "-")
+    if len(suffix) > MAX_SUFFIX:  # file names stop at 255 bytes: keep a readable head and a hash of the whole
+        suffix = f"{suffix[:MAX_SUFFIX - 17]}..{hashlib.sha256(suffix.encode()).hexdigest()[:15]}"
+    return "_".join(str(p) for p in parts) + (f"_{suffix}" if suffix else "")
+
+
+def _job_overrides() -> list[str]:
+    from hydra.core.hydra_config import HydraConfig
+
+    return list(HydraConfig.get().overrides.task) if HydraConfig.initialized() else []
+
+
+def _job_exclude_keys() -> list[str]:
+    from hydra.core.hydra_config import HydraConfig
+
+    return list(HydraConfig.get().job.config.override_dirname.exclude_keys) if HydraConfig.initialized() else []
+
+
+def job_run_id(parts: Sequence[Any], named: Sequence[str] = ()) -> str:
+    """``${zoo.run_id:[parts],[named]}``: :func:`run_id` of this job's overrides and Hydra settings."""
+    return run_id(list(parts), _job_overrides(), list(named), _job_exclude_keys())
 
 
 def run_suffix(*also_exclude: str) -> str:
-    """``"_" + `` the job's overrides that tell it apart from its siblings, or ``""`` when there are none.
+    """The suffix :func:`run_id` gives this job (``"_loss.k=5"``, or ``""``), leaving out ``also_exclude`` too."""
+    return run_id([], _job_overrides(), also_exclude, _job_exclude_keys())
 
-    The same string as Hydra's ``hydra.job.override_dirname`` (the job's command-line and sweep
-    overrides, sorted, ``key=value`` joined by ``,``), leaving out the keys of
-    ``hydra.job.config.override_dirname.exclude_keys`` (configs/hydra/default.yaml: the keys the run
-    name already holds, and those that do not change the result) and ``also_exclude`` (an
-    experiment's own named keys). Patterns such as ``logger.*`` match with :mod:`fnmatch`. A "/" (a
-    config group such as ``loss/sampler``, or a path) becomes "-" so that the name stays one file name.
-    A job of ``-m loss.k=5,10 seed=0,1`` gets ``_loss.k=5``; the seed is in the base name. Re-running
-    the same command gives the same names, so ``resume=true`` finds each job's checkpoints. A suffix
-    over ``MAX_SUFFIX`` characters keeps its head and ends in a hash of the whole, so that record and
-    checkpoint names stay valid file names.
+
+def run_name(overrides: Sequence[str], config_dir: str | Path | None = None) -> str:
+    """The ``run_name`` the job of ``overrides`` gets (a record's ``job.overrides``, or a make target's command).
+
+    Composes the configs as ``python -m softmax_zoo.train <overrides>`` does and returns the
+    resolved name. Inside a Hydra job (a config's ``${zoo.run_of:...}``) the job's own Hydra state
+    is restored afterwards.
     """
+    return str(_composed(overrides, config_dir).run_name)
+
+
+def _composed(overrides: Sequence[str], config_dir: str | Path | None = None) -> DictConfig:
+    """:data:`NAME_KEYS` of :func:`compose`'s config, resolved; the caller's Hydra state is restored after."""
+    from hydra.core.global_hydra import GlobalHydra
     from hydra.core.hydra_config import HydraConfig
-    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    saved_cfg, saved_hydra = HydraConfig.instance().cfg, GlobalHydra.instance().hydra
+    try:
+        cfg = compose(list(overrides), config_dir)
+        return OmegaConf.create({key: cfg[key] for key in NAME_KEYS})  # resolved while this composition's Hydra state is set
+    finally:
+        HydraConfig.instance().cfg, GlobalHydra.instance().hydra = saved_cfg, saved_hydra
+
+
+def with_changes(overrides: Sequence[str], changes: Sequence[str]) -> list[str]:
+    """``overrides`` with ``changes`` applied: ``key=value`` sets (replacing that key), ``~pattern`` drops (fnmatch)."""
+    def key(line: str) -> str:
+        return line.split("=", 1)[0].lstrip("+~")
+
+    out = list(overrides)
+    for change in changes:
+        if change.startswith("~"):
+            out = [o for o in out if not fnmatch.fnmatchcase(key(o), change[1:])]
+        else:
+            out = [o for o in out if key(o) != key(change)] + [change]
+    return out
+
+
+def run_of(*changes: str) -> str:
+    """``${zoo.run_of:loss=softmax,~start}``: the ``run_name`` of this job with ``changes`` made to its overrides.
+
+    How one run names another (the run it starts from): by the same function and configs, not by a
+    copy of the other's name template. See :func:`with_changes` for the changes.
+    """
+    return str(_composed(with_changes(_job_overrides(), changes), _job_config_dir()).run_name)
+
+
+def _job_config_dir() -> str | None:
+    """The primary config folder of this Hydra job (``--config-path``), else None (the repository's configs/)."""
+    from hydra.core.hydra_config import HydraConfig
 
     if not HydraConfig.initialized():
-        return ""
-    hc = HydraConfig.get()
-    spec = hc.job.config.override_dirname
-    exclude = [*spec.exclude_keys, *also_exclude]
-    lines = sorted(
-        o.input_line
-        for o in OverridesParser.create().parse_overrides(list(hc.overrides.task))
-        if not any(fnmatch.fnmatchcase(o.key_or_group, pattern) for pattern in exclude)
-    )
-    name = re.sub("=", spec.kv_sep, spec.item_sep.join(lines)).replace("/", "-")
-    if len(name) > MAX_SUFFIX:  # file names stop at 255 bytes: keep a readable head and a hash of the whole
-        name = f"{name[:MAX_SUFFIX - 17]}..{hashlib.sha256(name.encode()).hexdigest()[:15]}"
-    return f"_{name}" if name else ""
+        return None
+    for source in HydraConfig.get().runtime.config_sources:
+        if source.provider == "main" and source.schema == "file":
+            return source.path
+    return None
 
 
 def run_group(experiment_name: str) -> str:
@@ -220,10 +313,23 @@ def epoch_checkpoint(run_dir: str, epoch: int) -> str | None:
 
 def register_resolvers() -> None:
     """Register the ``zoo.*`` resolvers (idempotent)."""
-    for name, fn in (("zoo.run_suffix", run_suffix), ("zoo.group", run_group), ("zoo.results_dir", results_dir),
-                     ("zoo.epoch_checkpoint", epoch_checkpoint)):
+    for name, fn in (("zoo.run_id", job_run_id), ("zoo.run_of", run_of), ("zoo.run_suffix", run_suffix),
+                     ("zoo.group", run_group), ("zoo.results_dir", results_dir), ("zoo.epoch_checkpoint", epoch_checkpoint)):
         if not OmegaConf.has_resolver(name):
             OmegaConf.register_new_resolver(name, fn)
 
 
 register_resolvers()
+
+
+def main(argv: Sequence[str]) -> None:
+    """``python -m softmax_zoo.config <key> <overrides...>``: print the resolved ``key`` of that job (make asks it for run names)."""
+    if not argv:
+        raise SystemExit(f"usage: python -m softmax_zoo.config {'|'.join(NAME_KEYS)} <overrides...>")
+    if argv[0] not in NAME_KEYS:
+        raise SystemExit(f"python -m softmax_zoo.config: the key must be one of {', '.join(NAME_KEYS)}, got {argv[0]!r}")
+    print(_composed(argv[1:])[argv[0]])
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

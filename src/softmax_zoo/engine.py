@@ -43,8 +43,8 @@ from transformers.utils import SAFE_WEIGHTS_NAME
 from . import preflight, progress, records, tracking
 from .config import command_line, hydra_choices, hydra_job
 from .losses import OutputHead
-from .models.heads import TrainingStepToHeads
-from .tasks.base import Task
+from .models.distill import maybe_distill
+from .tasks.base import Batches, Task
 
 log = logging.getLogger(__name__)
 TRAINING_ARGS_NAME = "training_args.bin"
@@ -113,6 +113,18 @@ class NonFiniteLossGuard(TrainerCallback):
             if not all(torch.isfinite(p).all() for p in model.parameters()):
                 return self._stop(control, state.global_step, "non-finite parameters")
         return control
+
+
+class TrainingStepToHeads(TrainerCallback):
+    """Tells every module with a ``training_step`` attribute (e.g. ``SparseSoftmaxHead`` with
+    ``full_softmax_steps``) the optimiser steps done, before each step (resumed runs included)."""
+
+    def __init__(self, model: torch.nn.Module) -> None:
+        self.modules = [m for m in model.modules() if hasattr(m, "training_step")]
+
+    def on_step_begin(self, args, state, control, **kwargs):
+        for m in self.modules:
+            m.training_step = state.global_step
 
 
 class EpochEval(TrainerCallback):
@@ -222,11 +234,23 @@ def describe_model(model: torch.nn.Module) -> dict[str, Any]:
 
 
 def build_task(cfg: DictConfig) -> Task:
-    """``cfg.task.builder`` (a dotted path) applied to ``cfg``."""
+    """``cfg.task.builder`` (a dotted path) applied to ``cfg`` and ``cfg.train``'s batch sizes, then
+    distillation (``cfg.distill``) for every task.
+
+    The teacher of ``distill.teacher=...`` is built by this same function from its run's config
+    and loaded with :func:`initialise_from` (:func:`softmax_zoo.models.distill.maybe_distill`).
+    """
     builder = hydra.utils.get_method(cfg.task.builder)
-    task = builder(cfg)
+    task = builder(cfg, Batches(train=cfg.train.batch_size, eval=cfg.train.eval_batch_size))
     if not isinstance(task, Task):
         raise TypeError(f"{cfg.task.builder} must return a softmax_zoo.tasks.base.Task, got {type(task).__name__}")
+    return maybe_distill(cfg, task, build_teacher)
+
+
+def build_teacher(teacher_cfg: DictConfig, weights: str) -> Task:
+    """The teacher's task, from its run's config, with the weights of ``weights`` (distillation's teacher)."""
+    task = build_task(teacher_cfg)
+    initialise_from(task.model, weights)
     return task
 
 

@@ -9,12 +9,13 @@ where L_head is the student head's own loss (softmax, stable, sparse, ...) and t
 :func:`softmax_zoo.losses.distill.kd_loss` in the form ``distill.kl`` ("stable": the expm1 form,
 exactly 0 at identical logits; "standard": kl_div of two log-softmaxes).
 
-How it plugs in without changing models or tasks (:func:`maybe_distill`, called at the end of a
-task's ``build_task``):
+How it plugs in without changing models or tasks (:func:`maybe_distill`, which the training engine
+applies to every task it builds):
 
 1. The teacher is the model of a finished run: its checkpoint folder holds the weights and the
    resolved config (``run_config.json``). The teacher's own task is built from that config (its
-   tokenizer, model and head) with the student's batch layout, its weights are loaded, and its
+   tokenizer, model and head) with the student's batch layout and its weights loaded, by the
+   caller's ``build_teacher`` (the engine's task builder: this module builds no task itself), and its
    scores over the training rows are computed once, in order, and cached (atomic write) under a
    key of the weights' sha256, the student's data (meta.json fingerprints and the training
    labels), the layout and the cache format. A second build reads the cache; changed data or
@@ -40,7 +41,7 @@ import json
 import logging
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import torch
 from omegaconf import DictConfig, OmegaConf
@@ -54,6 +55,8 @@ from ..records import atomic_write
 from .build import evaluating
 
 log = logging.getLogger(__name__)
+# (the teacher run's config, its weights file) -> the teacher's task (anything with .model, .train_dataset, .collator)
+BuildTeacher = Callable[[DictConfig, str], Any]
 TEACHER_KEYS = ("teacher_logits", "teacher_ids")
 CACHE_FORMAT = 1
 
@@ -256,11 +259,10 @@ def teacher_config(weights: Path, cfg: DictConfig) -> DictConfig:
     return tcfg
 
 
-def cached_teacher(cfg: DictConfig, task, spec: DistillSpec, rows: int | None) -> tuple[dict[str, torch.Tensor], dict[str, Any]]:
+def cached_teacher(cfg: DictConfig, task, spec: DistillSpec, rows: int | None,
+                   build_teacher: BuildTeacher) -> tuple[dict[str, torch.Tensor], dict[str, Any]]:
     """Load or compute (and save atomically) the teacher's scores over ``task``'s first ``rows`` training rows."""
     import hydra
-
-    from ..engine import initialise_from
 
     weights = weights_file(hydra.utils.to_absolute_path(spec.teacher))
     batch_size = cfg.train.batch_size
@@ -282,8 +284,7 @@ def cached_teacher(cfg: DictConfig, task, spec: DistillSpec, rows: int | None) -
         cache = torch.load(path, weights_only=True)
     else:
         t0 = time.perf_counter()
-        teacher_task = hydra.utils.get_method(tcfg.task.builder)(tcfg)
-        initialise_from(teacher_task.model, str(weights))
+        teacher_task = build_teacher(tcfg, str(weights))
         cache = teacher_pass(teacher_task.model, teacher_task.train_dataset, teacher_task.collator, batch_size, rows, spec)
         atomic_write(path, lambda tmp: torch.save(cache, tmp))
         info["seconds"] = time.perf_counter() - t0
@@ -298,8 +299,12 @@ def cached_teacher(cfg: DictConfig, task, spec: DistillSpec, rows: int | None) -
     return cache, {**teacher, "cache": info}
 
 
-def maybe_distill(cfg: DictConfig, task):
-    """``task`` unchanged when ``cfg.distill.teacher`` is null; else its model and training set distil from the teacher."""
+def maybe_distill(cfg: DictConfig, task, build_teacher: BuildTeacher):
+    """``task`` unchanged when ``cfg.distill.teacher`` is null; else its model and training set distil from the teacher.
+
+    ``build_teacher(teacher_cfg, weights)`` builds the teacher run's task with its weights loaded
+    (:func:`softmax_zoo.engine.build_teacher`); it is called only when the teacher's scores are not cached.
+    """
     d = cfg.get("distill")
     if d is None or d.get("teacher") is None:
         return task
@@ -312,7 +317,7 @@ def maybe_distill(cfg: DictConfig, task):
         steps = cfg.train.max_steps
         per_epoch = len(task.train_dataset)
         rows = per_epoch if steps <= 0 else min(per_epoch, steps * cfg.train.batch_size * cfg.train.grad_accum)
-    cache, info = cached_teacher(cfg, task, spec, rows)
+    cache, info = cached_teacher(cfg, task, spec, rows, build_teacher)
     Distiller(task.model, spec)
     wrap = TeacherStream if stream else TeacherRows
     info = {**info, **dataclasses.asdict(spec)}

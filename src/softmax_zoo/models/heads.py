@@ -28,7 +28,6 @@ from typing import Any
 import hydra
 import torch
 from hydra.errors import InstantiationException
-from transformers import TrainerCallback
 from omegaconf import DictConfig, OmegaConf
 
 from ..losses import OutputHead, optimal_cutoffs
@@ -132,14 +131,3 @@ def _accepts(cls: type, name: str) -> bool:
     params = inspect.signature(cls).parameters
     return name in params or any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
 
-
-class TrainingStepToHeads(TrainerCallback):
-    """Tells every module with a ``training_step`` attribute (e.g. ``SparseSoftmaxHead`` with
-    ``full_softmax_steps``) the optimiser steps done, before each step (resumed runs included)."""
-
-    def __init__(self, model: torch.nn.Module) -> None:
-        self.modules = [m for m in model.modules() if hasattr(m, "training_step")]
-
-    def on_step_begin(self, args, state, control, **kwargs):
-        for m in self.modules:
-            m.training_step = state.global_step

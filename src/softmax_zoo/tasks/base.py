@@ -1,7 +1,8 @@
 """What the training entry point (``softmax_zoo.train``) needs from a task.
 
 Every experiment is task × model × loss. A task module (classification, seq2seq, lm) exposes
-``build_task(cfg) -> Task``, named in its config as ``configs/task/<name>.yaml: builder``; the
+``build_task(cfg, batches: Batches) -> Task`` (it reads ``cfg.task``, ``cfg.model`` and ``cfg.loss``;
+the training settings it needs come as :class:`Batches`), named in its config as ``configs/task/<name>.yaml: builder``; the
 entry point then trains ``Task.model`` with the transformers ``Trainer``, calls ``Task.evaluate``
 on each split and writes what it returns (:class:`Evaluation`): the metrics into the run record,
 the per-example rows into a file beside it. Tasks never write files themselves. New fields may be
@@ -16,6 +17,19 @@ from typing import Any, Callable
 
 import torch
 from torch import nn
+
+
+@dataclass(frozen=True)
+class Batches:
+    """The batch sizes a task builds its datasets and evaluation with (the engine's, from ``cfg.train``).
+
+    Attributes:
+        train: examples (a language model: streams) per device per training step.
+        eval: examples (streams) per evaluation batch.
+    """
+
+    train: int
+    eval: int
 
 
 @dataclass

@@ -48,10 +48,9 @@ from ..hub import resolve_pretrained
 from ..records import atomic_write
 from ..metrics import macro_f1, micro_f1
 from ..models import build_model, evaluating, head_factory
-from ..models.distill import maybe_distill
 from ..models.classifier import TextClassifier, pooled_features, token_states
 from ..diagnostics.topk import TopkDiagnostics, head_scores, diagnostics_k as topk_k
-from .base import Evaluation, Task, require_prepared, split_prefix
+from .base import Batches, Evaluation, Task, require_prepared, split_prefix
 
 log = logging.getLogger(__name__)
 ENCODE_BATCH = 128  # examples per forward pass when caching features (sorted by length)
@@ -189,7 +188,7 @@ def make_evaluate(collator: ClassificationCollator, batch_size: int, oos_id: int
     return evaluate
 
 
-def build_task(cfg: DictConfig) -> Task:
+def build_task(cfg: DictConfig, batches: Batches) -> Task:
     """The classification task of ``cfg.task`` with the encoder of ``cfg.model`` and the head of ``cfg.loss``.
 
     Raises:
@@ -253,12 +252,12 @@ def build_task(cfg: DictConfig) -> Task:
         datasets = {s: TokenizedDataset(ids[s], gold[s]) for s in SPLITS}
     info["trainable_parameters"] = sum(p.numel() for p in model.parameters() if p.requires_grad)
     info["train_subset"] = t.train_subset
-    return maybe_distill(cfg, Task(
+    return Task(
         model=model,
         train_dataset=datasets["train"],
         eval_datasets={"validation": datasets["validation"], "test": datasets["test"]},
         collator=collator,
-        evaluate=make_evaluate(collator, cfg.train.eval_batch_size, oos_id, t.diagnostics_k),
+        evaluate=make_evaluate(collator, batches.eval, oos_id, t.diagnostics_k),
         data_meta=meta,
         info=info,
-    ))
+    )

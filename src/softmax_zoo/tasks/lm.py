@@ -35,9 +35,8 @@ from softmax_zoo.data.lm_stream import LMStream
 from softmax_zoo.data.tokenizers import WordVocab
 from softmax_zoo.metrics import perplexity
 from softmax_zoo.models import build_model, evaluating, head_factory
-from softmax_zoo.models.distill import maybe_distill
 from softmax_zoo.models.lstm_lm import LSTMLanguageModel
-from softmax_zoo.tasks.base import Evaluation, Task, require_prepared, split_prefix
+from softmax_zoo.tasks.base import Batches, Evaluation, Task, require_prepared, split_prefix
 
 LOGPROB_BUDGET = 1 << 25  # floats per log_probs chunk (128 MiB), so that evaluation fits with an 800k vocabulary
 
@@ -159,7 +158,7 @@ class ValidationCurve(TrainerCallback):
         return control
 
 
-def build_task(cfg: DictConfig) -> Task:
+def build_task(cfg: DictConfig, batches: Batches) -> Task:
     """Task for ``task=lm1b|ptb|wikitext2``: the LM of ``cfg.model`` + the ``cfg.loss`` head over the prepared corpus."""
     t = cfg.task
     splits = ("train", *t.eval_splits)
@@ -170,14 +169,14 @@ def build_task(cfg: DictConfig) -> Task:
     counts = torch.tensor(vocab.counts, dtype=torch.float)
     model = build_model(cfg.model, head_factory(cfg.loss, len(vocab), counts), vocab_size=len(vocab))
     stream = partial(LMStream, encode=partial(vocab.encode, add_eos=False), eos_id=vocab.eos_id, bptt=t.bptt)
-    evals = {s: stream([data_dir / f"{s}.txt"], batch_size=cfg.train.eval_batch_size) for s in t.eval_splits}
+    evals = {s: stream([data_dir / f"{s}.txt"], batch_size=batches.eval) for s in t.eval_splits}
     callbacks = []
     if t.curve_every > 0:
-        curve_stream = stream([data_dir / "validation.txt"], batch_size=cfg.train.eval_batch_size)
+        curve_stream = stream([data_dir / "validation.txt"], batch_size=batches.eval)
         callbacks.append(ValidationCurve(curve_stream, t.curve_every, t.curve_tokens))
-    return maybe_distill(cfg, Task(
+    return Task(
         model=model,
-        train_dataset=stream([data_dir / "train.txt"], batch_size=cfg.train.batch_size, world_size=world_size()),
+        train_dataset=stream([data_dir / "train.txt"], batch_size=batches.train, world_size=world_size()),
         eval_datasets=evals,
         collator=collate,
         evaluate=evaluate,
@@ -187,8 +186,8 @@ def build_task(cfg: DictConfig) -> Task:
             "min_count": t.min_count,
             "unk_train_tokens": vocab.counts[vocab.unk_id],
             "bptt": t.bptt,
-            "streams": cfg.train.batch_size * world_size(),
+            "streams": batches.train * world_size(),
             "parameters": sum(p.numel() for p in model.parameters()),
         },
         callbacks=callbacks,
-    ))
+    )

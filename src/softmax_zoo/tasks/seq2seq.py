@@ -57,7 +57,7 @@ from softmax_zoo.models import build_model, evaluating, head_factory
 from softmax_zoo.diagnostics.topk import TopkDiagnostics, diagnostics_k, head_scores
 from softmax_zoo.models.decoding import DecodeConfig, Decoded, decode, decoding_view, teacher_forced_states
 from softmax_zoo.models.unilm import UniLM
-from softmax_zoo.tasks.base import Evaluation, Task, require_prepared, split_prefix
+from softmax_zoo.tasks.base import Batches, Evaluation, Task, require_prepared, split_prefix
 
 FORMATS = ("summarisation", "question_generation")
 
@@ -228,8 +228,11 @@ def _evaluate(model: UniLM, split: str, dataset: Seq2SeqDataset, t: DictConfig, 
     return Evaluation(metrics, rows)
 
 
-def build_task(cfg: DictConfig) -> Task:
-    """The seq2seq task of ``cfg.task`` (gigaword or squad_qg) with ``cfg.model`` and ``cfg.loss``."""
+def build_task(cfg: DictConfig, batches: Batches) -> Task:
+    """The seq2seq task of ``cfg.task`` (gigaword or squad_qg) with ``cfg.model`` and ``cfg.loss``.
+
+    ``batches`` is not read: the Trainer batches the training pairs, and decoding uses ``task.decode.batch_size``.
+    """
     t = cfg.task
     data_dir = require_prepared(hydra.utils.to_absolute_path(t.data_dir), t.name, ("meta.json", "train.jsonl"))
     meta = json.loads((data_dir / "meta.json").read_text(encoding="utf-8"))

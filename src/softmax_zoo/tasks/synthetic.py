@@ -21,7 +21,7 @@ from .. import progress
 from ..metrics import macro_f1, micro_f1
 from ..models import build_model, evaluating, head_factory
 from ..models.mlp import MLPClassifier
-from .base import Evaluation, Task, split_prefix
+from .base import Batches, Evaluation, Task, split_prefix
 
 
 class TensorPairs(Dataset):
@@ -73,8 +73,11 @@ def evaluate(model: MLPClassifier, split: str, dataset: TensorPairs, batch_size:
     })
 
 
-def build_task(cfg: DictConfig) -> Task:
-    """The Gaussian-cluster task of ``cfg.task`` with the model of ``cfg.model`` and the head of ``cfg.loss``."""
+def build_task(cfg: DictConfig, batches: Batches) -> Task:
+    """The Gaussian-cluster task of ``cfg.task`` with the model of ``cfg.model`` and the head of ``cfg.loss``.
+
+    ``batches`` is not read: the Trainer batches the training rows, and evaluation uses its own batches of 256.
+    """
     t = cfg.task
     g = torch.Generator().manual_seed(t.data_seed)
     centres = torch.randn(t.num_classes, t.dim, generator=g) * t.separation  # (C, dim)
