@@ -16,7 +16,8 @@ A command declares its options once, each with a default whose type is the optio
 - A ``key=value`` whose key is not an option is kept in ``rest`` when the parser has one (the
   commands that hand Hydra overrides on), else an error listing the valid options.
 - ``dashed=True``: the options are spelled ``--name value`` (``--trained-by`` for ``trained_by``)
-  and a list option takes every following token up to the next ``--`` option or ``key=value``;
+  (the next token, whatever it holds) and a list option takes every following token up to the next
+  ``--`` option or ``key=value``;
   every ``key=value`` then goes to ``rest``, so that option names may equal Hydra keys (``seed``).
 - Arguments without "=" are positional (``args.positional``); the command checks their number.
 - ``--help`` / ``-h`` prints :meth:`Parser.usage` (synopsis, then each option, its choices and default)
@@ -181,7 +182,7 @@ class Parser:
                 option = self.by_name().get(name)
                 many = option is not None and isinstance(option.default, (list, tuple))
                 tokens = []
-                while i < len(argv) and not argv[i].startswith("--") and "=" not in argv[i] and (many or not tokens):
+                while i < len(argv) and not argv[i].startswith("--") and (not many or "=" not in argv[i]) and (many or not tokens):
                     tokens.append(argv[i])
                     i += 1
                 if not tokens:
