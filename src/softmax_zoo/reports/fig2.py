@@ -15,7 +15,7 @@ trained with the same settings (the task file's ``scales`` block in configs/task
 
 The records are grouped and summarised in :mod:`._fig2_summary`, the claims and verdicts are in
 :mod:`._fig2_claims` (computed once per build), the figures in :mod:`._fig2_plots`; this module
-writes the page. Build: ``python -m softmax_zoo.results fig2``.
+writes the page. Build: ``python -m softmax_zoo.reports fig2``.
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ The setting (configs/experiment/kernel_bias_paper_sampled.yaml says why): a dot-
 without bias, plain SGD, 1,200 steps with a validation curve. The jobs: the full-softmax reference,
 uniform sampling over a grid reaching m = 2,048 (so that 10-100x fewer samples is measurable), and the
 quadratic kernel and our centred kernel over a smaller grid. Each job is skipped when its record
-exists; otherwise it runs with ``resume=true``. The page is ``python -m softmax_zoo.results kernel_bias``.
+exists; otherwise it runs with ``resume=true``. The page is ``python -m softmax_zoo.reports kernel_bias``.
 
 Run: ``python -m softmax_zoo.studies.kernel_bias_paper [scale=cpu] [seed=0] [uniform=8,32,128,512,2048]
 [kernels=quadratic,quadratic_centred] [kernel_m=8,32,128] [<train override> ...]``.

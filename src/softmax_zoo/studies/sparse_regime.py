@@ -11,7 +11,7 @@ model is trained. The study therefore fine-tunes from starts of increasing stren
 
 Each job is skipped when its record exists; otherwise it runs with ``resume=true``, so an
 interrupted job continues from its newest checkpoint. The page is
-``python -m softmax_zoo.results sparse_regime``.
+``python -m softmax_zoo.reports sparse_regime``.
 
 Run: ``python -m softmax_zoo.studies.sparse_regime [scale=cpu] [starts=1,2,4] [ks=20,100] [seed=0] [<train override> ...]``;
 every other ``key=value`` goes to every job (e.g. ``model=unilm_tiny``).
