@@ -5,7 +5,8 @@
   ``results_dir=scratch``, so that smoke pages never touch the committed ones.
 - ``wandb=offline|online`` also logs the page to wandb (project softmax_zoo, group "reports"): its
   figures as images and its markdown as text (:func:`softmax_zoo.tracking.log_page`).
-- ``python -m softmax_zoo.reports`` alone lists the pages.
+- ``python -m softmax_zoo.reports`` alone lists the pages; ``--help`` lists the options
+  (:mod:`softmax_zoo.cli_args`, the parser every entry point shares).
 - ``python -m softmax_zoo.reports --check [page ...]`` rebuilds pages (default: all) into a
   temporary folder instead and exits 1 if any file differs from the committed one in results/.
 - ``python -m softmax_zoo.reports sweep <records folder | experiment | multirun folder> [metric=NAME] [out=DIR]``:
