@@ -263,7 +263,9 @@ PARSER = Parser(COMMAND, [
 ], max_positional=0)
 
 
-def main(argv: list[str]) -> int:
+def main(argv: list[str] | None = None) -> int:
+    """Run the study (``argv`` defaults to ``sys.argv[1:]``); 2 on a bad command line."""
+    argv = list(sys.argv[1:] if argv is None else argv)
     try:
         args = PARSER.parse(argv)
     except ArgumentError as e:
@@ -274,4 +276,4 @@ def main(argv: list[str]) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    sys.exit(main())
