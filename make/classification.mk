@@ -4,8 +4,8 @@
 #   make reproduce-fig2 FIG2_TASKS="clinc_oos iflytek wos" FIG2_SEEDS=0,1,2,3,4
 # Per task: the softmax baseline once per seed (it has no k), then sparse-softmax over
 # k = 5,10,20,50,100 x seeds (configs/experiment/fig2{,_softmax}.yaml with task=<task>); each task's
-# numbers per scale are in its `scales:` block (configs/task/<task>.yaml). WoS is not in the default list: only
-# 1,000 of its 46,985 abstracts have text here (690 training examples for 134 classes).
+# numbers per scale are in its `scales:` block (configs/task/<task>.yaml). WoS is not in the default list
+# (its `caveat:` in configs/task/wos.yaml says why).
 # Set-up and data preparation run first when missing.
 FIG2_SCALE = $(or $(SCALE),cpu)
 FIG2_TASKS ?= clinc_oos iflytek
@@ -31,7 +31,7 @@ endef
 
 reproduce-fig2: setup $(foreach t,$(FIG2_TASKS),data/$(t)/meta.json)  ## sparse-softmax k sweep (Fig. 2) + loss curves (Fig. 1) -> results/fig2.md, fig2.png, fig1.png
 	$(foreach t,$(FIG2_TASKS),$(call fig2_task,$(t)))
-	$(BIN)/python -m softmax_zoo.results fig2 results_dir=$(call results_for,$(FIG2_SCALE))
+	$(BIN)/python -m softmax_zoo.reports fig2 results_dir=$(call results_for,$(FIG2_SCALE))
 
 # Fig. 2 on OOS-eval with MiniLM's top layer fine-tuned (model.cache_layers=1) on cached token states of the
 # 5 layers below: softmax and k = 5,10,20,50,100 x 3 seeds (configs/experiment/fig2_finetune{,_softmax}.yaml)
@@ -44,4 +44,4 @@ reproduce-fig2: setup $(foreach t,$(FIG2_TASKS),data/$(t)/meta.json)  ## sparse-
 reproduce-fig2-finetune: setup data/clinc_oos/meta.json  ## Fig. 2 (OOS-eval) with MiniLM's top layer fine-tuned on cached states -> results/fig2.md
 	OMP_NUM_THREADS=$(FIG2_THREADS) $(BIN)/python -m softmax_zoo.train -m experiment=fig2_finetune_softmax scale=$(FIG2_SCALE) seed=$(FIG2_SEEDS)
 	OMP_NUM_THREADS=$(FIG2_THREADS) $(BIN)/python -m softmax_zoo.train -m experiment=fig2_finetune scale=$(FIG2_SCALE) seed=$(FIG2_SEEDS)
-	$(BIN)/python -m softmax_zoo.results fig2 results_dir=$(call results_for,$(FIG2_SCALE))
+	$(BIN)/python -m softmax_zoo.reports fig2 results_dir=$(call results_for,$(FIG2_SCALE))

@@ -25,7 +25,7 @@ $(LM_DATA)/%/meta.json:
 
 reproduce-lm1b: setup $(LM_DATA)/lm1b/meta.json  ## One Billion Word: full vs adaptive vs sampled softmax -> results/lm1b.md, lm1b.png
 	$(BIN)/python -m softmax_zoo.train -m experiment=$(LM1B_EXPERIMENTS) scale=$(LM_SCALE) seed=$(LM_SEEDS) $(LM_ARGS)
-	$(BIN)/python -m softmax_zoo.results lm1b results_dir=$(call results_for,$(LM_SCALE))
+	$(BIN)/python -m softmax_zoo.reports lm1b results_dir=$(call results_for,$(LM_SCALE))
 
 lm1b-speed: setup $(LM_DATA)/lm1b/meta.json  ## lm1b heads' training steps timed side by side (about 70 s) -> results/diagnostics/lm1b_speed.json (the lm1b page's speed column)
 	$(BIN)/python -m softmax_zoo.studies.lm_speed
@@ -33,7 +33,7 @@ lm1b-speed: setup $(LM_DATA)/lm1b/meta.json  ## lm1b heads' training steps timed
 reproduce-kernel-bias: setup $(LM_DATA)/ptb/meta.json  ## Blanc & Rendle bias vs m on PTB -> results/kernel_bias.md, kernel_bias.png
 	$(BIN)/python -m softmax_zoo.train -m experiment=kernel_bias_full scale=$(LM_SCALE) seed=$(LM_SEEDS) $(LM_ARGS)
 	$(BIN)/python -m softmax_zoo.train -m experiment=kernel_bias_sampled scale=$(LM_SCALE) seed=$(LM_SEEDS) $(LM_ARGS)
-	$(BIN)/python -m softmax_zoo.results kernel_bias results_dir=$(call results_for,$(LM_SCALE))
+	$(BIN)/python -m softmax_zoo.reports kernel_bias results_dir=$(call results_for,$(LM_SCALE))
 
 # The paper's setting (no output bias, plain SGD, 1,200 steps, uniform m up to 2,048): 12 runs, resumable
 # (rerun the same command); ~100 min on one core of the 2-core CPU (the kernel runs dominate). Then the
@@ -46,7 +46,7 @@ reproduce-kernel-bias-paper: setup $(LM_DATA)/ptb/meta.json  ## Blanc & Rendle b
 	  $(BIN)/python -m softmax_zoo.diagnostics.sampler_bias $$c experiment=kernel_bias_paper_full scale=$(LM_SCALE) \
 	    --trained-by "python -m softmax_zoo.train experiment=kernel_bias_paper_full scale=$(LM_SCALE)" $(DIAG_ARGS) || exit 1; \
 	done
-	$(BIN)/python -m softmax_zoo.results kernel_bias results_dir=$(call results_for,$(LM_SCALE))
+	$(BIN)/python -m softmax_zoo.reports kernel_bias results_dir=$(call results_for,$(LM_SCALE))
 
 sampler-diagnostic: setup $(LM_DATA)/ptb/meta.json  ## Sampler bias (KL, loss, gradient) at a PTB checkpoint: make sampler-diagnostic CKPT=.../checkpoint-N|init
 	$(if $(CKPT),,$(error CKPT is required: a checkpoint-N folder of experiment=kernel_bias_full, or init))

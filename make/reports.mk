@@ -17,4 +17,4 @@ check-pages: setup  ## rebuild every committed page from its records and diff ag
 	$(BIN)/python -m softmax_zoo.reports --check
 
 sweep: setup  ## any sweep as a table (mean ± 95% CI per swept value, seeds pooled) + plot: make sweep SWEEP=scratch/runs/default
-	$(BIN)/python -m softmax_zoo.results sweep $(SWEEP) $(if $(METRIC),metric=$(METRIC))
+	$(BIN)/python -m softmax_zoo.reports sweep $(SWEEP) $(if $(METRIC),metric=$(METRIC))

@@ -28,19 +28,19 @@ data/squad_qg/meta.json:
 
 reproduce-table5: setup data/gigaword/meta.json  ## Gigaword-10k, UniLM softmax vs sparse-softmax, beams 1 and 5 -> results/table5.md
 	$(BIN)/python -m softmax_zoo.train -m experiment=table5_softmax,table5_sparse_softmax scale=$(SEQ2SEQ_SCALE) seed=$(SEQ2SEQ_SEEDS) $(SEQ2SEQ_MODEL)
-	$(BIN)/python -m softmax_zoo.results table5 results_dir=$(call results_for,$(SEQ2SEQ_SCALE))
+	$(BIN)/python -m softmax_zoo.reports table5 results_dir=$(call results_for,$(SEQ2SEQ_SCALE))
 
 reproduce-table3: setup data/squad_qg/meta.json  ## SQuAD QG (Du split), UniLM softmax vs sparse-softmax, BLEU-1..4 -> results/table3.md
 	$(BIN)/python -m softmax_zoo.train -m experiment=table3_softmax,table3_sparse_softmax scale=$(SEQ2SEQ_SCALE) seed=$(SEQ2SEQ_SEEDS) $(SEQ2SEQ_MODEL)
-	$(BIN)/python -m softmax_zoo.results table3 results_dir=$(call results_for,$(SEQ2SEQ_SCALE))
+	$(BIN)/python -m softmax_zoo.reports table3 results_dir=$(call results_for,$(SEQ2SEQ_SCALE))
 
 reproduce-table5-init: setup data/gigaword/meta.json  ## after reproduce-table5: both losses one more epoch from the softmax run's weights -> results/table5.md
 	$(BIN)/python -m softmax_zoo.train -m experiment=table5_softmax,table5_sparse_softmax start=softmax_run scale=$(SEQ2SEQ_SCALE) seed=$(SEQ2SEQ_SEEDS) $(SEQ2SEQ_MODEL)
-	$(BIN)/python -m softmax_zoo.results table5 results_dir=$(call results_for,$(SEQ2SEQ_SCALE))
+	$(BIN)/python -m softmax_zoo.reports table5 results_dir=$(call results_for,$(SEQ2SEQ_SCALE))
 
 reproduce-table3-init: setup data/squad_qg/meta.json  ## after reproduce-table3: the same for question generation -> results/table3.md
 	$(BIN)/python -m softmax_zoo.train -m experiment=table3_softmax,table3_sparse_softmax start=softmax_run scale=$(SEQ2SEQ_SCALE) seed=$(SEQ2SEQ_SEEDS) $(SEQ2SEQ_MODEL) $(TABLE3_INIT_ARGS_$(SEQ2SEQ_SCALE))
-	$(BIN)/python -m softmax_zoo.results table3 results_dir=$(call results_for,$(SEQ2SEQ_SCALE))
+	$(BIN)/python -m softmax_zoo.reports table3 results_dir=$(call results_for,$(SEQ2SEQ_SCALE))
 
 rouge-perl: setup  ## ROUGE-1.5.5 (UniLM's Perl ROUGE, `python -m softmax_zoo.rouge155 install` + libxml-dom-perl) vs rouge-score on the committed predictions -> results/rouge_perl.md
 	$(BIN)/python scripts/compare_rouge_perl.py
@@ -59,4 +59,4 @@ REGIME_SEED ?= 0
 .PHONY: reproduce-sparse-regime
 reproduce-sparse-regime: setup data/gigaword/meta.json  ## sparse-softmax vs softmax from starts of increasing strength -> results/sparse_regime.md (+ .png)
 	$(BIN)/python -m softmax_zoo.studies.sparse_regime scale=$(or $(SCALE),cpu) starts=$(REGIME_STARTS) ks=$(REGIME_KS) seed=$(REGIME_SEED)
-	$(BIN)/python -m softmax_zoo.results sparse_regime results_dir=$(call results_for,$(or $(SCALE),cpu))
+	$(BIN)/python -m softmax_zoo.reports sparse_regime results_dir=$(call results_for,$(or $(SCALE),cpu))

@@ -6,4 +6,4 @@ STABLE_SEEDS ?= 3
 .PHONY: reproduce-stable
 reproduce-stable:  ## softmax collapse + KD cancellation study (CPU) -> results/stable.md
 	$(BIN)/python -m softmax_zoo.studies.stable out=results/runs/stable seeds=$(STABLE_SEEDS)
-	$(BIN)/python -m softmax_zoo.results stable
+	$(BIN)/python -m softmax_zoo.reports stable

@@ -173,6 +173,43 @@ def make_record(
     })
 
 
+def study_record(
+    *,
+    experiment: str,
+    run_name: str,
+    seed: int,
+    choices: dict[str, str | None],
+    config: dict[str, Any],
+    metrics: dict[str, Any],
+    history: list[dict[str, Any]],
+    timing: dict[str, Any],
+    command: Sequence[str],
+) -> dict[str, Any]:
+    """The record of a run made outside the training pipeline (a study's own loop), in the training records' schema.
+
+    The same keys as :func:`make_record` where the run has them: ``choices`` are the study's own
+    arms (e.g. study, form, dtype), ``config`` every setting of the run, ``metrics`` its final
+    numbers, ``history`` its logged steps, ``job`` empty and ``wandb`` None.
+    """
+    return finite({
+        "schema": RECORD_SCHEMA,
+        "experiment": experiment,
+        "run_name": run_name,
+        "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "seed": seed,
+        "choices": choices,
+        "config": config,
+        "git": git_state(),
+        "metrics": metrics,
+        "history": history,
+        "timing": timing,
+        "versions": versions(),
+        "command": shlex.join(command),
+        "job": {},
+        "wandb": None,
+    })
+
+
 def _jsonable(value: Any) -> Any:
     """``value`` if JSON can hold it, else its ``repr`` (task.info may hold tokenizers etc.)."""
     if isinstance(value, dict):

@@ -1,6 +1,7 @@
-"""``python -m softmax_zoo.results <page>``: the same as ``python -m softmax_zoo.reports <page>``.
+"""``python -m softmax_zoo.results <page>``: an alias of ``python -m softmax_zoo.reports <page>``.
 
-Kept because the committed pages and the claims ledger name this command. Records live in
+The committed pages and the claims ledger were written naming this command, so it keeps working;
+the Makefile and the documentation use ``python -m softmax_zoo.reports``. Records live in
 :mod:`softmax_zoo.records`, the pages and their helpers in :mod:`softmax_zoo.reports`.
 """
 

@@ -6,7 +6,9 @@ import pytest
 
 from softmax_zoo import records
 from softmax_zoo.reports._pages import read_claims
-from softmax_zoo.reports import fig2
+from softmax_zoo.reports import _fig2_claims, fig2
+from softmax_zoo.reports._fig2_claims import regime_note
+from softmax_zoo.reports._fig2_summary import mean_curve
 
 SEEDS = (0, 1, 2)
 # test micro-F1 per (loss, k) and seed: softmax 50/52/54 -> 52.0 ± 5.0; sparse k=20 60/61/62 -> 61.0 ± 2.5
@@ -38,8 +40,9 @@ def record(kind: str, k: int | None, seed: int, f1: float) -> dict:
         "history": [{"epoch": 1.0, "val/micro_f1": f1 - 0.1}, {"epoch": 2.0, "val/micro_f1": f1 - 0.01}],
         "timing": {"train_s": 10.0, "wall_s": 12.0, "train_examples_per_s": 100.0},
         "task_info": {"examples": {"train": 3024}, "num_classes": 119},
-        "command": f"python -m softmax_zoo.train {'' if k is None else f'loss.k={k} '}seed={seed} experiment=fig2_iflytek"
-        f"{'_softmax' if k is None else ''} scale=cpu",
+        "job": {"overrides": [*([] if k is None else [f"loss.k={k}"]), f"seed={seed}",
+                              f"experiment=fig2_iflytek{'_softmax' if k is None else ''}", "scale=cpu"]},
+        "command": "(the page reads job.overrides, not this)",
     }
 
 
@@ -55,7 +58,8 @@ def built(tmp_path_factory):
 
 def test_table_has_means_intervals_and_the_paper_number(built):
     text = (built / "fig2.md").read_text()
-    # the per-job command lines of the records, gathered back into the two multirun commands
+    assert fig2.caveat("iflytek") in text and "not CLUE's 12,133 / 2,599 split" in fig2.caveat("iflytek")  # configs/task/iflytek.yaml
+    # the per-job Hydra overrides of the records, gathered back into the two multirun commands
     assert "    python -m softmax_zoo.train -m experiment=fig2_iflytek scale=cpu loss.k=5,20,100 seed=0,1,2\n" in text
     assert "    python -m softmax_zoo.train -m experiment=fig2_iflytek_softmax scale=cpu seed=0,1,2\n" in text
     rows = {line.split("|")[1].strip() + line.split("|")[2].strip(): line for line in text.splitlines() if line.startswith("| ")}
@@ -91,7 +95,7 @@ def test_claims_rows(built):
 
 def test_mean_curve_averages_seeds_step_by_step():
     runs = [record("softmax", None, s, 0.5) for s in SEEDS]
-    steps, loss = fig2.mean_curve(runs)
+    steps, loss = mean_curve(runs)
     assert steps.tolist() == [1, 2, 3, 4]
     assert loss.tolist() == pytest.approx([4.0, 2.9, 2.5, 2.0])
 
@@ -121,8 +125,6 @@ def test_fine_tuned_rows_appear_beside_the_frozen_ones_only_when_recorded(built,
 
 
 def test_claims_name_the_measured_regime():
-    from softmax_zoo.reports.fig2 import regime_note
-
     runs = [{"metrics": {"test/target_in_topk": share}} for share in (0.97, 0.99)]
     assert regime_note({("sparse", 20): runs}) == "; regime: test targets in the top-20 98.0% (k=20 runs)"
     assert regime_note({("sparse", 20): [*runs, {"metrics": {}}]}).startswith("; regime: not measured")
@@ -141,3 +143,17 @@ def test_topk_line_gives_each_arms_share_or_says_it_was_not_measured():
     groups[("sparse", 5)][1]["metrics"] = {}
     assert "k=5 50.0 (n=1)" in topk_line(groups)  # only the records that have the metric
     assert "not measured" in topk_line({("softmax", None): [{"metrics": {}}]})
+
+
+def test_claims_are_computed_once_per_build(built, tmp_path, monkeypatch):
+    calls = []
+    claims = _fig2_claims.claims
+    monkeypatch.setattr(_fig2_claims, "claims", lambda task, groups: calls.append(task) or claims(task, groups))
+    fig2.build(built, tmp_path)
+    assert calls == ["iflytek"]
+
+
+def test_caveats_come_from_the_task_configs():
+    assert "690 training examples for 134 classes" in fig2.caveat("wos")
+    assert "`test/oos_recall`" in fig2.caveat("clinc_oos")
+    assert fig2.caveat("ptb") is None and fig2.caveat("no_such_task") is None

@@ -102,7 +102,7 @@ def test_wos_x_y_length_mismatch(tmp_path, out_dir, make):
 def test_bad_options_are_named(raw_root, out_dir):
     with pytest.raises(ValueError, match=r"unknown option\(s\) \['colour'\]; valid options: \['oos', 'variant'\]"):
         prepare_task("clinc_oos", raw_root_dir=raw_root, out_dir=out_dir, colour="red")
-    with pytest.raises(ValueError, match="option oos must be true or false, got 'maybe'"):
+    with pytest.raises(ValueError, match="oos='maybe': must be true or false"):
         prepare_task("clinc_oos", raw_root_dir=raw_root, out_dir=out_dir, oos="maybe")
     with pytest.raises(ValueError, match="task must be one of"):
         prepare_task("mnist", raw_root_dir=raw_root, out_dir=out_dir)
@@ -118,9 +118,12 @@ def test_writer_rejects_unknown_kind_and_split(tmp_path):
 
 
 def test_cli_parses_and_reports_errors(raw_root, out_dir, caplog):
-    assert parse_args(["ptb", "raw_dir=x", "train_size=3"]) == ("ptb", {"raw_dir": "x", "train_size": "3"})
-    with pytest.raises(ValueError, match="arguments must be key=value, got 'oops'"):
+    args = parse_args(["ptb", "raw_dir=x", "train_size=3"])
+    assert (args.positional, args["raw_dir"], args["source"], args.rest) == (["ptb"], "x", "local", ["train_size=3"])
+    with pytest.raises(ValueError, match=r"takes 1 argument\(s\) without '=', got \['ptb', 'oops'\]"):
         parse_args(["ptb", "oops"])
+    with pytest.raises(ValueError, match="source='ftp': must be one of"):
+        parse_args(["ptb", "source=ftp"])
     assert main(["ptb", f"raw_root={raw_root}", f"out_dir={out_dir}"]) == 0
     assert (out_dir / "ptb" / "meta.json").exists()
     assert main(["ptb", f"raw_dir={raw_root / 'missing'}", f"out_dir={out_dir}"]) == 1

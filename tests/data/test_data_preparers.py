@@ -152,3 +152,22 @@ def test_prepare_all_skips_missing_folders(raw_root, out_dir):
     metas = prepare_all(raw_root, out_dir)
     assert "ptb" not in metas and set(metas) == {"clinc_oos", "wos", "iflytek", "gigaword", "squad_qg", "lm1b", "wikitext2"}
     assert sorted(p.name for p in out_dir.iterdir()) == sorted(metas)
+
+
+def test_every_preparer_module_registers_itself():
+    from softmax_zoo.data.prepare import TASKS, clinc_oos, lm_corpora
+
+    assert set(TASKS) == {"clinc_oos", "wos", "iflytek", "gigaword", "squad_qg", "lm1b", "ptb", "wikitext2"}
+    assert TASKS["clinc_oos"] is clinc_oos and TASKS["lm1b"] is lm_corpora.LM1B
+
+
+def test_register_rejects_an_incomplete_or_second_preparer():
+    import types
+
+    from softmax_zoo.data.prepare import clinc_oos, registry
+
+    with pytest.raises(TypeError, match=r"lacks \['load_local', 'hub_spec', 'from_hub'\]"):
+        registry.register("half_done", types.SimpleNamespace(RAW_NAME="x", OPTIONS={}))
+    with pytest.raises(ValueError, match="already has a preparer"):
+        registry.register("wos", clinc_oos)
+    assert registry.register("clinc_oos", clinc_oos) is clinc_oos  # re-registering the same one (a reload) is fine

@@ -10,8 +10,9 @@ RESULTS = Path(__file__).resolve().parents[2] / "results"
 
 
 def test_every_page_module_has_a_committed_page():
-    assert pages() == ["fig2", "kernel_bias", "lm1b", "sparse_regime", "stable", "table3", "table5"]
-    assert all((RESULTS / f"{page}.md").is_file() for page in pages())
+    # a page is found by its module's name: adding one needs no registration beyond the module itself
+    assert {"fig2", "kernel_bias", "lm1b", "sparse_regime", "stable", "table3", "table5"} <= set(pages())
+    assert [page for page in pages() if not (RESULTS / f"{page}.md").is_file()] == []
 
 
 @pytest.mark.parametrize("page", pages())

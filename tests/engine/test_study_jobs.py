@@ -2,20 +2,33 @@
 
 import pytest
 
-from softmax_zoo.studies import _jobs
+from softmax_zoo.studies import _jobs, kernel_bias_paper, sparse_regime
 
 
-def test_parse_splits_study_options_from_train_overrides():
-    options, extra = _jobs.parse(["starts=1,2", "model=unilm_tiny", "seed=3"], {"starts": "1,2,4", "seed": "0", "ks": "20"})
-    assert options == {"starts": "1,2", "seed": "3", "ks": "20"} and extra == ["model=unilm_tiny"]
+def test_a_study_parser_splits_its_options_from_the_train_overrides():
+    args = sparse_regime.PARSER.parse(["starts=1,2", "model=unilm_tiny", "seed=3"])
+    assert args.options == {"scale": "cpu", "starts": [1, 2], "ks": [20, 100], "seed": 3}
+    assert args.rest == ["model=unilm_tiny"]
     with pytest.raises(ValueError, match=r"arguments must be key=value, got \['oops'\]"):
-        _jobs.parse(["oops"], {})
+        sparse_regime.PARSER.parse(["oops"])
 
 
-def test_int_list_names_the_option():
-    assert _jobs.int_list("8,32", "uniform") == [8, 32]
-    with pytest.raises(ValueError, match="kernel_m must be comma-separated integers, got '8,x'"):
-        _jobs.int_list("8,x", "kernel_m")
+def test_a_bad_study_option_is_named(capsys):
+    assert kernel_bias_paper.main(["kernel_m=8,x"]) == 2
+    assert "kernel_m='x': must be an integer >= 1" in capsys.readouterr().err
+    assert sparse_regime.main(["starts=-1"]) == 2
+    assert "starts='-1': must be >= 0" in capsys.readouterr().err
+
+
+def test_kernel_bias_paper_jobs_from_the_command_line(monkeypatch):
+    chains = []
+    monkeypatch.setattr(kernel_bias_paper, "run_chain", chains.append)
+    kernel_bias_paper.main(["uniform=8", "kernels=quadratic", "kernel_m=32", "model.hidden_size=8"])
+    assert chains == [[
+        ["experiment=kernel_bias_paper_full", "scale=cpu", "seed=0", "model.hidden_size=8"],
+        ["experiment=kernel_bias_paper_sampled", "scale=cpu", "seed=0", "model.hidden_size=8", "loss/sampler=quadratic", "loss.num_samples=32"],
+        ["experiment=kernel_bias_paper_sampled", "scale=cpu", "seed=0", "model.hidden_size=8", "loss/sampler=uniform", "loss.num_samples=8"],
+    ]]
 
 
 def test_a_job_that_writes_no_record_is_an_error(tmp_path, monkeypatch):

@@ -48,8 +48,9 @@ def test_main_writes_the_measurement(lm_corpus, tmp_path):
 
 
 @pytest.mark.parametrize("argv, message", [
-    (["repeats=0"], "repeats must be an integer >= 1, got '0'"),
-    (["warmup=x"], "warmup must be an integer >= 0"),
+    (["repeats=0"], "repeats='0': must be >= 1"),
+    (["warmup=x"], "warmup='x': must be an integer >= 0"),
+    (["threads=two"], "threads='two': must be an integer >= 1"),
     (["scale"], "arguments must be key=value"),
 ])
 def test_bad_options_are_named(argv, message):

@@ -62,3 +62,15 @@ def test_kernel_bias_page_section_shows_the_diagnostics(lm_corpus, tmp_path):
     section = diagnostic_section(tmp_path, experiment)
     assert "of the checkpoints of `train.max_steps=0`" in section and "**Step 0**" in section
     assert "| quadratic_centred (ours) |" in section and "loss bias m=16" in section
+
+
+def test_options_are_dashed_and_every_key_value_is_an_override():
+    args = sampler_bias.parse_args(["init", "experiment=kernel_bias_full", "seed=3", "--seed", "7", "--samples", "8", "32",
+                                    "scale=cpu", "--trained-by", "python -m softmax_zoo.train seed=3"])
+    assert args.checkpoint == "init" and args.overrides == ["experiment=kernel_bias_full", "seed=3", "scale=cpu"]
+    assert args.seed == 7 and args.samples == [8, 32] and args.trained_by == "python -m softmax_zoo.train seed=3"
+    assert args.batches == 3 and args.samplers == list(sampler_bias.SAMPLERS)
+    with pytest.raises(ValueError, match="batches='0': must be >= 1"):
+        sampler_bias.parse_args(["init", "--batches", "0"])
+    with pytest.raises(ValueError, match="unknown option 'bathces'"):
+        sampler_bias.parse_args(["init", "--bathces", "2"])

@@ -5,7 +5,9 @@ from __future__ import annotations
 import json
 
 from softmax_zoo.reports import stable as page
-from softmax_zoo.studies.stable import Setting, run_all
+from softmax_zoo import records
+from softmax_zoo.records import RECORD_SCHEMA
+from softmax_zoo.studies.stable import Setting, main, run_all
 
 TINY = Setting(modulus=11, embed=8, hidden=16, collapse_steps=20, teacher_steps=20, distill_steps=10, log_every=5, eval_every=10)
 
@@ -16,10 +18,41 @@ def test_study_resumes_and_builds_its_page(tmp_path):
     assert len(written) == 2 * (4 + 8)
     assert run_all(runs, seeds=2, setting=TINY) == []  # a rerun skips every finished record
     equal = [json.loads(p.read_text()) for p in runs.glob("cancellation_equal_stable_*.json")]
-    assert all(p["logit_grad_norm"] == 0 and p["drift"] == 0 and p["identical_logits"] for r in equal for p in r["curve"])
+    assert all(p["logit_grad_norm"] == 0 and p["drift"] == 0 and p["identical_logits"] for r in equal for p in r["history"])
     (tmp_path / "claims.md").write_text("")
     page.build(tmp_path)
     text = (tmp_path / "stable.md").read_text()
     assert "## Softmax collapse" in text and (tmp_path / "stable_drift.png").is_file()
     claims = (tmp_path / "claims.md").read_text()
     assert "| stable-collapse |" in claims and "| stable-cancellation |" in claims
+
+
+def test_records_use_the_training_records_schema(tmp_path):
+    runs = tmp_path / "runs" / "stable"
+    run_all(runs, seeds=1, only="collapse", setting=TINY, command=["python", "-m", "softmax_zoo.studies.stable", "seeds=1"])
+    path = runs / "collapse_standard_float32_seed0.json"
+    text = path.read_text()
+    record = json.loads(text)
+    assert "NaN" not in text and "Infinity" not in text
+    assert record["schema"] == RECORD_SCHEMA and record["experiment"] == "stable"
+    assert record["run_name"] == "collapse_standard_float32_seed0"
+    assert record["choices"] == {"study": "collapse", "form": "standard", "dtype": "float32"}
+    assert record["config"]["setting"]["modulus"] == TINY.modulus and record["seed"] == 0
+    assert record["command"] == "python -m softmax_zoo.studies.stable seeds=1"
+    assert records.choice(record, "form") == "standard"
+    run = page.as_run(record)  # the page reads it as it reads the committed flat records
+    assert run["study"] == "collapse" and run["final"] == record["metrics"] and run["curve"] == record["history"]
+    assert run["setting"] == record["config"]["setting"] and run["seconds"] == record["timing"]["wall_s"]
+
+
+def test_the_page_reads_the_flat_records_as_they_are():
+    flat = {"study": "collapse", "form": "stable", "dtype": "float32", "seed": 0, "setting": {}, "curve": [], "final": {},
+            "seconds": 1.0}
+    assert page.as_run(flat) is flat
+
+
+def test_bad_options_are_named(capsys):
+    assert main(["seeds=0"]) == 2
+    assert "seeds='0': must be >= 1" in capsys.readouterr().err
+    assert main(["only=both"]) == 2
+    assert "only='both': must be one of ['collapse', 'cancellation']" in capsys.readouterr().err

@@ -21,13 +21,13 @@ of the run's config; name: ``<run>_step<N>``).
 
 from __future__ import annotations
 
-import argparse
 import json
 import logging
 import shlex
 import sys
 import time
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import torch
@@ -35,6 +35,7 @@ import transformers
 from omegaconf import OmegaConf
 from torch.utils.data import DataLoader
 
+from ..cli_args import ArgumentError, Option, Parser, fail
 from ..config import compose
 from ..data.layout import IGNORE_INDEX
 from ..data.tokenizers import WordVocab
@@ -133,27 +134,27 @@ def markdown(result: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n" + markdown_table(header, table)
 
 
-def parse_args(argv: list[str]) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="python -m softmax_zoo.diagnostics.sampler_bias", description=__doc__.split("\n")[0])
-    parser.add_argument("checkpoint", help="a checkpoint-N folder, or 'init'")
-    parser.add_argument("overrides", nargs="*", help="Hydra overrides of the training run, e.g. experiment=kernel_bias_full scale=cpu")
-    parser.add_argument("--batches", type=int, default=3)
-    parser.add_argument("--draws", type=int, default=16)
-    parser.add_argument("--samples", type=int, nargs="+", default=list(SAMPLES))
-    parser.add_argument("--samplers", nargs="+", default=list(SAMPLERS), help="names of configs/loss/sampler/ files")
-    parser.add_argument("--seed", type=int, default=0, help="seed of the draws")
-    parser.add_argument("--out", default=None, help="folder (default <results_dir>/diagnostics/sampler_bias/<experiment>)")
-    parser.add_argument("--trained-by", default=None, help="the command that trained the checkpoint (kept in the JSON, shown on the page)")
-    parser.add_argument("--name", default=None, help="file name (default <run_name>_step<N>)")
-    args = parser.parse_intermixed_args(argv)
-    args.argv = list(argv)
-    for key in ("batches", "draws"):
-        if getattr(args, key) < 1:
-            raise SystemExit(f"--{key} must be >= 1, got {getattr(args, key)}")
-    return args
+PARSER = Parser("python -m softmax_zoo.diagnostics.sampler_bias", [
+    Option("batches", 3, "training batches the model runs over", minimum=1),
+    Option("draws", 16, "sample draws per batch", minimum=1),
+    Option("samples", list(SAMPLES), "sample sizes m", minimum=1),
+    Option("samplers", list(SAMPLERS), "names of configs/loss/sampler/ files"),
+    Option("seed", 0, "seed of the draws"),
+    Option("out", None, "folder (default <results_dir>/diagnostics/sampler_bias/<experiment>)", kind=str),
+    Option("trained_by", None, "the command that trained the checkpoint (kept in the JSON, shown on the page)", kind=str),
+    Option("name", None, "file name (default <run_name>_step<N>)", kind=str),
+], synopsis="CHECKPOINT", rest="Hydra overrides of the training run", dashed=True, max_positional=1)
 
 
-def run(args: argparse.Namespace) -> dict[str, Any]:
+def parse_args(argv: list[str]) -> SimpleNamespace:
+    """CHECKPOINT, the run's Hydra overrides (every ``key=value``) and the ``--option value`` settings of :data:`PARSER`."""
+    args = PARSER.parse(argv)
+    if len(args.positional) != 1:
+        raise ArgumentError(f"{PARSER.prog}: give one CHECKPOINT (a checkpoint-N folder, or 'init'), got {args.positional}")
+    return SimpleNamespace(**args.options, checkpoint=args.positional[0], overrides=args.rest, argv=list(argv))
+
+
+def run(args: SimpleNamespace) -> dict[str, Any]:
     """Build the run's model, load the checkpoint, measure, write <out>/<name>.{json,md}; return the result."""
     cfg = compose(args.overrides)
     if not str(cfg.task.builder).endswith("tasks.lm.build_task"):
@@ -191,10 +192,15 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     return result
 
 
-def main(argv: list[str] | None = None) -> None:
+def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(message)s")
-    run(parse_args(sys.argv[1:] if argv is None else argv))
+    try:
+        args = parse_args(sys.argv[1:] if argv is None else argv)
+    except ArgumentError as e:
+        return fail(PARSER, e)
+    run(args)
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

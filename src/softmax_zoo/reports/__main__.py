@@ -5,7 +5,8 @@
   ``results_dir=scratch``, so that smoke pages never touch the committed ones.
 - ``wandb=offline|online`` also logs the page to wandb (project softmax_zoo, group "reports"): its
   figures as images and its markdown as text (:func:`softmax_zoo.tracking.log_page`).
-- ``python -m softmax_zoo.reports`` alone lists the pages.
+- ``python -m softmax_zoo.reports`` alone lists the pages; ``--help`` lists the options
+  (:mod:`softmax_zoo.cli_args`, the parser every entry point shares).
 - ``python -m softmax_zoo.reports --check [page ...]`` rebuilds pages (default: all) into a
   temporary folder instead and exits 1 if any file differs from the committed one in results/.
 - ``python -m softmax_zoo.reports sweep <records folder | experiment | multirun folder> [metric=NAME] [out=DIR]``:
@@ -23,15 +24,26 @@ import tempfile
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 from softmax_zoo import reports
+from softmax_zoo.cli_args import ArgumentError, Option, Parser
 from softmax_zoo.reports._pages import CLAIMS_FILE
 
 USAGE = (
-    "usage: python -m softmax_zoo.reports <page> [results_dir=DIR] [out=DIR] | --check [page ...] "
+    "usage: python -m softmax_zoo.reports <page> [results_dir=DIR] [out=DIR] [wandb=offline|online] | --check [page ...] "
     "| sweep <records folder|experiment|multirun folder> [metric=NAME] [out=DIR]"
 )
-OPTIONS = {"page": ("results_dir", "out", "wandb"), "sweep": ("metric", "out")}
+PAGE = Parser("python -m softmax_zoo.reports", [
+    Option("results_dir", None, "folder of the run records, <results_dir>/runs (default: the page's own, results)", kind=str),
+    Option("out", None, "folder receiving the page and its claims rows (default: results_dir)", kind=str),
+    Option("wandb", None, "also log the page to wandb", kind=str, choices=("offline", "online")),
+], synopsis="<page>")
+CHECK = Parser("python -m softmax_zoo.reports --check", [], synopsis="[page ...]")
+SWEEP = Parser("python -m softmax_zoo.reports sweep", [
+    Option("metric", None, "the metric to tabulate (default: the sweep's own)", kind=str),
+    Option("out", None, "folder of the table and plot", kind=str),
+], synopsis="<records folder | experiment | multirun folder>")
 
 
 def pages() -> list[str]:
@@ -75,13 +87,9 @@ def build_page(page: str, wandb: str | None = None, **options: str) -> None:
         print(f"logged {len(written)} file(s) of {page} to wandb run {info['path']} ({info['mode']}, {info['dir']})")
 
 
-def split_options(argv: Sequence[str], allowed: Sequence[str]) -> tuple[list[str], dict[str, str]]:
-    """Positional arguments and ``key=value`` options; an option not in ``allowed`` raises naming the valid ones."""
-    options = dict(a.split("=", 1) for a in argv if "=" in a)
-    unknown = sorted(set(options) - set(allowed))
-    if unknown:
-        raise ValueError(f"unknown option(s) {unknown}; valid: {list(allowed)}")
-    return [a for a in argv if "=" not in a], options
+def given(options: dict[str, Any]) -> dict[str, Any]:
+    """The options set on the command line or with a default (None: left to the builder's own default)."""
+    return {k: v for k, v in options.items() if v is not None}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -98,27 +106,28 @@ def main(argv: Sequence[str] | None = None) -> int:
         from softmax_zoo.reports._sweep import build_sweep
 
         try:
-            targets, options = split_options(argv[1:], OPTIONS["sweep"])
-            if len(targets) != 1:
-                raise ValueError(f"sweep takes one records folder, experiment or multirun folder, got {targets}")
-            print(build_sweep(targets[0], **options))
+            args = SWEEP.parse(argv[1:])
+            if len(args.positional) != 1:
+                raise ArgumentError(f"sweep takes one records folder, experiment or multirun folder, got {args.positional}")
+            print(build_sweep(args.positional[0], **given(args.options)))
         except (ValueError, FileNotFoundError) as e:
             print(f"{USAGE}\n{e}", file=sys.stderr)
             return 2
         return 0
     check = argv[:1] == ["--check"]
     try:
-        names, options = split_options(argv[1:] if check else argv, () if check else OPTIONS["page"])
-    except ValueError as e:
+        args = (CHECK if check else PAGE).parse(argv[1:] if check else argv)
+    except ArgumentError as e:
         print(f"{USAGE}\n{e}", file=sys.stderr)
         return 2
+    names = args.positional
     unknown = [n for n in names if n not in available]
     if unknown or (not check and len(names) != 1):
         print(f"{USAGE}; pages: {', '.join(available) or '(none yet)'}" + (f"; unknown: {unknown}" if unknown else ""),
               file=sys.stderr)
         return 2
     if not check:
-        build_page(names[0], **options)
+        build_page(names[0], **given(args.options))
         return 0
     failed = {page: diff for page in names or available if (diff := differences(page))}
     for page, diff in failed.items():

@@ -1,4 +1,4 @@
-"""Any sweep as a table and a plot: ``python -m softmax_zoo.results sweep <folder | experiment | multirun folder>``.
+"""Any sweep as a table and a plot: ``python -m softmax_zoo.reports sweep <folder | experiment | multirun folder>``.
 
 The records of a sweep are found by what the argument names: a folder of records
 (``scratch/runs/default``), an experiment (``fig2_clinc_oos``: ``<results_dir>/runs/<experiment>``,

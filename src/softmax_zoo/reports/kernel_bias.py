@@ -15,7 +15,7 @@ its full-softmax run's checkpoints (``python -m softmax_zoo.diagnostics.sampler_
 shows per checkpoint how far each sampler's q is from the model's p and the bias of the sampled
 loss and output-layer gradient, measured directly at fixed weights.
 
-Build: ``python -m softmax_zoo.results kernel_bias``.
+Build: ``python -m softmax_zoo.reports kernel_bias``.
 """
 
 from __future__ import annotations

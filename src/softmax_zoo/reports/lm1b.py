@@ -12,7 +12,7 @@ load) stay in the table as a secondary column; without the measurement the speed
 labelled so. The plot shows validation perplexity (on the first ``task.curve_tokens`` tokens)
 against each run's own training wall time.
 
-Build: ``python -m softmax_zoo.results lm1b``.
+Build: ``python -m softmax_zoo.reports lm1b``.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The sparse-softmax regime study: Δ ROUGE (sparse − softmax) against the start's share of targets in Ω_k.
 
-``python -m softmax_zoo.results sparse_regime`` (the last step of ``make reproduce-sparse-regime``)
+``python -m softmax_zoo.reports sparse_regime`` (the last step of ``make reproduce-sparse-regime``)
 reads the records of experiment ``sparse_regime`` (:mod:`softmax_zoo.studies.sparse_regime`) and
 their test predictions, and writes ``results/sparse_regime.md`` and ``sparse_regime.png``. For each
 start (the start run's epoch e, ``config.regime.start_epoch``), scale and seed, the softmax arm is

@@ -4,7 +4,7 @@ Reads the records of ``python -m softmax_zoo.studies.stable`` (``make reproduce-
 ``<results_dir>/runs/stable/``: per run its settings, per-step curve and final numbers. Every
 number below is a mean over seeds with a 95% Student-t interval.
 
-Build: ``python -m softmax_zoo.results stable``.
+Build: ``python -m softmax_zoo.reports stable``.
 """
 
 from __future__ import annotations
@@ -23,11 +23,25 @@ FORMS = ("standard", "stable")
 
 
 def load(results_dir: str | Path) -> list[dict[str, Any]]:
+    """The study's runs as :func:`as_run` gives them, in file-name order."""
     folder = runs_dir(results_dir) / EXPERIMENT
-    records = [json.loads(p.read_text()) for p in sorted(folder.glob("*.json"))]
+    records = [as_run(json.loads(p.read_text())) for p in sorted(folder.glob("*.json"))]
     if not records:
         raise FileNotFoundError(f"no records in {folder}; run `make reproduce-stable` first")
     return records
+
+
+def as_run(record: dict[str, Any]) -> dict[str, Any]:
+    """One run as the page reads it: its arms (study, form, dtype, start), seed, setting, curve, final numbers, seconds.
+
+    A record in the training records' schema (:func:`softmax_zoo.records.study_record`) keeps
+    these under ``config``, ``history``, ``metrics`` and ``timing.wall_s``; a record of the study's
+    earlier flat layout (no ``schema`` key) holds them at its top level and is read as it is.
+    """
+    if "schema" not in record:
+        return record
+    return {**record["config"], "run": record["run_name"], "curve": record["history"], "final": record["metrics"],
+            "seconds": record["timing"]["wall_s"]}
 
 
 def group(records, **match) -> list[dict[str, Any]]:

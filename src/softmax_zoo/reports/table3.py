@@ -1,6 +1,6 @@
 """Sparse-softmax Table 3: SQuAD 1.1 question generation (Du split), UniLM, softmax vs sparse-softmax.
 
-``python -m softmax_zoo.results table3`` (the last step of ``make reproduce-table3``) reads the
+``python -m softmax_zoo.reports table3`` (the last step of ``make reproduce-table3``) reads the
 records of experiment ``table3`` and their test predictions and writes ``results/table3.md``:
 BLEU-1..4 (corpus BLEU; per-example n-gram counts saved by the evaluation) and ROUGE-L at beam 1
 for both losses, the delta sparse − softmax with a paired bootstrap 95% CI over test examples

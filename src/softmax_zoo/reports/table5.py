@@ -1,6 +1,6 @@
 """Sparse-softmax Table 5: Gigaword-10k ROUGE of UniLM fine-tuned with softmax vs sparse-softmax.
 
-``python -m softmax_zoo.results table5`` (the last step of ``make reproduce-table5``) reads the
+``python -m softmax_zoo.reports table5`` (the last step of ``make reproduce-table5``) reads the
 records of experiment ``table5`` and their test predictions
 (``<run>.test.predictions.jsonl``), and writes ``results/table5.md``: for each scale and beam,
 our ROUGE-1/2/L of both losses (mean over seeds), the delta sparse − softmax with a paired

@@ -7,10 +7,11 @@ from __future__ import annotations
 import logging
 import subprocess
 import sys
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from .. import config
+from ..cli_args import Option, Parser
 
 log = logging.getLogger(__name__)
 Runner = Callable[[list[str]], object]
@@ -43,28 +44,9 @@ def run_all(job_list: Sequence[list[str]], runner: Runner = train_in_subprocess)
     return paths
 
 
-def parse(argv: Sequence[str], options: Mapping[str, str]) -> tuple[dict[str, str], list[str]]:
-    """A study's own ``key=value`` options (``options`` gives the keys and defaults) and the overrides for every job."""
-    bad = [a for a in argv if "=" not in a]
-    if bad:
-        raise ValueError(f"arguments must be key=value, got {bad}")
-    chosen = dict(options)
-    extra = []
-    for arg in argv:
-        key, value = arg.split("=", 1)
-        if key in options:
-            chosen[key] = value
-        else:
-            extra.append(arg)
-    return chosen, extra
-
-
-def int_list(text: str, name: str) -> list[int]:
-    """``"1,2,4"`` -> [1, 2, 4]; a clear error naming the option otherwise."""
-    try:
-        return [int(x) for x in text.split(",")]
-    except ValueError:
-        raise ValueError(f"{name} must be comma-separated integers, got {text!r}") from None
+def study_parser(study: str, options: Sequence[Option]) -> Parser:
+    """The command line of ``python -m softmax_zoo.studies.<study>``: its own options, every other ``key=value`` an override of every job."""
+    return Parser(f"python -m softmax_zoo.studies.{study}", options, rest="train overrides", max_positional=0)
 
 
 def main(job_list: Sequence[list[str]]) -> int:

@@ -5,7 +5,7 @@ The setting (configs/experiment/kernel_bias_paper_sampled.yaml says why): a dot-
 without bias, plain SGD, 1,200 steps with a validation curve. The jobs: the full-softmax reference,
 uniform sampling over a grid reaching m = 2,048 (so that 10-100x fewer samples is measurable), and the
 quadratic kernel and our centred kernel over a smaller grid. Each job is skipped when its record
-exists; otherwise it runs with ``resume=true``. The page is ``python -m softmax_zoo.results kernel_bias``.
+exists; otherwise it runs with ``resume=true``. The page is ``python -m softmax_zoo.reports kernel_bias``.
 
 Run: ``python -m softmax_zoo.studies.kernel_bias_paper [scale=cpu] [seed=0] [uniform=8,32,128,512,2048]
 [kernels=quadratic,quadratic_centred] [kernel_m=8,32,128] [<train override> ...]``.
@@ -16,13 +16,17 @@ from __future__ import annotations
 import sys
 from collections.abc import Sequence
 
-from ._jobs import int_list, parse
+from ..cli_args import ArgumentError, Option, fail
+from ._jobs import study_parser
 from ._jobs import main as run_chain
 
-OPTIONS = {
-    "scale": "cpu", "seed": "0", "uniform": "8,32,128,512,2048",
-    "kernels": "quadratic,quadratic_centred", "kernel_m": "8,32,128",
-}
+PARSER = study_parser("kernel_bias_paper", [
+    Option("scale", "cpu", "scale of every job"),
+    Option("seed", 0, "seed of every job"),
+    Option("uniform", [8, 32, 128, 512, 2048], "uniform sampler's sample sizes m", minimum=1),
+    Option("kernels", ["quadratic", "quadratic_centred"], "kernel samplers (configs/loss/sampler/)"),
+    Option("kernel_m", [8, 32, 128], "the kernels' sample sizes m", minimum=1),
+])
 
 
 def jobs(
@@ -43,11 +47,12 @@ def jobs(
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    options, extra = parse(sys.argv[1:] if argv is None else argv, OPTIONS)
-    return run_chain(jobs(
-        int_list(options["uniform"], "uniform"), [k for k in options["kernels"].split(",") if k],
-        int_list(options["kernel_m"], "kernel_m"), scale=options["scale"], seed=int(options["seed"]), extra=extra,
-    ))
+    try:
+        args = PARSER.parse(sys.argv[1:] if argv is None else argv)
+    except ArgumentError as e:
+        return fail(PARSER, e)
+    return run_chain(jobs(args["uniform"], args["kernels"], args["kernel_m"], scale=args["scale"], seed=args["seed"],
+                          extra=args.rest))
 
 
 if __name__ == "__main__":

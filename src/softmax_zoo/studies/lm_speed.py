@@ -42,6 +42,7 @@ import transformers
 from omegaconf import OmegaConf
 from torch.utils.data import DataLoader
 
+from ..cli_args import ArgumentError, Option, Parser, fail
 from ..config import compose, hydra_choices
 from ..data.layout import IGNORE_INDEX
 from ..engine import build_task, training_arguments
@@ -51,11 +52,16 @@ from ..timing import load_average, machine, time_interleaved, utc_now
 log = logging.getLogger(__name__)
 
 EXPERIMENTS = "lm1b_softmax,lm1b_adaptive,lm1b_sampled_quadratic,lm1b_sampled_uniform"
-OPTIONS = {
-    "scale": "cpu", "repeats": "100", "warmup": "5", "batches": "8", "threads": "",
-    "experiments": EXPERIMENTS, "out": "results/diagnostics/lm1b_speed.json",
-}
 COMMAND = "python -m softmax_zoo.studies.lm_speed"
+PARSER = Parser(COMMAND, [
+    Option("scale", "cpu", "scale of every model"),
+    Option("repeats", 100, "timed rounds", minimum=1),
+    Option("warmup", 5, "untimed rounds first", minimum=0),
+    Option("batches", 8, "training batches, cycled", minimum=1),
+    Option("threads", None, "torch threads (default: torch's own)", kind=int, minimum=1),
+    Option("experiments", EXPERIMENTS.split(","), "experiments to time; the first is the ratios' baseline"),
+    Option("out", "results/diagnostics/lm1b_speed.json", "the JSON written"),
+], rest="overrides of every model", max_positional=0)
 
 
 def model_and_optimizer(cfg) -> tuple[torch.nn.Module, torch.optim.Optimizer]:
@@ -150,28 +156,24 @@ def measure(experiments: Sequence[str], *, scale: str, repeats: int, warmup: int
     }
 
 
-def parse(argv: Sequence[str]) -> tuple[dict[str, str], list[str]]:
-    """The measurement's own options (:data:`OPTIONS`, defaults filled) and the overrides for every model."""
-    if any("=" not in a for a in argv):
-        raise ValueError(f"arguments must be key=value, got {[a for a in argv if '=' not in a]}")
-    pairs = [a.split("=", 1) for a in argv]
-    options = {**OPTIONS, **{k: v for k, v in pairs if k in OPTIONS}}
-    for key, least in (("repeats", 1), ("warmup", 0), ("batches", 1), ("threads", 1)):
-        value = options[key]
-        if value and not (value.isdigit() and int(value) >= least):
-            raise ValueError(f"{key} must be an integer >= {least}, got {value!r}")
-    return options, [a for a, (k, _) in zip(argv, pairs) if k not in OPTIONS]
+def parse(argv: Sequence[str]) -> tuple[dict[str, Any], list[str]]:
+    """The measurement's own options (:data:`PARSER`, defaults filled) and the overrides for every model."""
+    args = PARSER.parse(argv)
+    return args.options, args.rest
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
     argv = list(sys.argv[1:] if argv is None else argv)
-    options, extra = parse(argv)
+    try:
+        options, extra = parse(argv)
+    except ArgumentError as e:
+        return fail(PARSER, e)
     if options["threads"]:
-        torch.set_num_threads(int(options["threads"]))
+        torch.set_num_threads(options["threads"])
     result = measure(
-        options["experiments"].split(","), scale=options["scale"], repeats=int(options["repeats"]),
-        warmup=int(options["warmup"]), batches=int(options["batches"]), extra=extra,
+        options["experiments"], scale=options["scale"], repeats=options["repeats"],
+        warmup=options["warmup"], batches=options["batches"], extra=extra,
     )
     result.update({
         "machine": machine(),

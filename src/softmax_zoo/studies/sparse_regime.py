@@ -11,7 +11,7 @@ model is trained. The study therefore fine-tunes from starts of increasing stren
 
 Each job is skipped when its record exists; otherwise it runs with ``resume=true``, so an
 interrupted job continues from its newest checkpoint. The page is
-``python -m softmax_zoo.results sparse_regime``.
+``python -m softmax_zoo.reports sparse_regime``.
 
 Run: ``python -m softmax_zoo.studies.sparse_regime [scale=cpu] [starts=1,2,4] [ks=20,100] [seed=0] [<train override> ...]``;
 every other ``key=value`` goes to every job (e.g. ``model=unilm_tiny``).
@@ -22,12 +22,18 @@ from __future__ import annotations
 import sys
 from collections.abc import Sequence
 
-from ._jobs import int_list, parse, record_path, run_all
+from ..cli_args import ArgumentError, Option, fail
+from ._jobs import record_path, run_all, study_parser
 from ._jobs import main as run_chain
 
-__all__ = ["OPTIONS", "jobs", "main", "record_path", "run_all"]
+__all__ = ["PARSER", "jobs", "main", "record_path", "run_all"]
 
-OPTIONS = {"scale": "cpu", "starts": "1,2,4", "ks": "20,100", "seed": "0"}
+PARSER = study_parser("sparse_regime", [
+    Option("scale", "cpu", "scale of every job"),
+    Option("starts", [1, 2, 4], "start epochs (0: the model's initialisation)", minimum=0),
+    Option("ks", [20, 100], "the sparse arms' k", minimum=1),
+    Option("seed", 0, "seed of every job"),
+])
 
 
 def jobs(starts: Sequence[int], ks: Sequence[int], *, scale: str, seed: int, extra: Sequence[str] = ()) -> list[list[str]]:
@@ -53,11 +59,11 @@ def jobs(starts: Sequence[int], ks: Sequence[int], *, scale: str, seed: int, ext
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    options, extra = parse(sys.argv[1:] if argv is None else argv, OPTIONS)
-    return run_chain(jobs(
-        int_list(options["starts"], "starts"), int_list(options["ks"], "ks"),
-        scale=options["scale"], seed=int(options["seed"]), extra=extra,
-    ))
+    try:
+        args = PARSER.parse(sys.argv[1:] if argv is None else argv)
+    except ArgumentError as e:
+        return fail(PARSER, e)
+    return run_chain(jobs(args["starts"], args["ks"], scale=args["scale"], seed=args["seed"], extra=args.rest))
 
 
 if __name__ == "__main__":

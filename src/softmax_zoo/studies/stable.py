@@ -2,8 +2,9 @@
 
 Both studies train a small MLP on modular addition (a + b mod P from the pair (a, b); the
 grokking setting of Power et al. 2022), full batch, with the logits in float32 or bfloat16
-(autocast), 3+ seeds, and write one JSON record per run into ``out`` (a rerun skips the records
-that exist, so an interrupted study resumes):
+(autocast), 3+ seeds, and write one JSON record per run into ``out`` in the training records'
+schema (:func:`softmax_zoo.records.study_record`; a rerun skips the records that exist, so an
+interrupted study resumes):
 
 - *collapse*: train with ``F.cross_entropy`` ("standard", computed in the logits' dtype) or
   :func:`stable_cross_entropy` ("stable") without weight decay, until the loss is tiny. Per logged
@@ -17,14 +18,12 @@ that exist, so an interrupted study resumes):
   parameter drift ‖θ − θ_0‖, max |z_S − z_T|, the KL (float64) and test accuracy.
 
 Run: ``python -m softmax_zoo.studies.stable out=results/runs/stable [seeds=3] [only=collapse|cancellation]``
-(``make reproduce-stable``); the page is ``python -m softmax_zoo.results stable``.
+(``make reproduce-stable``); the page is ``python -m softmax_zoo.reports stable``.
 """
 
 from __future__ import annotations
 
 import copy
-import json
-import math
 import sys
 import time
 from dataclasses import asdict, dataclass
@@ -37,7 +36,8 @@ from torch import nn
 
 from ..losses.distill import kd_loss
 from ..losses.stable import stable_cross_entropy
-from ..records import git_state, write_text
+from ..cli_args import ArgumentError, Option, Parser, fail
+from ..records import record_path, study_record, write_record
 
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16}
 CE_FORMS = ("standard", "stable")
@@ -217,11 +217,27 @@ def run_name(spec: dict[str, Any]) -> str:
     return f"{spec['study']}{start}_{spec['form']}_{spec['dtype']}_seed{spec['seed']}"
 
 
-def run_all(out: Path, seeds: int, only: str | None = None, setting: Setting = Setting()) -> list[Path]:
-    """Run every planned run whose record is missing in ``out``; return the records written."""
+def record_of(spec: dict[str, Any], setting: Setting, result: dict[str, Any], seconds: float, experiment: str,
+              command: list[str]) -> dict[str, Any]:
+    """The run's record in the training records' schema (:func:`softmax_zoo.records.study_record`).
+
+    ``choices`` are the run's arms (study, form, dtype, and start for cancellation), ``config``
+    the arms, the seed and the :class:`Setting`; ``metrics`` the final numbers, ``history`` the curve.
+    """
+    return study_record(
+        experiment=experiment, run_name=run_name(spec), seed=spec["seed"],
+        choices={k: v for k, v in spec.items() if k != "seed"},
+        config={**spec, "setting": asdict(setting), "torch_threads": torch.get_num_threads()},
+        metrics=result["final"], history=result["curve"], timing={"wall_s": seconds}, command=command,
+    )
+
+
+def run_all(out: Path, seeds: int, only: str | None = None, setting: Setting = Setting(),
+            command: list[str] | None = None) -> list[Path]:
+    """Run every planned run whose record is missing in ``out`` (records ``out/<run>.json``); return the records written."""
     written, teachers = [], {}
     for spec in plan(seeds):
-        path = out / f"{run_name(spec)}.json"
+        path = record_path(out.parent, out.name, run_name(spec))
         if path.is_file() or (only and spec["study"] != only):
             continue
         t0 = time.perf_counter()
@@ -233,22 +249,31 @@ def run_all(out: Path, seeds: int, only: str | None = None, setting: Setting = S
             teacher, data = teachers[spec["seed"]]
             result = cancellation_run(spec["form"], spec["dtype"], spec["seed"], spec["start"], setting, teacher, data)
         seconds = time.perf_counter() - t0
-        record = {**spec, "run": run_name(spec), "setting": asdict(setting), **result, "seconds": seconds,
-                  "torch": torch.__version__, "git": git_state(), "command": " ".join(sys.argv)}
-        write_text(path, json.dumps(record, indent=1, allow_nan=True) + "\n")
+        write_record(record_of(spec, setting, result, seconds, out.name, command or [COMMAND]), out.parent)
         print(f"{run_name(spec)}: {seconds:.1f} s, final {({k: v for k, v in result['final'].items() if isinstance(v, float)})}", flush=True)
         written.append(path)
     return written
 
 
-def main(argv: list[str]) -> None:
-    opts = dict(a.split("=", 1) for a in argv)
-    unknown = set(opts) - {"out", "seeds", "only"}
-    if unknown:
-        raise SystemExit(f"unknown options {sorted(unknown)}; usage: python -m softmax_zoo.studies.stable out=DIR [seeds=3] [only=collapse|cancellation]")
+COMMAND = "python -m softmax_zoo.studies.stable"
+PARSER = Parser(COMMAND, [
+    Option("out", "results/runs/stable", "folder of the records (results_dir/runs/<experiment>)"),
+    Option("seeds", 3, "seeds per arm", minimum=1),
+    Option("only", None, "run one study only", kind=str, choices=("collapse", "cancellation")),
+], max_positional=0)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the study (``argv`` defaults to ``sys.argv[1:]``); 2 on a bad command line."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    try:
+        args = PARSER.parse(argv)
+    except ArgumentError as e:
+        return fail(PARSER, e)
     torch.set_num_threads(1)  # the page states one thread's time
-    run_all(Path(opts.get("out", "results/runs/stable")), int(opts.get("seeds", 3)), opts.get("only"))
+    run_all(Path(args["out"]), args["seeds"], args["only"], command=[*COMMAND.split(), *argv])
+    return 0
 
 
 if __name__ == "__main__":
-    main(sys.argv[1:])
+    sys.exit(main())

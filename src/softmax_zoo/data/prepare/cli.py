@@ -1,4 +1,4 @@
-"""The preparation entry point: the task registry, :func:`prepare_task` and the command line.
+"""The preparation entry point: :func:`prepare_task`, :func:`prepare_all` and the command line (tasks: :mod:`.registry`).
 
 Command line (``key=value`` arguments, no dashes, like Hydra overrides)::
 
@@ -26,25 +26,22 @@ import time
 from pathlib import Path
 from typing import Any
 
-from softmax_zoo.data.prepare import clinc_oos, gigaword, iflytek, lm_corpora, squad_qg, wos
+from softmax_zoo.cli_args import ArgumentError, Arguments, Option, Parser
 from softmax_zoo.data.prepare.raw import RawDir
+from softmax_zoo.data.prepare.registry import preparers
 from softmax_zoo.data.prepare.writer import write_prepared
 
 log = logging.getLogger(__name__)
 
-TASKS: dict[str, Any] = {
-    "clinc_oos": clinc_oos,
-    "wos": wos,
-    "iflytek": iflytek,
-    "gigaword": gigaword,
-    "squad_qg": squad_qg,
-    "lm1b": lm_corpora.LM1B,
-    "ptb": lm_corpora.PTB,
-    "wikitext2": lm_corpora.WIKITEXT2,
-}
+TASKS: dict[str, Any] = preparers()  # task name -> preparer (each module in this package registers its own)
+PARSER = Parser("python -m softmax_zoo.data.prepare", [
+    Option("raw_dir", None, "the dataset's release folder (default: <raw_root>/<name>)", kind=str),
+    Option("raw_root", None, "root of the release folders (default: $SOFTMAX_ZOO_RAW, else ../shared/data)", kind=str),
+    Option("source", "local", "release files or the task's pinned hub dataset", choices=("local", "hub")),
+    Option("out_dir", None, "root of prepared data (default: $SOFTMAX_ZOO_DATA, else data)", kind=str),
+], synopsis="<task|all|list>", rest="task option=value", max_positional=1)
 DEFAULT_RAW_ROOT = "../shared/data"
 DEFAULT_OUT_DIR = "data"
-_TRUE, _FALSE = {"true", "yes", "1"}, {"false", "no", "0"}
 
 
 def raw_root() -> Path:
@@ -58,21 +55,11 @@ def out_root() -> Path:
 
 
 def _coerce(name: str, value: Any, default: Any) -> Any:
-    """Turn a command-line string into the type of the option's default."""
+    """A command-line string as the type of the option's default (an integer when the default is None and it is one)."""
     if not isinstance(value, str):
         return value
-    if isinstance(default, bool):
-        if value.lower() not in _TRUE | _FALSE:
-            raise ValueError(f"option {name} must be true or false, got {value!r}")
-        return value.lower() in _TRUE
-    if isinstance(default, int) or (default is None and value.lstrip("-").isdigit()):
-        try:
-            return int(value)
-        except ValueError:
-            raise ValueError(f"option {name} must be an integer, got {value!r}") from None
-    if isinstance(default, float):
-        return float(value)
-    return value
+    kind = int if default is None and value.lstrip("-").isdigit() else None
+    return Option(name, default, kind=kind).convert(value)
 
 
 def resolve_options(task: str, given: dict[str, Any]) -> dict[str, Any]:
@@ -166,26 +153,21 @@ def prepare_all(raw_root_dir: str | Path | None = None, out_dir: str | Path | No
     return metas
 
 
-def parse_args(argv: list[str]) -> tuple[str, dict[str, str]]:
-    """``["task", "k=v", ...]`` -> (task, {k: v}); a malformed argument raises naming it."""
-    if not argv or "=" in argv[0]:
-        raise ValueError("usage: python -m softmax_zoo.data.prepare <task|all|list> [key=value ...]")
-    kv = {}
-    for arg in argv[1:]:
-        key, sep, value = arg.partition("=")
-        if not sep or not key:
-            raise ValueError(f"arguments must be key=value, got {arg!r}")
-        kv[key] = value
-    return argv[0], kv
+def parse_args(argv: list[str]) -> Arguments:
+    """The command line: ``positional`` = [task], the options of :data:`PARSER`, ``rest`` = the task options (``key=value``)."""
+    args = PARSER.parse(argv)
+    if len(args.positional) != 1:
+        raise ArgumentError(PARSER.usage())
+    return args
 
 
 def main(argv: list[str] | None = None) -> int:
     """Run the command line (``argv`` defaults to ``sys.argv[1:]``); returns the exit status."""
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(message)s")
     try:
-        task, kv = parse_args(sys.argv[1:] if argv is None else argv)
-        raw_dir, out_dir = kv.pop("raw_dir", None), kv.pop("out_dir", None)
-        root, source = kv.pop("raw_root", None), kv.pop("source", "local")
+        args = parse_args(sys.argv[1:] if argv is None else argv)
+        task, kv = args.positional[0], dict(a.split("=", 1) for a in args.rest)
+        raw_dir, out_dir, root = args["raw_dir"], args["out_dir"], args["raw_root"]
         start = time.perf_counter()
         if task == "list":
             for name, spec in TASKS.items():
@@ -195,10 +177,9 @@ def main(argv: list[str] | None = None) -> int:
                 raise ValueError(f"'all' takes only raw_root= and out_dir=, got {sorted(kv) + (['raw_dir'] if raw_dir else [])}")
             prepare_all(root, out_dir)
         else:
-            prepare_task(task, raw_dir=raw_dir, source=source, out_dir=out_dir, raw_root_dir=root, **kv)
+            prepare_task(task, raw_dir=raw_dir, source=args["source"], out_dir=out_dir, raw_root_dir=root, **kv)
         log.info("done in %.1f s", time.perf_counter() - start)
     except (FileNotFoundError, ValueError, ImportError) as e:
         log.error("%s", e)
         return 1
     return 0
-

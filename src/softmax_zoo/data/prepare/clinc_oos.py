@@ -9,8 +9,11 @@ Labels: the in-scope intents in alphabetical order, then "oos" last (index 150).
 
 from __future__ import annotations
 
+import sys
+
 from softmax_zoo.data.layout import read_json
 from softmax_zoo.data.prepare.raw import RawDir
+from softmax_zoo.data.prepare.registry import register
 from softmax_zoo.data.prepare.writer import Prepared
 
 RAW_NAME = "clinc_oos"
@@ -82,3 +85,6 @@ def from_hub(ds, opts: dict, raw: RawDir | None = None) -> Prepared:
     names = ds["train"].features["intent"].names
     rows = {split: [(r["text"], names[r["intent"]]) for r in ds[split]] for split in _KEYS}
     return _build(rows, opts)
+
+
+register("clinc_oos", sys.modules[__name__])

@@ -17,9 +17,12 @@ setting of UniLM / Sparse-softmax Table 5); ``dev=`` picks the validation file v
 
 from __future__ import annotations
 
+import sys
+
 from softmax_zoo.data.layout import SPLITS
 from softmax_zoo.data.prepare.io import read_lines
 from softmax_zoo.data.prepare.raw import RawDir
+from softmax_zoo.data.prepare.registry import register
 from softmax_zoo.data.prepare.writer import Prepared
 
 RAW_NAME = "gigaword"
@@ -116,3 +119,6 @@ def from_hub(ds, opts: dict, raw: RawDir | None = None) -> Prepared:
     pairs = {s: (list(ds[s]["document"]), list(ds[s]["summary"])) for s in SPLITS}
     files = {s: f"hub split {s}" for s in pairs}
     return _build(pairs, opts, files)
+
+
+register("gigaword", sys.modules[__name__])

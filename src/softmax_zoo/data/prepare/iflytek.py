@@ -15,8 +15,11 @@ character vocabulary of the train split is saved as ``char_vocab.txt``.
 
 from __future__ import annotations
 
+import sys
+
 from softmax_zoo.data.layout import read_jsonl
 from softmax_zoo.data.prepare.raw import RawDir
+from softmax_zoo.data.prepare.registry import register
 from softmax_zoo.data.prepare.writer import Prepared
 
 RAW_NAME = "iflytek"
@@ -90,3 +93,6 @@ def from_hub(ds, opts: dict, raw: RawDir | None = None) -> Prepared:
     splits["test"] = splits["validation"]
     notes = ["hub CLUE train/validation; test = validation (the CLUE test set has no labels)"]
     return _prepared(splits, names, notes)
+
+
+register("iflytek", sys.modules[__name__])

@@ -28,6 +28,7 @@ from typing import Iterable, Iterator
 
 from softmax_zoo.data.layout import SPLITS, open_text
 from softmax_zoo.data.prepare.raw import RawDir
+from softmax_zoo.data.prepare.registry import register
 from softmax_zoo.data.prepare.writer import Prepared
 
 log = logging.getLogger(__name__)
@@ -159,4 +160,4 @@ def _read_fairseq_dict(path: Path) -> dict[str, int]:
     return counts
 
 
-LM1B, PTB, WIKITEXT2 = _LM1B(), _PTB(), _WikiText2()
+LM1B, PTB, WIKITEXT2 = register("lm1b", _LM1B()), register("ptb", _PTB()), register("wikitext2", _WikiText2())

@@ -16,11 +16,13 @@ chunk that fits the model's token budget is the collator's job. Every answer spa
 
 from __future__ import annotations
 
+import sys
 from typing import Iterable, Iterator
 
 from softmax_zoo.data.layout import read_json
 from softmax_zoo.data.prepare.io import read_lines
 from softmax_zoo.data.prepare.raw import RawDir
+from softmax_zoo.data.prepare.registry import register
 from softmax_zoo.data.prepare.writer import Prepared
 
 RAW_NAME = "squad_qg"
@@ -114,3 +116,6 @@ def from_hub(ds, opts: dict, raw: RawDir | None = None) -> Prepared:
         "test": _examples(train_rows, _doclist(raw, "test"), "hub train (Du test)"),
     }
     return Prepared(KIND, splits, meta={"notes": ["hub SQuAD v1.1 with Du et al. doclists"]})
+
+
+register("squad_qg", sys.modules[__name__])

@@ -20,10 +20,12 @@ from __future__ import annotations
 
 import csv
 import logging
+import sys
 
 from softmax_zoo.data.layout import SPLITS, open_text
 from softmax_zoo.data.prepare.io import read_lines
 from softmax_zoo.data.prepare.raw import RawDir
+from softmax_zoo.data.prepare.registry import register
 from softmax_zoo.data.prepare.splits import stratified_split
 from softmax_zoo.data.prepare.writer import Prepared
 
@@ -130,3 +132,6 @@ def from_hub(ds, opts: dict, raw: RawDir | None = None) -> Prepared:
     labels = [str(v) for v in rows[column]]
     label_list = sorted(set(labels), key=int)
     return _build(texts, labels, label_list, {}, opts, [])
+
+
+register("wos", sys.modules[__name__])
