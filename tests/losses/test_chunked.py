@@ -14,7 +14,7 @@ from torch import nn
 from softmax_zoo.losses import SoftmaxHead, SparseSoftmaxHead, StableSoftmaxHead, chunked
 from softmax_zoo.losses.chunked import _ChunkedLinearLoss, auto_chunk_size
 
-from .reference import REDUCTIONS, cross_entropy_ref, sparse_cross_entropy_ref
+from softmax_zoo.losses.reference.logits import REDUCTIONS, cross_entropy_ref, sparse_cross_entropy_ref
 
 D, C = 7, 11
 VARIANTS = {

@@ -23,7 +23,7 @@ from softmax_zoo.losses import (
     stable_cross_entropy,
 )
 
-from .reference import REDUCTIONS
+from softmax_zoo.losses.reference.logits import REDUCTIONS
 
 D, C = 8, 12
 FUNCTIONS = [

@@ -33,12 +33,11 @@ import torch
 import torch.nn.functional as F
 from torch.autograd.function import once_differentiable
 
-from ._core import check_target_dtype, check_target_range, matmul_dtypes, reduce_loss, reduction_scale
+from ._core import CHUNK_LOGITS, check_target_dtype, check_target_range, matmul_dtypes, reduce_loss, reduction_scale
 
-# Logits per chunk for chunk_size="auto": 2^24, 64 MiB in float32 (the softmax head holds about
-# three such buffers at once, ~200 MiB). Few chunks keep the per-op overhead small; the cap keeps
-# the footprint independent of N. At N=4096, C=32000 this is 524 rows, 8 chunks.
-AUTO_CHUNK_LOGITS = 1 << 24
+# Logits per chunk for chunk_size="auto" (the softmax head holds about three such buffers at once,
+# ~200 MiB in float32). At N=4096, C=32000 this is 524 rows, 8 chunks.
+AUTO_CHUNK_LOGITS = CHUNK_LOGITS
 
 
 def check_chunk_size(chunk_size) -> None:
