@@ -19,6 +19,7 @@ registers when its config is used. Read by:
 
 from __future__ import annotations
 
+import importlib
 import string
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -127,8 +128,12 @@ def variant_label(name: str, options: Mapping[str, Any] | None = None, choices: 
         choices: the run's Hydra choices, {group: option name}.
 
     Returns:
-        e.g. "sparse", "sampled (quadratic, m=64)"; ``name`` itself if no variant is registered as it.
+        e.g. "sparse", "sampled (quadratic, m=64)"; ``name`` itself if no variant is registered as
+        it, even after importing the options' ``_target_`` (where a variant defined outside this
+        package registers).
     """
+    if name not in _VARIANTS and (options or {}).get("_target_"):
+        _import_module_of(options["_target_"])
     if name not in _VARIANTS:
         return name
     label = _VARIANTS[name].label
@@ -138,6 +143,15 @@ def variant_label(name: str, options: Mapping[str, Any] | None = None, choices: 
         value = (options or {}).get(field)
         values[field] = (choices or {}).get(field) if isinstance(value, Mapping) else value
     return label.format(**values)
+
+
+def _import_module_of(target: str) -> None:
+    """Import the module of a dotted class path, which registers its variants; quietly skip one
+    that cannot be imported here (a page then shows the config name)."""
+    try:
+        importlib.import_module(target.rpartition(".")[0])
+    except (ImportError, ValueError):  # ValueError: no module part
+        pass
 
 
 def _qualified(cls: type) -> str:
