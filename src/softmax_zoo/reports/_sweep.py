@@ -7,8 +7,9 @@ the records whose ``job.sweep_dir`` it is). The swept keys are read from the rec
 configured: every command-line override whose value differs between records (the seed aside). Seeds
 are pooled: each metric is the mean ± 95% Student-t interval over the runs of one swept value, with
 their number n. The plot shows one metric (``metric=``, default the first test metric) against the
-first numeric swept key, one line per value of the other keys. A swept ``loss`` is shown by its
-variant's registered label (:func:`softmax_zoo.losses.variant_label`, e.g. ``sparse`` for
+first numeric swept key, one line per value of the other keys. A swept ``loss`` keeps its config
+name in the table (what to type to rerun it); the line under the table and the plot's legend give
+its variant's registered label (:func:`softmax_zoo.losses.variant_label`, e.g. ``sparse`` for
 ``loss=sparse_softmax``).
 """
 
@@ -102,6 +103,19 @@ def _shown(key: str, value: str | None, record: dict[str, Any]) -> str | None:
     return variant_label(value, (record.get("config") or {}).get("loss"), record.get("choices"))
 
 
+def loss_labels(records: Sequence[dict[str, Any]]) -> str:
+    """"Losses: `softmax`: softmax; `sparse_softmax`: sparse.", the registered label of each swept
+    loss; empty when the loss is not swept."""
+    if "loss" not in swept_keys(records):
+        return ""
+    labels: dict[str, str] = {}
+    for r in records:
+        name = overrides(r).get("loss")
+        if name is not None:
+            labels.setdefault(name, _shown("loss", name, r))
+    return "Losses: " + "; ".join(f"`{name}`: {label}" for name, label in sorted(labels.items())) + ".\n"
+
+
 def sweep_table(records: Sequence[dict[str, Any]]) -> tuple[list[str], list[list[Any]]]:
     """Header and rows: one row per combination of swept values, n, then each metric's mean ± 95% interval."""
     keys, names = swept_keys(records), metric_names(records)
@@ -116,8 +130,7 @@ def sweep_table(records: Sequence[dict[str, Any]]) -> tuple[list[str], list[list
             _cell([_number(r["metrics"][m]) for r in runs if m in r["metrics"]], len(runs)) if any(m in r["metrics"] for r in runs) else "—"
             for m in names
         ]
-        shown = [_shown(k, v, runs[0]) for k, v in zip(keys, values)]
-        rows.append([*("—" if v is None else v for v in shown), len(runs), *cells])
+        rows.append([*("—" if v is None else v for v in values), len(runs), *cells])
     return [*keys, "n", *names], rows
 
 
@@ -166,6 +179,7 @@ def build_sweep(target: str, out: str | Path | None = None, metric: str | None =
         f"# Sweep: {target}\n\n{provenance(f'sweep {target}', records)}\n"
         f"Swept: {', '.join(swept_keys(records)) or 'nothing (one configuration)'}; seeds pooled "
         f"(mean ± 95% Student-t interval over the n runs of a row).\n\n" + markdown_table(header, rows)
+        + (f"\n{labels}" if (labels := loss_labels(records)) else "")
         + (f"\n![{metric}]({plot.name})\n" if plot else "")
     )
     write_text(out / f"sweep_{name}.md", text)
