@@ -15,8 +15,8 @@ ignored rows). The backward only multiplies these by the upstream gradient g. Fo
 every kept row (``loss.sum()``, ``loss.mean()``); any other g reruns the pass with g_i as w_i.
 
 Each variant supplies ``loss_and_grad(z, target, keep, row_weight) -> (loss (r,), G (r, C) or
-None)``, the same math its own autograd Function uses (``softmax.py``, ``stable.py``,
-``sparse.py``). Matmuls run in the weight's dtype (autocast's under autocast), the loss and the
+None)``: its head's :class:`~softmax_zoo.losses.row_loss.RowLoss`, the same definition the plain
+path runs on the whole logits (``row_loss.py``). Matmuls run in the weight's dtype (autocast's under autocast), the loss and the
 logit gradient in float32 (float64 for float64), as ``_core`` says.
 
 Memory: a few (chunk_size, C) buffers in the compute dtype (the logits, the variant's

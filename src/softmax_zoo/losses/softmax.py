@@ -4,7 +4,12 @@ loss_i = logsumexp_j(z_ij) − z_i,t  (with label smoothing ε: (1−ε)·that +
 A thin wrapper over ``torch.nn.functional.cross_entropy`` (fused log-softmax + NLL), with this
 package's input checks, so that it equals torch in value and gradient. float16/bfloat16 logits
 are cast to float32 first (the package's dtype rule, ``_core``): the loss is float32, the
-gradient has the logits' dtype.
+gradient has the logits' dtype. The chunked head (``chunk_size``) runs the same loss written as a
+:class:`~softmax_zoo.losses.row_loss.RowLoss`, :class:`SoftmaxRows`, with ``F.cross_entropy`` the
+reference it is tested against.
+
+:class:`SoftmaxHead` is also the base of every logit-level variant: a subclass registers itself
+(``registry.register_variant``) and overrides :meth:`SoftmaxHead.row_loss`, nothing else.
 """
 
 from __future__ import annotations
