@@ -123,9 +123,9 @@ def variant_label(name: str, options: Mapping[str, Any] | None = None, choices: 
 
     Args:
         name: the loss config name (a record's Hydra choice of ``loss``).
-        options: the run's loss config (``config.loss``); a field naming a config group (a
-            mapping, e.g. ``sampler``) is filled with its Hydra choice from ``choices``.
-        choices: the run's Hydra choices, {group: option name}.
+        options: the run's loss config (``config.loss``), for the fields that are loss options.
+        choices: the run's Hydra choices, {group: option name}; a field naming a group (e.g.
+            ``sampler``, the loss/sampler group) is filled with its choice.
 
     Returns:
         e.g. "sparse", "sampled (quadratic, m=64)"; ``name`` itself if no variant is registered as
@@ -138,11 +138,8 @@ def variant_label(name: str, options: Mapping[str, Any] | None = None, choices: 
         return name
     label = _VARIANTS[name].label
     fields = [f for _, f, _, _ in string.Formatter().parse(label) if f]
-    values = {}
-    for field in fields:
-        value = (options or {}).get(field)
-        values[field] = (choices or {}).get(field) if isinstance(value, Mapping) else value
-    return label.format(**values)
+    options, choices = options or {}, choices or {}
+    return label.format(**{f: choices[f] if f in choices else options.get(f) for f in fields})
 
 
 def _import_module_of(target: str) -> None:
