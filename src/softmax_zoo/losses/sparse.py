@@ -172,6 +172,7 @@ def sparse_softmax_cross_entropy(
 
 
 def _sparse_examples(num_classes: int) -> dict[str, dict]:
+    """The shared head tests' cases: a support below C, and k = C (the full softmax)."""
     return {"sparse": {"k": 4}, "sparse-k=C": {"k": num_classes}}
 
 
