@@ -5,7 +5,7 @@
     python scripts/bench_losses.py --only sparse # groups whose title contains "sparse" -> results/bench_losses_<device>_sparse.md
 
 Rows come from ``scripts/bench_cases/*.py`` (each module has ``cases(quick) -> list[Case]``);
-their references are imported from ``tests/`` so the benchmark times what the tests check.
+their references are imported from ``softmax_zoo.losses.reference``, as the tests do, so the benchmark times what the tests check.
 Within a group the rows are timed round-robin, in one process, so a ratio compares runs made
 under the same machine load. Peak memory is measured per row in a fresh subprocess: the rise of
 the peak resident set (CPU, VmHWM after a reset) or of ``torch.cuda.max_memory_allocated`` (GPU) over the inputs.

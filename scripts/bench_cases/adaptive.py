@@ -18,7 +18,7 @@ import torch
 from bench_cases import Case
 from softmax_zoo.losses import SoftmaxHead, optimal_cutoffs
 from softmax_zoo.losses.adaptive_cutoffs import MatmulCost
-from tests.losses.adaptive_reference import make_pair, zipf_targets
+from softmax_zoo.losses.reference.adaptive import make_pair, zipf_targets
 
 ZIPF_EXPONENT = 1.0
 TORCH = "torch AdaptiveLogSoftmaxWithLoss"

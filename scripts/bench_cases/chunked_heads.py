@@ -1,4 +1,4 @@
-"""Benchmark rows for ``chunk_size``: each logit-level head chunked beside the same head plain.
+"""Benchmark rows for ``chunk_size``: each registered logit-level head chunked beside the same head plain.
 
 Sizes: N = 4096 rows (8 × 512 tokens), d = 512, C = 32,000 (a LLaMA-size vocabulary). The
 targets: peak memory ≤ 0.5× the plain head's and time ≤ 1.2×; then the chunked softmax head at
@@ -15,10 +15,19 @@ from functools import lru_cache
 import torch
 
 from bench_cases import Case
-from softmax_zoo.losses import SoftmaxHead, SparseSoftmaxHead, StableSoftmaxHead
+from softmax_zoo.losses import SoftmaxHead, variants
 
 K = 10  # the sparse head's k, as in logit_losses.py
-HEADS = {"SoftmaxHead": (SoftmaxHead, {}), "StableSoftmaxHead": (StableSoftmaxHead, {}), "SparseSoftmaxHead": (SparseSoftmaxHead, {"k": K})}
+SETTINGS = {"sparse_softmax": {"k": K}}  # the speed targets' settings; other variants: their first registered example
+
+
+def heads(num_classes: int) -> dict[str, tuple[type, dict]]:
+    """Head class name -> (class, constructor options) of every registered logit-level variant."""
+    out = {}
+    for v in variants().values():
+        if issubclass(v.head, SoftmaxHead):
+            out[v.head.__name__] = (v.head, SETTINGS.get(v.name) or next(iter(v.examples(num_classes).values())))
+    return out
 
 
 @lru_cache(maxsize=None)
@@ -33,7 +42,7 @@ def inputs(n: int, d: int, c: int) -> tuple[torch.Tensor, torch.Tensor, torch.Te
 def head_case(group: str, name: str, head: str, n: int, d: int, c: int, chunk_size, baseline: str, **kw) -> Case:
     def setup():
         hidden, target, weight = inputs(n, d, c)
-        cls, extra = HEADS[head]
+        cls, extra = heads(c)[head]
         module = cls(d, c, weight=torch.nn.Parameter(weight), chunk_size=chunk_size, **extra)
 
         def step():
@@ -49,7 +58,7 @@ def head_case(group: str, name: str, head: str, n: int, d: int, c: int, chunk_si
 def cases(quick: bool) -> list[Case]:
     n, d, c = (256, 64, 4000) if quick else (4096, 512, 32000)
     out = []
-    for head in HEADS:
+    for head in heads(c):
         group = f"{head}, chunk_size (N={n}, d={d}, C={c})"
         plain = f"{head} (plain)"
         out += [

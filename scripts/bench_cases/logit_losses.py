@@ -15,7 +15,7 @@ import torch.nn.functional as F
 
 from bench_cases import Case
 from softmax_zoo.losses import softmax_cross_entropy, sparse_softmax_cross_entropy, stable_cross_entropy, stable_kd_loss
-from tests.losses.reference import kd_ref, sparse_cross_entropy_ref
+from softmax_zoo.losses.reference.logits import kd_ref, sparse_cross_entropy_ref
 
 K = 10  # the sparse-softmax k of the speed target
 TEMPERATURE = 2.0

@@ -29,7 +29,7 @@ from softmax_zoo.losses import (
     UniformSampler,
     UnigramSampler,
 )
-from tests.losses.sampled_reference import naive_kernel_sample
+from softmax_zoo.losses.reference.sampled import naive_kernel_sample
 
 D, M, ALPHA = 64, 64, 100.0  # d, negatives per row, the paper's α
 LR = 0.1  # SGD step of the sampled training step (only its in-place update matters here)

@@ -9,7 +9,7 @@ from torch.func import functional_call
 from softmax_zoo.losses import AdaptiveSoftmaxHead
 from softmax_zoo.losses import adaptive
 
-from .adaptive_reference import make_pair, reference_loss, zipf_targets
+from softmax_zoo.losses.reference.adaptive import make_pair, reference_loss, zipf_targets
 
 D, C, CUTOFFS = 32, 300, [20, 60, 150]  # tail widths 8, 2, 0 at div 4 -> use div 2: 16, 8, 4
 DIV = 2.0

@@ -1,4 +1,4 @@
-"""chunk_size on SoftmaxHead, StableSoftmaxHead, SparseSoftmaxHead: equal to the plain heads.
+"""chunk_size on every registered logit-level head (SoftmaxHead and its subclasses): equal to the plain heads.
 
 float64 values and gradients (hidden, weight, bias) against the plain head on odd sizes, chunks
 that do not divide N, a chunk whose rows are all ignored, every reduction, label smoothing, tied
@@ -11,18 +11,14 @@ import pytest
 import torch
 from torch import nn
 
-from softmax_zoo.losses import SoftmaxHead, SparseSoftmaxHead, StableSoftmaxHead, chunked
+from softmax_zoo.losses import StableSoftmaxHead, chunked
 from softmax_zoo.losses.chunked import _ChunkedLinearLoss, auto_chunk_size
+from softmax_zoo.losses.reference.logits import REDUCTIONS, cross_entropy_ref, sparse_cross_entropy_ref
 
-from .reference import REDUCTIONS, cross_entropy_ref, sparse_cross_entropy_ref
+from .conftest import logit_cases
 
 D, C = 7, 11
-VARIANTS = {
-    "softmax": (SoftmaxHead, {}),
-    "stable": (StableSoftmaxHead, {}),
-    "sparse": (SparseSoftmaxHead, {"k": 4}),
-    "sparse-k=C": (SparseSoftmaxHead, {"k": C}),
-}
+VARIANTS = logit_cases(C)  # every registered logit-level variant: softmax, stable_softmax, sparse, sparse-k=C, ...
 
 
 def make_pair(variant: str, chunk_size, dtype=torch.float64, weight=None, **kw):
@@ -119,7 +115,7 @@ def test_gradcheck_float64(variant, reduction, gen):
 def test_matches_reference_formulas(reduction, gen):
     """Against the textbook formulas of tests/losses/reference.py on the float64 logits."""
     hidden, target = make_data(23, gen)
-    for variant, ref in (("softmax", cross_entropy_ref), ("stable", cross_entropy_ref),
+    for variant, ref in (("softmax", cross_entropy_ref), ("stable_softmax", cross_entropy_ref),
                          ("sparse", lambda z, t, **kw: sparse_cross_entropy_ref(z, t, 4, **kw))):
         _, head = make_pair(variant, 6, reduction=reduction, label_smoothing=0.1)
         loss = head(hidden, target)
@@ -144,7 +140,7 @@ def test_float32_close_to_plain(variant, gen):
 
 def test_autocast_bfloat16_close_to_plain(gen):
     hidden, target = make_data(40, gen, dtype=torch.float32)
-    plain, chunk = make_pair("stable", 7, dtype=torch.float32)
+    plain, chunk = make_pair("stable_softmax", 7, dtype=torch.float32)
     with torch.autocast("cpu", dtype=torch.bfloat16):
         loss, grads = loss_and_grads(chunk, hidden, target, None)
         ref_loss, ref_grads = loss_and_grads(plain, hidden, target, None)
@@ -179,7 +175,7 @@ def test_auto_chunk_size(gen):
     assert auto_chunk_size(10, 32000) == 10
     assert auto_chunk_size(10, 2**25) == 1
     hidden, target = make_data(26, gen)
-    plain, chunk = make_pair("stable", "auto", label_smoothing=0.1)
+    plain, chunk = make_pair("stable_softmax", "auto", label_smoothing=0.1)
     torch.testing.assert_close(chunk(hidden, target), plain(hidden, target), rtol=1e-12, atol=1e-12)
     assert "chunk_size='auto'" in repr(chunk)
 

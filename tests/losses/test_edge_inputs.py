@@ -11,19 +11,11 @@ import math
 import pytest
 import torch
 
-from softmax_zoo.losses import (
-    AdaptiveSoftmaxHead,
-    SampledSoftmaxHead,
-    SoftmaxHead,
-    SparseSoftmaxHead,
-    StableSoftmaxHead,
-    UniformSampler,
-    softmax_cross_entropy,
-    sparse_softmax_cross_entropy,
-    stable_cross_entropy,
-)
+from softmax_zoo.losses import SoftmaxHead, softmax_cross_entropy, sparse_softmax_cross_entropy, stable_cross_entropy
 
-from .reference import REDUCTIONS
+from softmax_zoo.losses.reference.logits import REDUCTIONS
+
+from .conftest import head_cases, logit_cases
 
 D, C = 8, 12
 FUNCTIONS = [
@@ -32,22 +24,23 @@ FUNCTIONS = [
     pytest.param(lambda z, t, **kw: sparse_softmax_cross_entropy(z, t, 4, **kw), id="sparse"),
     pytest.param(lambda z, t, **kw: sparse_softmax_cross_entropy(z, t, C, **kw), id="sparse-k=C"),
 ]
-HEADS = {
-    "softmax": lambda **kw: SoftmaxHead(D, C, label_smoothing=0.1, **kw),
-    "stable": lambda **kw: StableSoftmaxHead(D, C, label_smoothing=0.1, **kw),
-    "sparse": lambda **kw: SparseSoftmaxHead(D, C, k=4, **kw),
-    "softmax-chunked": lambda **kw: SoftmaxHead(D, C, chunk_size=2, **kw),
-    "stable-chunked": lambda **kw: StableSoftmaxHead(D, C, chunk_size=2, **kw),
-    "sparse-chunked": lambda **kw: SparseSoftmaxHead(D, C, k=4, chunk_size=2, **kw),
-    "adaptive": lambda **kw: AdaptiveSoftmaxHead(D, C, [4, 8], div_value=2.0, **kw),
-    "sampled": lambda **kw: SampledSoftmaxHead(D, C, sampler=UniformSampler(C), num_samples=3, **kw),
-}
+
+# Every registered head, and each logit-level one chunked (chunk_size=2): see make_head.
+HEADS = [case for case in head_cases(C)] + [f"{case}-chunked" for case in logit_cases(C)]
 INT_DTYPES = [torch.int8, torch.int16, torch.int32, torch.int64, torch.uint8]
 
 
 def make_head(name: str, **kw):
+    """The head of case ``name`` of :data:`HEADS`: a registered example (logit-level ones with
+    label_smoothing=0.1), or ``<case>-chunked`` with chunk_size=2."""
     torch.manual_seed(0)
-    return HEADS[name](**kw)
+    case = name.removesuffix("-chunked")
+    cls, extra = head_cases(C)[case]
+    if case != name:
+        kw["chunk_size"] = 2
+    elif issubclass(cls, SoftmaxHead):
+        kw.setdefault("label_smoothing", 0.1)
+    return cls(D, C, **extra, **kw)
 
 
 @pytest.mark.parametrize("reduction", REDUCTIONS)

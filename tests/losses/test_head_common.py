@@ -1,4 +1,4 @@
-"""The head interface shared by SoftmaxHead, StableSoftmaxHead and SparseSoftmaxHead."""
+"""The head interface shared by every registered logit-level head (SoftmaxHead and its subclasses)."""
 
 from __future__ import annotations
 
@@ -6,24 +6,11 @@ import pytest
 import torch
 from torch import nn
 
-from softmax_zoo.losses import (
-    SoftmaxHead,
-    SparseSoftmaxHead,
-    StableSoftmaxHead,
-    softmax_cross_entropy,
-    sparse_softmax_cross_entropy,
-    stable_cross_entropy,
-)
+from .conftest import logit_cases
 
 D, C = 16, 40
-# (head class, extra constructor arguments, the function on logits it must equal)
-HEADS = [
-    pytest.param(SoftmaxHead, {}, softmax_cross_entropy, id="softmax"),
-    pytest.param(StableSoftmaxHead, {}, stable_cross_entropy, id="stable"),
-    pytest.param(
-        SparseSoftmaxHead, {"k": 5}, lambda z, t, **kw: sparse_softmax_cross_entropy(z, t, 5, **kw), id="sparse"
-    ),
-]
+# (head class, its example constructor arguments) of every registered logit-level variant
+HEADS = [pytest.param(cls, extra, id=case) for case, (cls, extra) in logit_cases(C).items()]
 
 
 @pytest.fixture
@@ -35,19 +22,21 @@ def data(gen):
     return hidden, target
 
 
-@pytest.mark.parametrize("cls, extra, fn", HEADS)
-def test_loss_equals_function_on_logits(cls, extra, fn, data):
+@pytest.mark.parametrize("cls, extra", HEADS)
+def test_loss_equals_its_row_loss_on_logits(cls, extra, data):
+    """The head is its variant's loss on hidden @ W^T + b (each variant's test file checks that
+    loss against its public function and a reference)."""
     torch.manual_seed(0)
     head = cls(D, C, label_smoothing=0.1, **extra)
     hidden, target = data
     loss = head(hidden, target)
     logits = hidden.reshape(-1, D) @ head.weight.T + head.bias  # (14, C)
     assert loss.dim() == 0
-    torch.testing.assert_close(loss, fn(logits, target.reshape(-1), label_smoothing=0.1))
+    torch.testing.assert_close(loss, head.row_loss().on_logits(logits, target.reshape(-1)))
 
 
-@pytest.mark.parametrize("cls, extra, fn", HEADS)
-def test_shapes(cls, extra, fn, data):
+@pytest.mark.parametrize("cls, extra", HEADS)
+def test_shapes(cls, extra, data):
     hidden, target = data
     head = cls(D, C, reduction="none", **extra)
     loss = head(hidden, target)
@@ -59,8 +48,8 @@ def test_shapes(cls, extra, fn, data):
     assert torch.equal(head.predict(hidden), logp.argmax(dim=-1))
 
 
-@pytest.mark.parametrize("cls, extra, fn", HEADS)
-def test_tied_weight_is_shared_and_trained(cls, extra, fn, data):
+@pytest.mark.parametrize("cls, extra", HEADS)
+def test_tied_weight_is_shared_and_trained(cls, extra, data):
     embedding = nn.Embedding(C, D)
     head = cls(D, C, weight=embedding.weight, bias=False, **extra)
     assert head.weight is embedding.weight
@@ -70,8 +59,8 @@ def test_tied_weight_is_shared_and_trained(cls, extra, fn, data):
     assert embedding.weight.grad is not None and embedding.weight.grad.abs().sum() > 0
 
 
-@pytest.mark.parametrize("cls, extra, fn", HEADS)
-def test_gradient_reaches_hidden(cls, extra, fn, data):
+@pytest.mark.parametrize("cls, extra", HEADS)
+def test_gradient_reaches_hidden(cls, extra, data):
     hidden, target = data
     hidden.requires_grad_(True)
     cls(D, C, **extra)(hidden, target).backward()
@@ -79,8 +68,8 @@ def test_gradient_reaches_hidden(cls, extra, fn, data):
     assert torch.all(hidden.grad[0, :2] == 0)  # ignored positions
 
 
-@pytest.mark.parametrize("cls, extra, fn", HEADS)
-def test_bad_input(cls, extra, fn, data):
+@pytest.mark.parametrize("cls, extra", HEADS)
+def test_bad_input(cls, extra, data):
     hidden, target = data
     head = cls(D, C, **extra)
     with pytest.raises(ValueError, match="hidden has 15 features but the head expects 16"):
@@ -97,3 +86,19 @@ def test_bad_input(cls, extra, fn, data):
         cls(D, C, reduction="avg", **extra)
     with pytest.raises(ValueError, match="label_smoothing must be in"):
         cls(D, C, label_smoothing=2.0, **extra)
+
+
+@pytest.mark.parametrize("cls, extra", HEADS)
+@pytest.mark.parametrize("reduction", ["mean", "none"])
+def test_gradcheck_float64(cls, extra, reduction, gen):
+    """The plain path's backward (its RowLoss.grad, or F.cross_entropy's) against finite
+    differences, w.r.t. the hidden states and the logits, one row ignored."""
+    torch.manual_seed(0)
+    head = cls(D, C, label_smoothing=0.1, reduction=reduction, **extra).double()
+    hidden = torch.randn(5, D, generator=gen, dtype=torch.float64, requires_grad=True)
+    target = torch.randint(0, C, (5,), generator=gen)
+    target[1] = -100
+    assert torch.autograd.gradcheck(lambda h: head(h, target), (hidden,))
+    logits = (torch.randn(5, C, generator=gen, dtype=torch.float64) * 3).requires_grad_(True)
+    on_logits = lambda z: head.row_loss().on_logits(z, target, reduction=reduction)  # noqa: E731
+    assert torch.autograd.gradcheck(on_logits, (logits,))

@@ -8,7 +8,7 @@ import torch
 
 from softmax_zoo.losses import QuadraticKernelSampler
 
-from .sampled_reference import chi_square_pvalue, kernel_probs
+from softmax_zoo.losses.reference.sampled import chi_square_pvalue, kernel_probs
 
 P_FALSE_ALARM = 1e-6
 # C = 37 classes in leaves of 4 (the last one padded), a 3-ary tree 10 -> 4 -> 2 leaves/nodes with

@@ -10,16 +10,13 @@ from __future__ import annotations
 import pytest
 import torch
 
-from softmax_zoo.losses import AdaptiveSoftmaxHead, SoftmaxHead, SparseSoftmaxHead, StableSoftmaxHead, streaming
+from softmax_zoo.losses import AdaptiveSoftmaxHead, streaming
 from softmax_zoo.losses.streaming import StreamingTopK, class_block_size, scan_classes, topk_lowest_index
 
+from .conftest import logit_cases
+
 D, C = 6, 37
-VARIANTS = {
-    "softmax": (SoftmaxHead, {}),
-    "stable": (StableSoftmaxHead, {}),
-    "sparse": (SparseSoftmaxHead, {"k": 5}),
-    "sparse-k=C": (SparseSoftmaxHead, {"k": C}),
-}
+VARIANTS = logit_cases(C)  # every registered logit-level variant
 CHUNKS = [1, 3, 8, 100, "auto"]  # blocks of 3, 11 (2 · 37 // 7 ...), whole; see class_block_size
 
 
@@ -168,7 +165,7 @@ def test_decoding_renormalised_topk(variant, gen):
     assert torch.equal(ids, idx)
 
 
-@pytest.mark.parametrize("variant", ["softmax", "stable"])
+@pytest.mark.parametrize("variant", ["softmax", "stable_softmax"])
 @pytest.mark.parametrize("chunk_size", [1, 3, 100])
 def test_ties_resolved_as_the_plain_path(variant, chunk_size, gen):
     """Exactly equal logits: both paths take the lowest class id.

@@ -8,7 +8,7 @@ import torch.nn.functional as F
 
 from softmax_zoo.losses import softmax_cross_entropy
 
-from .reference import REDUCTIONS, cross_entropy_ref, make_inputs, value_and_grad
+from softmax_zoo.losses.reference.logits import REDUCTIONS, cross_entropy_ref, make_inputs, value_and_grad
 
 
 @pytest.mark.parametrize("reduction", REDUCTIONS)

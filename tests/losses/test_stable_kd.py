@@ -7,7 +7,7 @@ import torch
 
 from softmax_zoo.losses import stable_kd_loss
 
-from .reference import REDUCTIONS, kd_ref
+from softmax_zoo.losses.reference.logits import REDUCTIONS, kd_ref
 
 
 def kd_inputs(n: int, c: int, gen: torch.Generator, dtype=torch.float64):

@@ -15,6 +15,15 @@ Functions on logits (N, C) and targets (N,)::
     softmax_cross_entropy, stable_cross_entropy, stable_kd_loss,
     sparse_softmax, sparse_softmax_cross_entropy
 
+The memory-lean linear + loss as a function (any logit-level variant, by its registered name)::
+
+    linear_cross_entropy(hidden, weight, target, *, bias=None, loss="softmax", chunk_size="auto", ...)
+
+The registry of variants (:mod:`softmax_zoo.losses.registry`; a head registers where it is
+defined, under its loss config's name)::
+
+    register_variant, variants, variant, variant_label, variant_title
+
 Samplers for :class:`SampledSoftmaxHead`::
 
     UniformSampler, UnigramSampler, QuadraticKernelSampler, SoftmaxSampler,
@@ -23,10 +32,12 @@ Samplers for :class:`SampledSoftmaxHead`::
 
 from .adaptive import AdaptiveSoftmaxHead, optimal_cutoffs
 from .centred_kernel_sampler import CentredQuadraticKernelSampler
+from .functional import linear_cross_entropy
 from .head import LinearHead, OutputHead
 from .kernel_sampler import QuadraticKernelSampler
 from .sampled import SampledSoftmaxHead
 from .samplers import Sampler, SoftmaxSampler, UniformSampler, UnigramSampler
+from .registry import register_variant, variant, variant_label, variant_title, variants
 from .softmax import SoftmaxHead, softmax_cross_entropy
 from .sparse import SparseSoftmaxHead, sparse_softmax, sparse_softmax_cross_entropy
 from .stable import StableSoftmaxHead, stable_cross_entropy
@@ -52,4 +63,10 @@ __all__ = [
     "sparse_softmax",
     "sparse_softmax_cross_entropy",
     "optimal_cutoffs",
+    "linear_cross_entropy",
+    "register_variant",
+    "variants",
+    "variant",
+    "variant_label",
+    "variant_title",
 ]

@@ -26,6 +26,12 @@ import torch
 
 REDUCTIONS = ("mean", "sum", "none")
 
+# The memory budget of every chunked path, in logits held at once: 2^24, 64 MiB in float32. A
+# chunked head's chunk_size="auto" rows (``chunked.py``), its inference's class blocks
+# (``streaming.py``) and the adaptive softmax's chunks (``adaptive.py``) are sized to it. Few
+# chunks keep the per-op overhead small; the cap keeps the footprint independent of N.
+CHUNK_LOGITS = 1 << 24
+
 
 def compute_dtype(dtype: torch.dtype) -> torch.dtype:
     """float16/bfloat16 are computed in float32; float32 and float64 as they are."""

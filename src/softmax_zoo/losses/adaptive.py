@@ -33,7 +33,7 @@ import torch.nn.functional as F
 from torch import nn
 from torch.autograd.function import once_differentiable
 
-from ._core import check_target_dtype, check_target_range, matmul_dtypes, reduce_loss
+from ._core import CHUNK_LOGITS, check_target_dtype, check_target_range, matmul_dtypes, reduce_loss
 from .adaptive_cutoffs import (
     MatmulCost,
     check_cutoffs,
@@ -43,6 +43,7 @@ from .adaptive_cutoffs import (
     tail_widths,
 )
 from .head import OutputHead
+from .registry import register_variant
 
 __all__ = [
     "AdaptiveSoftmaxHead",
@@ -54,11 +55,11 @@ __all__ = [
     "tail_widths",
 ]
 
-# Logits per chunk, 2^24 (64 MiB in float32): few chunks keep the number of ops (each a
-# parallel region, costly on a busy CPU) small; the cap keeps a large cluster's logits from
-# being held at once. Forward+backward time / torch's at the benchmark size, measured side by
-# side on the loaded 2-core CPU: 2^22: 0.72, 7·2^20: 0.70, 2^24: 0.57 (2^20, older code: 1.9).
-_CHUNK_ELEMENTS = 1 << 24
+# Logits per chunk: the package's budget, 2^24 (64 MiB in float32). Few chunks keep the number of
+# ops (each a parallel region, costly on a busy CPU) small; the cap keeps a large cluster's
+# logits from being held at once. Forward+backward time / torch's at the benchmark size, measured
+# side by side on the loaded 2-core CPU: 2^22: 0.72, 7·2^20: 0.70, 2^24: 0.57 (2^20, older code: 1.9).
+_CHUNK_ELEMENTS = CHUNK_LOGITS
 
 
 def _chunk_rows(num_classes: int) -> int:
@@ -220,6 +221,12 @@ class _AdaptiveNLL(torch.autograd.Function):
         return (None, *(None if gr is None else gr.to(t.dtype) for gr, t in zip(grads, saved)))
 
 
+def _adaptive_examples(num_classes: int) -> dict[str, dict]:
+    return {"adaptive": {"cutoffs": [num_classes // 3, 2 * num_classes // 3], "div_value": 2.0}}
+
+
+@register_variant("adaptive_softmax", label="adaptive", title="adaptive softmax", auto=("cutoffs",),
+                  examples=_adaptive_examples)
 class AdaptiveSoftmaxHead(OutputHead):
     """Adaptive softmax output layer (Grave et al. 2017) with its loss.
 

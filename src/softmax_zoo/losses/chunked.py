@@ -15,8 +15,8 @@ ignored rows). The backward only multiplies these by the upstream gradient g. Fo
 every kept row (``loss.sum()``, ``loss.mean()``); any other g reruns the pass with g_i as w_i.
 
 Each variant supplies ``loss_and_grad(z, target, keep, row_weight) -> (loss (r,), G (r, C) or
-None)``, the same math its own autograd Function uses (``softmax.py``, ``stable.py``,
-``sparse.py``). Matmuls run in the weight's dtype (autocast's under autocast), the loss and the
+None)``: its head's :class:`~softmax_zoo.losses.row_loss.RowLoss`, the same definition the plain
+path runs on the whole logits (``row_loss.py``). Matmuls run in the weight's dtype (autocast's under autocast), the loss and the
 logit gradient in float32 (float64 for float64), as ``_core`` says.
 
 Memory: a few (chunk_size, C) buffers in the compute dtype (the logits, the variant's
@@ -33,12 +33,11 @@ import torch
 import torch.nn.functional as F
 from torch.autograd.function import once_differentiable
 
-from ._core import check_target_dtype, check_target_range, matmul_dtypes, reduce_loss, reduction_scale
+from ._core import CHUNK_LOGITS, check_target_dtype, check_target_range, matmul_dtypes, reduce_loss, reduction_scale
 
-# Logits per chunk for chunk_size="auto": 2^24, 64 MiB in float32 (the softmax head holds about
-# three such buffers at once, ~200 MiB). Few chunks keep the per-op overhead small; the cap keeps
-# the footprint independent of N. At N=4096, C=32000 this is 524 rows, 8 chunks.
-AUTO_CHUNK_LOGITS = 1 << 24
+# Logits per chunk for chunk_size="auto" (the softmax head holds about three such buffers at once,
+# ~200 MiB in float32). At N=4096, C=32000 this is 524 rows, 8 chunks.
+AUTO_CHUNK_LOGITS = CHUNK_LOGITS
 
 
 def check_chunk_size(chunk_size) -> None:

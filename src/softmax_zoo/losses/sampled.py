@@ -46,7 +46,8 @@ import torch.nn.functional as F
 
 from ._core import check_target_dtype, check_target_range, reduce_loss
 from .head import LinearHead
-from .samplers import Sampler
+from .registry import register_variant
+from .samplers import Sampler, UniformSampler
 from .softmax import softmax_cross_entropy
 
 # One GEMM over the U distinct candidates replaces the per-row gather when U <= this x (1 + m): the GEMM does
@@ -55,6 +56,12 @@ from .softmax import softmax_cross_entropy
 SHARED_GEMM_RATIO = 64.0
 
 
+def _sampled_examples(num_classes: int) -> dict[str, dict]:
+    return {"sampled": {"sampler": UniformSampler(num_classes), "num_samples": 3}}
+
+
+@register_variant("sampled_softmax", label="sampled ({sampler}, m={num_samples})", title="sampled softmax",
+                  examples=_sampled_examples)
 class SampledSoftmaxHead(LinearHead):
     """Output head trained with sampled softmax (see the module docstring for the loss).
 

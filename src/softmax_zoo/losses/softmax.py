@@ -4,7 +4,12 @@ loss_i = logsumexp_j(z_ij) − z_i,t  (with label smoothing ε: (1−ε)·that +
 A thin wrapper over ``torch.nn.functional.cross_entropy`` (fused log-softmax + NLL), with this
 package's input checks, so that it equals torch in value and gradient. float16/bfloat16 logits
 are cast to float32 first (the package's dtype rule, ``_core``): the loss is float32, the
-gradient has the logits' dtype.
+gradient has the logits' dtype. The chunked head (``chunk_size``) runs the same loss written as a
+:class:`~softmax_zoo.losses.row_loss.RowLoss`, :class:`SoftmaxRows`, with ``F.cross_entropy`` the
+reference it is tested against.
+
+:class:`SoftmaxHead` is also the base of every logit-level variant: a subclass registers itself
+(``registry.register_variant``) and overrides :meth:`SoftmaxHead.row_loss`, nothing else.
 """
 
 from __future__ import annotations
@@ -16,6 +21,8 @@ from ._core import check_ce_inputs, check_label_smoothing, compute_dtype
 from .chunked import check_chunk_size, chunked_linear_loss
 from .head import LinearHead
 from .lean_inference import lean_class_log_probs, lean_predict, lean_topk_log_probs
+from .registry import register_variant
+from .row_loss import RowLoss
 
 
 def softmax_cross_entropy(
@@ -42,41 +49,47 @@ def softmax_cross_entropy(
     )
 
 
-def softmax_loss_and_grad(z, target, keep, label_smoothing, row_weight=None):
-    """Per-row softmax CE of ``z`` (N, C), in its (compute) dtype, and its logit gradient.
+class SoftmaxRows(RowLoss):
+    """Softmax CE as a :class:`RowLoss`: what the chunked path runs (the whole matrix runs
+    ``F.cross_entropy``, :meth:`on_logits`).
 
     loss_i = lse_i − z_it + ε·(z_it − mean_j z_ij), F.cross_entropy's smoothing rewritten as in
     ``stable.py``; d Σ_i w_i·loss_i / dz_ij = w_i·(softmax_ij − (1 − ε)·[j = t_i] − ε/C).
     One exp per logit: the probabilities are exp(z − max) / their sum, normalised in place.
-
-    Args:
-        z: (N, C). target: (N,) long, ignored rows pointed at class 0. keep: (N,) bool.
-        row_weight: w (N,), 0 at ignored rows, or None for the loss alone.
-
-    Returns:
-        loss (N,), 0 at ignored rows, and the gradient (N, C) or None.
     """
-    eps = label_smoothing
-    m = z.amax(dim=1, keepdim=True)  # (N, 1)
-    p = torch.sub(z, m).exp_()  # (N, C)
-    total = p.sum(dim=1, keepdim=True)  # (N, 1)
-    zt = z.gather(1, target.unsqueeze(1))  # (N, 1)
-    loss = (total.log() + m - zt).squeeze(1)
-    if eps > 0:
-        loss = loss + eps * (zt.squeeze(1) - z.mean(dim=1))
-    loss = loss.masked_fill(~keep, 0.0)
-    if row_weight is None:
-        return loss, None
-    w = row_weight.to(p.dtype).unsqueeze(1)  # (N, 1)
-    p.div_(total).sub_(eps / z.shape[1]).mul_(w)
-    return loss, p.scatter_add_(1, target.unsqueeze(1), -(1.0 - eps) * w)
+
+    def rows(self, z, target, keep):
+        eps = self.label_smoothing
+        z = z.to(compute_dtype(z.dtype))  # (N, C)
+        m = z.amax(dim=1, keepdim=True)  # (N, 1)
+        p = torch.sub(z, m).exp_()  # (N, C)
+        total = p.sum(dim=1, keepdim=True)  # (N, 1)
+        zt = z.gather(1, target.unsqueeze(1))  # (N, 1)
+        loss = (total.log() + m - zt).squeeze(1)
+        if eps > 0:
+            loss = loss + eps * (zt.squeeze(1) - z.mean(dim=1))
+        return loss.masked_fill(~keep, 0.0), (p, total)
+
+    def grad(self, state, target, row_weight, shape, dtype):
+        p, total = state  # (N, C) exp(z − max), overwritten; (N, 1)
+        eps = self.label_smoothing
+        w = row_weight.to(p.dtype).unsqueeze(1)  # (N, 1)
+        p.div_(total).sub_(eps / p.shape[1]).mul_(w)
+        return p.scatter_add_(1, target.unsqueeze(1), -(1.0 - eps) * w)
+
+    def on_logits(self, logits, target, *, ignore_index=-100, reduction="mean"):
+        return softmax_cross_entropy(
+            logits, target, ignore_index=ignore_index, reduction=reduction, label_smoothing=self.label_smoothing
+        )
 
 
+@register_variant("softmax", label="softmax", title="softmax", auto=("chunk_size",))
 class SoftmaxHead(LinearHead):
     """Linear projection + full softmax cross-entropy (see :class:`LinearHead` for the arguments).
 
-    Subclasses change the loss by overriding :meth:`cross_entropy` and, for ``chunk_size``,
-    :meth:`loss_and_grad`.
+    The base of every logit-level variant: a subclass changes the loss by overriding
+    :meth:`row_loss` alone, which both the plain path (the whole (N, C) logits) and the
+    ``chunk_size`` path run.
 
     Args:
         label_smoothing: ε for training; ``log_probs`` is always the plain softmax.
@@ -84,7 +97,7 @@ class SoftmaxHead(LinearHead):
             gradients are computed in the forward, ``chunk_size`` rows at a time, never holding
             the (N, C) logits (``chunked.py``); values and gradients equal the plain path's.
             "auto": rows per chunk chosen so a chunk holds at most 2^24 logits
-            (``chunked.AUTO_CHUNK_LOGITS``, 64 MiB in float32). With chunk_size set,
+            (``_core.CHUNK_LOGITS``, 64 MiB in float32). With chunk_size set,
             ``predict``, ``class_log_probs`` and ``topk_log_probs`` also run over blocks of
             classes within the same bound (``lean_inference.py``); ``log_probs`` returns the
             full (..., C) matrix either way.
@@ -125,23 +138,17 @@ class SoftmaxHead(LinearHead):
             return super().topk_log_probs(hidden, k, exclude)
         return lean_topk_log_probs(self, hidden, k, exclude)
 
+    def row_loss(self) -> RowLoss:
+        """The variant's loss on logits (``row_loss.py``), as this head is set now."""
+        return SoftmaxRows(self.label_smoothing)
+
     def loss_and_grad(self, z, target, keep, row_weight=None):
         """The variant's per-row loss of logits ``z`` (r, C) in the compute dtype and, if
         ``row_weight`` (r,) is given, d Σ_i w_i·loss_i / dz (r, C): what ``chunk_size`` uses."""
-        return softmax_loss_and_grad(z, target, keep, self.label_smoothing, row_weight)
-
-    def cross_entropy(self, logits: torch.Tensor, target: torch.Tensor, **kwargs) -> torch.Tensor:
-        """The loss function on logits; ``kwargs`` = ignore_index, reduction, label_smoothing."""
-        return softmax_cross_entropy(logits, target, **kwargs)
+        return self.row_loss().loss_and_grad(z, target, keep, row_weight)
 
     def loss_from_logits(self, logits: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
-        return self.cross_entropy(
-            logits,
-            target,
-            ignore_index=self.ignore_index,
-            reduction=self.reduction,
-            label_smoothing=self.label_smoothing,
-        )
+        return self.row_loss().on_logits(logits, target, ignore_index=self.ignore_index, reduction=self.reduction)
 
     def extra_repr(self) -> str:
         chunk = "" if self.chunk_size is None else f", chunk_size={self.chunk_size!r}"

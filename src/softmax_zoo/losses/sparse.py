@@ -33,8 +33,10 @@ from __future__ import annotations
 
 import torch
 
-from ._core import check_ce_inputs, check_k, compute_dtype, reduce_loss
-from .softmax import SoftmaxHead, softmax_cross_entropy
+from ._core import check_ce_inputs, check_k, compute_dtype
+from .registry import register_variant
+from .row_loss import RowLoss
+from .softmax import SoftmaxHead, SoftmaxRows
 
 
 def sparse_softmax(logits: torch.Tensor, k: int, dim: int = -1) -> torch.Tensor:
@@ -79,84 +81,65 @@ def check_smoothing_over(smoothing_over: str) -> None:
         raise ValueError(f"smoothing_over must be one of {SMOOTHING_OVER}, got {smoothing_over!r}")
 
 
-def sparse_rows(
-    logits: torch.Tensor, target: torch.Tensor, keep: torch.Tensor, k: int, label_smoothing: float,
-    smoothing_over: str = "support", target_in_support: bool = False,
-):
-    """Per-row sparse-softmax CE of ``logits`` (N, C), 0 at ignored rows, in the compute dtype.
+class SparseRows(RowLoss):
+    """Sparse-softmax CE as a :class:`RowLoss` (the module docstring's loss and options), k < C.
 
     Args:
-        logits: (N, C). target: (N,) long, ignored rows pointed at class 0. keep: (N,) bool.
-        k: support size, 1 <= k < C.
-        smoothing_over, target_in_support: the options of the module docstring.
-
-    Returns:
-        loss (N,), and the state that :func:`sparse_grad` takes: top-k values (N, k), their
-        indices (N, k), the support's logsumexp (N,), z_t (N,), whether t was added to the
-        support (N,) bool, and the smoothing mean's denominator |M| (N,).
+        k: support size, 1 <= k < C. smoothing_over, target_in_support: the module docstring's options.
     """
-    dtype = compute_dtype(logits.dtype)
-    values, index = logits.topk(k, dim=1, sorted=False)  # (N, k)
-    values = values.to(dtype)
-    lse = values.logsumexp(dim=1)  # (N,)
-    zt = logits.gather(1, target.unsqueeze(1)).squeeze(1).to(dtype)  # (N,)
-    added = torch.zeros_like(keep)  # (N,) the target joined the support
-    if target_in_support:
-        added = (index != target.unsqueeze(1)).all(dim=1)
-        lse = torch.where(added, torch.logaddexp(lse, zt), lse)
-    loss = lse - zt
-    size = torch.full_like(lse, logits.shape[1]) if smoothing_over == "all" else k + added.to(dtype)  # (N,) |M|
-    if label_smoothing > 0:
-        if smoothing_over == "all":
-            mean = logits.to(dtype).mean(dim=1)
-        else:
-            mean = (values.sum(dim=1) + torch.where(added, zt, 0.0)) / size
-        loss = loss + label_smoothing * (zt - mean)
-    return loss.masked_fill(~keep, 0.0), (values, index, lse, zt, added, size)
 
+    def __init__(self, k: int, label_smoothing: float = 0.0, smoothing_over: str = "support", target_in_support: bool = False):
+        super().__init__(label_smoothing)
+        check_smoothing_over(smoothing_over)
+        self.k, self.smoothing_over, self.target_in_support = k, smoothing_over, bool(target_in_support)
 
-def sparse_grad(state, target, row_weight, label_smoothing, shape, dtype, smoothing_over: str = "support") -> torch.Tensor:
-    """d Σ_i w_i·loss_i / dz, a ``shape`` = (N, C) tensor of ``dtype``.
+    def rows(self, logits, target, keep):
+        """Per-row loss in the compute dtype; the state :meth:`grad` takes: top-k values (N, k),
+        their indices (N, k), the support's logsumexp (N,), z_t (N,), whether t was added to the
+        support (N,) bool, and the smoothing mean's denominator |M| (N,)."""
+        k, eps, over_all = self.k, self.label_smoothing, self.smoothing_over == "all"
+        dtype = compute_dtype(logits.dtype)
+        values, index = logits.topk(k, dim=1, sorted=False)  # (N, k)
+        values = values.to(dtype)
+        lse = values.logsumexp(dim=1)  # (N,)
+        zt = logits.gather(1, target.unsqueeze(1)).squeeze(1).to(dtype)  # (N,)
+        added = torch.zeros_like(keep)  # (N,) the target joined the support
+        if self.target_in_support:
+            added = (index != target.unsqueeze(1)).all(dim=1)
+            lse = torch.where(added, torch.logaddexp(lse, zt), lse)
+        loss = lse - zt
+        size = torch.full_like(lse, logits.shape[1]) if over_all else k + added.to(dtype)  # (N,) |M|
+        if eps > 0:
+            if over_all:
+                mean = logits.to(dtype).mean(dim=1)
+            else:
+                mean = (values.sum(dim=1) + torch.where(added, zt, 0.0)) / size
+            loss = loss + eps * (zt - mean)
+        return loss.masked_fill(~keep, 0.0), (values, index, lse, zt, added, size)
 
-    k(+1) nonzeros a row, or C with ``smoothing_over="all"`` and ε > 0.
+    def grad(self, state, target, row_weight, shape, dtype):
+        """A ``shape`` = (N, C) tensor of ``dtype``: k(+1) nonzeros a row, or C with
+        ``smoothing_over="all"`` and ε > 0."""
+        values, index, lse, zt, added, size = state
+        eps = self.label_smoothing
+        w = row_weight.to(lse.dtype)  # (N,), 0 at ignored rows
+        on_support = eps / size if self.smoothing_over == "support" else torch.zeros_like(size)  # (N,) −ε/|M| on S
+        top = torch.exp(values - lse.unsqueeze(1)).sub_(on_support.unsqueeze(1)).mul_(w.unsqueeze(1))  # (N, k)
+        grad = torch.zeros(shape, dtype=dtype, device=values.device)
+        if self.smoothing_over == "all" and eps > 0:
+            grad -= (eps / shape[1] * w).to(dtype).unsqueeze(1)
+        grad.scatter_add_(1, index, top.to(dtype))
+        # The target adds −(1 − ε) to its top-k weight, or stands alone outside the top-k (with its
+        # own softmax weight when it joined the support).
+        at_target = -(1.0 - eps) + torch.where(added, torch.exp(zt - lse) - on_support, 0.0)  # (N,)
+        return grad.scatter_add_(1, target.unsqueeze(1), (at_target * w).to(dtype).unsqueeze(1))
 
-    Args:
-        state: of :func:`sparse_rows`. target: (N,) long.
-        row_weight: w (N,), 0 at ignored rows.
-    """
-    values, index, lse, zt, added, size = state
-    eps = label_smoothing
-    w = row_weight.to(lse.dtype)  # (N,), 0 at ignored rows
-    on_support = eps / size if smoothing_over == "support" else torch.zeros_like(size)  # (N,) −ε/|M| on S
-    top = torch.exp(values - lse.unsqueeze(1)).sub_(on_support.unsqueeze(1)).mul_(w.unsqueeze(1))  # (N, k)
-    grad = torch.zeros(shape, dtype=dtype, device=values.device)
-    if smoothing_over == "all" and eps > 0:
-        grad -= (eps / shape[1] * w).to(dtype).unsqueeze(1)
-    grad.scatter_add_(1, index, top.to(dtype))
-    # The target adds −(1 − ε) to its top-k weight, or stands alone outside the top-k (with its
-    # own softmax weight when it joined the support).
-    at_target = -(1.0 - eps) + torch.where(added, torch.exp(zt - lse) - on_support, 0.0)  # (N,)
-    return grad.scatter_add_(1, target.unsqueeze(1), (at_target * w).to(dtype).unsqueeze(1))
-
-
-class _SparseSoftmaxCrossEntropy(torch.autograd.Function):
-    """Per-row sparse-softmax CE (N,); backward writes the k(+1) nonzeros of each row."""
-
-    @staticmethod
-    def forward(ctx, logits, target, keep, k, label_smoothing, smoothing_over, target_in_support):
-        loss, state = sparse_rows(logits, target, keep, k, label_smoothing, smoothing_over, target_in_support)
-        ctx.save_for_backward(*state, target, keep)
-        ctx.logits_meta = (logits.shape, logits.dtype)
-        ctx.options = (label_smoothing, smoothing_over)
-        return loss
-
-    @staticmethod
-    def backward(ctx, grad_loss):
-        *state, target, keep = ctx.saved_tensors
-        w = grad_loss * keep  # (N,), 0 at ignored rows
-        eps, smoothing_over = ctx.options
-        grad = sparse_grad(tuple(state), target, w, eps, *ctx.logits_meta, smoothing_over)
-        return grad, None, None, None, None, None, None
+    def on_logits(self, logits, target, *, ignore_index=-100, reduction="mean"):
+        keep, safe_target = check_ce_inputs(logits, target, ignore_index, reduction, self.label_smoothing)
+        check_k(self.k, logits.shape[1])
+        if self.k == logits.shape[1]:
+            return SoftmaxRows(self.label_smoothing).on_logits(logits, target, ignore_index=ignore_index, reduction=reduction)
+        return self.reduced(logits, safe_target, keep, reduction)
 
 
 def sparse_softmax_cross_entropy(
@@ -184,19 +167,16 @@ def sparse_softmax_cross_entropy(
     Returns:
         The loss, in float32 for float16/bfloat16 logits; the gradient has the logits' dtype.
     """
-    keep, safe_target = check_ce_inputs(logits, target, ignore_index, reduction, label_smoothing)
-    check_k(k, logits.shape[1])
-    check_smoothing_over(smoothing_over)
-    if k == logits.shape[1]:
-        return softmax_cross_entropy(
-            logits, target, ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing
-        )
-    loss = _SparseSoftmaxCrossEntropy.apply(
-        logits, safe_target, keep, k, float(label_smoothing), smoothing_over, bool(target_in_support)
-    )
-    return reduce_loss(loss, keep, reduction)
+    rows = SparseRows(k, label_smoothing, smoothing_over, target_in_support)
+    return rows.on_logits(logits, target, ignore_index=ignore_index, reduction=reduction)
 
 
+def _sparse_examples(num_classes: int) -> dict[str, dict]:
+    """The shared head tests' cases: a support below C, and k = C (the full softmax)."""
+    return {"sparse": {"k": 4}, "sparse-k=C": {"k": num_classes}}
+
+
+@register_variant("sparse_softmax", label="sparse", title="sparse-softmax", examples=_sparse_examples)
 class SparseSoftmaxHead(SoftmaxHead):
     """Linear projection + :func:`sparse_softmax_cross_entropy` (Sun et al. 2021).
 
@@ -241,21 +221,12 @@ class SparseSoftmaxHead(SoftmaxHead):
             )
         return self.training_step < self.full_softmax_steps
 
-    def cross_entropy(self, logits: torch.Tensor, target: torch.Tensor, **kwargs) -> torch.Tensor:
-        if self.full_softmax_now():
-            return softmax_cross_entropy(logits, target, **kwargs)
-        return sparse_softmax_cross_entropy(
-            logits, target, self.k, smoothing_over=self.smoothing_over, target_in_support=self.target_in_support, **kwargs
-        )
-
-    def loss_and_grad(self, z, target, keep, row_weight=None):
-        if self.k == self.num_classes or self.full_softmax_now():  # the full softmax, as sparse_softmax_cross_entropy
-            return super().loss_and_grad(z, target, keep, row_weight)
-        eps = self.label_smoothing
-        loss, state = sparse_rows(z, target, keep, self.k, eps, self.smoothing_over, self.target_in_support)
-        if row_weight is None:
-            return loss, None
-        return loss, sparse_grad(state, target, row_weight, eps, z.shape, z.dtype, self.smoothing_over)
+    def row_loss(self) -> RowLoss:
+        """Sparse, or the full softmax (as :func:`sparse_softmax_cross_entropy`) at k = C and
+        during ``full_softmax_steps``."""
+        if self.k == self.num_classes or self.full_softmax_now():
+            return super().row_loss()
+        return SparseRows(self.k, self.label_smoothing, self.smoothing_over, self.target_in_support)
 
     @property
     def support_k(self) -> int | None:

@@ -15,7 +15,8 @@ both agree wherever the standard one is accurate.
 
 Normalisation: float16/bfloat16 logits are computed in float32 (float64 stays float64), with the
 row maximum subtracted before exp; the gradient has the logits' dtype. Memory: like
-F.cross_entropy, one (N, C) tensor in the compute dtype is kept for the backward.
+F.cross_entropy, one (N, C) tensor in the compute dtype is kept for the backward. The same
+:class:`StableRows` runs on the whole logits and, with ``chunk_size``, on chunks of rows.
 """
 
 from __future__ import annotations
@@ -23,7 +24,9 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from ._core import check_ce_inputs, compute_dtype, reduce_loss
+from ._core import compute_dtype
+from .registry import register_variant
+from .row_loss import RowLoss
 from .softmax import SoftmaxHead
 
 
@@ -34,77 +37,44 @@ def _sigmoid(a: torch.Tensor) -> torch.Tensor:
     return torch.where(a >= 0, 1.0 / (1.0 + e), e / (1.0 + e))
 
 
-def stable_rows(z: torch.Tensor, target: torch.Tensor, keep: torch.Tensor, label_smoothing: float):
-    """Per-row stable CE of ``z`` (N, C), already in the compute dtype; 0 at ignored rows.
+class StableRows(RowLoss):
+    """Stable CE as a :class:`RowLoss` (the module docstring's formulas), both paths."""
 
-    One pass makes E = exp(z − max_j z_j) with the target's entry zeroed, so S = Σ_j E_j is the
-    non-target sum, never 1 + tiny − 1. The gradient reuses E: softmax_{j≠t}(z_j − z_t) = E_j / S.
-    S underflows only when every non-target logit is > 87 below the target (float32), where the
-    loss and the gradient are subnormal or 0 anyway.
+    def rows(self, z, target, keep):
+        """One pass makes E = exp(z − max_j z_j) with the target's entry zeroed, so S = Σ_j E_j is
+        the non-target sum, never 1 + tiny − 1. The gradient reuses E: softmax_{j≠t}(z_j − z_t) =
+        E_j / S. S underflows only when every non-target logit is > 87 below the target (float32),
+        where the loss and the gradient are subnormal or 0 anyway.
 
-    Args:
-        z: (N, C) logits. target: (N,) long, ignored rows pointed at class 0. keep: (N,) bool.
+        Returns:
+            loss (N,), and the state (E (N, C), S (N,), a (N,)) that :meth:`grad` takes.
+        """
+        z = z.to(compute_dtype(z.dtype))  # (N, C), the logits themselves for float32/64
+        m = z.amax(dim=1, keepdim=True)  # (N, 1)
+        m = m.masked_fill(m == float("-inf"), 0.0)  # all-(−inf) rows: exp(−inf − 0) = 0, not nan
+        e = torch.sub(z, m).exp_()  # (N, C)
+        e.scatter_(1, target.unsqueeze(1), 0.0)
+        total = e.sum(dim=1)  # (N,) Σ_{j≠t} exp(z_j − m)
+        zt = z.gather(1, target.unsqueeze(1)).squeeze(1)  # (N,)
+        a = total.log() + m.squeeze(1) - zt  # logsumexp_{j≠t}(z_j) − z_t, −inf if no other class
+        loss = F.softplus(a)
+        if self.label_smoothing > 0:
+            loss = loss + self.label_smoothing * (zt - z.mean(dim=1))
+        return loss.masked_fill(~keep, 0.0), (e, total, a)
 
-    Returns:
-        loss (N,), and the state (E (N, C), S (N,), a (N,)) that :func:`stable_grad` takes.
-    """
-    m = z.amax(dim=1, keepdim=True)  # (N, 1)
-    m = m.masked_fill(m == float("-inf"), 0.0)  # all-(−inf) rows: exp(−inf − 0) = 0, not nan
-    e = torch.sub(z, m).exp_()  # (N, C)
-    e.scatter_(1, target.unsqueeze(1), 0.0)
-    total = e.sum(dim=1)  # (N,) Σ_{j≠t} exp(z_j − m)
-    zt = z.gather(1, target.unsqueeze(1)).squeeze(1)  # (N,)
-    a = total.log() + m.squeeze(1) - zt  # logsumexp_{j≠t}(z_j) − z_t, −inf if no other class
-    loss = F.softplus(a)
-    if label_smoothing > 0:
-        loss = loss + label_smoothing * (zt - z.mean(dim=1))
-    return loss.masked_fill(~keep, 0.0), (e, total, a)
-
-
-def stable_grad(state, target: torch.Tensor, row_weight: torch.Tensor, label_smoothing: float) -> torch.Tensor:
-    """d Σ_i w_i·loss_i / dz (N, C) in the compute dtype, from :func:`stable_rows`' state.
-
-    Args:
-        state: (E, S, a) of :func:`stable_rows`. target: (N,) long.
-        row_weight: w (N,), 0 at ignored rows.
-    """
-    e, total, a = state
-    eps, num_classes = label_smoothing, e.shape[1]
-    w = row_weight
-    sig = _sigmoid(a) * w  # (N,)
-    # σ(a)·w / S; rows with S = 0 (no other class, or all underflowed) have σ(a) = 0.
-    coef = torch.where(total > 0, sig / total, torch.zeros_like(sig))
-    grad = torch.mul(e, coef.unsqueeze(1))  # (N, C) σ(a)·softmax_{j≠t}, 0 at the target
-    if eps > 0:
-        grad.sub_((eps / num_classes) * w.unsqueeze(1))
-    target_grad = -sig + (eps - eps / num_classes) * w  # (N,)
-    return grad.scatter_(1, target.unsqueeze(1), target_grad.unsqueeze(1))
-
-
-def stable_loss_and_grad(z, target, keep, label_smoothing, row_weight=None):
-    """:func:`stable_rows`' loss (N,) and, if ``row_weight`` (N,) is given, :func:`stable_grad`."""
-    loss, state = stable_rows(z, target, keep, label_smoothing)
-    return loss, None if row_weight is None else stable_grad(state, target, row_weight, label_smoothing)
-
-
-class _StableCrossEntropy(torch.autograd.Function):
-    """Per-row stable CE (N,) with the sigmoid-form backward; ignored rows give 0."""
-
-    @staticmethod
-    def forward(ctx, logits, target, keep, label_smoothing):
-        z = logits.to(compute_dtype(logits.dtype))  # (N, C), the logits themselves for float32/64
-        loss, state = stable_rows(z, target, keep, label_smoothing)
-        ctx.save_for_backward(*state, target, keep)
-        ctx.logits_dtype = logits.dtype
-        ctx.label_smoothing = label_smoothing
-        return loss
-
-    @staticmethod
-    def backward(ctx, grad_loss):
-        e, total, a, target, keep = ctx.saved_tensors
-        w = grad_loss.to(e.dtype) * keep  # (N,) d loss / d row-loss, 0 at ignored rows
-        grad = stable_grad((e, total, a), target, w, ctx.label_smoothing)
-        return grad.to(ctx.logits_dtype), None, None, None
+    def grad(self, state, target, row_weight, shape, dtype):
+        """In the compute dtype: σ(a)·softmax_{j≠t} off the target, −σ(a) at it, then smoothing."""
+        e, total, a = state
+        eps, num_classes = self.label_smoothing, e.shape[1]
+        w = row_weight
+        sig = _sigmoid(a) * w  # (N,)
+        # σ(a)·w / S; rows with S = 0 (no other class, or all underflowed) have σ(a) = 0.
+        coef = torch.where(total > 0, sig / total, torch.zeros_like(sig))
+        grad = torch.mul(e, coef.unsqueeze(1))  # (N, C) σ(a)·softmax_{j≠t}, 0 at the target
+        if eps > 0:
+            grad.sub_((eps / num_classes) * w.unsqueeze(1))
+        target_grad = -sig + (eps - eps / num_classes) * w  # (N,)
+        return grad.scatter_(1, target.unsqueeze(1), target_grad.unsqueeze(1))
 
 
 def stable_cross_entropy(
@@ -122,19 +92,15 @@ def stable_cross_entropy(
         The loss in float32 for float16/bfloat16/float32 logits (float64 for float64);
         the gradient w.r.t. ``logits`` has their dtype.
     """
-    keep, safe_target = check_ce_inputs(logits, target, ignore_index, reduction, label_smoothing)
-    loss = _StableCrossEntropy.apply(logits, safe_target, keep, float(label_smoothing))
-    return reduce_loss(loss, keep, reduction)
+    return StableRows(label_smoothing).on_logits(logits, target, ignore_index=ignore_index, reduction=reduction)
 
 
+@register_variant("stable_softmax", label="stable", title="stable softmax")
 class StableSoftmaxHead(SoftmaxHead):
     """Linear projection + :func:`stable_cross_entropy` (arguments as :class:`SoftmaxHead`).
 
     ``log_probs`` is the plain softmax (normalised in float32); only the training loss differs.
     """
 
-    def cross_entropy(self, logits: torch.Tensor, target: torch.Tensor, **kwargs) -> torch.Tensor:
-        return stable_cross_entropy(logits, target, **kwargs)
-
-    def loss_and_grad(self, z, target, keep, row_weight=None):
-        return stable_loss_and_grad(z, target, keep, self.label_smoothing, row_weight)
+    def row_loss(self) -> StableRows:
+        return StableRows(self.label_smoothing)

@@ -28,10 +28,10 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from ._core import compute_dtype
+from ._core import CHUNK_LOGITS, compute_dtype
 
-# Logits per block for chunk_size="auto", as in training (chunked.AUTO_CHUNK_LOGITS, 64 MiB in float32).
-AUTO_BLOCK_LOGITS = 1 << 24
+# Logits per block for chunk_size="auto": the budget of training's chunks (``_core.CHUNK_LOGITS``).
+AUTO_BLOCK_LOGITS = CHUNK_LOGITS
 
 
 def class_block_size(num_rows: int, num_classes: int, chunk_size) -> int:

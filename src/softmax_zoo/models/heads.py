@@ -16,6 +16,9 @@ are written ``auto`` and filled here from the task:
   50-class test task and a 100k-word vocabulary. Adaptive softmax assumes classes sorted by
   decreasing frequency (the data preparers number them that way).
 - ``chunk_size: auto`` goes to the head as is (``losses.SoftmaxHead`` sizes its chunks itself).
+
+Which of a head's own options may be ``auto`` (``cutoffs``, ``chunk_size``) is what its variant
+registered (``losses.registry.auto_options``); importing the ``_target_`` registers it.
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ from hydra.errors import InstantiationException
 from omegaconf import DictConfig, OmegaConf
 
 from ..losses import OutputHead, optimal_cutoffs
+from ..losses.registry import auto_options
 
 log = logging.getLogger(__name__)
 AUTO = "auto"
@@ -66,13 +70,14 @@ def build_head(
     counts = None if class_counts is None else torch.as_tensor(class_counts)
     if counts is not None and counts.shape != (num_classes,):
         raise ValueError(f"class_counts must have shape ({num_classes},), got {tuple(counts.shape)}")
-    overrides = _fill_auto(cfg, num_classes, counts, where="loss")
+    head_cls = hydra.utils.get_class(cfg._target_)  # importing it registers its variant
+    overrides = _fill_auto(cfg, num_classes, counts, where="loss", own=auto_options(head_cls))
     if "cutoffs" in cfg:
         cfg.cutoffs = _cutoffs(cfg.cutoffs, num_classes, in_features, counts, search)
         log.info("%s: cutoffs %s", cfg._target_, list(cfg.cutoffs))
     kwargs: dict[str, Any] = {"in_features": in_features, "num_classes": num_classes, **overrides}
     if weight is not None:
-        if not _accepts(hydra.utils.get_class(cfg._target_), "weight"):
+        if not _accepts(head_cls, "weight"):
             raise ValueError(
                 f"{cfg._target_} cannot tie its output weight to another parameter, but a tied weight was "
                 "demanded (set the model's tie_weights=false, or choose a head with one (C, d) projection)"
@@ -86,13 +91,18 @@ def build_head(
         raise
 
 
-def _fill_auto(node: DictConfig, num_classes: int, counts: torch.Tensor | None, where: str) -> dict[str, Any]:
-    """Replace ``num_classes: auto`` in place; return nested overrides holding the counts tensor."""
+def _fill_auto(
+    node: DictConfig, num_classes: int, counts: torch.Tensor | None, where: str, own: tuple[str, ...]
+) -> dict[str, Any]:
+    """Replace ``num_classes: auto`` in place; return nested overrides holding the counts tensor.
+
+    ``own``: the head's options whose ``auto`` is left for the head (or ``_cutoffs``) to resolve.
+    """
     overrides: dict[str, Any] = {}
     for key in list(node.keys()):
         value = node[key]
         if isinstance(value, DictConfig):
-            sub = _fill_auto(value, num_classes, counts, f"{where}.{key}")
+            sub = _fill_auto(value, num_classes, counts, f"{where}.{key}", own)
             if sub:
                 overrides[key] = sub
         elif value == AUTO and key == "num_classes":
@@ -102,8 +112,9 @@ def _fill_auto(node: DictConfig, num_classes: int, counts: torch.Tensor | None, 
                 raise ValueError(f"{where}.counts is auto but the task provides no class counts")
             node[key] = None
             overrides[key] = counts
-        elif value == AUTO and key not in ("cutoffs", "chunk_size"):  # chunk_size: the head's own "auto"
-            raise ValueError(f"{where}.{key}: auto is only understood for num_classes, counts, cutoffs and chunk_size")
+        elif value == AUTO and key not in own:
+            understood = ", ".join(("num_classes", "counts", *own))
+            raise ValueError(f"{where}.{key}: auto is only understood for {understood} (this head)")
     return overrides
 
 

@@ -13,11 +13,13 @@ from typing import Any, Callable
 
 import numpy as np
 
+from ..losses.registry import variant_label
 from ..records import choice, group_by, load_records, read_predictions
 from ._pages import REGIME_NOT_MEASURED
 from ._stats import mean_ci
 
 SOFTMAX, SPARSE = "softmax", "sparse_softmax"  # the two arms, as configs/loss/ names them
+ARMS = (variant_label(SOFTMAX), variant_label(SPARSE))  # their registered labels, "softmax" and "sparse"
 BOOTSTRAP_SAMPLES = 2000
 Pair = tuple[dict[str, Any], dict[str, Any]]  # (softmax record, sparse-softmax record)
 
@@ -191,7 +193,7 @@ def stutter_line(pairs: list[Pair], runs: Path, beams: list[int]) -> str:
     ``ended_by_constraint``), a second line gives those shares too (:func:`constraint_line`).
     """
     shares, rows = {}, {}
-    for i, name in enumerate(("softmax", "sparse")):
+    for i, name in enumerate(ARMS):
         rows[name] = [r for p in pairs for r in read_predictions(p[i], runs)]  # read once, used for every beam
         for beam in beams:
             shares[name, beam] = 100.0 * np.mean([stutters(r[f"beam{beam}"]["prediction"]) for r in rows[name]])
@@ -204,7 +206,7 @@ def stutter_line(pairs: list[Pair], runs: Path, beams: list[int]) -> str:
 def _per_system(shares: dict[tuple[str, int], float], beams: list[int]) -> str:
     """"softmax a / b; sparse c / d (beam 1 / 5)." of percentages per system and beam."""
     return "; ".join(
-        f"{name} " + " / ".join(f"{shares[name, b]:.0f}" for b in beams) for name in ("softmax", "sparse")
+        f"{name} " + " / ".join(f"{shares[name, b]:.0f}" for b in beams) for name in ARMS
     ) + (f" (beam {' / '.join(map(str, beams))})." if len(beams) > 1 else ".")
 
 

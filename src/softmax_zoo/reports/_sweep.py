@@ -7,7 +7,10 @@ the records whose ``job.sweep_dir`` it is). The swept keys are read from the rec
 configured: every command-line override whose value differs between records (the seed aside). Seeds
 are pooled: each metric is the mean ± 95% Student-t interval over the runs of one swept value, with
 their number n. The plot shows one metric (``metric=``, default the first test metric) against the
-first numeric swept key, one line per value of the other keys.
+first numeric swept key, one line per value of the other keys. A swept ``loss`` keeps its config
+name in the table (what to type to rerun it); the line under the table and the plot's legend give
+its variant's registered label (:func:`softmax_zoo.losses.variant_label`, e.g. ``sparse`` for
+``loss=sparse_softmax``).
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from ..config import SCRATCH_DIR
+from ..losses.registry import variant_label
 from ..records import load_records, runs_dir, write_text
 from ._pages import line_plot, markdown_table, provenance
 from ._stats import mean_ci
@@ -92,6 +96,26 @@ def _cell(values: Sequence[float], runs: int) -> str:
     return cell if n == runs else f"{cell} (n={n})"
 
 
+def _shown(key: str, value: str | None, record: dict[str, Any]) -> str | None:
+    """A swept value as the page shows it: a loss by its registered label, anything else as given."""
+    if key != "loss" or value is None:
+        return value
+    return variant_label(value, (record.get("config") or {}).get("loss"), record.get("choices"))
+
+
+def loss_labels(records: Sequence[dict[str, Any]]) -> str:
+    """"Losses: `softmax`: softmax; `sparse_softmax`: sparse.", the registered label of each swept
+    loss; empty when the loss is not swept."""
+    if "loss" not in swept_keys(records):
+        return ""
+    labels: dict[str, str] = {}
+    for r in records:
+        name = overrides(r).get("loss")
+        if name is not None:
+            labels.setdefault(name, _shown("loss", name, r))
+    return "Losses: " + "; ".join(f"`{name}`: {label}" for name, label in sorted(labels.items())) + ".\n"
+
+
 def sweep_table(records: Sequence[dict[str, Any]]) -> tuple[list[str], list[list[Any]]]:
     """Header and rows: one row per combination of swept values, n, then each metric's mean ± 95% interval."""
     keys, names = swept_keys(records), metric_names(records)
@@ -118,16 +142,19 @@ def sweep_plot(records: Sequence[dict[str, Any]], metric: str, path: Path) -> Pa
         return None
     x_key, others = numeric[0], [k for k in keys if k != numeric[0]]
     lines: dict[tuple, dict[float, list[float]]] = {}
+    shown: dict[tuple, list[str | None]] = {}  # a line's values as the legend shows them
     for r in records:
         o = overrides(r)
         if x_key in o and metric in r.get("metrics", {}):
-            lines.setdefault(tuple(o.get(k) for k in others), {}).setdefault(float(o[x_key]), []).append(float(r["metrics"][metric]))
+            line = tuple(o.get(k) for k in others)
+            lines.setdefault(line, {}).setdefault(float(o[x_key]), []).append(float(r["metrics"][metric]))
+            shown.setdefault(line, [_shown(k, v, r) for k, v in zip(others, line)])
     with line_plot(path, xlabel=x_key, ylabel=metric, title=f"{metric} against {x_key} (mean ± 95% CI over seeds)") as ax:
         for label, points in sorted(lines.items(), key=lambda kv: tuple(_sort_key(v) for v in kv[0])):
             xs = sorted(points)
             stats = [mean_ci(points[x]) for x in xs]
             errors = [0.0 if math.isnan(s[1]) else s[1] for s in stats]
-            name = ", ".join(f"{k}={v}" for k, v in zip(others, label) if v is not None) or metric
+            name = ", ".join(f"{k}={v}" for k, v in zip(others, shown[label]) if v is not None) or metric
             ax.errorbar(xs, [s[0] for s in stats], yerr=errors, marker="o", capsize=3, label=name)
         if len(xs) > 1 and min(x for pts in lines.values() for x in pts) > 0 and max(xs) / min(xs) >= 10:
             ax.set_xscale("log")
@@ -152,6 +179,7 @@ def build_sweep(target: str, out: str | Path | None = None, metric: str | None =
         f"# Sweep: {target}\n\n{provenance(f'sweep {target}', records)}\n"
         f"Swept: {', '.join(swept_keys(records)) or 'nothing (one configuration)'}; seeds pooled "
         f"(mean ± 95% Student-t interval over the n runs of a row).\n\n" + markdown_table(header, rows)
+        + (f"\n{labels}" if (labels := loss_labels(records)) else "")
         + (f"\n![{metric}]({plot.name})\n" if plot else "")
     )
     write_text(out / f"sweep_{name}.md", text)

@@ -22,6 +22,7 @@ import math
 from pathlib import Path
 from typing import Any
 
+from ..losses.registry import variant_label
 from ..records import choice, get, load_records, runs_dir
 from ._pages import line_plot, markdown_table, write_page
 from ._stats import format_mean_ci, mean
@@ -39,13 +40,8 @@ SPEED_FILE = "diagnostics/lm1b_speed.json"  # written by python -m softmax_zoo.s
 
 
 def head_label(record: dict[str, Any]) -> str:
-    """"softmax", "adaptive", "sampled (quadratic, m=64)", ... from the record's Hydra choices."""
-    loss = choice(record, "loss")
-    if loss == "adaptive_softmax":
-        return "adaptive"
-    if loss == "sampled_softmax":
-        return f"sampled ({choice(record, 'sampler')}, m={get(record, 'config.loss.num_samples')})"
-    return loss
+    """"softmax", "adaptive", "sampled (quadratic, m=64)", ...: the registered label of the record's loss."""
+    return variant_label(choice(record, "loss"), get(record, "config.loss"), record.get("choices"))
 
 
 def summarize(records: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:

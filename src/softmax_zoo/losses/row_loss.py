@@ -1,0 +1,81 @@
+"""A logit-level loss written once: per-row values and their logit gradient.
+
+A variant (softmax, stable, sparse, ...) is a :class:`RowLoss` with two methods,
+
+    rows(z, target, keep)                  -> loss (N,), state      the forward
+    grad(state, target, w, shape, dtype)   -> ∂(Σ_i w_i·loss_i)/∂z   the backward, (N, C)
+
+and every path of the package runs that one definition:
+
+- the whole matrix, ``RowLoss.on_logits``: the (N, C) logits through :class:`_RowLossFunction`,
+  whose backward is ``grad`` with w = the upstream gradient (0 at ignored rows);
+- the chunked head (``chunked.py``): ``loss_and_grad`` on ``chunk_size`` rows at a time, with w
+  = the reduction's weights, so that the (N, C) logits never exist.
+
+``rows`` receives the logits as given (the whole-matrix path) or already in the compute dtype
+(the chunked path) and computes in ``_core.compute_dtype``; ``grad`` may return the compute
+dtype or ``dtype`` (the caller casts to the logits' dtype) and may reuse ``state``'s buffers in
+place: it is called once per ``rows``.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from ._core import check_ce_inputs, reduce_loss
+
+
+class RowLoss:
+    """A logit-level loss: subclasses implement :meth:`rows` and :meth:`grad`.
+
+    Args:
+        label_smoothing: ε in [0, 1], each variant's own smoothing rule.
+    """
+
+    def __init__(self, label_smoothing: float = 0.0) -> None:
+        self.label_smoothing = float(label_smoothing)
+
+    def rows(self, z: torch.Tensor, target: torch.Tensor, keep: torch.Tensor):
+        """Per-row loss of ``z`` (N, C); target (N,) long with ignored rows at class 0, keep (N,) bool.
+
+        Returns:
+            loss (N,) in the compute dtype, 0 at ignored rows, and a tuple of tensors for :meth:`grad`.
+        """
+        raise NotImplementedError
+
+    def grad(self, state, target: torch.Tensor, row_weight: torch.Tensor, shape: torch.Size, dtype: torch.dtype):
+        """d Σ_i w_i·loss_i / dz, (N, C) = ``shape``, from :meth:`rows`' state; w = ``row_weight`` (N,)."""
+        raise NotImplementedError
+
+    def loss_and_grad(self, z, target, keep, row_weight=None):
+        """loss (N,) and, if ``row_weight`` is given, its gradient (N, C): the chunked path's call."""
+        loss, state = self.rows(z, target, keep)
+        return loss, None if row_weight is None else self.grad(state, target, row_weight, z.shape, z.dtype)
+
+    def on_logits(self, logits: torch.Tensor, target: torch.Tensor, *, ignore_index: int = -100, reduction: str = "mean"):
+        """The loss of logits (N, C) and target (N,) of any integer dtype, reduced by ``reduction``."""
+        keep, safe_target = check_ce_inputs(logits, target, ignore_index, reduction, self.label_smoothing)
+        return self.reduced(logits, safe_target, keep, reduction)
+
+    def reduced(self, logits: torch.Tensor, safe_target: torch.Tensor, keep: torch.Tensor, reduction: str):
+        """:meth:`on_logits` after its checks: ``safe_target`` (N,) long, ignored rows at class 0."""
+        return reduce_loss(_RowLossFunction.apply(self, logits, safe_target, keep), keep, reduction)
+
+
+class _RowLossFunction(torch.autograd.Function):
+    """Per-row loss (N,) of a :class:`RowLoss` on the whole (N, C) logits, with its own backward."""
+
+    @staticmethod
+    def forward(ctx, row_loss, logits, target, keep):
+        loss, state = row_loss.rows(logits, target, keep)
+        ctx.save_for_backward(*state, target, keep)
+        ctx.row_loss, ctx.logits_meta = row_loss, (logits.shape, logits.dtype)
+        return loss
+
+    @staticmethod
+    def backward(ctx, grad_loss):
+        *state, target, keep = ctx.saved_tensors
+        w = grad_loss * keep  # (N,) d loss / d row-loss, 0 at ignored rows
+        shape, dtype = ctx.logits_meta
+        grad = ctx.row_loss.grad(tuple(state), target, w, shape, dtype)
+        return None, grad.to(dtype), None, None
