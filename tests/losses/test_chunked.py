@@ -113,7 +113,7 @@ def test_gradcheck_float64(variant, reduction, gen):
 
 @pytest.mark.parametrize("reduction", REDUCTIONS)
 def test_matches_reference_formulas(reduction, gen):
-    """Against the textbook formulas of tests/losses/reference.py on the float64 logits."""
+    """Against the textbook formulas of softmax_zoo.losses.reference on the float64 logits."""
     hidden, target = make_data(23, gen)
     for variant, ref in (("softmax", cross_entropy_ref), ("stable_softmax", cross_entropy_ref),
                          ("sparse", lambda z, t, **kw: sparse_cross_entropy_ref(z, t, 4, **kw))):
