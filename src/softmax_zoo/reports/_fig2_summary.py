@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 
+from ..losses.registry import variant_label
 from ..records import choice, get
 from ._stats import format_mean_ci, mean, mean_ci
 
@@ -26,12 +27,14 @@ def task_name(task: str) -> str:
     return TASK_NAMES.get(task, task)
 
 
+# The arms' kinds are the registered labels of their losses ("softmax", "sparse").
+LOSS_OF_KIND = {variant_label(name): name for name in ("softmax", "sparse_softmax")}
+
+
 def loss_key(record: dict[str, Any]) -> tuple[str, int | None]:
-    """("softmax", None) or ("sparse", k) from the record's Hydra choice of loss (other losses: (choice, None))."""
+    """("softmax", None) or ("sparse", k) from the record's Hydra choice of loss (other losses: (label, None))."""
     loss = choice(record, "loss")
-    if loss == "sparse_softmax":
-        return "sparse", int(get(record, "config.loss.k"))
-    return loss, None
+    return variant_label(loss), (int(get(record, "config.loss.k")) if loss == "sparse_softmax" else None)
 
 
 def summarize(records: list[dict[str, Any]]) -> dict[str, Groups]:

@@ -27,10 +27,11 @@ import numpy as np
 from omegaconf import OmegaConf
 
 from ..config import CONFIG_DIR
+from ..losses.registry import variant_title
 from ..records import get, load_records, runs_dir
 from ._fig2_claims import PAPER_F1, PAPER_K, Rows, by_claim, ledger
 from ._fig2_plots import plot_fig1, plot_fig2
-from ._fig2_summary import Groups, arms, best_k, cell, commands, compare, first_record, metric, sparse_ks, summarize, task_name
+from ._fig2_summary import LOSS_OF_KIND, Groups, arms, best_k, cell, commands, compare, first_record, metric, sparse_ks, summarize, task_name
 from ._pages import REGIME_NOT_MEASURED, markdown_table, write_page
 from ._stats import mean, mean_ci
 
@@ -40,8 +41,8 @@ PRETRAINED_NAMES = {"minilm": "all-MiniLM-L6-v2"}
 
 
 def variant_label(kind: str) -> str:
-    """The table's name of an arm's loss ("softmax", "sparse" -> "sparse-softmax"): the page's one variant label map."""
-    return "softmax" if kind == "softmax" else "sparse-softmax"
+    """The table's name of an arm's loss: the registered title of its variant ("sparse" -> "sparse-softmax")."""
+    return variant_title(LOSS_OF_KIND.get(kind, kind))
 
 
 def caveat(task: str) -> str | None:
