@@ -1,8 +1,9 @@
 """Every experiment config trains one optimiser step at smoke scale and writes its record.
 
 Parametrised from configs/experiment/, so a new experiment file is covered without editing this
-test. Data are generated in the prepared formats (the fixtures of each task family's tests);
-experiments whose model is large get a tiny one of the same kind (``TINY_MODEL``).
+test. Data are generated in the prepared formats of each task's family (tests/engine/paper_dry_run.py);
+a model loaded from a checkpoint (``model.pretrained`` or ``model.checkpoint``) is replaced by its
+family's tiny random one of the same kind (``TINY_MODEL``), so a new task needs no entry here.
 """
 
 from __future__ import annotations
@@ -14,13 +15,8 @@ import pytest
 
 from softmax_zoo import engine
 
-from .paper_dry_run import generated_data
+from .paper_dry_run import FIG2_TASK, TINY_MODEL, family, generated_data
 from .test_configs import names
-
-# fig2 takes its task from the command line: one text task with a pretrained-encoder default
-# (clinc_oos, run on the tiny BERT) and one with its own from-scratch default (iflytek).
-FIG2_TASK = {"fig2": "clinc_oos", "fig2_softmax": "iflytek"}
-TINY_MODEL = {"clinc_oos": "model=tiny_bert", "gigaword": "model=unilm_tiny", "squad_qg": "model=unilm_tiny"}
 
 
 @pytest.fixture(scope="module")
@@ -29,12 +25,18 @@ def data(tmp_path_factory) -> dict[str, Path]:
     return generated_data(tmp_path_factory.mktemp("experiment_data"))
 
 
+def loads_a_checkpoint(model) -> bool:
+    return model.get("pretrained") is not None or model.get("checkpoint") is not None
+
+
 @pytest.mark.parametrize("experiment", names("experiment"))
 def test_experiment_runs_one_step_at_smoke_scale(experiment, data, make_cfg):
     task = [f"task={FIG2_TASK[experiment]}"] if experiment in FIG2_TASK else []
-    task_name = make_cfg(f"experiment={experiment}", *task).task.name
+    composed = make_cfg(f"experiment={experiment}", *task)
+    task_name = composed.task.name
+    tiny = [TINY_MODEL[family(task_name)]] if loads_a_checkpoint(composed.model) else []
     overrides = [f"experiment={experiment}", *task, "scale=smoke", "train.max_steps=1", f"task.data_dir={data[task_name]}"]
-    cfg = make_cfg(*overrides, *([TINY_MODEL[task_name]] if task_name in TINY_MODEL else []))
+    cfg = make_cfg(*overrides, *tiny)
     record = engine.run(cfg)
     path = Path(cfg.results_dir) / "runs" / cfg.experiment_name / f"{cfg.run_name}.json"
     assert json.loads(path.read_text()) == record
