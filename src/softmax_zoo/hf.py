@@ -39,6 +39,7 @@ import types
 from typing import Any
 
 import torch
+from omegaconf import DictConfig, OmegaConf
 from torch import nn
 
 from .losses import LinearHead, SampledSoftmaxHead, SoftmaxHead, SparseSoftmaxHead, StableSoftmaxHead
@@ -67,7 +68,7 @@ LOGIT_TRANSFORMS = ("final_logit_softcapping", "logit_scale", "logits_scaling")
 CONFIG_KEY = "softmax_zoo_head"
 
 
-def use_head(model: nn.Module, loss: str | dict | None = None, **head_options) -> nn.Module:
+def use_head(model: nn.Module, loss: str | dict | DictConfig | None = None, **head_options) -> nn.Module:
     """Compute ``model``'s loss with a softmax_zoo head tied to its output layer; returns ``model``.
 
     Args:
@@ -101,13 +102,14 @@ def use_head(model: nn.Module, loss: str | dict | None = None, **head_options) -
             raise ValueError(f"{option} is set by use_head (the model's own output layer and the transformers mean)")
     if "forward" in vars(model):
         remove_head(model)
-    build = functools.partial(_build_head, _plain(loss), dict(head_options))
-    build(layer)  # fail here, not at the first forward
-    model.__dict__["_softmax_zoo"] = {"build": build, "head": build(layer), "objective": objective}
+    loss = _plain(loss)
+    build = functools.partial(_build_head, loss, dict(head_options))
+    head = build(layer)  # bad options fail here, not at the first forward
+    model.__dict__["_softmax_zoo"] = {"build": build, "head": head, "objective": objective}
     model.forward = types.MethodType(_forward_with(type(model).forward), model)
     layer.forward = types.MethodType(_output_layer_forward, layer)
     layer.softmax_zoo_emit_hidden = False
-    record = {"loss": _plain(loss), "options": {k: v for k, v in head_options.items() if k != "class_counts"}}
+    record = {"loss": loss, "options": {k: v for k, v in head_options.items() if k != "class_counts"}}
     if _is_json(record):
         setattr(model.config, CONFIG_KEY, record)
     elif hasattr(model.config, CONFIG_KEY):
@@ -136,7 +138,7 @@ def head_of(model: nn.Module) -> LinearHead:
 
 
 def _objective(model: nn.Module) -> str:
-    """"causal" or "masked" from transformers' ``loss_type`` (set from the class name)."""
+    """The model's objective, "causal" or "masked", from transformers' ``loss_type`` (set from the class name)."""
     for field in LOGIT_TRANSFORMS:
         value = getattr(model.config, field, None)
         if value not in (None, 1, 1.0):
@@ -166,7 +168,7 @@ def _build_head(loss: str | dict, options: dict, layer: nn.Module) -> LinearHead
             raise ValueError(f"unknown variant {loss!r}; choose one of {sorted(VARIANTS)} or pass a loss config")
         head = VARIANTS[loss](in_features, num_classes, weight=layer.weight, bias=False, reduction="sum", **options)
     else:
-        from .models.heads import build_head  # hydra / omegaconf only for configs
+        from .models.heads import build_head  # imports hydra: only for configs
 
         target = str(loss.get("_target_", ""))
         if target.rsplit(".", 1)[-1] == "AdaptiveSoftmaxHead":
@@ -246,18 +248,11 @@ def _loss_forward(model: nn.Module, model_forward, labels: torch.Tensor, kwargs:
     return type(out)(loss=total / num_items, logits=logits, **fields)
 
 
-def _plain(loss: Any) -> Any:
+def _plain(loss: str | dict | DictConfig) -> str | dict:
     """A loss config as a plain dict (DictConfig -> dict); a name as is."""
-    if isinstance(loss, str) or loss is None:
+    if isinstance(loss, str):
         return loss
-    try:
-        from omegaconf import DictConfig, OmegaConf
-
-        if isinstance(loss, DictConfig):
-            return OmegaConf.to_container(loss, resolve=True)
-    except ImportError:
-        pass
-    return dict(loss)
+    return OmegaConf.to_container(loss, resolve=True) if isinstance(loss, DictConfig) else dict(loss)
 
 
 def _is_json(value: Any) -> bool:
