@@ -96,7 +96,9 @@ def use_head(model: nn.Module, loss: str | dict | DictConfig | None = None, **he
     objective = _objective(model)
     layer = model.get_output_embeddings()
     if not isinstance(getattr(layer, "weight", None), torch.Tensor) or layer.weight.dim() != 2:
-        raise ValueError(f"{type(model).__name__}.get_output_embeddings() is {type(layer).__name__}, not a (C, d) linear layer")
+        raise ValueError(
+            f"{type(model).__name__}.get_output_embeddings() is {type(layer).__name__}, not a (C, d) linear layer"
+        )
     for option in SET_BY_USE_HEAD:
         if option in head_options:
             raise ValueError(f"{option} is set by use_head (the model's own output layer and the transformers mean)")
