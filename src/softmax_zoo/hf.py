@@ -1,0 +1,265 @@
+"""Train any Hugging Face language model with a softmax_zoo head, in one line::
+
+    from softmax_zoo.hf import use_head
+    model = use_head(model, "sparse_softmax", k=20, chunk_size="auto")
+    model(input_ids, labels=labels).loss.backward()     # never holds the (tokens, vocabulary) logits
+
+The head is tied to the model's own output layer (``get_output_embeddings()``: its weight, and
+its bias if it has one), so the model keeps its parameters, its state dict and its checkpoints.
+``model(..., labels=...)`` then computes its ``loss`` with the head:
+
+- causal LMs: position t predicts label t + 1 (labels shifted as transformers shifts them,
+  or the ``shift_labels`` given); masked LMs: every labelled position, after the model's own
+  head transform (e.g. BERT's ``cls.predictions.transform``); ``ignore_index`` (-100) ignored;
+- the mean over the labelled tokens, or their sum / ``num_items_in_batch`` when the Trainer
+  passes it (gradient accumulation), as transformers' own losses;
+- in training mode the head reads the hidden states, the output layer is skipped and the
+  output's ``logits`` is None; with ``chunk_size`` set the logits are never held. In eval
+  mode the model computes its logits as usual and the loss is the head's on them (for sampled
+  softmax: the full softmax), so evaluation returns logits for metrics.
+
+Without labels the forward is the model's own, so ``generate()`` is unchanged.
+
+The seam: the model's ``forward`` and its output layer's ``forward`` are replaced on the
+instances (their classes, parameters and state dict stay as they are); in training with labels
+the output layer returns its input, so whatever the model does between its body and the output
+layer (final norm, head transform) runs unchanged and no architecture is patched by hand.
+transformers' ``model.loss_function`` hook is not used: it is handed the logits, already
+materialised, and BERT-style models do not call it. The variant and its options are kept in
+``model.config.softmax_zoo_head`` (an extra config.json key that plain transformers loads and
+ignores), so ``use_head(model)`` after ``from_pretrained`` restores the same head.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import json
+import types
+from typing import Any
+
+import torch
+from omegaconf import DictConfig, OmegaConf
+from torch import nn
+
+from .losses import LinearHead, SampledSoftmaxHead, SoftmaxHead, SparseSoftmaxHead, StableSoftmaxHead
+
+__all__ = ["use_head", "remove_head", "head_of", "VARIANTS"]
+
+# Variant names (those of configs/loss/*.yaml) -> heads that can share the model's (C, d) output layer.
+VARIANTS: dict[str, type[LinearHead]] = {
+    "softmax": SoftmaxHead,
+    "stable_softmax": StableSoftmaxHead,
+    "sparse_softmax": SparseSoftmaxHead,
+    "sampled_softmax": SampledSoftmaxHead,
+}
+REFUSED = {
+    "adaptive_softmax": (
+        "adaptive softmax has its own projections (a head over the frequent words and clusters, then "
+        "smaller tail projections), so it cannot reuse the model's (vocabulary, hidden) output layer: "
+        "the model would no longer generate or save with its own weights. Train it in softmax_zoo's "
+        "own models (python -m softmax_zoo.train loss=adaptive_softmax)"
+    ),
+}
+SET_BY_USE_HEAD = ("bias", "reduction", "weight", "in_features", "num_classes")
+# Config fields of models whose logits are more than the output layer's (a head on the hidden
+# states would train a different model): Gemma 2/3 soft-capping, Cohere and Granite scaling.
+LOGIT_TRANSFORMS = ("final_logit_softcapping", "logit_scale", "logits_scaling")
+CONFIG_KEY = "softmax_zoo_head"
+
+
+def use_head(model: nn.Module, loss: str | dict | DictConfig | None = None, **head_options) -> nn.Module:
+    """Compute ``model``'s loss with a softmax_zoo head tied to its output layer; returns ``model``.
+
+    Args:
+        model: a transformers ``PreTrainedModel``, causal LM or masked LM, whose
+            ``get_output_embeddings()`` is its (C, d) output layer.
+        loss: a variant name (``"softmax"``, ``"stable_softmax"``, ``"sparse_softmax"``,
+            ``"sampled_softmax"``), or a loss config (``_target_`` + keyword arguments, e.g. a
+            configs/loss/*.yaml file loaded with OmegaConf; ``auto`` values are filled as
+            :func:`softmax_zoo.models.heads.build_head` fills them). None: the head recorded in
+            ``model.config.softmax_zoo_head`` by an earlier ``use_head`` (e.g. before
+            ``save_pretrained``).
+        **head_options: the head's keyword arguments (``chunk_size``, ``k``, ``label_smoothing``,
+            ``ignore_index``, ``sampler``, ``num_samples``, ...), over the config's;
+            ``class_counts`` (C,) goes to ``build_head`` for ``counts: auto``. ``bias`` and
+            ``reduction`` are the model's (its output bias; the transformers mean) and refused.
+
+    Calling it again replaces the head. For ``SparseSoftmaxHead(full_softmax_steps=...)`` give
+    the Trainer ``TrainingStepToHeads(head_of(model))``.
+    """
+    if loss is None:
+        recorded = getattr(model.config, CONFIG_KEY, None)
+        if recorded is None:
+            raise ValueError(f"no loss given and model.config has no {CONFIG_KEY} recorded by use_head")
+        loss, head_options = recorded["loss"], {**recorded["options"], **head_options}
+    objective = _objective(model)
+    layer = model.get_output_embeddings()
+    if not isinstance(getattr(layer, "weight", None), torch.Tensor) or layer.weight.dim() != 2:
+        raise ValueError(
+            f"{type(model).__name__}.get_output_embeddings() is {type(layer).__name__}, not a (C, d) linear layer"
+        )
+    for option in SET_BY_USE_HEAD:
+        if option in head_options:
+            raise ValueError(f"{option} is set by use_head (the model's own output layer and the transformers mean)")
+    if "forward" in vars(model):
+        remove_head(model)
+    loss = _plain(loss)
+    build = functools.partial(_build_head, loss, dict(head_options))
+    head = build(layer)  # bad options fail here, not at the first forward
+    model.__dict__["_softmax_zoo"] = {"build": build, "head": head, "objective": objective}
+    model.forward = types.MethodType(_forward_with(type(model).forward), model)
+    layer.forward = types.MethodType(_output_layer_forward, layer)
+    layer.softmax_zoo_emit_hidden = False
+    record = {"loss": loss, "options": {k: v for k, v in head_options.items() if k != "class_counts"}}
+    if _is_json(record):
+        setattr(model.config, CONFIG_KEY, record)
+    elif hasattr(model.config, CONFIG_KEY):
+        delattr(model.config, CONFIG_KEY)
+    return model
+
+
+def remove_head(model: nn.Module) -> nn.Module:
+    """Undo :func:`use_head`: the model's own forward, loss and config again; returns ``model``."""
+    if "_softmax_zoo" not in vars(model):
+        return model
+    del model.__dict__["_softmax_zoo"], model.__dict__["forward"]
+    layer = model.get_output_embeddings()
+    for name in ("forward", "softmax_zoo_emit_hidden"):
+        layer.__dict__.pop(name, None)
+    if hasattr(model.config, CONFIG_KEY):
+        delattr(model.config, CONFIG_KEY)
+    return model
+
+
+def head_of(model: nn.Module) -> LinearHead:
+    """The head :func:`use_head` put on ``model`` (tied to its output layer's parameters)."""
+    if "_softmax_zoo" not in vars(model):
+        raise ValueError("the model has no softmax_zoo head (call use_head first)")
+    return _current_head(model)
+
+
+def _objective(model: nn.Module) -> str:
+    """The model's objective, "causal" or "masked", from transformers' ``loss_type`` (set from the class name)."""
+    for field in LOGIT_TRANSFORMS:
+        value = getattr(model.config, field, None)
+        if value not in (None, 1, 1.0):
+            raise ValueError(
+                f"{type(model).__name__} transforms its logits ({field}={value}); a head on its output layer "
+                "would train a different model"
+            )
+    loss_type = getattr(model, "loss_type", None)
+    if loss_type == "ForMaskedLM":
+        return "masked"
+    if loss_type == "ForCausalLM" or (loss_type is None and model.can_generate()):
+        return "causal"  # e.g. GPT2LMHeadModel: no loss_type, the causal loss by default
+    raise ValueError(
+        f"use_head supports causal and masked language models; {type(model).__name__} has loss_type={loss_type!r}"
+    )
+
+
+def _build_head(loss: str | dict, options: dict, layer: nn.Module) -> LinearHead:
+    """The head for ``loss`` tied to ``layer``'s weight (C, d) and bias (C,) or None, summing its loss."""
+    num_classes, in_features = layer.weight.shape
+    options = dict(options)
+    counts = options.pop("class_counts", None)
+    if isinstance(loss, str):
+        if loss in REFUSED:
+            raise ValueError(REFUSED[loss])
+        if loss not in VARIANTS:
+            raise ValueError(f"unknown variant {loss!r}; choose one of {sorted(VARIANTS)} or pass a loss config")
+        head = VARIANTS[loss](in_features, num_classes, weight=layer.weight, bias=False, reduction="sum", **options)
+    else:
+        from .models.heads import build_head  # imports hydra: only for configs
+
+        target = str(loss.get("_target_", ""))
+        if target.rsplit(".", 1)[-1] == "AdaptiveSoftmaxHead":
+            raise ValueError(REFUSED["adaptive_softmax"])
+        cfg = {**loss, **options, "bias": False, "reduction": "sum"}
+        cfg.pop("cutoffs_search", None)
+        head = build_head(cfg, in_features, num_classes, weight=layer.weight, class_counts=counts)
+    if not isinstance(head, LinearHead):
+        raise ValueError(f"{type(head).__name__} has no single (C, d) projection to tie to the model's output layer")
+    if getattr(layer, "bias", None) is not None:
+        head.bias = layer.bias  # the same Parameter: trained once, saved once
+    return head
+
+
+def _current_head(model: nn.Module) -> LinearHead:
+    """The head, rebuilt if the output layer's parameters were replaced (e.g. resize_token_embeddings)."""
+    state = model.__dict__["_softmax_zoo"]
+    layer, head = model.get_output_embeddings(), state["head"]
+    if head.weight is not layer.weight or head.bias is not getattr(layer, "bias", None):
+        head = state["head"] = state["build"](layer)
+    return head
+
+
+def _output_layer_forward(self: nn.Module, hidden: torch.Tensor) -> torch.Tensor:
+    """The output layer's forward, or its input while the model's forward asks for hidden states."""
+    if self.softmax_zoo_emit_hidden:
+        return hidden
+    return type(self).forward(self, hidden)
+
+
+def _forward_with(model_forward):
+    """``model_forward`` with the loss of the head; the signature is the model's (the Trainer reads it)."""
+    names = [p for p in inspect.signature(model_forward).parameters][1:]
+
+    @functools.wraps(model_forward)
+    def forward(self, *args, **kwargs):
+        kwargs.update(zip(names, args))  # HF forwards take no *args: every argument has a name
+        labels = kwargs.pop("labels", None)
+        if labels is None:
+            return model_forward(self, **kwargs)
+        return _loss_forward(self, model_forward, labels, kwargs)
+
+    return forward
+
+
+def _loss_forward(model: nn.Module, model_forward, labels: torch.Tensor, kwargs: dict):
+    state, head = model.__dict__["_softmax_zoo"], _current_head(model)
+    num_items = kwargs.pop("num_items_in_batch", None)
+    shift_labels = kwargs.pop("shift_labels", None)
+    if head.training != model.training:
+        head.train(model.training)  # the head is not a submodule: model.train() does not reach it
+    if state["objective"] == "masked":
+        target = labels
+    elif shift_labels is not None:
+        target = shift_labels
+    else:  # position t predicts t + 1; the last position has nothing to predict
+        target = nn.functional.pad(labels, (0, 1), value=head.ignore_index)[..., 1:]
+    layer = model.get_output_embeddings()
+    if model.training:
+        layer.softmax_zoo_emit_hidden = True
+        try:
+            out = model_forward(model, **kwargs)
+        finally:
+            layer.softmax_zoo_emit_hidden = False
+        hidden, logits = out.logits, None  # (..., T, d): the output layer returned its input
+        total = head(hidden, target.to(hidden.device))
+    else:
+        out = model_forward(model, **kwargs)
+        logits = out.logits  # (..., T, C)
+        target = target.to(logits.device)
+        total = head.loss_from_logits(logits.reshape(-1, logits.shape[-1]), target.reshape(-1))
+    if num_items is None:
+        num_items = (target != head.ignore_index).sum()
+    elif torch.is_tensor(num_items):
+        num_items = num_items.to(total.device)
+    fields = {k: v for k, v in out.items() if k not in ("loss", "logits")}
+    return type(out)(loss=total / num_items, logits=logits, **fields)
+
+
+def _plain(loss: str | dict | DictConfig) -> str | dict:
+    """A loss config as a plain dict (DictConfig -> dict); a name as is."""
+    if isinstance(loss, str):
+        return loss
+    return OmegaConf.to_container(loss, resolve=True) if isinstance(loss, DictConfig) else dict(loss)
+
+
+def _is_json(value: Any) -> bool:
+    try:
+        json.dumps(value)
+    except TypeError:
+        return False
+    return True
