@@ -13,7 +13,7 @@ import pytest
 
 from tests.data.test_data_layering import PACKAGE, _imported_modules, _package_of
 
-UPPER = ("softmax_zoo.engine", "softmax_zoo.tasks", "softmax_zoo.studies", "softmax_zoo.reports", "softmax_zoo.results")
+UPPER = ("softmax_zoo.engine", "softmax_zoo.tasks", "softmax_zoo.studies", "softmax_zoo.reports")
 LOWER = ("losses", "data", "models")
 
 

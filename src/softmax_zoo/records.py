@@ -12,7 +12,9 @@ rows of an evaluated split go beside it, ``<run_name>.<split>.predictions.jsonl`
 
 Writing: :func:`atomic_write` hands a temporary sibling of the target to a writer (text, a
 figure, ``torch.save``), fsyncs it and renames it onto the target, so a crash leaves the old file
-or none, never half of one; :func:`write_text` is the text case.
+or none, never half of one; :func:`write_text` is the text case. The file gets the mode a plain
+``open(path, "w")`` would give it (:data:`FILE_MODE`, 0644 under the usual umask 022), not the
+owner-only 0600 of a temporary file, so a group sharing a results folder can read it.
 """
 
 from __future__ import annotations
@@ -37,6 +39,17 @@ RECORD_SCHEMA = 1
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
 
+def _umask() -> int:
+    """The process's umask (read by setting it and restoring it at once: there is no read-only call)."""
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+# The mode of a file created by open(path, "w"): 0o666 less the umask, read once at import.
+FILE_MODE = 0o666 & ~_umask()
+
+
 # ---------------------------------------------------------------- writing files
 
 
@@ -48,13 +61,15 @@ def atomic_write(path: str | Path, write: Callable[[Path], Any]) -> Path:
         write: fills the file it is given, e.g. ``lambda tmp: torch.save(obj, tmp)``.
 
     Returns:
-        ``path``. On any exception the temporary file is removed and ``path`` is left as it was.
+        ``path``, with mode :data:`FILE_MODE`. On any exception the temporary file is removed and
+        ``path`` is left as it was.
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")  # mode 0600
     os.close(fd)
     try:
+        os.chmod(tmp, FILE_MODE)
         write(Path(tmp))
         with open(tmp, "rb") as f:
             os.fsync(f.fileno())

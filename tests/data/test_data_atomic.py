@@ -1,6 +1,8 @@
-"""Preparing twice is byte-identical; an interrupted preparation never leaves a complete-looking folder."""
+"""Preparing twice is byte-identical; an interrupted preparation never leaves a complete-looking folder; prepared files get a plain write's mode."""
 
 from __future__ import annotations
+
+import stat
 
 import pytest
 
@@ -52,3 +54,12 @@ def test_stale_temporary_folder_is_removed(raw_root, out_dir):
     (stale / "train.txt").write_text("half")
     prepare_task("ptb", raw_root_dir=raw_root, out_dir=out_dir)
     assert [p.name for p in out_dir.iterdir()] == ["ptb"]
+
+
+def test_prepared_files_get_a_plain_writes_mode(raw_root, out_dir):
+    prepare_task("ptb", raw_root_dir=raw_root, out_dir=out_dir)
+    probe = out_dir / "plain.txt"
+    probe.write_text("plain")
+    expected = stat.S_IMODE(probe.stat().st_mode)
+    modes = {p.name: stat.S_IMODE(p.stat().st_mode) for p in (out_dir / "ptb").iterdir()}
+    assert modes and modes == dict.fromkeys(modes, expected)

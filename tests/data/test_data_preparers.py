@@ -6,6 +6,7 @@ import json
 
 import pytest
 
+from softmax_zoo.data.layout import missing_split_message
 from softmax_zoo.data.prepare import prepare_all, prepare_task
 from softmax_zoo.data.tokenizers import CharTokenizer, WordVocab
 
@@ -143,6 +144,27 @@ def test_wikitext2_without_train(raw_root, out_dir):
     assert meta["splits"]["validation"] == {"sentences": 2, "words": 7, "tokens_with_eos": 9}
     assert meta["dropped"]["validation"] == {"empty line": 3}
     assert (out_dir / "wikitext2" / "vocab.txt").read_text() == "the\t10\ncat\t4\nTitle\t2\n"
+    assert meta["missing_files"] == {"train": "wiki.train.tokens"} and meta["alternatives"] == ["ptb", "lm1b"]
+
+
+LM_FILES = ["meta.json", "vocab.txt", "train.txt", "validation.txt", "test.txt"]  # what an LM run reads
+
+
+def test_a_run_on_wikitext2_without_train_is_told_what_is_missing_and_what_instead(raw_root, out_dir, caplog):
+    prepare_task("wikitext2", raw_root_dir=raw_root, out_dir=out_dir)
+    assert "task=wikitext2 cannot train on this preparation: add wiki.train.tokens" in caplog.text
+    message = missing_split_message(out_dir / "wikitext2", "wikitext2", LM_FILES)
+    assert message.startswith(f"task 'wikitext2' needs the train split, but {out_dir / 'wikitext2'} was prepared without it")
+    assert f"the release in {raw_root / 'wikitext2'} has no train (wiki.train.tokens)" in message
+    assert "`make data TASK=wikitext2` cannot make train.txt (the folder holds validation, test)" in message
+    assert message.endswith("or train the same models on task=ptb or task=lm1b.")
+    assert missing_split_message(out_dir / "wikitext2", "wikitext2", ["validation.txt", "test.txt"]) is None
+
+
+def test_a_complete_or_unprepared_folder_has_no_missing_split_message(raw_root, out_dir):
+    prepare_task("ptb", raw_root_dir=raw_root, out_dir=out_dir)
+    assert missing_split_message(out_dir / "ptb", "ptb", LM_FILES) is None
+    assert missing_split_message(out_dir / "nothing", "wikitext2", LM_FILES) is None
 
 
 def test_prepare_all_skips_missing_folders(raw_root, out_dir):

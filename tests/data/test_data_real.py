@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from softmax_zoo.data.layout import missing_split_message
 from softmax_zoo.data.prepare import TASKS, prepare_task
 
 RAW = Path(os.environ.get("SOFTMAX_ZOO_RAW", ""))
@@ -75,6 +76,8 @@ def test_wikitext2(tmp_path):
     meta = prepare_task("wikitext2", raw_root_dir=_need("wikitext2"), out_dir=tmp_path)
     s = meta["splits"]
     assert meta["missing_splits"] == ["train"]
+    message = missing_split_message(tmp_path / "wikitext2", "wikitext2", ["train.txt"])
+    assert f"the release in {_need('wikitext2') / 'wikitext2'} has no train (wiki.train.tokens)" in message
     assert (s["validation"]["words"], s["test"]["words"]) == (213886, 241211)
     assert s["validation"]["sentences"] + meta["dropped"]["validation"]["empty line"] == 3760
     assert meta["vocab_size"] == 33276

@@ -1,4 +1,5 @@
-"""The generic sweep report, the reports command line without a page, and `make data` with nothing to prepare."""
+"""The generic sweep report (its primary metric and its diagnostics), the reports command line without a page,
+and `make data` with nothing to prepare."""
 
 from __future__ import annotations
 
@@ -6,9 +7,12 @@ import json
 
 import pytest
 
+from omegaconf import OmegaConf
+
+from softmax_zoo.config import CONFIG_DIR
 from softmax_zoo.data.prepare.cli import main as prepare_main
 from softmax_zoo.reports import __main__ as cli
-from softmax_zoo.reports._sweep import build_sweep, swept_keys, sweep_table
+from softmax_zoo.reports._sweep import build_sweep, is_diagnostic, primary_metric, swept_keys, sweep_table
 
 
 def fake_record(folder, loss: str, k: int | None, seed: int, f1: float) -> dict:
@@ -69,3 +73,62 @@ def test_reports_without_a_page_list_them(capsys):
 def test_prepare_all_with_no_release_folder_fails_naming_them(tmp_path, caplog):
     assert prepare_main(["all", f"raw_root={tmp_path}", f"out_dir={tmp_path / 'out'}"]) == 1
     assert "nothing prepared" in caplog.text and f"clinc_oos: {tmp_path}" in caplog.text
+
+
+def classification_records(folder, task: dict) -> None:
+    """A k sweep whose records carry, as a classification run's do, the top-k diagnostics beside the scores."""
+    folder.mkdir(parents=True)
+    for k in (5, 20):
+        for seed in range(2):
+            metrics = {"test/micro_f1": 0.8 + 0.001 * k, "test/loss": 0.5, "test/diagnostic_targets": 5500.0,
+                       "test/diagnostics_k": float(k), "test/target_in_topk": 0.9, "val/micro_f1": 0.9}
+            record = {"run_name": f"k{k}_s{seed}", "metrics": metrics, "config": {"task": task},
+                      "job": {"overrides": [f"loss.k={k}", f"seed={seed}"]}}
+            (folder / f"k{k}_s{seed}.json").write_text(json.dumps(record))
+
+
+def table_header(text: str) -> list[str]:
+    line = next(line for line in text.splitlines() if line.startswith("| loss.k |"))
+    return [cell.strip() for cell in line.strip("|").split("|")]
+
+
+def test_sweep_defaults_to_the_primary_metric_and_leaves_diagnostics_out(tmp_path):
+    folder = tmp_path / "runs" / "ksweep"
+    classification_records(folder, {"name": "mine", "primary_metric": "test/loss", "metric_higher_is_better": False})
+    text = build_sweep(str(folder), out=tmp_path / "out")
+    assert table_header(text) == ["loss.k", "n", "test/loss", "test/micro_f1", "val/micro_f1"]
+    assert "First column and plot: test/loss (the task's primary metric, lower is better); 3 diagnostic metric(s) left out" in text
+    assert "![test/loss]" in text
+    everything = build_sweep(str(folder), out=tmp_path / "out", diagnostics=True)
+    assert table_header(everything)[2:] == ["test/loss", "test/diagnostic_targets", "test/diagnostics_k", "test/micro_f1",
+                                            "test/target_in_topk", "val/micro_f1"]
+    chosen = build_sweep(str(folder), out=tmp_path / "out", metric="test/target_in_topk")  # asked for: tabulated first
+    assert table_header(chosen)[2:4] == ["test/target_in_topk", "test/loss"]
+
+
+def test_records_without_a_declared_metric_use_their_task_config(tmp_path):
+    """Records written before the task configs declared it: configs/task/<task>.yaml says."""
+    folder = tmp_path / "runs" / "ksweep"
+    classification_records(folder, {"name": "clinc_oos"})
+    records = [json.loads(p.read_text()) for p in sorted(folder.glob("*.json"))]
+    assert primary_metric(records) == ("test/micro_f1", True)
+    assert table_header(build_sweep(str(folder), out=tmp_path / "out"))[2] == "test/micro_f1"
+
+
+def test_the_primary_metric_falls_back_to_validation(tmp_path):
+    records = [{"metrics": {"val/perplexity": 100.0, "val/tokens": 10.0}, "config": {"task": {"name": "ptb"}}}]
+    assert primary_metric(records) == ("val/perplexity", False)
+    assert primary_metric(records + [{"metrics": {"val/perplexity": 1.0}, "config": {"task": {"name": "clinc_oos"}}}]) is None
+
+
+def test_sweep_command_takes_diagnostics(sweep_folder, tmp_path, capsys):
+    assert cli.main(["sweep", str(sweep_folder), f"out={tmp_path}", "diagnostics=true"]) == 0
+    assert cli.main(["sweep", str(sweep_folder), "diagnostics=maybe"]) == 2
+
+
+def test_every_task_declares_a_primary_metric_that_is_not_a_diagnostic():
+    for path in sorted((CONFIG_DIR / "task").glob("*.yaml")):
+        task = OmegaConf.load(path)
+        assert str(task.get("primary_metric", "")).startswith("test/"), path.name
+        assert not is_diagnostic(task.primary_metric), path.name
+        assert isinstance(task.get("metric_higher_is_better"), bool), path.name

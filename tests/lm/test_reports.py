@@ -148,7 +148,7 @@ def test_kernel_bias_paper_setting_section(tmp_path):
         records.write_record(r, runs)
     records.write_record(record("kernel_bias_paper", "full", "softmax", {"val/loss": 5.0}), runs)
     kernel_bias.build(tmp_path)
-    assert "Incomplete: 1 run record(s) in results/runs/kernel_bias_paper/" in (tmp_path / "kernel_bias.md").read_text()
+    assert f"Incomplete: 1 run record(s) in {runs.resolve().as_posix()}/kernel_bias_paper/" in (tmp_path / "kernel_bias.md").read_text()
     curve = [{"step": s, "val/curve_perplexity": 300.0 - s} for s in (0, 100, 200)]
     for name, m, gap in (("uniform", 8, 1.0), ("uniform", 2048, 0.1), ("quadratic", 8, 0.05), ("quadratic_centred", 8, 0.5)):
         records.write_record(record("kernel_bias_paper", f"{name}_m{m}", "sampled_softmax", {"val/loss": 5.0 + gap},

@@ -91,6 +91,38 @@ def read_meta(data_dir: str | Path, kind: str | None = None) -> dict[str, Any]:
     return meta
 
 
+def missing_split_message(data_dir: str | Path, task: str, files: list[str]) -> str | None:
+    """Why ``files`` are absent from a prepared folder whose release lacked their splits, and what to do instead.
+
+    A preparation without a split (wikitext2 from a release without its train text) records it in
+    meta.json: ``missing_splits``, and where the preparer knows them the release file each needs
+    (``missing_files``) and the tasks of the same kind that have every split (``alternatives``).
+    Preparing again cannot make such a file, so this message replaces "run make data".
+
+    Returns:
+        The message, or None when ``data_dir`` has no meta.json or none of ``files`` is a missing split's.
+    """
+    data_dir = Path(data_dir)
+    if not (data_dir / META_FILE).is_file():
+        return None
+    meta = read_meta(data_dir)
+    splits = [s for s in meta.get("missing_splits", []) if split_file(s, meta.get("kind", "")) in files]
+    if not splits:
+        return None
+    source = meta.get("source") or {}
+    release = source.get("path") or source.get("id") or "the release"
+    needs = meta.get("missing_files") or {}
+    lacks = ", ".join(f"{s} ({needs[s]})" if s in needs else s for s in splits)
+    held = ", ".join(s for s in SPLITS if s in meta.get("splits", {})) or "no split"
+    instead = meta.get("alternatives") or []
+    return (
+        f"task {task!r} needs the {'/'.join(splits)} split, but {data_dir} was prepared without it: the release in "
+        f"{release} has no {lacks}, so `make data TASK={task}` cannot make {', '.join(split_file(s, meta['kind']) for s in splits)} "
+        f"(the folder holds {held}). To run {task}, put the missing file into {release} and run `make data TASK={task}` "
+        "again" + (f"; or train the same models on {' or '.join(f'task={t}' for t in instead)}" if instead else "") + "."
+    )
+
+
 def sha256_file(path: str | Path) -> str:
     """Hex sha256 of a file's bytes, read in 1 MiB chunks (bounded memory)."""
     h = hashlib.sha256()

@@ -9,8 +9,9 @@
   (:mod:`softmax_zoo.cli_args`, the parser every entry point shares).
 - ``python -m softmax_zoo.reports --check [page ...]`` rebuilds pages (default: all) into a
   temporary folder instead and exits 1 if any file differs from the committed one in results/.
-- ``python -m softmax_zoo.reports sweep <records folder | experiment | multirun folder> [metric=NAME] [out=DIR]``:
-  any sweep as a table and a plot (:mod:`softmax_zoo.reports._sweep`).
+- ``python -m softmax_zoo.reports sweep <records folder | experiment | multirun folder> [metric=NAME]
+  [diagnostics=true] [out=DIR]``: any sweep as a table and a plot, the task's primary metric first
+  (:mod:`softmax_zoo.reports._sweep`).
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ from softmax_zoo.reports._pages import CLAIMS_FILE
 
 USAGE = (
     "usage: python -m softmax_zoo.reports <page> [results_dir=DIR] [out=DIR] [wandb=offline|online] | --check [page ...] "
-    "| sweep <records folder|experiment|multirun folder> [metric=NAME] [out=DIR]"
+    "| sweep <records folder|experiment|multirun folder> [metric=NAME] [diagnostics=true] [out=DIR]"
 )
 PAGE = Parser("python -m softmax_zoo.reports", [
     Option("results_dir", None, "folder of the run records, <results_dir>/runs (default: the page's own, results)", kind=str),
@@ -41,7 +42,8 @@ PAGE = Parser("python -m softmax_zoo.reports", [
 ], synopsis="<page>")
 CHECK = Parser("python -m softmax_zoo.reports --check", [], synopsis="[page ...]")
 SWEEP = Parser("python -m softmax_zoo.reports sweep", [
-    Option("metric", None, "the metric to tabulate (default: the sweep's own)", kind=str),
+    Option("metric", None, "the metric to tabulate first and plot (default: the task's primary_metric)", kind=str),
+    Option("diagnostics", False, "also tabulate the diagnostic metrics (top-k regime, counts, throughput)"),
     Option("out", None, "folder of the table and plot", kind=str),
 ], synopsis="<records folder | experiment | multirun folder>")
 

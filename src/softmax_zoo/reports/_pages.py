@@ -2,7 +2,8 @@
 
 A page module exposes ``build(results_dir="results", out=None)``: it reads the run records under
 ``<results_dir>/runs`` and writes its files, and its rows of ``claims.md``, into ``out`` (default
-``results_dir``). ``out`` lets a check rebuild a page beside the committed one and compare.
+``results_dir``). ``out`` lets a check rebuild a page beside the committed one and compare. A page
+names the folder it read (:func:`shown_path`) and the command that rebuilds it (:func:`page_command`).
 """
 
 from __future__ import annotations
@@ -13,16 +14,18 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from ..records import atomic_write, get, write_text
+from ..records import REPO_ROOT, atomic_write, get, write_text
 
 CLAIMS_FILE = "claims.md"
+COMMAND = "python -m softmax_zoo.reports"
+DEFAULT_RESULTS = "results"  # the committed pages' results_dir
 # A claim's regime (share of targets inside the top-k) when its records carry no top-k diagnostics.
 REGIME_NOT_MEASURED = "not measured (the records carry no top-k diagnostics)"
 CLAIMS_HEADER = ("id", "claim", "paper", "ours", "verdict", "source")
 CLAIMS_INTRO = (
     "# Claims ledger\n\n"
     "Each paper claim we test, the paper's number, ours and a verdict. Rows are keyed by id and "
-    "owned by the report named in `source` (`python -m softmax_zoo.results <source>` rebuilds them).\n\n"
+    "owned by the report named in `source` (`python -m softmax_zoo.reports <source>` rebuilds them).\n\n"
 )
 
 
@@ -43,11 +46,27 @@ def markdown_table(header: Sequence[str], rows: Iterable[Sequence[Any]]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def provenance(report: str, records: Sequence[dict[str, Any]]) -> str:
-    """A line naming the command that builds a page, its record count and the code's commits."""
+def shown_path(path: str | Path) -> str:
+    """``path`` as a page names it: relative to the repository when inside it ("scratch/runs/table5"), else absolute."""
+    resolved = Path(path).resolve()
+    try:
+        return resolved.relative_to(REPO_ROOT.resolve()).as_posix()
+    except ValueError:
+        return resolved.as_posix()
+
+
+def page_command(report: str, results_dir: str | Path = DEFAULT_RESULTS) -> str:
+    """The command that rebuilds ``report`` from ``results_dir``: ``python -m softmax_zoo.reports <report>``,
+    with ``results_dir=<folder>`` unless it is the committed results/."""
+    folder = shown_path(results_dir)
+    return f"{COMMAND} {report}" + ("" if folder == DEFAULT_RESULTS else f" results_dir={folder}")
+
+
+def provenance(report: str, records: Sequence[dict[str, Any]], results_dir: str | Path = DEFAULT_RESULTS) -> str:
+    """A line naming the command that builds a page from ``results_dir``, its record count and the code's commits."""
     commits = sorted({str(get(r, "git.commit"))[:7] + ("+dirty" if get(r, "git.dirty") else "") for r in records})
     return (
-        f"Made by `python -m softmax_zoo.results {report}` from {len(records)} run records "
+        f"Made by `{page_command(report, results_dir)}` from {len(records)} run records "
         f"(code at {', '.join(commits) or 'no records'}).\n"
     )
 

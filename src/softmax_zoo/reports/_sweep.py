@@ -6,8 +6,14 @@ looked up in results/ and scratch/), or a Hydra multirun folder (``multirun/2025
 the records whose ``job.sweep_dir`` it is). The swept keys are read from the records, not
 configured: every command-line override whose value differs between records (the seed aside). Seeds
 are pooled: each metric is the mean ± 95% Student-t interval over the runs of one swept value, with
-their number n. The plot shows one metric (``metric=``, default the first test metric) against the
-first numeric swept key, one line per value of the other keys. A swept ``loss`` keeps its config
+their number n.
+
+The table's first metric, and the one plotted (``metric=`` chooses another), is the task's primary
+metric: ``primary_metric`` and ``metric_higher_is_better`` of configs/task/<task>.yaml, read from
+the records' config (from the task's config file for records written before it had them), its
+``val/`` counterpart when the runs evaluated no test split. Diagnostics (:data:`DIAGNOSTIC`) stay
+out of the table unless ``diagnostics=true``. The plot shows the metric against the first numeric
+swept key, one line per value of the other keys. A swept ``loss`` keeps its config
 name in the table (what to type to rerun it); the line under the table and the plot's legend give
 its variant's registered label (:func:`softmax_zoo.losses.variant_label`, e.g. ``sparse`` for
 ``loss=sparse_softmax``).
@@ -21,13 +27,22 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from ..config import SCRATCH_DIR
+from omegaconf import OmegaConf
+
+from ..config import CONFIG_DIR, SCRATCH_DIR
 from ..losses.registry import variant_label
-from ..records import load_records, runs_dir, write_text
+from ..records import get, load_records, runs_dir, write_text
 from ._pages import line_plot, markdown_table, provenance
 from ._stats import mean_ci
 
 POOLED = ("seed",)  # keys pooled over, never a swept value
+# Metrics that describe a run rather than score it: the top-k regime diagnostics
+# (softmax_zoo.diagnostics.topk), token counts, throughput, and the counts of outputs the decoding
+# constraints changed or ended (softmax_zoo.tasks.seq2seq).
+DIAGNOSTIC = re.compile(
+    r"/(target_in_topk|median_target_rank|logits_near_kth|diagnostics_k|diagnostic_targets|tokens|tokens_per_second"
+    r"|examples_per_s\w*|altered_by_constraint\w*|ended_by_constraint\w*)$"
+)
 
 
 def find_records(target: str, results_dirs: Sequence[str | Path] = ("results", SCRATCH_DIR)) -> list[dict[str, Any]]:
@@ -73,6 +88,44 @@ def metric_names(records: Sequence[dict[str, Any]]) -> list[str]:
     return sorted(names, key=lambda k: (not k.startswith("test/"), not k.startswith("val/"), k))
 
 
+def is_diagnostic(name: str) -> bool:
+    """Whether the metric ``name`` is a diagnostic (:data:`DIAGNOSTIC`), not a score."""
+    return DIAGNOSTIC.search(name) is not None
+
+
+def _declared_metric(record: dict[str, Any]) -> tuple[str, bool | None] | None:
+    """``(primary_metric, metric_higher_is_better)`` of the record's task: its config, else configs/task/<task>.yaml."""
+    task = get(record, "config.task") or {}
+    if task.get("primary_metric") is None and task.get("name"):
+        path = Path(CONFIG_DIR) / "task" / f"{task['name']}.yaml"
+        task = OmegaConf.to_container(OmegaConf.load(path)) if path.is_file() else {}
+    metric = task.get("primary_metric")
+    return (metric, task.get("metric_higher_is_better")) if metric else None
+
+
+def primary_metric(records: Sequence[dict[str, Any]]) -> tuple[str, bool | None] | None:
+    """The primary metric of the records' task and whether higher is better; None without one.
+
+    The records must agree on it (a sweep over two tasks has none). A declared ``test/`` metric the
+    records lack is replaced by its ``val/`` counterpart when they have that.
+    """
+    declared = {_declared_metric(r) for r in records}
+    if len(declared) != 1 or None in declared:
+        return None
+    (metric, higher), = declared
+    names = metric_names(records)
+    if metric not in names and metric.startswith("test/") and f"val/{metric[5:]}" in names:
+        metric = f"val/{metric[5:]}"
+    return (metric, higher) if metric in names else None
+
+
+def table_metrics(records: Sequence[dict[str, Any]], first: str | None = None, diagnostics: bool = False) -> list[str]:
+    """The metric columns: ``first``, then the records' other metrics in :func:`metric_names` order, diagnostics
+    (other than ``first``) only with ``diagnostics``."""
+    rest = [m for m in metric_names(records) if m != first and (diagnostics or not is_diagnostic(m))]
+    return ([first] if first else []) + rest
+
+
 def _number(value: Any) -> float | None:
     """``value`` as a float ("inf" strings included), or None."""
     try:
@@ -116,9 +169,10 @@ def loss_labels(records: Sequence[dict[str, Any]]) -> str:
     return "Losses: " + "; ".join(f"`{name}`: {label}" for name, label in sorted(labels.items())) + ".\n"
 
 
-def sweep_table(records: Sequence[dict[str, Any]]) -> tuple[list[str], list[list[Any]]]:
-    """Header and rows: one row per combination of swept values, n, then each metric's mean ± 95% interval."""
-    keys, names = swept_keys(records), metric_names(records)
+def sweep_table(records: Sequence[dict[str, Any]], names: Sequence[str] | None = None) -> tuple[list[str], list[list[Any]]]:
+    """Header and rows: one row per combination of swept values, n, then the mean ± 95% interval of each metric
+    of ``names`` (default: every metric, :func:`metric_names`)."""
+    keys, names = swept_keys(records), list(metric_names(records) if names is None else names)
     groups: dict[tuple, list[dict[str, Any]]] = {}
     for r in records:
         o = overrides(r)
@@ -161,24 +215,46 @@ def sweep_plot(records: Sequence[dict[str, Any]], metric: str, path: Path) -> Pa
     return path
 
 
-def build_sweep(target: str, out: str | Path | None = None, metric: str | None = None) -> str:
+def _metric_line(metric: str | None, primary: tuple[str, bool | None] | None, left_out: int) -> str:
+    """What the first column is, its direction, and how many diagnostics the table leaves out."""
+    if metric is None:
+        return "The records hold no numeric metric.\n\n"
+    notes = []
+    if primary and primary[0] == metric:
+        notes.append("the task's primary metric")
+        if primary[1] is not None:
+            notes.append("higher is better" if primary[1] else "lower is better")
+    line = f"First column and plot: {metric}" + (f" ({', '.join(notes)})" if notes else "")
+    if left_out:
+        line += f"; {left_out} diagnostic metric(s) left out (`diagnostics=true` adds them)"
+    return line + ".\n\n"
+
+
+def build_sweep(target: str, out: str | Path | None = None, metric: str | None = None, diagnostics: bool = False) -> str:
     """Write ``<out>/sweep_<name>.md`` (+ .png) for the sweep ``target`` names; return the page's text.
 
-    ``out`` defaults to scratch/sweeps (git-ignored): a sweep page is a look at runs, not a committed result.
+    ``metric`` (default: the task's primary metric, else the first metric that is not a diagnostic)
+    is the table's first column and the plot's; ``diagnostics`` adds the diagnostic metrics to the
+    table. ``out`` defaults to scratch/sweeps (git-ignored): a sweep page is a look at runs, not a
+    committed result.
     """
     records = find_records(target)
     name = re.sub(r"[^A-Za-z0-9_.=-]+", "_", str(target).strip("/")).strip("_") or "sweep"
     out = Path(out or Path(SCRATCH_DIR) / "sweeps")
-    header, rows = sweep_table(records)
     names = metric_names(records)
-    metric = metric or (names[0] if names else None)
-    if metric is not None and metric not in names:
+    primary = primary_metric(records)
+    if metric is None:
+        metric = primary[0] if primary else next((m for m in names if not is_diagnostic(m)), names[0] if names else None)
+    elif metric not in names:
         raise ValueError(f"metric={metric!r} is not a metric of these records; they have {names}")
+    columns = table_metrics(records, metric, diagnostics)
+    header, rows = sweep_table(records, columns)
     plot = sweep_plot(records, metric, out / f"sweep_{name}.png") if metric else None
     text = (
         f"# Sweep: {target}\n\n{provenance(f'sweep {target}', records)}\n"
         f"Swept: {', '.join(swept_keys(records)) or 'nothing (one configuration)'}; seeds pooled "
-        f"(mean ± 95% Student-t interval over the n runs of a row).\n\n" + markdown_table(header, rows)
+        f"(mean ± 95% Student-t interval over the n runs of a row). "
+        + _metric_line(metric, primary, len(names) - len(columns)) + markdown_table(header, rows)
         + (f"\n{labels}" if (labels := loss_labels(records)) else "")
         + (f"\n![{metric}]({plot.name})\n" if plot else "")
     )

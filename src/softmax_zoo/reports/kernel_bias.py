@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from ..records import choice, get, load_records, runs_dir
-from ._pages import line_plot, markdown_table, write_page
+from ._pages import line_plot, markdown_table, page_command, shown_path, write_page
 from ._stats import format_mean_ci, mean
 
 EXPERIMENT = "kernel_bias"  # the page's name and our setting's experiment
@@ -211,7 +211,7 @@ def setting_section(results_dir: str | Path, out: Path, experiment: str, records
     if not records:
         raise FileNotFoundError(f"no records in {runs_dir(results_dir) / experiment}; run `{make_target}` first")
     if not full or not grid:
-        return (f"\n## {title}\n\nIncomplete: {len(records)} run record(s) in results/runs/{experiment}/, the full-softmax "
+        return (f"\n## {title}\n\nIncomplete: {len(records)} run record(s) in {shown_path(runs_dir(results_dir) / experiment)}/, the full-softmax "
                 f"run and at least one sampled run are needed (`{make_target}` resumes the study).\n"), []
     plot(full, grid, out / f"{experiment}.png", title)
     has_curves = curves_plot(records, out / f"{experiment}_curves.png", title)
@@ -223,7 +223,7 @@ def setting_section(results_dir: str | Path, out: Path, experiment: str, records
     where = "" if experiment == EXPERIMENT else " (the paper's setting: no output bias, plain SGD)"
     text = (
         f"\n## {title}\n\n"
-        f"{setting} Made by `{make_target}` (records in results/runs/{experiment}/). Penn Treebank (Mikolov), LSTM "
+        f"{setting} Made by `{make_target}` (records in {shown_path(runs_dir(results_dir) / experiment)}/). Penn Treebank (Mikolov), LSTM "
         f"{get(r0, 'config.model.hidden_size')} units, BPTT {get(r0, 'config.task.bptt')}, optimiser "
         f"{get(r0, 'config.train.optim')} (lr {get(r0, 'config.train.lr')}), output bias "
         f"{'yes' if get(r0, 'config.loss.bias') else 'no'}, {r0['timing']['global_steps']} steps for every run, seeds "
@@ -267,7 +267,7 @@ def build(results_dir: str | Path = "results", out: str | Path | None = None) ->
         "# Kernel-based sampling: bias of sampled softmax against m (Blanc & Rendle 2018)\n\n"
         "Paper: the quadratic kernel (α = 100) reaches the full-softmax loss with one to two orders of magnitude fewer "
         "samples than uniform or unigram sampling; the softmax sampler is unbiased. Table by "
-        "`python -m softmax_zoo.results kernel_bias`.\n\n"
+        f"`{page_command(EXPERIMENT, results_dir)}`.\n\n"
         + markdown_table(["claim", "ours", "verdict"], [[c["claim"], c["ours"], c["verdict"]] for c in claims])
         + "".join(sections)
     )

@@ -24,7 +24,7 @@ from typing import Any
 
 from ..losses.registry import variant_label
 from ..records import choice, get, load_records, runs_dir
-from ._pages import line_plot, markdown_table, write_page
+from ._pages import line_plot, markdown_table, page_command, shown_path, write_page
 from ._stats import format_mean_ci, mean
 
 EXPERIMENT = "lm1b"
@@ -245,7 +245,7 @@ def build(results_dir: str | Path = "results", out: str | Path | None = None) ->
     r0 = records[0]
     text = (
         "# One Billion Word: full, adaptive and sampled softmax (Grave et al. 2017)\n\n"
-        "Made by `make reproduce-lm1b` (records in results/runs/lm1b/, table by `python -m softmax_zoo.results lm1b`).\n\n"
+        f"Made by `make reproduce-lm1b` (records in {shown_path(runs / EXPERIMENT)}/, table by `{page_command(EXPERIMENT, results_dir)}`).\n\n"
         f"Data: held-out shards 10-11 for training, 12 validation, 13 test (the only shards here); vocabulary "
         f"{r0['task_info'].get('vocab_size')} words (min_count {r0['task_info'].get('min_count')}). "
         f"Model: LSTM {get(r0, 'config.model.hidden_size')} units, embedding {get(r0, 'config.model.embedding_dim')}, "

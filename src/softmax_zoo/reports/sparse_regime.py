@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from ..records import choice, get, load_records, runs_dir
-from ._pages import markdown_table, provenance, pyplot, save_figure, write_page
+from ._pages import markdown_table, page_command, provenance, pyplot, save_figure, shown_path, write_page
 from ._seq2seq import BOOTSTRAP_SAMPLES, SOFTMAX, SPARSE, fmt_delta, pooled, verdict
 from ._stats import paired_bootstrap
 
@@ -32,11 +32,13 @@ PAPER_REGIME = (
     "expected to hold nearly all targets inside its top-20: the right end of this figure's x-axis (a share "
     "near 100%), not measured here on such a model. The paper's Δ at beam 1 is +0.67 ROUGE-1 / +0.79 ROUGE-2."
 )
-NO_RECORDS = (
-    "# Sparse-softmax regime study (Gigaword-10k)\n\n"
-    "No records yet. `make reproduce-sparse-regime` runs the study (python -m softmax_zoo.studies.sparse_regime) "
-    "and rebuilds this page with `python -m softmax_zoo.results sparse_regime`.\n"
-)
+def no_records(runs: Path, results_dir: str | Path) -> str:
+    """The page while ``runs`` holds no records of the study."""
+    return (
+        "# Sparse-softmax regime study (Gigaword-10k)\n\n"
+        f"No records yet in {shown_path(runs / EXPERIMENT)}/. `make reproduce-sparse-regime` runs the study "
+        f"(python -m softmax_zoo.studies.sparse_regime) and rebuilds this page with `{page_command(EXPERIMENT, results_dir)}`.\n"
+    )
 
 
 def start_epoch(record: dict[str, Any]) -> int | None:
@@ -180,7 +182,7 @@ def build(results_dir: str | Path = "results", out: str | Path | None = None) ->
     records = load_records(runs, EXPERIMENT) if (runs / EXPERIMENT).is_dir() else []
     pts = points(runs, records)
     if not pts:
-        write_page(out, EXPERIMENT, NO_RECORDS)
+        write_page(out, EXPERIMENT, no_records(runs, results_dir))
         return
     figure(pts, out / f"{EXPERIMENT}.png")
     starts = [r for r in records if start_epoch(r) is None]
@@ -191,7 +193,7 @@ def build(results_dir: str | Path = "results", out: str | Path | None = None) ->
     )
     text = (
         "# Sparse-softmax regime study (Gigaword-10k)\n\n"
-        + provenance(EXPERIMENT, records)
+        + provenance(EXPERIMENT, records, results_dir)
         + "Runs: `make reproduce-sparse-regime` (`python -m softmax_zoo.studies.sparse_regime`). A softmax run keeps a "
         "checkpoint at the end of each epoch (the start run); from each start epoch e (e0: the model's own "
         "initialisation) one more epoch is trained with softmax and with sparse-softmax at each k, all with label "

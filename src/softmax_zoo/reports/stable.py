@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from ..records import runs_dir
-from ._pages import line_plot, markdown_table, write_page
+from ._pages import line_plot, markdown_table, page_command, shown_path, write_page
 from ._stats import format_mean_ci, mean, mean_ci
 
 EXPERIMENT = "stable"
@@ -143,8 +143,8 @@ def build(results_dir: str | Path = "results", out: str | Path | None = None) ->
     seeds = sorted({r["seed"] for r in records})
     text = f"""# A Fix for Softmax and Cross-Entropy: collapse and cancellation in training
 
-Made by `make reproduce-stable` (`python -m softmax_zoo.studies.stable out=results/runs/stable seeds=3`, then
-`python -m softmax_zoo.results stable`) from {len(records)} run records, seeds {seeds}; the runs took {seconds / 60:.1f} min of
+Made by `make reproduce-stable` (`python -m softmax_zoo.studies.stable out={shown_path(runs_dir(results_dir) / EXPERIMENT)} seeds=3`, then
+`{page_command(EXPERIMENT, results_dir)}`) from {len(records)} run records, seeds {seeds}; the runs took {seconds / 60:.1f} min of
 one CPU thread in all (the machine's 2 cores were shared with other jobs). Intervals: 95% Student-t over seeds.
 
 Setting: modular addition (a + b mod {s['modulus']}), {s['train_fraction']:.0%} of the pairs for training, an MLP (embedding {s['embed']} per

@@ -17,7 +17,7 @@ import numpy as np
 
 from ..metrics import BLEU_ORDERS, bleu_from_stats
 from ..records import runs_dir
-from ._pages import markdown_table, write_page
+from ._pages import markdown_table, page_command, shown_path, write_page
 from ._seq2seq import BOOTSTRAP_SAMPLES, delta_cells, delta_claim, load_pairs, paper_setting_claims, pooled, section
 from ._stats import paired_bootstrap
 
@@ -87,7 +87,7 @@ def build(results_dir: str | Path = "results", out: str | Path | None = None) ->
                                 throughput=throughput, beams=[BEAM], rows=rows))
     text = (
         "# Table 3: SQuAD 1.1 question generation (Du split), UniLM fine-tuned with softmax vs sparse-softmax\n\n"
-        "Built by `python -m softmax_zoo.results table3` from `results/runs/table3/` (`make reproduce-table3`).\n"
+        f"Built by `{page_command(EXPERIMENT, results_dir)}` from `{shown_path(runs / EXPERIMENT)}/` (`make reproduce-table3`).\n"
         "Corpus BLEU-n (cumulative, sacrebleu's computation, lower-cased BERT-basic-tokenised text, one reference "
         "per question) and ROUGE-L F1, x 100. Δ = sparse − softmax; the 95% CI is a paired bootstrap "
         f"({BOOTSTRAP_SAMPLES} resamples) over test questions, corpus BLEU recomputed on each resample, seeds pooled. "

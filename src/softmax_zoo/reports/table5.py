@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from ..records import runs_dir
-from ._pages import markdown_table, write_page
+from ._pages import markdown_table, page_command, shown_path, write_page
 from ._seq2seq import BOOTSTRAP_SAMPLES, delta_cells, delta_claim, load_pairs, paper_setting_claims, pooled, section
 from ._stats import paired_bootstrap
 
@@ -61,7 +61,7 @@ def build(results_dir: str | Path = "results", out: str | Path | None = None) ->
         sections.append(section(scale, pairs, runs, unit="pair", table=table, throughput=throughput, beams=beams, rows=rows))
     text = (
         "# Table 5: Gigaword-10k, UniLM fine-tuned with softmax vs sparse-softmax\n\n"
-        "Built by `python -m softmax_zoo.results table5` from `results/runs/table5/` (`make reproduce-table5`).\n"
+        f"Built by `{page_command(EXPERIMENT, results_dir)}` from `{shown_path(runs / EXPERIMENT)}/` (`make reproduce-table5`).\n"
         "ROUGE F1 x 100 (rouge-score, stemmed; UniLM used ROUGE-1.5.5). Δ = sparse − softmax; the 95% CI is a "
         f"paired bootstrap ({BOOTSTRAP_SAMPLES} resamples) over test examples, seeds pooled. The paper reports "
         "deltas only in our sources; UniLM's own result is BERT-large-sized, ours is what the scale names.\n\n"

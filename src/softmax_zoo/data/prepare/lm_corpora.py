@@ -15,7 +15,9 @@ is a running count, so the 30M-sentence lm1b corpus prepares in bounded memory.
   (as in ../shared/data) validation and test are prepared, there is no train.txt, and
   vocab.txt comes from the train split's counts in a fairseq ``dict.txt``-style file when
   present (``train_vocab_counts.fairseq_dict.txt``, "word count" lines; it has no ``<unk>``
-  or ``<eos>`` entries). meta.json says so (``missing_splits``, ``notes``).
+  or ``<eos>`` entries). meta.json says so (``missing_splits``, ``notes``), and names the
+  release file each missing split needs (``missing_files``) and the LM tasks that train instead
+  (``alternatives``): what :func:`softmax_zoo.data.layout.missing_split_message` tells a run.
 Empty lines (WikiText's blank lines between paragraphs) are dropped and counted.
 """
 
@@ -128,25 +130,32 @@ class _PTB(_LMTask):
 
 class _WikiText2(_LMTask):
     RAW_NAME = "wikitext2"
+    TRAIN_FILE = "wiki.train.tokens"
+    ALTERNATIVES = ("ptb", "lm1b")  # word-level LM tasks whose preparation needs no wikitext2 file
     HUB = {"id": "Salesforce/wikitext", "config": "wikitext-2-v1", "revision": "main"}  # no commit id found offline
     VOCAB_FILES = ("train_vocab_counts.fairseq_dict.txt", "dict.txt")
 
     def load_local(self, raw: RawDir, opts: dict) -> Prepared:
         files = {s: raw.require(f"wiki.{n}.tokens", what=f"WikiText-2 {s} file")
                  for s, n in (("validation", "valid"), ("test", "test"))}
-        train = raw.find("wiki.train.tokens")
-        notes, vocab = [], None
+        train = raw.find(self.TRAIN_FILE)
+        notes, vocab, missing = [], None, {}
         if train is not None:
             files = {"train": train, **files}
         else:
-            notes.append("NO TRAIN SPLIT: wiki.train.tokens not found; validation and test only")
+            notes.append(f"NO TRAIN SPLIT: {self.TRAIN_FILE} not found; validation and test only")
+            missing = {"missing_files": {"train": self.TRAIN_FILE}, "alternatives": list(self.ALTERNATIVES)}
             vocab_path = raw.find(*self.VOCAB_FILES)
             if vocab_path is not None:
                 vocab = _read_fairseq_dict(vocab_path)
                 notes.append(f"vocab.txt = train-split counts from {vocab_path.name} (no <unk>/<eos> entries)")
             log.warning("wikitext2: %s", "; ".join(notes))
+            log.warning(
+                "wikitext2: task=wikitext2 cannot train on this preparation: add %s to %s and prepare again, "
+                "or train an LM on %s", self.TRAIN_FILE, raw.root, " or ".join(f"task={t}" for t in self.ALTERNATIVES),
+            )
         return Prepared(KIND, {s: line_batches([p]) for s, p in files.items()}, vocab_counts=vocab,
-                        meta={"notes": notes})
+                        meta={"notes": notes, **missing})
 
 
 def _read_fairseq_dict(path: Path) -> dict[str, int]:
