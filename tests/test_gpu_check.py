@@ -138,4 +138,4 @@ def test_table5_slice_runs_two_steps_on_cpu_without_minilm_weights(tmp_path, mon
     assert out["full_steps"] == 30 * 2500 and out["estimate_h"] == pytest.approx(out["full_steps"] / out["steps_per_s"] / 3600)
     (record,) = (tmp_path / "results").rglob("table5/*.json")
     record = json.loads(record.read_text())
-    assert record["choices"]["model"] == "unilm_minilm_random" and record["task_info"].get("fresh_weights", ["all"]) == ["all"]
+    assert record["choices"]["model"] == "unilm_minilm_random" and record["task_info"]["fresh_weights"] == ["all"]
