@@ -3,14 +3,21 @@
 #   make reproduce-table3    the same for question generation, beam 1 -> results/table3.md
 #   make reproduce-table5-init (and -table3-init)   after the above: both losses fine-tuned one more epoch
 #                            from the softmax run's weights (a softmax-trained LM head, as UniLM's) -> same page
-#   make reproduce-table5 SCALE=cpu SEQ2SEQ_SEEDS=0,1     a scale and seeds of your choice
+#   make reproduce-table5 SCALE=cpu SEEDS=0     a scale and seeds of your choice
+# Seeds: every arm for every seed, seed by seed, through the resumable chain softmax_zoo.studies.seeds
+# (a job whose record exists is skipped; an interrupted one continues): the same command completes a
+# study and rebuilds its page. Defaults are the seeds of the committed pages.
 # SCALE defaults to paper when torch sees a CUDA GPU, else cpu (sizes chosen to fit <= 90 minutes on
 # the 2-core CPU: configs/family_scale/seq2seq_cpu.yaml and the tasks' `scales.cpu` blocks).
 # Model: at paper scale UniLM v1 base cased, the papers' model (model=unilm_base_cased, from the hub);
 # SEQ2SEQ_MODEL=model=unilm_large_cased for the large one; other scales keep the experiments' MiniLM.
 # The -init targets add start=softmax_run (configs/start/softmax_run.yaml) to the same experiments.
 # Set-up and data preparation run first when missing.
-SEQ2SEQ_SEEDS ?= 0
+TABLE5_SEEDS ?= 0,1,2
+TABLE3_SEEDS ?= 0
+SEEDS ?=
+table5_seeds = $(or $(SEEDS),$(TABLE5_SEEDS))
+table3_seeds = $(or $(SEEDS),$(TABLE3_SEEDS))
 SEQ2SEQ_SCALE = $(or $(SCALE),$(shell $(BIN)/python -c "import torch; print('paper' if torch.cuda.is_available() else 'cpu')"))
 # Table 3 init runs at cpu scale: 250 of the epoch's 500 steps (8,000 questions), to fit beside the
 # other runs on 2 cores; TABLE3_INIT_ARGS_cpu= gives the whole epoch.
@@ -27,19 +34,19 @@ data/squad_qg/meta.json:
 	$(MAKE) data TASK=squad_qg
 
 reproduce-table5: setup data/gigaword/meta.json  ## Gigaword-10k, UniLM softmax vs sparse-softmax, beams 1 and 5 -> results/table5.md
-	$(BIN)/python -m softmax_zoo.train -m experiment=table5_softmax,table5_sparse_softmax scale=$(SEQ2SEQ_SCALE) seed=$(SEQ2SEQ_SEEDS) $(SEQ2SEQ_MODEL)
+	$(BIN)/python -m softmax_zoo.studies.seeds arms=table5_softmax,table5_sparse_softmax seeds=$(table5_seeds) scale=$(SEQ2SEQ_SCALE) $(SEQ2SEQ_MODEL)
 	$(BIN)/python -m softmax_zoo.reports table5 results_dir=$(call results_for,$(SEQ2SEQ_SCALE))
 
 reproduce-table3: setup data/squad_qg/meta.json  ## SQuAD QG (Du split), UniLM softmax vs sparse-softmax, BLEU-1..4 -> results/table3.md
-	$(BIN)/python -m softmax_zoo.train -m experiment=table3_softmax,table3_sparse_softmax scale=$(SEQ2SEQ_SCALE) seed=$(SEQ2SEQ_SEEDS) $(SEQ2SEQ_MODEL)
+	$(BIN)/python -m softmax_zoo.studies.seeds arms=table3_softmax,table3_sparse_softmax seeds=$(table3_seeds) scale=$(SEQ2SEQ_SCALE) $(SEQ2SEQ_MODEL)
 	$(BIN)/python -m softmax_zoo.reports table3 results_dir=$(call results_for,$(SEQ2SEQ_SCALE))
 
 reproduce-table5-init: setup data/gigaword/meta.json  ## after reproduce-table5: both losses one more epoch from the softmax run's weights -> results/table5.md
-	$(BIN)/python -m softmax_zoo.train -m experiment=table5_softmax,table5_sparse_softmax start=softmax_run scale=$(SEQ2SEQ_SCALE) seed=$(SEQ2SEQ_SEEDS) $(SEQ2SEQ_MODEL)
+	$(BIN)/python -m softmax_zoo.studies.seeds arms=table5_softmax,table5_sparse_softmax seeds=$(table5_seeds) scale=$(SEQ2SEQ_SCALE) start=softmax_run $(SEQ2SEQ_MODEL)
 	$(BIN)/python -m softmax_zoo.reports table5 results_dir=$(call results_for,$(SEQ2SEQ_SCALE))
 
 reproduce-table3-init: setup data/squad_qg/meta.json  ## after reproduce-table3: the same for question generation -> results/table3.md
-	$(BIN)/python -m softmax_zoo.train -m experiment=table3_softmax,table3_sparse_softmax start=softmax_run scale=$(SEQ2SEQ_SCALE) seed=$(SEQ2SEQ_SEEDS) $(SEQ2SEQ_MODEL) $(TABLE3_INIT_ARGS_$(SEQ2SEQ_SCALE))
+	$(BIN)/python -m softmax_zoo.studies.seeds arms=table3_softmax,table3_sparse_softmax seeds=$(table3_seeds) scale=$(SEQ2SEQ_SCALE) start=softmax_run $(SEQ2SEQ_MODEL) $(TABLE3_INIT_ARGS_$(SEQ2SEQ_SCALE))
 	$(BIN)/python -m softmax_zoo.reports table3 results_dir=$(call results_for,$(SEQ2SEQ_SCALE))
 
 rouge-perl: setup  ## ROUGE-1.5.5 (UniLM's Perl ROUGE, `python -m softmax_zoo.rouge155 install` + libxml-dom-perl) vs rouge-score on the committed predictions -> results/rouge_perl.md

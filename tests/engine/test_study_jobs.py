@@ -2,7 +2,7 @@
 
 import pytest
 
-from softmax_zoo.studies import _jobs, kernel_bias_paper, sparse_regime
+from softmax_zoo.studies import _jobs, kernel_bias_paper, seeds, sparse_regime
 
 
 def test_a_study_parser_splits_its_options_from_the_train_overrides():
@@ -35,3 +35,28 @@ def test_a_job_that_writes_no_record_is_an_error(tmp_path, monkeypatch):
     monkeypatch.setattr(_jobs, "record_path", lambda overrides: tmp_path / "never.json")
     with pytest.raises(RuntimeError, match="finished without writing"):
         _jobs.run_all([["experiment=x"]], runner=lambda overrides: None)
+
+
+def test_seed_study_runs_every_arm_seed_by_seed_with_the_train_overrides(monkeypatch):
+    chains = []
+    monkeypatch.setattr(seeds, "run_chain", chains.append)
+    seeds.main(["arms=table5_softmax,table5_sparse_softmax", "seeds=1,2", "start=softmax_run"])
+    assert chains == [[
+        [f"experiment={arm}", "scale=cpu", f"seed={seed}", "start=softmax_run"]
+        for seed in (1, 2) for arm in ("table5_softmax", "table5_sparse_softmax")
+    ]]
+
+
+def test_seed_study_record_paths_are_the_committed_run_names():
+    """The chain skips a job by its record's path: the committed seed-0 Table 5 records, fresh and init."""
+    names = [_jobs.record_path(job).name for job in seeds.jobs(["table5_softmax", "table5_sparse_softmax"], [0], scale="cpu")]
+    assert names == ["gigaword_unilm_minilm_softmax_cpu_seed0.json", "gigaword_unilm_minilm_sparse_softmax_cpu_seed0.json"]
+    init = _jobs.record_path(seeds.jobs(["table5_sparse_softmax"], [0], scale="cpu", extra=["start=softmax_run"])[0])
+    assert init.name == "gigaword_unilm_minilm_sparse_softmax_init-softmax_cpu_seed0.json"
+
+
+def test_seed_study_refuses_an_empty_or_negative_seed_list(capsys):
+    assert seeds.main(["seeds=-1"]) == 2
+    assert "seeds='-1': must be >= 0" in capsys.readouterr().err
+    assert seeds.main(["arms="]) == 2
+    assert "need at least one arm and one seed, got arms=[]" in capsys.readouterr().err
