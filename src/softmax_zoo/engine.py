@@ -265,6 +265,10 @@ def initialise_from(model: torch.nn.Module, path: str) -> str:
 
     Returns:
         The weights file read (logged; the record keeps ``init_from`` as given in the config).
+
+    Raises:
+        FileNotFoundError: no weights file there.
+        ValueError: the file does not load (e.g. truncated) or does not fit the model; naming the file.
     """
     weights = Path(path)
     if weights.is_dir() and not (weights / SAFE_WEIGHTS_NAME).is_file():
@@ -274,7 +278,10 @@ def initialise_from(model: torch.nn.Module, path: str) -> str:
         weights = weights / SAFE_WEIGHTS_NAME
     if not weights.is_file():
         raise FileNotFoundError(f"init_from={path!r}: no {SAFE_WEIGHTS_NAME} there (nor in a checkpoint-N folder under it)")
-    missing, unexpected = safetensors.torch.load_model(model, str(weights), strict=False, device="cpu")
+    try:
+        missing, unexpected = safetensors.torch.load_model(model, str(weights), strict=False, device="cpu")
+    except (safetensors.SafetensorError, OSError) as e:
+        raise ValueError(f"init_from={path!r}: {weights} does not load ({e}); is it whole (a finished save)?") from e
     if missing or unexpected:
         raise ValueError(
             f"init_from={path!r} does not fit this model: missing {sorted(missing)[:5]}, unexpected {sorted(unexpected)[:5]} "
@@ -400,6 +407,7 @@ def run(cfg: DictConfig, callbacks: Iterable[TrainerCallback] = ()) -> dict[str,
             checkpoint of another config (before any training).
     """
     start = time.perf_counter()
+    check_seed(cfg.seed)
     progress.configure(cfg.train.progress)
     transformers.utils.logging.disable_default_handler()
     transformers.utils.logging.enable_propagation()  # the Trainer's warnings go to the run log too
@@ -411,7 +419,7 @@ def run(cfg: DictConfig, callbacks: Iterable[TrainerCallback] = ()) -> dict[str,
     checkpoint = preflight.resume_checkpoint(cfg, output_dir)
     created = first_missing(Path(output_dir))
     tracking.check_logger(cfg)
-    transformers.set_seed(check_seed(cfg.seed))
+    transformers.set_seed(cfg.seed)
     task = build_task(cfg)
     if cfg.get("init_from"):
         initialise_from(task.model, cfg.init_from)
