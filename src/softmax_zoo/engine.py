@@ -3,7 +3,9 @@
 :func:`run` builds the task from the composed config (``cfg.task.builder``), trains
 ``task.model`` with the transformers ``Trainer`` (accelerate underneath: one process, or DDP
 under ``torchrun --nproc_per_node=N -m softmax_zoo.train ...``), evaluates every split of
-``task.eval_datasets`` with ``task.evaluate``, and writes on the main process the run record
+``task.eval_datasets`` with ``task.evaluate`` on the main process only (the trained model is the
+same on every rank; the others end), on each split's first ``train.eval_subset`` examples where
+that is set (``scale=smoke``: 200; the log line of each split says so), and writes on the main process the run record
 (:mod:`softmax_zoo.records`) and, for tasks whose evaluation returns per-example rows, one
 ``<run>.<split>.predictions.jsonl`` beside it (:func:`softmax_zoo.records.write_predictions`).
 
@@ -11,8 +13,9 @@ Checkpoints: ``cfg.output_dir/checkpoint-<step>`` every ``train.save_steps`` opt
 newest ``train.save_total_limit`` kept), with model weights in safetensors (tied weights saved
 once, see :class:`ZooTrainer`), optimiser, scheduler, RNG states and the trainer state (which
 holds the per-step training loss) and the resolved config (``run_config.json``). ``resume=true``
-continues from the newest one that loads, and refuses one written under another config
-(:mod:`softmax_zoo.preflight`).
+continues from the newest one that loads, also with a longer budget (``train.max_steps``,
+``train.epochs``: not part of run names), and refuses one written under another config, naming
+each key that differs (:mod:`softmax_zoo.preflight`). A run that saves nothing leaves no ``output_dir``.
 
 Before anything is built: the prepared data is checked against its meta.json, ``results_dir`` and
 ``output_dir`` are checked writable, and the checkpoint to resume is chosen. The run log (config,

@@ -32,18 +32,19 @@ from .data.layout import sha256_file
 log = logging.getLogger(__name__)
 CONFIG_FILE = "run_config.json"  # the resolved config, written into every checkpoint folder
 TRAINER_STATE = "trainer_state.json"
-# Keys that may differ between a checkpoint's run and the run resuming it: the name (made from the
-# other keys), and where results, logs and checkpoints go and how progress is shown, which change
-# nothing that is computed.
 # Keys a resumed run may change to extend the run: a longer budget (the schedule then follows the new
 # length from the step resumed) and how it is evaluated. They are kept out of run names too
 # (configs/hydra/default.yaml's exclude_keys), so that `resume=true train.max_steps=2000` finds the checkpoints.
 EXTENDS_A_RUN = ("train.max_steps", "train.epochs", "train.eval_batch_size", "train.eval_each_epoch")
+# Keys that may differ between a checkpoint's run and the run resuming it: the name (made from the
+# other keys), where results, logs and checkpoints go and how progress is shown, which change
+# nothing that is computed, and EXTENDS_A_RUN.
 RESUME_IGNORED = (
     "resume", "results_dir", "run_name", "logger", "logger.*", "reproduction",
     "train.progress", "train.num_workers", "train.save_steps", "train.save_total_limit", *EXTENDS_A_RUN,
 )
 REPLICATE_KEY = "seed"  # another seed is another replicate, never a changed setting of the same run
+ABSENT = "<absent>"  # a key one of two compared configs lacks
 
 
 # ---------------------------------------------------------------- writable outputs
@@ -166,9 +167,6 @@ def differing_keys(saved: dict[str, Any], current: dict[str, Any], ignored=RESUM
     a, b = flatten(saved), flatten(current)
     keys = sorted(k for k in a.keys() | b.keys() if not any(fnmatch.fnmatchcase(k, p) for p in ignored))
     return [k for k in keys if a.get(k, ABSENT) != b.get(k, ABSENT)]
-
-
-ABSENT = "<absent>"
 
 
 def config_differences(saved: dict[str, Any], current: dict[str, Any], ignored=RESUME_IGNORED) -> list[str]:

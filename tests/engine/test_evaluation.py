@@ -14,8 +14,10 @@ import torch
 
 from softmax_zoo import engine
 from softmax_zoo.data.lm_stream import LMStream
+from softmax_zoo.data.seq2seq import Seq2SeqDataset
 from softmax_zoo.tasks.base import first_examples
 from softmax_zoo.tasks.lm import FirstRows, collate
+from softmax_zoo.tasks.seq2seq import first_pairs
 
 
 def test_smoke_evaluates_the_first_examples_and_the_record_says_so(make_cfg, caplog):
@@ -46,6 +48,13 @@ def test_lm_subset_is_the_first_rows_in_whole_batches(tmp_path):
         assert all(torch.equal(a[k], b[k]) for k in ("input_ids", "labels", "reset"))
     assert collate(rows[:4])["input_ids"].shape == (4, 3)
     assert len(FirstRows(stream, 10**6)) == len(stream)
+
+
+def test_seq2seq_subset_keeps_the_first_pairs_whole():
+    data = Seq2SeqDataset([[1, 2], [3], [4, 5, 6]], [[7], [8], [9]], ["a", "b", "c"], ["A", "B", "C"])
+    first = first_pairs(data, 2)
+    assert (first.source_ids, first.target_ids, first.references, first.sources) == ([[1, 2], [3]], [[7], [8]], ["a", "b"], ["A", "B"])
+    assert len(first_pairs(data, 10)) == 3
 
 
 def test_only_the_main_process_evaluates(make_cfg, caplog):
