@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import safetensors.torch
 import torch
 
 from softmax_zoo import engine
@@ -18,8 +19,8 @@ def train(tmp_path: Path, *overrides: str, **env: str) -> subprocess.CompletedPr
     """``python -m softmax_zoo.train scale=smoke <overrides>`` with every output under tmp_path."""
     cmd = [sys.executable, "-m", "softmax_zoo.train", "scale=smoke", *overrides, f"results_dir={tmp_path / 'r'}",
            f"output_dir={tmp_path / 'c'}", f"hydra.run.dir={tmp_path / 'h'}"]  # fmt: skip
-    full = {**os.environ, "WANDB_MODE": "disabled", "HF_HUB_OFFLINE": "1", "CUDA_VISIBLE_DEVICES": "", **env}
-    full.pop("HYDRA_FULL_ERROR", None) if "HYDRA_FULL_ERROR" not in env else None
+    inherited = {k: v for k, v in os.environ.items() if k != "HYDRA_FULL_ERROR"}
+    full = {**inherited, "WANDB_MODE": "disabled", "HF_HUB_OFFLINE": "1", "CUDA_VISIBLE_DEVICES": "", **env}
     return subprocess.run(cmd, env=full, capture_output=True, text=True, timeout=300)
 
 
@@ -46,8 +47,6 @@ def test_a_truncated_init_from_file_is_named(make_cfg, tmp_path):
     cfg = make_cfg("scale=smoke")
     task = engine.build_task(cfg)
     weights = tmp_path / "model.safetensors"
-    import safetensors.torch
-
     safetensors.torch.save_model(task.model, str(weights))
     weights.write_bytes(weights.read_bytes()[: weights.stat().st_size // 2])
     with pytest.raises(ValueError, match=rf"init_from='{tmp_path}': {weights} does not load"):
