@@ -130,11 +130,45 @@ def unknown_key_hint(overrides: list[str], config_dir: str | Path | None = None)
         parent, _, leaf = key.rpartition(".")
         node = OmegaConf.select(cfg, parent) if parent else cfg
         if isinstance(node, DictConfig) and leaf not in node:
+            target = node.get("_target_")
+            if target and leaf in accepted_arguments(target):
+                hints.append(
+                    f"{key!r} is not in the composed config, but {target.rpartition('.')[2]} takes {leaf}: "
+                    f"add it with +{key}={value_of(overrides, key)}"
+                )
+                continue
             valid = ", ".join(sorted(node.keys()))
             hints.append(f"unknown key {key!r}; valid keys under {parent or 'the top level'}: {valid}")
         elif node is None:
             hints.append(f"unknown key {key!r}: {parent!r} does not exist")
     return "\n".join(hints) or None
+
+
+def accepted_arguments(target: str) -> set[str]:
+    """Keyword arguments the class or function ``target`` (a ``_target_``) takes, following ``**kwargs`` up the base classes."""
+    import inspect
+
+    from hydra.utils import get_object
+
+    try:
+        obj = get_object(target)
+    except Exception:  # noqa: BLE001 - a target that does not import: nothing to suggest
+        return set()
+    names: set[str] = set()
+    for owner in inspect.getmro(obj) if inspect.isclass(obj) else (obj,):
+        function = owner.__init__ if inspect.isclass(owner) else owner
+        if inspect.isclass(owner) and "__init__" not in vars(owner):
+            continue
+        params = inspect.signature(function).parameters.values()
+        names |= {p.name for p in params if p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL)}
+        if not any(p.kind == p.VAR_KEYWORD for p in params):
+            break
+    return names - {"self"}
+
+
+def value_of(overrides: Sequence[str], key: str) -> str:
+    """The value ``key=value`` sets in ``overrides`` (the last one)."""
+    return [arg.split("=", 1)[1] for arg in overrides if arg.split("=", 1)[0] == key][-1]
 
 
 # ---------------------------------------------------------------- resolvers of configs/train.yaml

@@ -3,7 +3,9 @@
 :func:`run` builds the task from the composed config (``cfg.task.builder``), trains
 ``task.model`` with the transformers ``Trainer`` (accelerate underneath: one process, or DDP
 under ``torchrun --nproc_per_node=N -m softmax_zoo.train ...``), evaluates every split of
-``task.eval_datasets`` with ``task.evaluate``, and writes on the main process the run record
+``task.eval_datasets`` with ``task.evaluate`` on the main process only (the trained model is the
+same on every rank; the others end), on each split's first ``train.eval_subset`` examples where
+that is set (``scale=smoke``: 200; the log line of each split says so), and writes on the main process the run record
 (:mod:`softmax_zoo.records`) and, for tasks whose evaluation returns per-example rows, one
 ``<run>.<split>.predictions.jsonl`` beside it (:func:`softmax_zoo.records.write_predictions`).
 
@@ -11,8 +13,9 @@ Checkpoints: ``cfg.output_dir/checkpoint-<step>`` every ``train.save_steps`` opt
 newest ``train.save_total_limit`` kept), with model weights in safetensors (tied weights saved
 once, see :class:`ZooTrainer`), optimiser, scheduler, RNG states and the trainer state (which
 holds the per-step training loss) and the resolved config (``run_config.json``). ``resume=true``
-continues from the newest one that loads, and refuses one written under another config
-(:mod:`softmax_zoo.preflight`).
+continues from the newest one that loads, also with a longer budget (``train.max_steps``,
+``train.epochs``: not part of run names), and refuses one written under another config, naming
+each key that differs (:mod:`softmax_zoo.preflight`). A run that saves nothing leaves no ``output_dir``.
 
 Before anything is built: the prepared data is checked against its meta.json, ``results_dir`` and
 ``output_dir`` are checked writable, and the checkpoint to resume is chosen. The run log (config,
@@ -128,20 +131,22 @@ class TrainingStepToHeads(TrainerCallback):
 
 
 class EpochEval(TrainerCallback):
-    """``train.eval_each_epoch``: evaluate the validation split after each epoch.
+    """``train.eval_each_epoch``: evaluate the validation split after each epoch, on the main process.
 
     The metrics go into ``state.log_history`` (saved with checkpoints, so a resumed run keeps
     them) and to the tracker; per-example rows, if any, are not kept (only the final evaluation's are).
+    Under DDP the other processes go on to the next step and wait there for the main one.
     """
 
-    def __init__(self, task: Task, tracker: Any | None) -> None:
+    def __init__(self, task: Task, eval_datasets: dict[str, Any], tracker: Any | None) -> None:
         self.task = task
+        self.eval_datasets = eval_datasets
         self.tracker = tracker
 
     def on_epoch_end(self, args, state, control, model=None, **kwargs):
-        if "validation" not in self.task.eval_datasets:
+        if "validation" not in self.eval_datasets or not state.is_world_process_zero:
             return control
-        metrics = self.task.evaluate(model, "validation", self.task.eval_datasets["validation"]).metrics
+        metrics = self.task.evaluate(model, "validation", self.eval_datasets["validation"]).metrics
         state.log_history.append({"epoch": state.epoch, "step": state.global_step, **metrics})
         tracking.log_metrics(self.tracker, metrics, state.global_step)
         return control
@@ -263,6 +268,10 @@ def initialise_from(model: torch.nn.Module, path: str) -> str:
 
     Returns:
         The weights file read (logged; the record keeps ``init_from`` as given in the config).
+
+    Raises:
+        FileNotFoundError: no weights file there.
+        ValueError: the file does not load (e.g. truncated) or does not fit the model; naming the file.
     """
     weights = Path(path)
     if weights.is_dir() and not (weights / SAFE_WEIGHTS_NAME).is_file():
@@ -272,7 +281,10 @@ def initialise_from(model: torch.nn.Module, path: str) -> str:
         weights = weights / SAFE_WEIGHTS_NAME
     if not weights.is_file():
         raise FileNotFoundError(f"init_from={path!r}: no {SAFE_WEIGHTS_NAME} there (nor in a checkpoint-N folder under it)")
-    missing, unexpected = safetensors.torch.load_model(model, str(weights), strict=False, device="cpu")
+    try:
+        missing, unexpected = safetensors.torch.load_model(model, str(weights), strict=False, device="cpu")
+    except (safetensors.SafetensorError, OSError) as e:
+        raise ValueError(f"init_from={path!r}: {weights} does not load ({e}); is it whole (a finished save)?") from e
     if missing or unexpected:
         raise ValueError(
             f"init_from={path!r} does not fit this model: missing {sorted(missing)[:5]}, unexpected {sorted(unexpected)[:5]} "
@@ -311,6 +323,76 @@ def make_trainer(task: Task, args: TrainingArguments, callbacks: list[TrainerCal
     return trainer
 
 
+def check_seed(seed: Any) -> int:
+    """``seed`` as an int; a ValueError naming ``seed`` otherwise (``seed=abc``, ``seed=1.5``, ``seed=true``)."""
+    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+        raise ValueError(f"seed must be an integer >= 0 (e.g. seed=0), got seed={seed!r}")
+    return seed
+
+
+def evaluation_datasets(task: Task, subset: int | None) -> dict[str, Any]:
+    """The splits to evaluate: ``task.eval_datasets``, each cut to its first ``subset`` examples
+    (``train.eval_subset``, with ``task.subset``) unless ``subset`` is None."""
+    if subset is None:
+        return dict(task.eval_datasets)
+    if isinstance(subset, bool) or not isinstance(subset, int) or subset < 1:
+        raise ValueError(f"train.eval_subset must be an integer >= 1 or null, got {subset!r}")
+    return {split: task.subset(dataset, subset) for split, dataset in task.eval_datasets.items()}
+
+
+def evaluate_splits(task: Task, model: torch.nn.Module, eval_datasets: dict[str, Any], on_main: bool,
+                    subset: int | None = None) -> tuple[dict[str, float], dict[str, Any], dict[str, Any]] | None:
+    """Evaluate every split on the main process: ``(metrics, timing per split, rows per split)``.
+
+    Only the main process evaluates (under DDP the model is the same on every rank after training,
+    so one evaluation gives every metric); the others return None at once. ``subset`` (the
+    ``train.eval_subset`` the datasets were cut to) is named in the log line of each split.
+    """
+    if not on_main:
+        log.info("evaluation runs on the main process (rank 0) only")
+        return None
+    metrics, timing, rows = {}, {}, {}
+    full = dataset_sizes(task)
+    for split, dataset in eval_datasets.items():
+        t0 = time.perf_counter()
+        evaluation = task.evaluate(model, split, dataset)
+        seconds = time.perf_counter() - t0
+        metrics.update(evaluation.metrics)
+        timing[split] = {"seconds": seconds, "examples_per_s": len(dataset) / seconds}
+        on = f"; the first {len(dataset)} of {full.get(split, '?')} examples, train.eval_subset={subset}" if subset is not None else ""
+        log.info("%s (%.1f s%s): %s", split, seconds, on, ", ".join(f"{k}={v:.4g}" for k, v in evaluation.metrics.items()))
+        if evaluation.rows is not None:
+            rows[split] = evaluation.rows
+    return metrics, timing, rows
+
+
+def first_missing(folder: Path) -> Path | None:
+    """The outermost folder of ``folder`` and its parents that does not exist yet (None: it exists)."""
+    missing = None
+    for path in (folder, *folder.parents):
+        if path.exists():
+            return missing
+        missing = path
+    return missing
+
+
+def remove_if_empty(folder: Path, up_to: Path | None) -> None:
+    """Remove ``folder`` and its parents up to ``up_to`` (inclusive) while they are empty folders.
+
+    The Trainer creates ``output_dir`` on start; a run that saves nothing (``train.save_steps=0``)
+    thus leaves no empty checkpoint folder behind. Nothing happens when ``up_to`` is None (the
+    folder existed before the run).
+    """
+    if up_to is None:
+        return
+    for path in (folder, *folder.parents):
+        if not path.is_dir() or any(path.iterdir()):
+            return
+        path.rmdir()
+        if path == up_to:
+            return
+
+
 def run(cfg: DictConfig, callbacks: Iterable[TrainerCallback] = ()) -> dict[str, Any] | None:
     """Train, evaluate and record one run of the composed config.
 
@@ -328,6 +410,7 @@ def run(cfg: DictConfig, callbacks: Iterable[TrainerCallback] = ()) -> dict[str,
             checkpoint of another config (before any training).
     """
     start = time.perf_counter()
+    check_seed(cfg.seed)
     progress.configure(cfg.train.progress)
     transformers.utils.logging.disable_default_handler()
     transformers.utils.logging.enable_propagation()  # the Trainer's warnings go to the run log too
@@ -337,6 +420,7 @@ def run(cfg: DictConfig, callbacks: Iterable[TrainerCallback] = ()) -> dict[str,
     output_dir = str(Path(hydra.utils.to_absolute_path(cfg.output_dir)))
     preflight.check_writable(results_dir=runs / cfg.experiment_name, output_dir=output_dir)
     checkpoint = preflight.resume_checkpoint(cfg, output_dir)
+    created = first_missing(Path(output_dir))
     tracking.check_logger(cfg)
     transformers.set_seed(cfg.seed)
     task = build_task(cfg)
@@ -348,7 +432,9 @@ def run(cfg: DictConfig, callbacks: Iterable[TrainerCallback] = ()) -> dict[str,
     guard = NonFiniteLossGuard()
     extra = [guard, tracking.StepLog(tracker), preflight.SaveRunConfig(cfg), TrainingStepToHeads(task.model)]
     extra += [*task.callbacks, *callbacks]
-    extra += [EpochEval(task, tracker)] if cfg.train.eval_each_epoch else []
+    subset = cfg.train.get("eval_subset")
+    eval_datasets = evaluation_datasets(task, subset)
+    extra += [EpochEval(task, eval_datasets, tracker)] if cfg.train.eval_each_epoch else []
     try:
         trainer = make_trainer(task, args, extra)
         steps_before = 0 if checkpoint is None else int(Path(checkpoint).name.split("-")[-1])
@@ -363,22 +449,19 @@ def run(cfg: DictConfig, callbacks: Iterable[TrainerCallback] = ()) -> dict[str,
                 "train.precision=fp32, or loss=stable_softmax."
             )
         model = trainer.accelerator.unwrap_model(trainer.model)
-        metrics, eval_timing = {}, {}
-        for split, dataset in task.eval_datasets.items():
-            t0 = time.perf_counter()
-            evaluation = task.evaluate(model, split, dataset)
-            seconds = time.perf_counter() - t0
-            metrics.update(evaluation.metrics)
-            eval_timing[split] = {"seconds": seconds, "examples_per_s": len(dataset) / seconds}
-            log.info("%s (%.1f s): %s", split, seconds, ", ".join(f"{k}={v:.4g}" for k, v in evaluation.metrics.items()))
-            if evaluation.rows is not None and trainer.is_world_process_zero():
-                records.write_predictions(evaluation.rows, runs, cfg.experiment_name, cfg.run_name, split)
-        tracking.log_metrics(tracker, metrics, trainer.state.global_step)
+        evaluated = evaluate_splits(task, model, eval_datasets, trainer.is_world_process_zero(), subset)
+        if evaluated is not None:
+            metrics, eval_timing, rows = evaluated
+            for split, split_rows in rows.items():
+                records.write_predictions(split_rows, runs, cfg.experiment_name, cfg.run_name, split)
+            tracking.log_metrics(tracker, metrics, trainer.state.global_step)
     except BaseException:
         tracking.finish(tracker, exit_code=1)
         raise
+    finally:
+        remove_if_empty(Path(output_dir), created)
     tracking.finish(tracker)
-    if not trainer.is_world_process_zero():
+    if evaluated is None:
         return None
     steps = trainer.state.global_step - steps_before  # optimiser steps of this session
     effective_batch = args.per_device_train_batch_size * args.gradient_accumulation_steps * args.world_size

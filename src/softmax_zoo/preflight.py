@@ -4,7 +4,10 @@
 - :func:`verify_prepared`: the prepared files a task reads still match the sha256 its meta.json
   holds (``make data`` wrote both); returns what the record keeps about the files read.
 - :func:`resume_checkpoint`: for ``resume=true``, the newest checkpoint of ``output_dir`` that
-  loads, written under the same config (:data:`CONFIG_FILE` inside it, see :class:`SaveRunConfig`).
+  loads, written under the same config (:data:`CONFIG_FILE` inside it, see :class:`SaveRunConfig`)
+  but for the keys that only extend a run (:data:`EXTENDS_A_RUN`); with no checkpoint there, an
+  unfinished run beside it that this command asks to change (``resume=true loss.k=10`` after an
+  interrupted ``loss.k=5``) is refused by name rather than silently started afresh.
 """
 
 from __future__ import annotations
@@ -23,18 +26,25 @@ from transformers import TrainerCallback
 from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
 
 from . import records
+from .config import hydra_job
 from .data.layout import sha256_file
 
 log = logging.getLogger(__name__)
 CONFIG_FILE = "run_config.json"  # the resolved config, written into every checkpoint folder
 TRAINER_STATE = "trainer_state.json"
+# Keys a resumed run may change to extend the run: a longer budget (the schedule then follows the new
+# length from the step resumed) and how it is evaluated. They are kept out of run names too
+# (configs/hydra/default.yaml's exclude_keys), so that `resume=true train.max_steps=2000` finds the checkpoints.
+EXTENDS_A_RUN = ("train.max_steps", "train.epochs", "train.eval_batch_size", "train.eval_each_epoch")
 # Keys that may differ between a checkpoint's run and the run resuming it: the name (made from the
-# other keys), and where results, logs and checkpoints go and how progress is shown, which change
-# nothing that is computed.
+# other keys), where results, logs and checkpoints go and how progress is shown, which change
+# nothing that is computed, and EXTENDS_A_RUN.
 RESUME_IGNORED = (
     "resume", "results_dir", "run_name", "logger", "logger.*", "reproduction",
-    "train.progress", "train.num_workers", "train.save_steps", "train.save_total_limit",
+    "train.progress", "train.num_workers", "train.save_steps", "train.save_total_limit", *EXTENDS_A_RUN,
 )
+REPLICATE_KEY = "seed"  # another seed is another replicate, never a changed setting of the same run
+ABSENT = "<absent>"  # a key one of two compared configs lacks
 
 
 # ---------------------------------------------------------------- writable outputs
@@ -152,11 +162,89 @@ def flatten(value: Any, prefix: str = "") -> dict[str, Any]:
     return flat
 
 
+def differing_keys(saved: dict[str, Any], current: dict[str, Any], ignored=RESUME_IGNORED) -> list[str]:
+    """The flattened keys whose value differs between two resolved configs, keys of ``ignored`` left out."""
+    a, b = flatten(saved), flatten(current)
+    keys = sorted(k for k in a.keys() | b.keys() if not any(fnmatch.fnmatchcase(k, p) for p in ignored))
+    return [k for k in keys if a.get(k, ABSENT) != b.get(k, ABSENT)]
+
+
 def config_differences(saved: dict[str, Any], current: dict[str, Any], ignored=RESUME_IGNORED) -> list[str]:
     """``"key: saved -> current"`` for every key whose value differs, keys of ``ignored`` left out."""
     a, b = flatten(saved), flatten(current)
-    keys = sorted(k for k in a.keys() | b.keys() if not any(fnmatch.fnmatchcase(k, p) for p in ignored))
-    return [f"{k}: {a.get(k, '<absent>')!r} -> {b.get(k, '<absent>')!r}" for k in keys if a.get(k, "<absent>") != b.get(k, "<absent>")]
+    return [f"{k}: {a.get(k, ABSENT)!r} -> {b.get(k, ABSENT)!r}" for k in differing_keys(saved, current, ignored)]
+
+
+def setting(key: str, flat: dict[str, Any]) -> str:
+    """``key=value`` as typed on the command line (``loss.k=5``; ``key`` absent: ``no key``)."""
+    if key not in flat:
+        return f"no {key}"
+    value = flat[key]
+    shown = value if isinstance(value, str) else json.dumps(value)
+    return f"{key}={shown}"
+
+
+def refusal(checkpoint: Path, saved: dict[str, Any], current: dict[str, Any], keys: list[str]) -> str:
+    """The message refusing to resume ``checkpoint``: each key with its value there and in this run."""
+    a, b = flatten(saved), flatten(current)
+    there = ", ".join(setting(k, a) for k in keys)
+    here = ", ".join(setting(k, b) for k in keys)
+    back = " ".join(setting(k, a) if k in a else f"~{k}" for k in keys)
+    return (
+        f"resume=true: {checkpoint.name} in {checkpoint.parent} was written with {there}, this run asks {here}; "
+        f"use a new run (drop resume=true) or set {back}"
+    )
+
+
+def checkpoints_newest_first(folder: Path) -> list[Path]:
+    """The ``checkpoint-<step>`` folders of ``folder``, the highest step first ([] when there is none)."""
+    if not folder.is_dir():
+        return []
+    found = (p for p in folder.glob(f"{PREFIX_CHECKPOINT_DIR}-*") if p.is_dir() and p.name.split("-")[-1].isdigit())
+    return sorted(found, key=lambda p: int(p.name.split("-")[-1]), reverse=True)
+
+
+def asked_keys(overrides: list[str]) -> list[str]:
+    """The config keys a job's command-line overrides set (a group choice such as ``loss=...``: its package, ``loss``)."""
+    keys = []
+    for line in overrides:
+        key = line.split("=", 1)[0].lstrip("+~").split("@")[0]
+        keys.append(key.replace("/", "."))
+    return keys
+
+
+def is_under(key: str, asked: list[str]) -> bool:
+    """Whether ``key`` is one of ``asked`` or inside one (``loss.k`` is under ``loss``)."""
+    return any(key == a or key.startswith(a + ".") for a in asked)
+
+
+def changed_run(cfg: DictConfig, output_dir: Path) -> tuple[Path, dict[str, Any], list[str]] | None:
+    """An unfinished run beside ``output_dir`` that this single run's overrides change (the run meant to be resumed).
+
+    Candidates are the other run folders of ``output_dir``'s parent whose newest loadable checkpoint keeps
+    its config and whose record is not written (an interrupted run). One is returned when every key that
+    differs (besides names, folders and :data:`EXTENDS_A_RUN`) is a key this job sets on the command line,
+    e.g. only ``loss.k`` for ``resume=true loss.k=10`` after ``loss.k=5``; a differing seed never counts.
+    Sweeps (``-m``) are left alone: a new value there is a new job. None when nothing fits.
+    """
+    job = hydra_job()
+    if job.get("mode") == "MULTIRUN" or not output_dir.parent.is_dir():
+        return None
+    asked = [k for k in asked_keys(job.get("overrides") or []) if k != "resume"]
+    current = OmegaConf.to_container(cfg, resolve=True)
+    for sibling in sorted(output_dir.parent.iterdir()):
+        if sibling == output_dir or not sibling.is_dir():
+            continue
+        for checkpoint in checkpoints_newest_first(sibling):
+            if checkpoint_problem(checkpoint) or not (checkpoint / CONFIG_FILE).is_file():
+                continue
+            saved = json.loads((checkpoint / CONFIG_FILE).read_text())
+            record = records.runs_dir(saved.get("results_dir", "")) / str(saved.get("experiment_name")) / f"{saved.get('run_name')}.json"
+            keys = differing_keys(saved, current, (*RESUME_IGNORED, "output_dir"))
+            if not record.is_file() and keys and REPLICATE_KEY not in keys and all(is_under(k, asked) for k in keys):
+                return checkpoint, saved, keys
+            break  # only the newest loadable checkpoint of a run speaks for it
+    return None
 
 
 def resume_checkpoint(cfg: DictConfig, output_dir: str | Path) -> str | None:
@@ -166,18 +254,15 @@ def resume_checkpoint(cfg: DictConfig, output_dir: str | Path) -> str | None:
     truncated model.safetensors after a killed save) is skipped with a warning naming it.
 
     Raises:
-        ValueError: the checkpoint found was written under another config; the message names the
-            keys that differ.
+        ValueError: the checkpoint found was written under another config, or there is none and an
+            unfinished run beside it differs from this one only in keys this command sets
+            (:func:`changed_run`); the message names each key with both values.
     """
     if not cfg.resume:
         return None
     folder = Path(output_dir)
-    found = sorted(
-        (p for p in folder.glob(f"{PREFIX_CHECKPOINT_DIR}-*") if p.is_dir() and p.name.split("-")[-1].isdigit()),
-        key=lambda p: int(p.name.split("-")[-1]),
-        reverse=True,
-    ) if folder.is_dir() else []
-    for checkpoint in found:
+    current = OmegaConf.to_container(cfg, resolve=True)
+    for checkpoint in checkpoints_newest_first(folder):
         problem = checkpoint_problem(checkpoint)
         if problem:
             log.warning("resume: skipping %s, it does not load: %s", checkpoint, problem)
@@ -186,13 +271,14 @@ def resume_checkpoint(cfg: DictConfig, output_dir: str | Path) -> str | None:
         if not config_file.is_file():
             log.warning("resume: %s keeps no %s, so its config cannot be compared with this run's", checkpoint, CONFIG_FILE)
             return str(checkpoint)
-        diff = config_differences(json.loads(config_file.read_text()), OmegaConf.to_container(cfg, resolve=True))
-        if diff:
-            raise ValueError(
-                f"resume=true: {checkpoint} was written under another config ({'; '.join(diff)}); "
-                "rerun with its values, or without resume=true (or with another output_dir) to start afresh"
-            )
+        saved = json.loads(config_file.read_text())
+        keys = differing_keys(saved, current)
+        if keys:
+            raise ValueError(refusal(checkpoint, saved, current, keys))
         log.info("resume: continuing from %s", checkpoint)
         return str(checkpoint)
+    changed = changed_run(cfg, folder)
+    if changed is not None:
+        raise ValueError(refusal(changed[0], changed[1], current, changed[2]))
     log.warning("resume=true but no loadable checkpoint in %s: starting from scratch", folder)
     return None

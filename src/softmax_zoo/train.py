@@ -6,23 +6,56 @@ results/runs/<experiment_name>/<run_name>.json. Sweeps: ``-m`` (Hydra multirun).
 ``torchrun --nproc_per_node=N -m softmax_zoo.train ...`` (the Trainer runs DDP; rank 0 records).
 The configs are read from the repository's configs/ (an editable install); from a wheel, point
 Hydra at a copy: ``python -m softmax_zoo.train --config-path /abs/path/to/configs ...``.
+
+A run that fails prints its error alone (``ValueError: k must be >= 1, got 0``) and where the
+traceback is (the job's log file); ``HYDRA_FULL_ERROR=1`` prints the whole traceback instead (Hydra's switch).
 """
 
 from __future__ import annotations
 
+import logging
+import os
 import sys
 
 import hydra
+from hydra.errors import CompactHydraException
 from omegaconf import DictConfig
 
 from . import engine
 from .config import CONFIG_DIR, unknown_key_hint
 
+log = logging.getLogger(__name__)
+FULL_ERROR = "HYDRA_FULL_ERROR"  # Hydra's own switch: "1" shows every traceback in full
+
+
+class RunFailed(CompactHydraException):
+    """A run's error, which Hydra prints as its message alone (the traceback: ``HYDRA_FULL_ERROR=1``)."""
+
+
+def log_files() -> list[str]:
+    """The files the run log goes to (Hydra's job log file)."""
+    return [h.baseFilename for h in logging.getLogger().handlers if isinstance(h, logging.FileHandler)]
+
+
+def short_error(error: Exception) -> RunFailed:
+    """``error`` as one message plus where its traceback is; the traceback itself goes to the log files only."""
+    record = log.makeRecord(log.name, logging.ERROR, __file__, 0, "run failed", (), (type(error), error, error.__traceback__))
+    for handler in logging.getLogger().handlers:
+        if isinstance(handler, logging.FileHandler):
+            handler.handle(record)
+    where = f"\n(the traceback is in {', '.join(log_files())})" if log_files() else ""
+    return RunFailed(f"{type(error).__name__}: {error}{where}")
+
 
 @hydra.main(config_path=str(CONFIG_DIR), config_name="train", version_base="1.3")
 def main(cfg: DictConfig) -> None:
     """Train one run of the composed config."""
-    engine.run(cfg)
+    try:
+        engine.run(cfg)
+    except Exception as error:
+        if os.environ.get(FULL_ERROR) == "1":
+            raise
+        raise short_error(error) from error
 
 
 if __name__ == "__main__":

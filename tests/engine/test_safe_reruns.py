@@ -5,12 +5,16 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import re
 import time
 from pathlib import Path
 
 import pytest
 
 from softmax_zoo import engine, preflight
+from softmax_zoo.config import compose, name_exclude_keys
+
+from .test_resume import CrashAfterSave
 
 COMMON = ["scale=smoke", "train.max_steps=4", "train.save_steps=2"]
 
@@ -24,9 +28,57 @@ def finished(make_cfg, tmp_path):
 
 def test_resume_refuses_a_checkpoint_of_another_config(make_cfg, tmp_path, finished):
     cfg = make_cfg(*COMMON, "train.lr=0.01", "resume=true", f"output_dir={tmp_path / 'run'}")
-    with pytest.raises(ValueError, match=r"checkpoint-4 was written under another config \(train\.lr: 0\.001 -> 0\.01\)"):
+    expected = (f"resume=true: checkpoint-4 in {tmp_path / 'run'} was written with train.lr=0.001, this run asks "
+                "train.lr=0.01; use a new run (drop resume=true) or set train.lr=0.001")
+    with pytest.raises(ValueError, match=re.escape(expected)):
         engine.run(cfg)
     assert not (tmp_path / "results").exists()
+
+
+def test_a_longer_budget_keeps_the_run_name_and_resume_continues(make_cfg, tmp_path, finished):
+    assert compose(["train.max_steps=2000", "train.epochs=3"]).run_name == compose([]).run_name
+    assert compose(["train.eval_batch_size=8", "train.eval_each_epoch=true"]).run_name == compose([]).run_name
+    assert set(preflight.EXTENDS_A_RUN) <= set(name_exclude_keys())
+    cfg = make_cfg("scale=smoke", "train.max_steps=6", "train.save_steps=2", "train.eval_batch_size=16",
+                   "resume=true", f"output_dir={tmp_path / 'run'}", f"results_dir={tmp_path / 'r1'}")
+    extended = engine.run(cfg)
+    assert extended["timing"]["resumed_from_step"] == 4 and extended["timing"]["global_steps"] == 6
+    assert extended["train_loss"]["step"] == [1, 2, 3, 4, 5, 6]
+    assert extended["train_loss"]["loss"][:4] == finished[1]["train_loss"]["loss"]
+
+
+def named_run(make_cfg, tmp_path, *overrides):
+    """The config of ``overrides`` with its checkpoints in ckpt/<its run name>, as configs/train.yaml's output_dir."""
+    name = make_cfg(*overrides).run_name
+    return make_cfg(*overrides, f"output_dir='{tmp_path / 'ckpt' / name}'")  # quoted: the name holds '='
+
+
+def interrupted(make_cfg, tmp_path, *overrides):
+    """A run of ``overrides`` (:func:`named_run`) killed after its step-2 checkpoint."""
+    cfg = named_run(make_cfg, tmp_path, *COMMON, *overrides)
+    with pytest.raises(KeyboardInterrupt):
+        engine.run(cfg, callbacks=[CrashAfterSave(2)])
+    return cfg
+
+
+def test_resume_with_a_changed_setting_names_it(make_cfg, tmp_path):
+    first = interrupted(make_cfg, tmp_path, "loss=sparse_softmax", "loss.k=5")
+    cfg = named_run(make_cfg, tmp_path, *COMMON, "loss=sparse_softmax", "loss.k=10", "resume=true")
+    assert cfg.output_dir != first.output_dir
+    expected = (f"resume=true: checkpoint-2 in {first.output_dir} was written with loss.k=5, this run asks loss.k=10; "
+                "use a new run (drop resume=true) or set loss.k=5")
+    with pytest.raises(ValueError, match=re.escape(expected)):
+        engine.run(cfg)
+    assert not Path(cfg.output_dir).exists()
+
+
+def test_resume_of_a_new_job_beside_finished_or_other_seed_runs_starts_fresh(make_cfg, tmp_path):
+    """A chain of jobs (softmax_zoo.studies) runs each new job with resume=true: finished runs beside it
+    and runs of another seed are other jobs, not the run meant."""
+    interrupted(make_cfg, tmp_path, "loss=sparse_softmax", "loss.k=5", "seed=1")
+    engine.run(named_run(make_cfg, tmp_path, *COMMON, "loss=sparse_softmax", "loss.k=20"))
+    fresh = engine.run(named_run(make_cfg, tmp_path, *COMMON, "loss=sparse_softmax", "loss.k=10", "resume=true"))
+    assert fresh["timing"]["resumed_from_step"] == 0 and fresh["config"]["loss"]["k"] == 10
 
 
 def test_resume_skips_a_truncated_newest_checkpoint(make_cfg, tmp_path, finished, caplog):

@@ -61,6 +61,17 @@ def test_every_head_trains_two_steps_and_writes_a_record(make_cfg, overrides):
     assert record["model"]["heads"]["head"].startswith(cfg.loss._target_.rsplit(".", 1)[1])
 
 
+def test_a_run_that_saves_nothing_leaves_no_checkpoint_folder(make_cfg, tmp_path):
+    cfg = make_cfg("scale=smoke", f"output_dir={tmp_path / 'ckpt' / 'default' / 'run'}")
+    assert cfg.train.save_steps == 0
+    engine.run(cfg)
+    assert not (tmp_path / "ckpt").exists() and record_path(cfg).is_file()
+    kept = tmp_path / "kept"
+    kept.mkdir()
+    engine.run(make_cfg("scale=smoke", f"output_dir={kept / 'run'}"))
+    assert kept.is_dir() and not (kept / "run").exists()  # folders that were there before stay
+
+
 def test_grad_accum_and_epoch_eval_history(make_cfg):
     cfg = make_cfg("scale=smoke", "train.grad_accum=2", "train.max_steps=-1", "train.epochs=2", "train.eval_each_epoch=true")
     record = engine.run(cfg)

@@ -46,6 +46,11 @@ class Evaluation:
     rows: list[dict[str, Any]] | None = None
 
 
+def first_examples(dataset: torch.utils.data.Dataset, n: int) -> torch.utils.data.Dataset:
+    """The first ``n`` examples of a map-style dataset (all of them when it has fewer)."""
+    return torch.utils.data.Subset(dataset, range(min(n, len(dataset))))
+
+
 @dataclass
 class Task:
     """A task ready to train.
@@ -61,6 +66,8 @@ class Task:
         info: anything else worth recording (tokenizer, truncation counts, ...).
         callbacks: extra ``transformers.TrainerCallback``s the task needs during training
             (e.g. the LM's validation-perplexity-against-time curve).
+        subset: (dataset, n) -> the dataset's first n examples, what ``train.eval_subset``
+            evaluates (:func:`first_examples` for a map-style dataset).
     """
 
     model: nn.Module
@@ -71,6 +78,7 @@ class Task:
     data_meta: dict[str, Any] = field(default_factory=dict)
     info: dict[str, Any] = field(default_factory=dict)
     callbacks: list[Any] = field(default_factory=list)
+    subset: Callable[[Any, int], Any] = first_examples
 
 
 def split_prefix(split: str) -> str:

@@ -18,6 +18,7 @@ training wall time (:class:`ValidationCurve`).
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import time
@@ -78,7 +79,26 @@ def collate(rows: list[dict[str, torch.Tensor]]) -> dict[str, torch.Tensor]:
     return {key: torch.stack([r[key] for r in rows]) for key in ("input_ids", "labels", "reset")}
 
 
-def split_nll(model: LSTMLanguageModel, stream: LMStream, max_tokens: int | None = None) -> tuple[float, int]:
+class FirstRows(torch.utils.data.IterableDataset):
+    """The first ``rows`` rows of an evaluation stream, rounded up to whole batches (``train.eval_subset``).
+
+    A row is one BPTT segment of one stream (the module docstring of :mod:`softmax_zoo.data.lm_stream`),
+    so the hidden state still carries over from one batch to the next.
+    """
+
+    def __init__(self, stream: LMStream, rows: int) -> None:
+        self.stream = stream
+        self.batch_size = stream.batch_size
+        self.rows = -(-rows // stream.batch_size) * stream.batch_size
+
+    def __len__(self) -> int:
+        return min(self.rows, len(self.stream))
+
+    def __iter__(self):
+        return itertools.islice(iter(self.stream), self.rows)
+
+
+def split_nll(model: LSTMLanguageModel, stream: LMStream | FirstRows, max_tokens: int | None = None) -> tuple[float, int]:
     """Summed negative log-likelihood (nats) of the labelled tokens of ``stream``, and their number.
 
     Args:
@@ -106,7 +126,7 @@ def split_nll(model: LSTMLanguageModel, stream: LMStream, max_tokens: int | None
     return total, count
 
 
-def evaluate(model: LSTMLanguageModel, split: str, dataset: LMStream) -> Evaluation:
+def evaluate(model: LSTMLanguageModel, split: str, dataset: LMStream | FirstRows) -> Evaluation:
     """``<p>/perplexity``, ``<p>/loss`` (nats/token), ``<p>/tokens`` (p = "val" or "test"), and training throughput."""
     total, count = split_nll(model, dataset)
     p = split_prefix(split)
@@ -190,4 +210,5 @@ def build_task(cfg: DictConfig, batches: Batches) -> Task:
             "parameters": sum(p.numel() for p in model.parameters()),
         },
         callbacks=callbacks,
+        subset=FirstRows,
     )

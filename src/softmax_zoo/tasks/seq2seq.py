@@ -113,6 +113,11 @@ def load_split(data_dir: Path, split: str, t: DictConfig, tokenizer: Any, size: 
     return Seq2SeqDataset(sources, targets, refs, [r["source"] for r in rows]), counts
 
 
+def first_pairs(dataset: Seq2SeqDataset, n: int) -> Seq2SeqDataset:
+    """The first ``n`` pairs of ``dataset`` (``train.eval_subset``)."""
+    return Seq2SeqDataset(dataset.source_ids[:n], dataset.target_ids[:n], dataset.references[:n], dataset.sources[:n])
+
+
 def decode_config(d: DictConfig, beam: int, tokenizer: Any, max_len: int) -> DecodeConfig:
     """``task.decode`` for one beam size; ``topk: beam`` means k = the beam size (Sparse-softmax Table 5)."""
     topk = beam if d.topk == "beam" else d.topk
@@ -271,4 +276,5 @@ def build_task(cfg: DictConfig, batches: Batches) -> Task:
         evaluate=partial(evaluate, cfg=cfg, tokenizer=tokenizer),
         data_meta=meta,
         info=info,
+        subset=first_pairs,
     )
