@@ -41,10 +41,6 @@ from omegaconf import OmegaConf
 
 CONFIGS = Path(__file__).resolve().parents[2] / "configs"
 FIG2_TASKS = ("clinc_oos", "iflytek", "wos")
-# (file, key path) of idle literals that stay: configs/scale/smoke.yaml restates train.yaml's
-# logging_steps 1 (the line there is to go, and this entry with it).
-IDLE_KNOWN = {("scale/smoke", "train.logging_steps")}
-
 Entry = tuple[str, str]  # (config path without .yaml, package; "" for _global_)
 
 
@@ -133,15 +129,10 @@ def repo_idle() -> set[tuple[str, str]]:
 
 
 def test_every_literal_decides_a_composed_value(repo_idle):
-    extra = sorted(repo_idle - IDLE_KNOWN)
+    extra = sorted(repo_idle)
     assert not extra, "literals restated or shadowed in every composition (remove them; see the module docstring):\n" + "\n".join(
         f"  configs/{path}.yaml: {key}" for path, key in extra
     )
-
-
-def test_known_idle_literals_are_still_idle(repo_idle):
-    """An entry of IDLE_KNOWN whose literal now decides something (or is gone) is removed from it."""
-    assert IDLE_KNOWN <= repo_idle
 
 
 @pytest.mark.parametrize(
