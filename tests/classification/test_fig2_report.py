@@ -69,7 +69,7 @@ def test_table_has_means_intervals_and_the_paper_number(built):
     assert "—" in rows["sparse-softmax5"].split("|")[-2]  # no paper number for k=5
     assert "The best sparse k is 20 (61.0)" in text
     assert "wholly above the softmax interval: k=[20]; wholly below it: k=[5]" in text  # k=100: 56 ± 2.5 overlaps
-    assert "- IFLYTEK: faster/smoother convergence at k=20 (Fig. 1): faster: yes" in text
+    assert "- IFLYTEK: faster/smoother convergence at k=20 (Fig. 1): faster: supported (seeds 0, 1, 2)" in text
     assert "k=20 had the best mean on IFLYTEK (best means: IFLYTEK k=20)" in text
 
 
@@ -81,16 +81,31 @@ def test_plots_are_written(built):
 
 def test_claims_rows(built):
     claims = read_claims(built / "claims.md")
-    assert claims["fig2-k20-best-iflytek"]["verdict"] == "supported"
+    assert claims["fig2-k20-best-iflytek"]["verdict"].startswith("supported (seeds 0, 1, 2): 95% intervals over seeds apart")
+    assert "(seeds 0, 1, 2)" in claims["fig2-k20-best-iflytek"]["ours"]
     robust = claims["fig2-robust-k-iflytek"]
     assert robust["ours"] == ("test micro-F1 spread of the means over k=5..100: 20.0 points; k below the softmax baseline: [5]"
-                              "; regime: not measured (the records carry no top-k diagnostics)")  # the hand-made records have no diagnostics
-    assert robust["verdict"].startswith("not supported")
+                              " (seeds 0, 1, 2); regime: not measured (the records carry no top-k diagnostics)")  # no diagnostics
+    assert robust["verdict"].startswith("contradicts (seeds 0, 1, 2): the 95% interval over seeds of k=[5] lies wholly below")
     assert claims["fig2-iflytek-f1"]["paper"] == "60.7" and claims["fig2-iflytek-f1"]["ours"].startswith("61.0")
     fig1 = claims["fig1-convergence-iflytek"]
     assert "after epoch 1: softmax 42.0, sparse 51.0" in fig1["ours"]  # mean f1 - 10 points
     # 51 ± 2.5 lies above 42 ± 5.0; the curves are the same, so their jitter does not differ
-    assert fig1["verdict"].startswith("faster: yes; smoother: no difference within the 95% intervals")
+    assert fig1["verdict"] == ("faster: supported (seeds 0, 1, 2): 95% intervals over seeds apart, on the claim's side; "
+                               "smoother: inconclusive (seeds 0, 1, 2): 95% intervals over seeds overlap")
+    assert fig1["ours"].endswith("(seeds 0, 1, 2)")
+
+
+@pytest.mark.parametrize("seeds, kind", [((0,), "single run (seed 0)"), ((0, 1), "too few seeds (seeds 0, 1")])
+def test_fewer_seeds_than_a_verdict_needs(tmp_path, seeds, kind):
+    for (arm, k), values in F1.items():
+        for seed, f1 in zip(seeds, values):
+            records.write_record(record(arm, k, seed, f1), records.runs_dir(tmp_path))
+    fig2.build(tmp_path)
+    claims = read_claims(tmp_path / "claims.md")
+    for cid in ("fig2-k20-best-iflytek", "fig2-robust-k-iflytek"):
+        assert claims[cid]["verdict"].startswith(kind), claims[cid]["verdict"]
+    assert claims["fig1-convergence-iflytek"]["verdict"].startswith(f"faster: {kind}")
 
 
 def test_mean_curve_averages_seeds_step_by_step():

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import json
 import math
+import re
 
 import numpy as np
 import pytest
 
 from softmax_zoo import config, records, reports
+from softmax_zoo.records import REPO_ROOT as REPO
 from softmax_zoo.reports import __main__ as cli
 from softmax_zoo.reports._pages import markdown_table, provenance, read_claims, update_claims
 from softmax_zoo.reports._stats import format_mean_ci, mean_ci, paired_bootstrap
@@ -159,3 +161,29 @@ def test_predictions_sit_beside_the_record(tmp_path):
     assert records.read_predictions({"experiment": "table5", "run_name": "run"}, tmp_path) == rows
     with pytest.raises(FileNotFoundError, match="rerun other"):
         records.read_predictions({"experiment": "table5", "run_name": "other"}, tmp_path)
+
+
+COMMITTED_CLAIMS = REPO / "results" / "claims.md"
+DECIDED = re.compile(r"\b(supported|contradicts)\b[^(]*\((seeds? [\d, ]+)")
+
+
+def seed_count(label: str) -> int:
+    return len(label.split(" ", 1)[1].strip(" ,").split(","))
+
+
+@pytest.mark.parametrize("source", [
+    "fig2", "kernel_bias", "sparse_regime", "stable", "table3", "table5",
+    pytest.param("lm1b", marks=pytest.mark.xfail(strict=True, reason="lm1b's rows predate the verdict vocabulary: "
+                                                 "its speed/perplexity 'supported' is from one seed and names none")),
+])
+def test_committed_claims_decide_only_from_three_seeds_and_name_them(source):
+    rows = [r for r in read_claims(COMMITTED_CLAIMS).values() if r["source"] == source]
+    assert rows
+    for row in rows:
+        if row["verdict"].startswith("not tested"):
+            continue
+        assert re.search(r"\bseeds? \d", row["ours"] + row["verdict"]), f"{row['id']} names no seeds"
+        words = re.findall(r"\b(?:supported|contradicts)\b", row["verdict"])
+        decided = DECIDED.findall(row["verdict"])
+        assert len(decided) == len(words), f"{row['id']}: a verdict without its seeds: {row['verdict']}"
+        assert all(seed_count(label) >= 3 for _, label in decided), f"{row['id']}: decided from fewer than 3 seeds"

@@ -6,7 +6,14 @@ import pytest
 from softmax_zoo import config
 from softmax_zoo.metrics import bleu_stats
 from softmax_zoo.reports.table3 import corpus_bootstrap
-from softmax_zoo.reports._seq2seq import SOFTMAX, SPARSE, constraint_line, paired_runs, setting_line, stutters, verdict
+from softmax_zoo import records
+from softmax_zoo.reports import table5
+from softmax_zoo.reports._pages import read_claims
+from softmax_zoo.reports._seq2seq import (
+    SOFTMAX, SPARSE, constraint_line, lone_seeds, paired_runs, paper_verdict, setting_line, stutters,
+)
+from softmax_zoo.reports._stats import SeedAwareDelta
+from softmax_zoo.reports._verdicts import VerdictKind
 
 
 @pytest.mark.parametrize("scale", ["cpu", "paper"])
@@ -68,11 +75,77 @@ def test_init_runs_are_paired_only_with_each_other():
     assert setting_line(pairs["cpu"]) == "" and "`ckpt/a`" in setting_line(pairs["cpu+init"])
 
 
-def test_verdict():
-    assert verdict(0.1, 0.5, 0.67).startswith("supports")
-    assert verdict(-0.2, 0.5, 0.67).startswith("inconclusive")
-    assert verdict(-0.5, -0.1, 0.67).startswith("contradicts")
-    assert verdict(-0.5, -0.1, None) == "no paper value"
+def test_init_runs_and_lone_seeds():
+    def rec(loss, seed, init=None):
+        return {"seed": seed, "choices": {"loss": loss}, "config": {"scale": {"name": "cpu"}, "init_from": init}}
+
+    records_ = [rec(SOFTMAX, 0), rec(SPARSE, 0), rec(SOFTMAX, 1), rec(SPARSE, 2), rec(SOFTMAX, 0, "ckpt/a"), rec(SPARSE, 0, "ckpt/a")]
+    assert lone_seeds(records_) == {"cpu": {1: "softmax", 2: "sparse"}}  # the init setting has both arms of its seed
+    assert [p[0]["seed"] for p in paired_runs(records_)["cpu"]] == [0]
+
+
+def test_paper_verdict_uses_the_vocabulary():
+    one = SeedAwareDelta((0,), (0.3,), ((0.1, 0.5),), (100,))
+    assert paper_verdict(one, 0.67).kind is VerdictKind.SINGLE_RUN  # an item interval excluding 0 decides nothing
+    three = SeedAwareDelta((0, 1, 2), (0.3, 0.35, 0.4), ((0.1, 0.5),) * 3, (100,) * 3)
+    assert paper_verdict(three, 0.67).kind is VerdictKind.SUPPORTED
+    assert paper_verdict(three, -0.5).kind is VerdictKind.CONTRADICTS
+    assert paper_verdict(three, None) is None
+
+
+N_ITEMS = 40
+
+
+def table5_records(runs, shifts: dict[int, float], lone: dict[int, str] = {}) -> None:
+    """Records and predictions of table5 at scale=cpu: per seed, sparse = softmax + shifts[seed] on every item (plus noise)."""
+    def write(loss: str, seed: int, scores: np.ndarray) -> None:
+        name = f"gigaword_{loss}_cpu_seed{seed}"
+        rows = [{"reference": f"ref {i}", **{f"beam{b}": {"prediction": "a b c", "rouge1": s, "rouge2": s / 2, "rougeL": s}
+                                              for b in (1, 5)}} for i, s in enumerate(scores.tolist())]
+        metrics = {f"test/{m}_beam{b}": float(np.mean([r[f"beam{b}"][m] for r in rows])) for m in ("rouge1", "rouge2", "rougeL") for b in (1, 5)}
+        metrics |= {f"test/examples_per_s_beam{b}": 10.0 for b in (1, 5)}
+        records.write_record({
+            "experiment": "table5", "run_name": name, "seed": seed, "choices": {"loss": loss}, "metrics": metrics,
+            "config": {"scale": {"name": "cpu"}, "init_from": None, "task": {"decode": {"beams": [1, 5]}},
+                       "model": {"name": "tiny", "checkpoint": None}},
+            "task_info": {"sizes": {"train": 100}}, "timing": {"global_steps": 10},
+        }, runs)
+        records.write_predictions(rows, runs, "table5", name, "test")
+
+    for seed, shift in shifts.items():
+        rng = np.random.default_rng(seed)
+        base = rng.uniform(10, 30, N_ITEMS)
+        write(SOFTMAX, seed, base)
+        write(SPARSE, seed, base + shift + rng.normal(0, 0.5, N_ITEMS))
+    for seed, loss in lone.items():
+        write(loss, seed, np.random.default_rng(seed).uniform(10, 30, N_ITEMS))
+
+
+@pytest.mark.parametrize("shifts, lone, kind, seeds", [
+    ({0: 2.0}, {}, "single run", "seed 0"),  # an item interval far from 0, still one run
+    ({0: 2.0, 1: 2.5, 2: 1.8}, {}, "supported", "seeds 0, 1, 2"),
+    ({0: -2.0, 1: -2.5, 2: -1.8}, {}, "contradicts", "seeds 0, 1, 2"),
+    ({0: 2.0, 1: -2.5, 2: 1.8}, {}, "inconclusive", "seeds 0, 1, 2"),
+    ({0: 2.0, 1: 2.5}, {3: SOFTMAX}, "too few seeds", "seeds 0, 1"),  # seed 3 has one arm: left out
+])
+def test_table5_page_verdicts_over_seeds(tmp_path, shifts, lone, kind, seeds):
+    table5_records(records.runs_dir(tmp_path), shifts, lone)
+    table5.build(tmp_path)
+    claims = read_claims(tmp_path / "claims.md")
+    rows = [r for cid, r in claims.items() if cid.startswith("table5_cpu_")]
+    assert len(rows) == 4  # R-1 and R-2 at beams 1 and 5
+    for row in rows:
+        assert row["verdict"].startswith(f"{kind} ({seeds}"), row["verdict"]
+        assert f"({seeds})" in row["ours"] and "smallest Δ one run per arm detects" in row["ours"]
+    assert all(r["verdict"] == "not tested: needs scale=paper" for cid, r in claims.items() if cid.startswith("table5_paper_"))
+    text = (tmp_path / "table5.md").read_text()
+    assert f"## scale=cpu: paired {seeds}" in text and "Student-t interval over seeds" in text
+    assert ("(seed 3: softmax arm only, left out)" in text) == bool(lone)
+    n = len(shifts)
+    table_rows = [line for line in text.splitlines() if line.startswith("| 1 | rouge1 |")]
+    assert len(table_rows) == 1 and table_rows[0].count(f"(n={n})") >= 4  # every cell of numbers names its seed count
+    if n >= 2:
+        assert "between-seed SD" in rows[0]["ours"] and "item-bootstrap half-width" in rows[0]["ours"]
 
 
 def test_corpus_bootstrap_identical_and_better_systems():

@@ -75,10 +75,10 @@ def test_smoke_reproduction_on_generated_pairs(tmp_path, table, report, make_row
         assert len(rows) == 8 and {"prediction", "constraint_steps", "ended_by_constraint"} <= set(json.loads(rows[0])["beam1"])
     report.build(tmp_path / "results")
     text = (tmp_path / "results" / f"{table}.md").read_text()
-    assert "## scale=smoke" in text and "Δ ours [95% CI]" in text and "altered by a search constraint" in text
+    assert "## scale=smoke" in text and "Δ per seed [95% over test items]" in text and "altered by a search constraint" in text
     claims = read_claims(tmp_path / "results" / "claims.md")
     rows = [row for claim_id, row in claims.items() if claim_id.startswith(f"{table}_smoke_")]
-    assert rows and all(row["source"] == table for row in rows)
+    assert rows and all(row["source"] == table and row["verdict"].startswith("single run (seed 0)") for row in rows)
     assert all("regime: test targets in Ω_20 softmax" in row["ours"] for row in rows)  # the records carry the diagnostics
     paper_rows = [row for claim_id, row in claims.items() if claim_id.startswith(f"{table}_paper_")]
-    assert len(paper_rows) == len(rows) and all(r["verdict"] == "not tested here (needs scale=paper)" for r in paper_rows)
+    assert len(paper_rows) == len(rows) and all(r["verdict"] == "not tested: needs scale=paper" for r in paper_rows)

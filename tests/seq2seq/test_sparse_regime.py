@@ -64,7 +64,7 @@ def test_regime_chain_at_smoke_scale_builds_the_page(tmp_path, monkeypatch):
     pts = page.points(tmp_path / "scratch" / "runs", [json.loads(p.read_text()) for p in paths])
     assert [(p["start"], p["k"]) for p in pts] == [(0, 20), (0, 50), (2, 20), (2, 50)]
     assert all(p["rouge1"]["low"] <= p["rouge1"]["delta"] <= p["rouge1"]["high"] and p["n"] == 8 for p in pts)
-    assert "Where the paper's regime lies" in text and "Δ R-1 [95% CI]" in text
+    assert "Where the paper's regime lies" in text and "Δ R-1 [95% over test items]" in text
     assert "Grid: start epochs [0, 2], softmax and sparse k in [20, 50], seeds [0]: 7 runs" in text
     assert "- k=20: Δ R-1 " in text and "of 2 start(s)" in text and "What the curve says" in text
     row = read_claims(tmp_path / "scratch" / "claims.md")["sparse-regime-gigaword-beam1"]
@@ -78,3 +78,23 @@ def test_save_steps_takes_epoch_or_a_count():
     assert engine.save_flags(250) == {"save_strategy": "steps", "save_steps": 250}
     with pytest.raises(ValueError, match="train.save_steps must be an integer >= 0 or 'epoch', got 'daily'"):
         engine.save_flags("daily")
+
+
+def regime_point(start: int, seed: int, delta: float, share: float) -> dict:
+    return {"scale": "cpu", "start": start, "seed": seed, "k": 20, "share": share, "share_k": 20, "n": 500,
+            "rouge1": {"delta": delta, "low": delta - 0.5, "high": delta + 0.5}}
+
+
+@pytest.mark.parametrize("deltas, verdict", [
+    ({0: 0.4}, "single run (seed 0): Δ +0.40 [-0.10, +0.90] over test items"),
+    ({0: 0.4, 1: 0.5, 2: 0.45}, "supported (seeds 0, 1, 2)"),  # the item intervals include 0; the seeds agree
+    ({0: -0.4, 1: 0.5, 2: 0.1}, "inconclusive (seeds 0, 1, 2)"),
+])
+def test_claim_takes_the_seeds_of_the_strongest_start_together(deltas, verdict):
+    pts = [regime_point(1, seed, -1.0, 0.40 + seed / 100) for seed in deltas]  # a weaker start
+    pts += [regime_point(4, seed, d, 0.50 + seed / 100) for seed, d in deltas.items()]
+    row = page.claim(pts)
+    assert row["verdict"].startswith(verdict) and row["verdict"].endswith("not tested here (needs scale=paper)")
+    label = "seed 0" if len(deltas) == 1 else "seeds 0, 1, 2"
+    assert row["ours"].startswith(f"k=20: Δ R-1 at the strongest start ({100 * (0.50 + (len(deltas) - 1) / 200):.1f}%")
+    assert f"-1.00 ({label})" in row["ours"]  # the weakest start, named by its seeds

@@ -2,13 +2,20 @@
 
 :func:`ledger` computes every task's claims rows once per build; the page (:mod:`.fig2`) writes
 them to the ledger and assembles its headline and discussion from the same rows (:func:`by_claim`).
+Verdicts are in the words of :mod:`._verdicts`, each naming its seeds: a comparison of two arms is
+decided by their 95% Student-t intervals over seeds lying apart (:func:`apart_verdict`), which needs
+:data:`~._verdicts.MIN_SEEDS` seeds per arm.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 from ._fig2_summary import Groups, best_k, compare, first_epoch, jitters, metric, sparse_ks, task_name
 from ._pages import REGIME_NOT_MEASURED
-from ._stats import mean, mean_ci
+from ._stats import mean, mean_ci, seeds_label
+from ._verdicts import MIN_SEEDS, Verdict, VerdictKind
 
 PAPER_K = 20
 # Sun et al. 2021, Fig. 2: k=20 is best with ~100+ classes, and its micro-F1 there.
@@ -18,6 +25,54 @@ NOT_COMPARABLE = {
     "iflytek": "not comparable: small char Transformer from scratch on the FewCLUE data, not BERT on CLUE's split (results/fig2.md)",
 }
 Rows = list[dict[str, str]]
+APART = "95% intervals over seeds apart"
+
+
+def seeds_of(*arms: list[dict[str, Any]]) -> list[int]:
+    """The seeds the runs of ``arms`` have, sorted."""
+    return sorted({r["seed"] for runs in arms for r in runs})
+
+
+def apart_verdict(a: list[float], b: list[float], seeds: list[int], direction: int = 1) -> Verdict:
+    """The verdict on the claim that b's mean lies above a's (``direction`` +1) or below it (-1).
+
+    Seed-aware: with >= MIN_SEEDS values per arm, "supported" / "contradicts" when the two 95%
+    Student-t intervals over seeds lie apart (:func:`compare`; stricter than an interval of the
+    difference excluding 0), "inconclusive" when they overlap; fewer seeds say so.
+    """
+    label, n = seeds_label(seeds), min(len(a), len(b))
+    if n == 1:
+        return Verdict(VerdictKind.SINGLE_RUN, f"single run ({label}): Δ {mean(b) - mean(a):+.1f}, no interval over seeds")
+    if n < MIN_SEEDS:
+        return Verdict(VerdictKind.TOO_FEW_SEEDS, f"too few seeds ({label}; a verdict needs {MIN_SEEDS}): Δ {mean(b) - mean(a):+.1f}")
+    side = compare(a, b)
+    if side == "overlap":
+        return Verdict(VerdictKind.INCONCLUSIVE, f"inconclusive ({label}): 95% intervals over seeds overlap")
+    if (side == "higher") == (direction > 0):
+        return Verdict(VerdictKind.SUPPORTED, f"supported ({label}): {APART}, on the claim's side")
+    return Verdict(VerdictKind.CONTRADICTS, f"contradicts ({label}): {APART}, opposite to the claim")
+
+
+def all_of(parts: Mapping[int, Verdict], seeds: list[int], reference: str, against: str) -> Verdict:
+    """One verdict over comparisons with several k: supported when all are, contradicts when one does, else inconclusive.
+
+    ``reference`` names what each k is compared with ("k=20's"), ``against`` where a contradicting
+    k's interval lies ("above"); fewer seeds than a verdict needs give that kind.
+    """
+    kinds = {v.kind for v in parts.values()}
+    label = seeds_label(seeds)
+    few = kinds & {VerdictKind.SINGLE_RUN, VerdictKind.TOO_FEW_SEEDS}
+    if few:
+        kind = VerdictKind.SINGLE_RUN if VerdictKind.SINGLE_RUN in few else VerdictKind.TOO_FEW_SEEDS
+        return Verdict(kind, f"{kind.value} ({label}): no interval over seeds decides")
+    opposed = [k for k, v in parts.items() if v.kind is VerdictKind.CONTRADICTS]
+    if opposed:
+        return Verdict(VerdictKind.CONTRADICTS, f"contradicts ({label}): the 95% interval over seeds of k={opposed} lies "
+                                                f"wholly {against} {reference}")
+    if kinds == {VerdictKind.SUPPORTED}:
+        return Verdict(VerdictKind.SUPPORTED, f"supported ({label}): {APART} from {reference} for every k, on the claim's side")
+    open_ = [k for k, v in parts.items() if v.kind is VerdictKind.INCONCLUSIVE]
+    return Verdict(VerdictKind.INCONCLUSIVE, f"inconclusive ({label}): the 95% intervals over seeds of k={open_} overlap {reference}")
 
 
 def ledger(summary: dict[str, Groups]) -> dict[str, Rows]:
@@ -51,35 +106,34 @@ def claims(task: str, groups: Groups) -> Rows:
     rows = []
     if PAPER_K in means:
         mean20, half20, _ = mean_ci(metric(groups[("sparse", PAPER_K)], "test/micro_f1"))
-        best_values = metric(groups[("sparse", best)], "test/micro_f1")
-        tied = [k for k in ks if k != best and compare(metric(groups[("sparse", k)], "test/micro_f1"), best_values) != "higher"]
-        if best == PAPER_K:
-            verdict = "supported" if not tied else f"k=20 has the highest mean, but k={tied} are within the 95% intervals"
-        else:
-            verdict = (
-                f"not shown: k={best} has the highest mean, k=20 is within its 95% interval"
-                if PAPER_K in tied else "not supported"
-            )
+        values20 = metric(groups[("sparse", PAPER_K)], "test/micro_f1")
+        others = {k: apart_verdict(metric(groups[("sparse", k)], "test/micro_f1"), values20,
+                                   seeds_of(groups[("sparse", k)], groups[("sparse", PAPER_K)])) for k in ks if k != PAPER_K}
+        seeds = seeds_of(*(groups[("sparse", k)] for k in ks))
         rows.append({
             "id": f"fig2-k20-best-{task}",
             "claim": f"with ~100+ classes k=20 is the best sparse-softmax k ({name}, Fig. 2)",
             "paper": "k=20 best",
-            "ours": f"best k={best} ({means[best]:.1f}); k=20: {mean20:.1f} ± {half20:.1f} test micro-F1{note}",
-            "verdict": verdict,
+            "ours": f"best k={best} ({means[best]:.1f}); k=20: {mean20:.1f} ± {half20:.1f} test micro-F1 ({seeds_label(seeds)}){note}",
+            "verdict": str(all_of(others, seeds, f"k={PAPER_K}'s", "above")),
             "source": "fig2",
         })
     spread = max(means.values()) - min(means.values())
     if ("softmax", None) in groups:
-        soft = metric(groups[("softmax", None)], "test/micro_f1")
+        soft_runs = groups[("softmax", None)]
+        soft = metric(soft_runs, "test/micro_f1")
         below = [k for k in ks if compare(soft, metric(groups[("sparse", k)], "test/micro_f1")) == "lower"]
+        per_k = {k: apart_verdict(soft, metric(groups[("sparse", k)], "test/micro_f1"), seeds_of(soft_runs, groups[("sparse", k)]))
+                 for k in ks}
+        seeds = seeds_of(soft_runs, *(groups[("sparse", k)] for k in ks))
         rows.append({
             "id": f"fig2-robust-k-{task}",
             "claim": f"sparse-softmax is robust over a wide range of k ({name}, Fig. 2)",
             "paper": "robust",
             "ours": f"test micro-F1 spread of the means over k={ks[0]}..{ks[-1]}: {spread:.1f} points; "
-            f"k below the softmax baseline: {below or 'none'}{note}",
-            "verdict": ("supported" if not below else "not supported")
-            + " (our reading: no k's 95% interval wholly below the softmax one; 3 seeds make this a weak test)",
+            f"k below the softmax baseline: {below or 'none'} ({seeds_label(seeds)}){note}",
+            "verdict": str(all_of(per_k, seeds, "the softmax one", "below"))
+            + " (our reading of robust: no k's interval wholly below the softmax one; the claim holds when every k's lies wholly above it)",
             "source": "fig2",
         })
     if task in PAPER_F1 and PAPER_K in means:
@@ -91,7 +145,7 @@ def claims(task: str, groups: Groups) -> Rows:
             "id": f"fig2-{task}-f1",
             "claim": f"sparse-softmax k=20 reaches {PAPER_F1[task]} micro-F1 on {name} (Fig. 2)",
             "paper": str(PAPER_F1[task]),
-            "ours": f"{means[PAPER_K]:.1f} test micro-F1{extra}{note}",
+            "ours": f"{means[PAPER_K]:.1f} test micro-F1{extra} ({seeds_label(seeds_of(groups[('sparse', PAPER_K)]))}){note}",
             "verdict": NOT_COMPARABLE.get(task, "not comparable at cpu scale (see results/fig2.md)"),
             "source": "fig2",
         })
@@ -110,21 +164,21 @@ def convergence_claim(task: str, groups: Groups) -> dict[str, str] | None:
     soft, sparse = groups.get(("softmax", None)), groups.get(("sparse", PAPER_K))
     if not soft or not sparse:
         return None
-    words = {"higher": "yes", "lower": "no (the reverse)", "overlap": "no difference within the 95% intervals"}
     ours, verdicts = [], []
     f1_soft, f1_sparse = first_epoch(soft), first_epoch(sparse)
+    seeds = seeds_of(soft, sparse)
     if f1_soft and f1_sparse:
         ours.append(f"val micro-F1 after epoch 1: softmax {mean(f1_soft):.1f}, sparse {mean(f1_sparse):.1f}")
-        verdicts.append(f"faster: {words[compare(f1_soft, f1_sparse)]}")
+        verdicts.append(f"faster: {apart_verdict(f1_soft, f1_sparse, seeds)}")
     j_soft, j_sparse = jitters(soft), jitters(sparse)
     if j_soft and j_sparse:
         ours.append(f"loss jitter (mean |step change| / mean loss): softmax {mean(j_soft):.3f}, sparse {mean(j_sparse):.3f}")
-        verdicts.append(f"smoother: {words[compare(j_sparse, j_soft)]}")
+        verdicts.append(f"smoother: {apart_verdict(j_soft, j_sparse, seeds, direction=-1)}")
     return {
         "id": f"fig1-convergence-{task}",
         "claim": f"sparse-softmax (k=20) converges faster and more smoothly than softmax ({task_name(task)}, Fig. 1)",
         "paper": "faster, smoother",
-        "ours": "; ".join(ours),
-        "verdict": "; ".join(verdicts) + " (our reading: 95% intervals over seeds apart)",
+        "ours": "; ".join(ours) + f" ({seeds_label(seeds)})",
+        "verdict": "; ".join(verdicts),
         "source": "fig2",
     }

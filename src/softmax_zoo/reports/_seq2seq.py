@@ -1,9 +1,10 @@
-"""What the UniLM pages (table5, table3) share: softmax/sparse-softmax pairs, pooled per-example
-scores, verdicts on the paper's deltas, and the lines around each scale's table.
+"""What the UniLM pages (table5, table3) share: softmax/sparse-softmax pairs, per-seed paired scores,
+seed-aware verdicts on the paper's deltas, and the lines around each scale's table.
 
 A pair is the softmax and the sparse-softmax run of one seed and setting, told apart by the
 record's Hydra choice of ``loss``; a setting is the scale, or "<scale>+init" for runs started from
-a finished run's weights (``init_from=``), which are paired only with each other.
+a finished run's weights (``init_from=``), which are paired only with each other. A seed with only
+one arm is left out of the deltas and named on the page (:func:`lone_seeds`).
 """
 
 from __future__ import annotations
@@ -16,84 +17,118 @@ import numpy as np
 from ..losses.registry import variant_label
 from ..records import choice, group_by, load_records, read_predictions
 from ._pages import REGIME_NOT_MEASURED
-from ._stats import mean_ci
+from ._stats import SeedAwareDelta, format_mean_ci, seeds_label
+from ._verdicts import Verdict, VerdictKind, claimed_direction, detectability, not_tested, seed_summary, verdict
 
 SOFTMAX, SPARSE = "softmax", "sparse_softmax"  # the two arms, as configs/loss/ names them
 ARMS = (variant_label(SOFTMAX), variant_label(SPARSE))  # their registered labels, "softmax" and "sparse"
 BOOTSTRAP_SAMPLES = 2000
 Pair = tuple[dict[str, Any], dict[str, Any]]  # (softmax record, sparse-softmax record)
+# The columns :func:`delta_cells` fills, after a page's own leading columns.
+DELTA_HEADER = [
+    "softmax (ours)", "sparse-softmax (ours)", "Δ per seed [95% over test items]", "Δ mean [95% over seeds]",
+    "between-seed SD of Δ / item-bootstrap half-width", "smallest Δ one run per arm detects (our scale)", "Δ paper", "verdict",
+]
+
+
+def _settings(records: list[dict[str, Any]]) -> dict[str, dict[tuple[str, int], dict[str, Any]]]:
+    """setting -> {(loss, seed): record}, plain settings before their "+init" ones."""
+    out = {}
+    for (scale, init), group in sorted(group_by(records, ["config.scale.name", "config.init_from"]).items(),
+                                       key=lambda item: (item[0][0], item[0][1] is not None)):  # plain before init
+        out[scale if init is None else f"{scale}+init"] = {(choice(r, "loss"), r["seed"]): r for r in group}
+    return out
+
+
+def _seeds(by: dict[tuple[str, int], dict[str, Any]], loss: str) -> set[int]:
+    return {s for arm, s in by if arm == loss}
 
 
 def paired_runs(records: list[dict[str, Any]]) -> dict[str, list[Pair]]:
     """setting -> [(softmax record, sparse record)] of the seeds both losses have, sorted by seed."""
     out: dict[str, list[Pair]] = {}
-    for (scale, init), group in sorted(group_by(records, ["config.scale.name", "config.init_from"]).items(),
-                                       key=lambda item: (item[0][0], item[0][1] is not None)):  # plain before init
-        by = {(choice(r, "loss"), r["seed"]): r for r in group}
-        seeds = sorted({s for loss, s in by if loss == SOFTMAX} & {s for loss, s in by if loss == SPARSE})
+    for setting, by in _settings(records).items():
+        seeds = sorted(_seeds(by, SOFTMAX) & _seeds(by, SPARSE))
         if seeds:
-            out[scale if init is None else f"{scale}+init"] = [(by[SOFTMAX, s], by[SPARSE, s]) for s in seeds]
+            out[setting] = [(by[SOFTMAX, s], by[SPARSE, s]) for s in seeds]
     return out
 
 
-def load_pairs(runs: Path, experiment: str) -> dict[str, list[Pair]]:
-    """:func:`paired_runs` of ``runs/<experiment>``; an error naming the make target when there are none."""
-    by_setting = paired_runs(load_records(runs, experiment))
+def lone_seeds(records: list[dict[str, Any]]) -> dict[str, dict[int, str]]:
+    """setting -> {seed: the one arm it has} for seeds that only one of the two losses ran (left out of the deltas)."""
+    out: dict[str, dict[int, str]] = {}
+    for setting, by in _settings(records).items():
+        soft, sparse = _seeds(by, SOFTMAX), _seeds(by, SPARSE)
+        lone = {s: ARMS[0] for s in soft - sparse} | {s: ARMS[1] for s in sparse - soft}
+        if lone:
+            out[setting] = dict(sorted(lone.items()))
+    return out
+
+
+def load_pairs(runs: Path, experiment: str) -> tuple[dict[str, list[Pair]], dict[str, dict[int, str]]]:
+    """(:func:`paired_runs`, :func:`lone_seeds`) of ``runs/<experiment>``; an error naming the make target when there are no pairs."""
+    records = load_records(runs, experiment)
+    by_setting = paired_runs(records)
     if not by_setting:
         raise FileNotFoundError(
             f"no paired softmax/sparse-softmax records under {runs / experiment}; run `make reproduce-{experiment}`"
         )
-    return by_setting
+    return by_setting, lone_seeds(records)
 
 
-def pooled(pairs: list[Pair], runs: Path, key: Callable[[dict], Any]) -> tuple[list, list]:
-    """``key(row)`` of every test example of every seed, for softmax and sparse, aligned by example."""
-    a, b = [], []
+def per_seed_scores(pairs: list[Pair], runs: Path, key: Callable[[dict], Any]) -> dict[int, tuple[list, list]]:
+    """seed -> (``key(row)`` of every softmax test example, of every sparse one), aligned by example."""
+    out = {}
     for soft, sparse in pairs:
         rows_a, rows_b = read_predictions(soft, runs), read_predictions(sparse, runs)
         if [r["reference"] for r in rows_a] != [r["reference"] for r in rows_b]:
             raise ValueError(f"{soft['run_name']} and {sparse['run_name']} were not decoded on the same examples")
-        a += [key(r) for r in rows_a]
-        b += [key(r) for r in rows_b]
-    return a, b
+        out[soft["seed"]] = ([key(r) for r in rows_a], [key(r) for r in rows_b])
+    return out
 
 
-def verdict(low: float, high: float, paper: float | None) -> str:
-    """Whether our 95% CI of the delta supports the paper's sign."""
-    if paper is None:
-        return "no paper value"
-    if low > 0 if paper > 0 else high < 0:
-        return "supports (CI excludes 0, same sign)"
-    if high < 0 if paper > 0 else low > 0:
-        return "contradicts (CI excludes 0, opposite sign)"
-    return "inconclusive (CI includes 0)"
+def paper_verdict(delta: SeedAwareDelta, paper: float | None) -> Verdict | None:
+    """The vocabulary's verdict (:func:`softmax_zoo.reports._verdicts.verdict`) on the paper's sign; None without a paper value."""
+    return None if paper is None else verdict(delta, claimed_direction(paper))
 
 
 def fmt_delta(d: dict[str, float]) -> str:
+    """"+0.10 [-0.20, +0.40]" of one bootstrap (:func:`softmax_zoo.reports._stats.paired_bootstrap`'s dict)."""
     return f"{d['delta']:+.2f} [{d['low']:+.2f}, {d['high']:+.2f}]"
 
 
 def seeds_mean(records: list[dict], metric: str) -> str:
-    mean, half, n = mean_ci([r["metrics"][metric] for r in records])
-    return f"{mean:.2f}" if n == 1 else f"{mean:.2f} ± {half:.2f}"
+    """"mean ± half (n=k)" of ``metric`` over the records' seeds (Student-t)."""
+    return format_mean_ci([r["metrics"][metric] for r in records])
 
 
-def delta_cells(pairs: list[Pair], metric: str, d: dict[str, float], paper: float | None) -> list[str]:
-    """Table cells for one metric: softmax mean, sparse mean, our delta [CI], the paper's delta, verdict."""
+def delta_cells(pairs: list[Pair], metric: str, delta: SeedAwareDelta, paper: float | None) -> list[str]:
+    """The :data:`DELTA_HEADER` cells of one metric; every cell names its seed count."""
+    n = f"n={delta.n_seeds}"
+    per_seed = ", ".join(f"{d:+.2f} [{lo:+.2f}, {hi:+.2f}]" for d, (lo, hi) in zip(delta.deltas, delta.item_intervals))
+    if delta.n_seeds == 1:
+        over_seeds, sds, detect = f"— ({n}: no interval over seeds)", f"— / {delta.item_half_width:.2f} ({n})", f"— ({n})"
+    else:
+        low, high = delta.interval
+        over_seeds = f"{delta.mean:+.2f} [{low:+.2f}, {high:+.2f}] ({n})"
+        sds = f"{delta.sd:.2f} / {delta.item_half_width:.2f} ({n})"
+        detect = f"{delta.min_detectable_delta:.2f} ({n})"
+    found = paper_verdict(delta, paper)
     return [
         seeds_mean([p[0] for p in pairs], metric), seeds_mean([p[1] for p in pairs], metric),
-        fmt_delta(d), "" if paper is None else f"{paper:+.2f}", verdict(d["low"], d["high"], paper),
+        f"{per_seed} ({delta.label})", over_seeds, sds, detect,
+        "" if paper is None else f"{paper:+.2f}", "no paper value" if found is None else str(found),
     ]
 
 
 def delta_claim(
-    claim_id: str, claim: str, paper: float, d: dict[str, float], scale: str, pairs: list[Pair], n: int, *, source: str
+    claim_id: str, claim: str, paper: float, delta: SeedAwareDelta, scale: str, pairs: list[Pair], *, source: str
 ) -> dict[str, str]:
-    """A claims-ledger row for one of the paper's deltas."""
+    """A claims-ledger row for one of the paper's deltas: per-seed Δ, the interval over seeds, what one run detects."""
     return {
         "id": claim_id, "claim": claim, "paper": f"{paper:+.2f}",
-        "ours": f"{fmt_delta(d)} ({scale}, {len(pairs)} seed(s), n={n}{regime(pairs)})",
-        "verdict": verdict(d["low"], d["high"], paper), "source": source,
+        "ours": f"{seed_summary(delta)} ({scale}{regime(pairs)}); {detectability(delta, paper)}",
+        "verdict": str(verdict(delta, claimed_direction(paper))), "source": source,
     }
 
 
@@ -123,16 +158,18 @@ def paper_setting_claims(by_setting: dict[str, list[Pair]], claims: list[dict[st
     for c in claims:
         key = c["id"].split("_", 2)[2]  # "<experiment>_<setting>_<key>": setting names hold no "_"
         rows[key] = {"id": f"{experiment}_paper_{key}", "claim": c["claim"], "paper": c["paper"], "ours": "",
-                     "verdict": "not tested here (needs scale=paper)", "source": experiment}
+                     "verdict": str(not_tested("needs scale=paper")), "source": experiment}
     return list(rows.values())
 
 
-def section_head(scale: str, pairs: list[Pair], runs: Path, unit: str) -> str:
-    """"## scale=cpu: seeds [0], 500 test <unit>s, ... model X (checkpoint)" of one setting's section."""
+def section_head(scale: str, pairs: list[Pair], runs: Path, unit: str, lone: dict[int, str] | None = None) -> str:
+    """"## scale=cpu: paired seeds 0, 500 test <unit>s, ... model X (checkpoint)" of one setting's section."""
     soft = pairs[0][0]
     model = soft["config"]["model"]
+    left_out = "".join(f" (seed {s}: {arm} arm only, left out)" for s, arm in (lone or {}).items())
     return (
-        f"## scale={scale}: seeds {[p[0]['seed'] for p in pairs]}, {len(read_predictions(soft, runs))} test {unit}s, "
+        f"## scale={scale}: paired {seeds_label([p[0]['seed'] for p in pairs])}{left_out}, "
+        f"{len(read_predictions(soft, runs))} test {unit}s, "
         f"{soft['task_info']['sizes']['train']} training {unit}s, {soft['timing']['global_steps']} optimiser steps, "
         f"model {model['name']} ({model['checkpoint'] or 'random init'})"
     )
@@ -140,12 +177,12 @@ def section_head(scale: str, pairs: list[Pair], runs: Path, unit: str) -> str:
 
 def section(
     scale: str, pairs: list[Pair], runs: Path, *, unit: str, table: str, throughput: str, beams: list[int],
-    rows: list[list[Any]], head_suffix: str = "",
+    verdicts: list[Verdict], head_suffix: str = "", lone: dict[int, str] | None = None,
 ) -> str:
     """One setting's section of a page: heading, starting point, the table, throughput, degenerate outputs, summary."""
     return (
-        section_head(scale, pairs, runs, unit) + head_suffix + "\n\n" + setting_line(pairs) + table + "\n" + throughput
-        + "\n\n" + stutter_line(pairs, runs, beams) + regime_line(pairs) + summary(rows, scale) + "\n"
+        section_head(scale, pairs, runs, unit, lone) + head_suffix + "\n\n" + setting_line(pairs) + table + "\n" + throughput
+        + "\n\n" + stutter_line(pairs, runs, beams) + regime_line(pairs) + summary(verdicts, scale) + "\n"
     )
 
 
@@ -226,12 +263,11 @@ def constraint_line(rows: dict[str, list[dict[str, Any]]], beams: list[int]) -> 
     )
 
 
-def summary(rows: list[list[Any]], scale: str) -> str:
-    """One sentence: how many of the paper's deltas our CIs support, contradict or leave open."""
-    verdicts = [r[-1].split(" ")[0] for r in rows if r[-2] != ""]
-    counts = {v: verdicts.count(v) for v in ("supports", "inconclusive", "contradicts")}
+def summary(verdicts: list[Verdict], scale: str) -> str:
+    """One sentence: how many of the paper's deltas got each verdict of the vocabulary (:mod:`._verdicts`)."""
+    counts = {kind: sum(v.kind is kind for v in verdicts) for kind in VerdictKind}
+    said = ", ".join(f"{kind.value} {n}" for kind, n in counts.items() if n)
     return (
-        f"At scale={scale}, of the {len(verdicts)} paper deltas, our paired 95% CIs support {counts['supports']} "
-        f"(same sign, excluding 0), leave {counts['inconclusive']} inconclusive and contradict {counts['contradicts']}; "
-        "a smaller model, subset or fewer epochs than the paper's limits what this says about the paper's setting."
+        f"At scale={scale}, the {len(verdicts)} paper deltas: {said or 'none'}. A single run or two seeds decide "
+        "nothing; a smaller model, subset or fewer epochs than the paper's limits what this says about the paper's setting."
     )

@@ -164,9 +164,9 @@ def headline(summary: dict[str, Groups], rows: dict[str, Rows]) -> str:
     def names(tasks: list[str]) -> str:
         return ", ".join(task_name(t) for t in tasks) or "none"
 
-    faster = [t for t, v in verdicts.items() if v.get("fig1-convergence", "").startswith("faster: yes")]
+    faster = [t for t, v in verdicts.items() if v.get("fig1-convergence", "").startswith("faster: supported")]
     not_faster = [t for t, v in verdicts.items() if "fig1-convergence" in v and t not in faster]
-    robust = [t for t, v in verdicts.items() if v.get("fig2-robust-k", "").startswith("supported")]
+    robust = [t for t, v in verdicts.items() if "fig2-robust-k" in v and not v["fig2-robust-k"].startswith("contradicts")]
     best = {t: best_k(g) for t, g in summary.items() if sparse_ks(g)}
     k20 = [t for t, k in best.items() if k == PAPER_K]
     best_text = ", ".join(f"{task_name(t)} k={k}" for t, k in sorted(best.items()))

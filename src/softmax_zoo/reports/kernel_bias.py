@@ -27,7 +27,8 @@ from typing import Any
 
 from ..records import choice, get, load_records, runs_dir
 from ._pages import line_plot, markdown_table, page_command, shown_path, write_page
-from ._stats import format_mean_ci, mean
+from ._stats import format_mean_ci, mean, seeds_label
+from ._verdicts import MIN_SEEDS, Verdict, VerdictKind, not_tested
 
 EXPERIMENT = "kernel_bias"  # the page's name and our setting's experiment
 SETTINGS = {  # experiment -> (section title, how its records are made, what the setting is)
@@ -104,27 +105,45 @@ def plot(full: list[float], grid: dict[str, dict[int, list[float]]], path: Path,
         ax.set_xscale("log", base=2)
 
 
-def finding(full: list[float], grid: dict[str, dict[int, list[float]]], kernel: str = "quadratic") -> tuple[str, str, str]:
+def ratio_verdict(best: float, seeds: list[int]) -> Verdict:
+    """The verdict on the 10-100x claim from the largest m ratio of the seeds' mean gaps, in the words of :mod:`._verdicts`.
+
+    The m ratio has no interval over seeds, so it decides nothing: one seed is a single run, two are
+    too few, and more leave it inconclusive, with the ratio against the paper's 10x in each text.
+    """
+    label = seeds_label(seeds)
+    reach = f"largest ratio {best:.1f}x, {'at or above' if best >= FEWER_SAMPLES[0] else 'below'} the paper's {FEWER_SAMPLES[0]:g}x"
+    if len(seeds) == 1:
+        return Verdict(VerdictKind.SINGLE_RUN, f"single run ({label}): {reach}; one run per arm decides nothing")
+    if len(seeds) < MIN_SEEDS:
+        return Verdict(VerdictKind.TOO_FEW_SEEDS, f"too few seeds ({label}; a verdict needs {MIN_SEEDS}): {reach}")
+    return Verdict(VerdictKind.INCONCLUSIVE, f"inconclusive ({label}): {reach} on the seeds' mean gaps, which give no interval over seeds")
+
+
+def finding(full: list[float], grid: dict[str, dict[int, list[float]]], kernel: str = "quadratic", *,
+            seeds: list[int]) -> tuple[str, Verdict, str]:
     """(an honest sentence on the 10-100x claim for ``kernel``, the verdict, a short "ours" cell) from the measured gaps.
 
     For each uniform point (m_u, gap_u) the ratio m_u / m_k, where m_k is the smallest ``kernel`` m
-    reaching gap_u; the verdict is on the largest ratio, and the sentence names where it fails.
+    reaching gap_u; the verdict (:func:`ratio_verdict`, over ``seeds``) is on the largest ratio, and
+    the sentence names where it fails.
     """
     base = mean(full)
     gaps = {name: {m: mean(v) - base for m, v in per_m.items()} for name, per_m in grid.items()}
     pairs = fewer_samples(gaps, kernel)
     if not pairs or kernel not in gaps:
-        return f"The uniform or {kernel} runs are missing, so the claim is not tested.", "not tested", "-"
+        return (f"The uniform or {kernel} runs are missing, so the claim is not tested.",
+                not_tested(f"the uniform or {kernel} runs are missing ({seeds_label(seeds)})"), "-")
     ratios = {m_u: m_u / m_q for m_u, _, m_q in pairs if m_q is not None}
     m_best = max(ratios, key=ratios.get, default=None)
     best = ratios.get(m_best, 0.0)
     unreached = [m_u for m_u, _, m_q in pairs if m_q is None]
-    verdict = "supported" if best >= FEWER_SAMPLES[0] else "not supported"
+    verdict = ratio_verdict(best, list(seeds))
     at_most = ", ".join(f"uniform m={m_u}: {ratios[m_u]:.1f}x" for m_u in sorted(ratios))
     sentence = (
         f"Samples {kernel} needs to match uniform's gap, as a ratio m_uniform / m_{kernel}: {at_most or 'none'}"
         + (f"; uniform's gap at m={', '.join(map(str, unreached))} is not reached by {kernel} at any m we ran" if unreached else "")
-        + f". The largest ratio is {best:.1f}x, so the paper's 10-100x is {verdict} for {KERNELS.get(kernel, kernel)} here."
+        + f". The largest ratio is {best:.1f}x against the paper's 10-100x for {KERNELS.get(kernel, kernel)}: {verdict}."
     )
     others = [s for s in gaps if s not in ("softmax", "quadratic", "quadratic_centred")]
     winners = {m: min((s for s in gaps if s not in ("softmax", "quadratic_centred") and m in gaps[s]), key=lambda s: gaps[s][m])
@@ -136,7 +155,8 @@ def finding(full: list[float], grid: dict[str, dict[int, list[float]]], kernel: 
                 f" {rival.capitalize()} sampling had a smaller gap than the quadratic kernel at m={', '.join(map(str, beaten))}"
                 f" ({len(beaten)} of {len(winners)} points); the paper finds the kernel better than {rival} too."
             )
-    short = f"largest m_uniform/m_{kernel} at equal gap: {best:.1f}x" + (f" (uniform m={m_best})" if m_best else "")
+    short = (f"largest m_uniform/m_{kernel} at equal gap: {best:.1f}x" + (f" (uniform m={m_best})" if m_best else "")
+             + f", {seeds_label(seeds)}")
     return sentence, verdict, short
 
 
@@ -233,7 +253,7 @@ def setting_section(results_dir: str | Path, out: Path, experiment: str, records
     )
     claims = []
     for kernel in [k for k in KERNELS if k in grid]:
-        sentence, verdict, short = finding(full, grid, kernel)
+        sentence, verdict, short = finding(full, grid, kernel, seeds=sorted({r["seed"] for r in records}))
         text += sentence + "\n\n"
         claims.append({
             "id": claim_id if kernel == "quadratic" else f"kernel-bias-centred{'' if experiment == EXPERIMENT else '-paper-setting'}",
@@ -241,7 +261,7 @@ def setting_section(results_dir: str | Path, out: Path, experiment: str, records
                       if kernel == "quadratic" else f"ours, not the paper's: the centred kernel against uniform{where}"),
             "paper": "10-100x fewer samples" if kernel == "quadratic" else "— (extension)",
             "ours": short,
-            "verdict": verdict,
+            "verdict": str(verdict),
             "source": EXPERIMENT,
         })
     if oracle:

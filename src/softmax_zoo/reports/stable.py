@@ -15,7 +15,8 @@ from typing import Any
 
 from ..records import runs_dir
 from ._pages import line_plot, markdown_table, page_command, shown_path, write_page
-from ._stats import format_mean_ci, mean, mean_ci
+from ._stats import format_mean_ci, mean, mean_ci, seeds_label
+from ._verdicts import MIN_SEEDS, VerdictKind
 
 EXPERIMENT = "stable"
 DTYPES = ("float32", "bfloat16")
@@ -131,6 +132,18 @@ def plots(records, out: Path) -> None:
                     ax.plot(*mean_curve(runs, "drift"), label=f"{form} KL, {dtype}")
 
 
+def checked(result: str, seeds: list[int]) -> str:
+    """A verdict of this page's checks (exact zeros and shares of exact zeros over the seeds' runs), naming its seeds.
+
+    "supported ..." needs MIN_SEEDS seeds like every verdict (:mod:`._verdicts`); with fewer it reads "single run" or "too few seeds".
+    """
+    label = seeds_label(seeds)
+    if len(seeds) >= MIN_SEEDS:
+        return f"{result} ({label}; checks of exact zeros, no interval)"
+    kind = VerdictKind.SINGLE_RUN if len(seeds) == 1 else VerdictKind.TOO_FEW_SEEDS
+    return f"{kind.value} ({label}): {result.replace('supported', 'seen', 1)}"
+
+
 def build(results_dir: str | Path = "results", out: str | Path | None = None) -> None:
     """Write stable.md, its two figures and the stable-* rows of claims.md into ``out`` (default ``results_dir``)."""
     records = load(results_dir)
@@ -179,6 +192,7 @@ Student: pure KD (α = 1, T = 1), {s['distill_steps']} steps of Adam at lr {s['d
     exact = all(r["curve"][0]["logit_grad_norm"] == 0 and r["final"]["drift"] == 0 for r in equal if r["form"] == "stable")
     noisy = all(r["curve"][0]["logit_grad_norm"] > 0 for r in equal if r["form"] == "standard")
     cancel_verdict = "supported" if equal and exact and noisy else "not shown"
+    collapse_verdict, cancel_verdict = (checked(v, seeds) for v in (collapse_verdict, cancel_verdict))
     if c_verdicts:
         claims.append({"id": "stable-collapse", "claim": "with standard CE the target gradient q_t − 1 rounds to 0 once the target dominates (softmax collapse); the softplus form keeps it",
                        "paper": "q_t − 1 = 0 in float32 for logits [18, 0]", "ours": "; ".join(c_verdicts.values()),

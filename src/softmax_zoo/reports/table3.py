@@ -3,9 +3,11 @@
 ``python -m softmax_zoo.reports table3`` (the last step of ``make reproduce-table3``) reads the
 records of experiment ``table3`` and their test predictions and writes ``results/table3.md``:
 BLEU-1..4 (corpus BLEU; per-example n-gram counts saved by the evaluation) and ROUGE-L at beam 1
-for both losses, the delta sparse − softmax with a paired bootstrap 95% CI over test examples
-(corpus BLEU recomputed on each resample; seeds pooled), the paper's delta and a verdict; plus
-rows of the claims ledger.
+for both losses, the delta sparse − softmax per training seed with its paired bootstrap 95%
+interval over test examples (corpus BLEU recomputed on each resample), a Student-t interval over
+seeds, the between-seed SD beside the item-bootstrap half-width, the smallest Δ one run per arm
+detects at our scale, the paper's delta and a verdict of :mod:`softmax_zoo.reports._verdicts`;
+plus rows of the claims ledger.
 """
 
 from __future__ import annotations
@@ -18,8 +20,12 @@ import numpy as np
 from ..metrics import BLEU_ORDERS, bleu_from_stats
 from ..records import runs_dir
 from ._pages import markdown_table, page_command, shown_path, write_page
-from ._seq2seq import BOOTSTRAP_SAMPLES, delta_cells, delta_claim, load_pairs, paper_setting_claims, pooled, section
-from ._stats import paired_bootstrap
+from ._seq2seq import (
+    BOOTSTRAP_SAMPLES, DELTA_HEADER, delta_cells, delta_claim, load_pairs, paper_setting_claims, paper_verdict, per_seed_scores,
+    section,
+)
+from ._stats import SEED_INTERVAL_NOTE, paired_seed_deltas
+from ._verdicts import VERDICT_RULES
 
 EXPERIMENT = "table3"
 BEAM = 1
@@ -61,36 +67,40 @@ def build(results_dir: str | Path = "results", out: str | Path | None = None) ->
     runs = runs_dir(results_dir)
     sections, claims = [], []
     key = f"beam{BEAM}"
-    by_setting = load_pairs(runs, EXPERIMENT)
+    by_setting, lone = load_pairs(runs, EXPERIMENT)
     for scale, pairs in by_setting.items():
         rows: list[list[Any]] = []
-        a, b = pooled(pairs, runs, lambda r: r[key]["bleu_stats"])
-        stats_a, stats_b = np.asarray(a, dtype=np.int64), np.asarray(b, dtype=np.int64)
-        deltas = {f"bleu{n}": corpus_bootstrap(stats_a, stats_b, n, BOOTSTRAP_SAMPLES) for n in BLEU_ORDERS}
-        ra, rb = pooled(pairs, runs, lambda r: r[key]["rougeL"])
-        deltas["rougeL"] = paired_bootstrap(ra, rb, num_samples=BOOTSTRAP_SAMPLES)
+        verdicts = []
+        bleu_scores = per_seed_scores(pairs, runs, lambda r: r[key]["bleu_stats"])
+        deltas = {
+            f"bleu{n}": paired_seed_deltas(bleu_scores, bootstrap=lambda a, b, n=n: corpus_bootstrap(
+                np.asarray(a, dtype=np.int64), np.asarray(b, dtype=np.int64), n, BOOTSTRAP_SAMPLES))
+            for n in BLEU_ORDERS
+        }
+        deltas["rougeL"] = paired_seed_deltas(per_seed_scores(pairs, runs, lambda r: r[key]["rougeL"]), num_samples=BOOTSTRAP_SAMPLES)
         for metric, d in deltas.items():
             paper = PAPER_DELTAS.get(metric)
             rows.append([metric, UNILM.get(metric, ""), *delta_cells(pairs, f"test/{metric}_{key}", d, paper)])
             if paper is not None:
+                verdicts.append(paper_verdict(d, paper))
                 claims.append(delta_claim(
                     f"table3_{scale}_{metric}",
-                    f"SQuAD QG (Du split), UniLM: sparse-softmax beats softmax on {metric.upper()} at beam {BEAM}", paper, d, scale, pairs, len(a),
+                    f"SQuAD QG (Du split), UniLM: sparse-softmax beats softmax on {metric.upper()} at beam {BEAM}", paper, d, scale, pairs,
                     source=EXPERIMENT,
                 ))
         rate = [np.mean([r["metrics"][f"test/examples_per_s_{key}"] for r in (p[i] for p in pairs)]) for i in (0, 1)]
-        table = markdown_table(
-            ["metric", "UniLM paper", "softmax (ours)", "sparse-softmax (ours)", "Δ ours [95% CI]", "Δ paper", "verdict"], rows
-        )
+        table = markdown_table(["metric", "UniLM paper", *DELTA_HEADER], rows)
         throughput = f"Decoding throughput (test examples/s, beam {BEAM}): softmax {rate[0]:.2f}, sparse {rate[1]:.2f}"
         sections.append(section(scale, pairs, runs, unit="question", head_suffix=f", beam {BEAM}", table=table,
-                                throughput=throughput, beams=[BEAM], rows=rows))
+                                throughput=throughput, beams=[BEAM], verdicts=verdicts, lone=lone.get(scale)))
     text = (
         "# Table 3: SQuAD 1.1 question generation (Du split), UniLM fine-tuned with softmax vs sparse-softmax\n\n"
         f"Built by `{page_command(EXPERIMENT, results_dir)}` from `{shown_path(runs / EXPERIMENT)}/` (`make reproduce-table3`).\n"
         "Corpus BLEU-n (cumulative, sacrebleu's computation, lower-cased BERT-basic-tokenised text, one reference "
-        "per question) and ROUGE-L F1, x 100. Δ = sparse − softmax; the 95% CI is a paired bootstrap "
-        f"({BOOTSTRAP_SAMPLES} resamples) over test questions, corpus BLEU recomputed on each resample, seeds pooled. "
+        "per question) and ROUGE-L F1, x 100; softmax and sparse-softmax cells are mean ± 95% Student-t half-width over "
+        "seeds (n = seeds). Δ = sparse − softmax; each seed's item interval is a paired bootstrap "
+        f"({BOOTSTRAP_SAMPLES} resamples) over its test questions, corpus BLEU recomputed on each resample. "
+        f"{SEED_INTERVAL_NOTE} {VERDICT_RULES} "
         "Du et al.'s script groups questions on the same sentence as multiple references, so absolute BLEU is "
         "not directly comparable with UniLM's.\n\n"
         + "\n".join(sections)
