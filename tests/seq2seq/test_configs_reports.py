@@ -49,7 +49,7 @@ def test_make_uses_unilm_v1_at_paper_scale_only(table):
              f"reproduce-{table}", f"SCALE={scale}"],
             cwd=root, capture_output=True, text=True, check=True,
         ).stdout
-        train = [line for line in out.splitlines() if "softmax_zoo.train" in line]
+        train = [line for line in out.splitlines() if "softmax_zoo.studies.seeds" in line]
         assert len(train) == 1 and (model in train[0].split() if model else "model=" not in train[0]), train
 
 
