@@ -61,7 +61,7 @@ import torch
 
 from .samplers import Sampler
 
-_CHUNK = 8192  # draw slots per batched GEMM (e.g. 256 tiles of 32): faster than 4× more or all at once on the 2-core CPU
+_CHUNK = 8192  # draw slots per batched GEMM (e.g. 256 tiles of 32): bounds the GEMM's memory without a loop of tiny GEMMs
 
 
 def _pick(mass: torch.Tensor) -> torch.Tensor:
