@@ -1,6 +1,6 @@
 """Every experiment config at ``scale=paper`` runs 2 optimiser steps and a tiny evaluation/decode
 on the CPU with a tiny model (softmax_zoo.dry_run), so that a broken paper config is
-caught without a GPU. Slow (about a minute for all of them): `make test-all`."""
+caught without a GPU. Marked slow: `make test-all`."""
 
 from __future__ import annotations
 
