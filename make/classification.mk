@@ -10,8 +10,8 @@
 FIG2_SCALE = $(or $(SCALE),cpu)
 FIG2_TASKS ?= clinc_oos iflytek
 FIG2_SEEDS ?= 0,1,2
-# One BLAS/OpenMP thread per run: on a shared 2-core machine two spinning threads per process
-# made a feature-head step ~35x slower; a GPU run ignores it.
+# One BLAS/OpenMP thread per run: on a shared CPU, spinning threads of several processes slow each
+# other's small ops by far more than a second thread gains; a GPU run ignores it.
 FIG2_THREADS ?= 1
 # paper scale: the paper's encoders (the cpu models are each task's default in configs/task/).
 FIG2_MODEL_paper_clinc_oos := model=bert
@@ -36,10 +36,7 @@ reproduce-fig2: setup $(foreach t,$(FIG2_TASKS),data/$(t)/meta.json)  ## sparse-
 # Fig. 2 on OOS-eval with MiniLM's top layer fine-tuned (model.cache_layers=1) on cached token states of the
 # 5 layers below: softmax and k = 5,10,20,50,100 x 3 seeds (configs/experiment/fig2_finetune{,_softmax}.yaml)
 # -> the fine-tuned rows of results/fig2.md. Caching the states runs once (data/clinc_oos/features/, 401 MB).
-# Measured at cpu scale, one thread, 2 cores under a load of ~4: caching 23,700 utterances 117 s (202 ex/s);
-# training 104 examples/s (20 steps of 32 in 6.2 s; 1.83 M trainable parameters); evaluation ~12 s (validation)
-# + ~18 s (test). Per run: 2 epochs of 15,100 ~ 290 s + 3 validations and a test ~ 55 s ~ 5.8 min;
-# 18 runs (softmax + 5 k, 3 seeds) ~ 1.75 h, ~ 1.8 h with the caching.
+# Measured times per run: the fine-tuned rows' setup line on results/fig2.md.
 .PHONY: reproduce-fig2-finetune
 reproduce-fig2-finetune: setup data/clinc_oos/meta.json  ## Fig. 2 (OOS-eval) with MiniLM's top layer fine-tuned on cached states -> results/fig2.md
 	OMP_NUM_THREADS=$(FIG2_THREADS) $(BIN)/python -m softmax_zoo.train -m experiment=fig2_finetune_softmax scale=$(FIG2_SCALE) seed=$(FIG2_SEEDS)

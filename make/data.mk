@@ -2,7 +2,7 @@
 #   make data                                   every task whose release folder is under $SOFTMAX_ZOO_RAW
 #   make data TASK=gigaword DATA_ARGS="train_size=10000"   one task, with task options
 #   make data TASK=clinc_oos DATA_ARGS="source=hub variant=oos_plus"   from the hub (needs .[hub] and a network)
-# $SOFTMAX_ZOO_RAW defaults to ../shared/data (the release files beside this checkout).
+# $SOFTMAX_ZOO_RAW defaults to the release folders beside this checkout.
 SOFTMAX_ZOO_RAW ?= ../shared/data
 TASK ?=
 DATA_ARGS ?=

@@ -7,8 +7,8 @@
 # Seeds: every arm for every seed, seed by seed, through the resumable chain softmax_zoo.studies.seeds
 # (a job whose record exists is skipped; an interrupted one continues): the same command completes a
 # study and rebuilds its page. Defaults are the seeds of the committed pages.
-# SCALE defaults to paper when torch sees a CUDA GPU, else cpu (sizes chosen to fit <= 90 minutes on
-# the 2-core CPU: configs/family_scale/seq2seq_cpu.yaml and the tasks' `scales.cpu` blocks).
+# SCALE defaults to paper when torch sees a CUDA GPU, else cpu (sizes chosen to fit the cpu-scale budget:
+# configs/family_scale/seq2seq_cpu.yaml and the tasks' `scales.cpu` blocks; measured times on results/table5.md).
 # Model: at paper scale UniLM v1 base cased, the papers' model (model=unilm_base_cased, from the hub);
 # SEQ2SEQ_MODEL=model=unilm_large_cased for the large one; other scales keep the experiments' MiniLM.
 # The -init targets add start=softmax_run (configs/start/softmax_run.yaml) to the same experiments.
@@ -19,8 +19,8 @@ SEEDS ?=
 table5_seeds = $(or $(SEEDS),$(TABLE5_SEEDS))
 table3_seeds = $(or $(SEEDS),$(TABLE3_SEEDS))
 SEQ2SEQ_SCALE = $(or $(SCALE),$(shell $(BIN)/python -c "import torch; print('paper' if torch.cuda.is_available() else 'cpu')"))
-# Table 3 init runs at cpu scale: 250 of the epoch's 500 steps (8,000 questions), to fit beside the
-# other runs on 2 cores; TABLE3_INIT_ARGS_cpu= gives the whole epoch.
+# Table 3 init runs at cpu scale: 250 of the epoch's 500 steps (8,000 questions), to fit the cpu-scale
+# budget beside the other runs; TABLE3_INIT_ARGS_cpu= gives the whole epoch.
 TABLE3_INIT_ARGS_cpu ?= train.max_steps=250
 SEQ2SEQ_MODEL_paper := model=unilm_base_cased
 SEQ2SEQ_MODEL ?= $(SEQ2SEQ_MODEL_$(SEQ2SEQ_SCALE))
@@ -56,10 +56,8 @@ rouge-perl: setup  ## ROUGE-1.5.5 (UniLM's Perl ROUGE, `python -m softmax_zoo.ro
 # epoch count keeping every epoch's checkpoint, then from each start one more epoch with softmax and with
 # sparse-softmax at each of REGIME_KS; 1,000 test pairs at beam 1 (configs/experiment/sparse_regime{,_start}.yaml).
 # Resumable: a job whose record exists is skipped, an interrupted one continues (resume=true); rerun the same command.
-# CPU time at cpu scale: 20 optimiser steps of the softmax fine-tuning took 56.8 s (2.84 s/step, batch 32,
-# 2 cores under a load of ~4; Table 5's records: 1.9 s/step). Start run 4 epochs = 1,252 steps ~ 59 min; each
-# fine-tuning 313 steps ~ 15 min + ~1-2 min decoding 1,000 pairs at beam 1: starts 1,2,4 x 3 arms = 9 runs
-# ~ 2.4 h; in all ~ 3.4 h (~ 2.5 h at 1.9 s/step). REGIME_STARTS=0,1,2,4 adds the fresh start (~ +50 min: > 4 h).
+# The default grid (starts 1,2,4 x 3 arms = 9 fine-tunings) fits the study's cpu budget; REGIME_STARTS=0,1,2,4
+# adds the fresh start, beyond it. The grid's measured cost: results/sparse_regime.md.
 REGIME_STARTS ?= 1,2,4
 REGIME_KS ?= 20,100
 REGIME_SEED ?= 0

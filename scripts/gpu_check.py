@@ -13,7 +13,7 @@ fits in what is left of the whole, else marked NOT RUN with the reason:
    Gigaword-10k for a few hundred optimiser steps with model=unilm_minilm_random (all-MiniLM-L6-v2's
    architecture, random weights: time and memory only), decoding 4 test examples: steps/s, peak
    memory, and from them an estimate of the full run's training time;
-4. every pipeline at paper settings with a tiny model (tests/engine/paper_dry_run.py): classification
+4. every pipeline at paper settings with a tiny model (softmax_zoo.dry_run): classification
    (fig2), Sparse-softmax Table 5 and Table 3 (UniLM, decoding included), One Billion Word (lm1b) and
    the kernel-sampler bias study, 2 optimiser steps and a small evaluation/decode each, on the GPU.
 
@@ -139,7 +139,7 @@ def run_table5(out: dict, data_dir: Path, steps: int, root: Path) -> str:
 def run_pipeline(experiments: list[str], data: dict[str, Path], root: Path) -> str:
     """Each experiment at paper scale, 2 steps + a small evaluation, on the GPU."""
     from softmax_zoo import config, engine
-    from tests.engine.paper_dry_run import FIG2_TASK, paper_overrides
+    from softmax_zoo.dry_run import FIG2_TASK, paper_overrides
 
     done = []
     for experiment in experiments:
@@ -281,7 +281,7 @@ def main() -> int:
         print(f"gpu-check: no CUDA GPU visible to torch {torch.__version__} (torch.cuda.is_available() is False); nothing checked", file=sys.stderr)
         return 1
     from softmax_zoo.records import write_text
-    from tests.engine.paper_dry_run import generated_data
+    from softmax_zoo.data.prepare.generated import generated_data
 
     start = time.monotonic()
     tmp = Path(tempfile.mkdtemp(prefix="gpu_check_"))

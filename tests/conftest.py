@@ -1,9 +1,13 @@
-"""Shared fixtures: a seeded generator and the devices to run the device-parametrised tests on."""
+"""Shared fixtures: a seeded generator, the devices to run the device-parametrised tests on, a generated LM corpus."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 import torch
+
+from softmax_zoo.data.prepare import generated
 
 # "cuda" runs only where a GPU is present; the marker lets `-m "not cuda"` deselect it.
 DEVICES = [
@@ -25,3 +29,9 @@ def gen() -> torch.Generator:
 def device(request) -> torch.device:
     """Each test using this fixture runs on the CPU and, when available, on CUDA."""
     return torch.device(request.param)
+
+
+@pytest.fixture(scope="session")
+def lm_corpus(tmp_path_factory) -> Path:
+    """A generated LM task folder (:func:`softmax_zoo.data.prepare.generated.lm_corpus`): {train,validation,test}.txt, vocab.txt, meta.json."""
+    return generated.lm_corpus(tmp_path_factory.mktemp("lmdata"))

@@ -22,7 +22,7 @@ from bench_cases.gpu_linear_ce import BASELINE, Row  # noqa: E402
 
 from softmax_zoo import hub  # noqa: E402
 
-from .seq2seq.test_end_to_end import _summaries, _write  # noqa: E402
+from softmax_zoo.data.prepare.generated import summaries, write_pairs  # noqa: E402
 
 MINILM_TOKENIZER_FILES = ["config.json", "vocab.txt", "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json"]
 
@@ -130,7 +130,7 @@ def test_random_minilm_config_is_the_packages_architecture():
 def test_table5_slice_runs_two_steps_on_cpu_without_minilm_weights(tmp_path, monkeypatch):
     monkeypatch.setenv(hub.MINILM_FOLDER_ENV, str(minilm_tokenizer_only(tmp_path)))
     rng = random.Random(0)
-    _write(tmp_path / "gigaword", {"train": _summaries(rng, 16), "test": _summaries(rng, 4)})
+    write_pairs(tmp_path / "gigaword", {"train": summaries(rng, 16), "test": summaries(rng, 4)})
     overrides = gpu_check.table5_overrides(tmp_path / "gigaword", 2, tmp_path)
     smoke = ["train.batch_size=4", "train.precision=fp32", "task.max_source_len=32", "task.max_target_len=8", "model.max_pred=8", "task.decode.max_len=4"]
     out = gpu_check.table5_slice(overrides + smoke, full_train_pairs=10_000)

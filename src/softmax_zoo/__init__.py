@@ -1,3 +1,28 @@
-"""softmax_zoo: softmax variants as swappable output heads, and the pipelines that reproduce their papers."""
+"""softmax_zoo: softmax variants as swappable output heads, and the pipelines that reproduce their papers.
+
+Modules::
+
+    losses        every softmax variant as a function and as an output head, and their registry
+    data          runtime data: prepared folders as datasets, collators, tokenizers (data.prepare: preparation)
+    models        encoders with any output head, built from the model and loss configs
+    tasks         each task family's datasets, collator and evaluation, from the composed config
+    diagnostics   diagnostics of trained models (top-k regime, sampler bias)
+    studies       numerical studies and chains of resumable runs (records -> reports)
+    reports       result pages built from run records (``python -m softmax_zoo.reports``)
+    cli_args      the one command-line parser of the package's entry points
+    config        where the configs live, composing them outside ``@hydra.main``, run ids and result folders
+    dry_run       every experiment at ``scale=paper`` for a few steps with a tiny model: the overrides
+    engine        the training engine: task -> transformers Trainer -> record
+    hf            any Hugging Face language model trained with a softmax_zoo head (``use_head``)
+    hub           where pretrained checkpoints and tokenizers come from
+    metrics       evaluation metrics, each named as the papers report it
+    preflight     checks before training: writable outputs, prepared data unchanged, the checkpoint to resume
+    progress      progress bars: on at a terminal, off in logs and pipes
+    records       run records, prediction files and the one atomic writer
+    rouge155      ROUGE-1.5.5 (Lin, 2004), the Perl script, run as UniLM's scripts ran it
+    timing        side-by-side timing of several steps interleaved in one process
+    tracking      experiment tracking (wandb) and the run log
+    train         the training entry point ``python -m softmax_zoo.train``
+"""
 
 __version__ = "0.1.0"

@@ -17,9 +17,8 @@ from softmax_zoo.data.classification import (
     stratified_subset,
     tokenize,
 )
+from softmax_zoo.data.prepare.generated import CLASSIFICATION_SIZES as SIZES, NUM_CLASSES
 from softmax_zoo.data.tokenizers import CharTokenizer
-
-from .conftest import NUM_CLASSES, SIZES
 
 
 def test_read_split_maps_labels_to_meta_order(data_root):

@@ -13,8 +13,9 @@ import math
 import pytest
 
 from softmax_zoo import engine
+from softmax_zoo.data.prepare.generated import CLASSIFICATION_TASKS as TASKS, NUM_CLASSES
 
-from .conftest import NUM_CLASSES, TASKS, compose
+from .conftest import compose
 
 HEADS = ["softmax", "stable_softmax", "sparse_softmax", "adaptive_softmax", "sampled_softmax"]
 GRID = [

@@ -6,9 +6,10 @@ import pytest
 import torch
 
 from softmax_zoo import config, engine
+from softmax_zoo.data.prepare.generated import CLASSIFICATION_SIZES as SIZES, CLASSIFICATION_TASKS as TASKS, NUM_CLASSES
 from softmax_zoo.models.classifier import TextClassifier
 
-from .conftest import NUM_CLASSES, SIZES, TASKS, compose
+from .conftest import compose
 
 
 @pytest.mark.parametrize("task", TASKS)

@@ -172,7 +172,7 @@ BUILDERS = {
 
 @pytest.fixture
 def raw_root(tmp_path) -> Path:
-    """A release root with one generated folder per task (names as in ../shared/data)."""
+    """A release root with one generated folder per task (names as in $SOFTMAX_ZOO_RAW)."""
     root = tmp_path / "raw"
     for name, build in BUILDERS.items():
         (root / name).mkdir(parents=True)

@@ -1,4 +1,4 @@
-"""The real release files ($SOFTMAX_ZOO_RAW, e.g. ../shared/data): counts checked against each SOURCE.md."""
+"""The real release files ($SOFTMAX_ZOO_RAW: the release folders beside the checkout): counts checked against each SOURCE.md."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ RAW = Path(os.environ.get("SOFTMAX_ZOO_RAW", ""))
 
 def _need(name: str) -> Path:
     if not os.environ.get("SOFTMAX_ZOO_RAW"):
-        pytest.skip("SOFTMAX_ZOO_RAW is not set (point it at ../shared/data to check the real releases)")
+        pytest.skip("SOFTMAX_ZOO_RAW is not set (point it at the release folders to check the real releases)")
     if not (RAW / name).is_dir():
         pytest.skip(f"{RAW / name} is missing")
     return RAW

@@ -32,8 +32,8 @@ def fast_cpu():
     """One intra-op thread (the smoke models are tiny) and a frozen GC heap.
 
     The Trainer (accelerate's ``free_memory``) runs ``gc.collect()`` at every ``train()``; with
-    torch, transformers and hydra imported that costs ~0.5 s per run, so the long-lived objects
-    are moved out of the collector's reach first (``gc.freeze``).
+    torch, transformers and hydra imported that costs more than a smoke run's own steps, so the
+    long-lived objects are moved out of the collector's reach first (``gc.freeze``).
     """
     threads = torch.get_num_threads()
     torch.set_num_threads(1)

@@ -1,7 +1,7 @@
 """Every experiment config trains one optimiser step at smoke scale and writes its record.
 
 Parametrised from configs/experiment/, so a new experiment file is covered without editing this
-test. Data are generated in the prepared formats of each task's family (tests/engine/paper_dry_run.py);
+test. Data are generated in the prepared formats of each task's family (softmax_zoo.data.prepare.generated);
 a model loaded from a checkpoint (``model.pretrained`` or ``model.checkpoint``) is replaced by its
 family's tiny random one of the same kind (``TINY_MODEL``), so a new task needs no entry here.
 """
@@ -14,8 +14,9 @@ from pathlib import Path
 import pytest
 
 from softmax_zoo import engine
+from softmax_zoo.data.prepare.generated import generated_data
+from softmax_zoo.dry_run import FIG2_TASK, TINY_MODEL, family
 
-from .paper_dry_run import FIG2_TASK, TINY_MODEL, family, generated_data
 from .test_configs import names
 
 

@@ -1,14 +1,15 @@
 """Every experiment config at ``scale=paper`` runs 2 optimiser steps and a tiny evaluation/decode
-on the CPU with a tiny model (tests/engine/paper_dry_run.py), so that a broken paper config is
-caught without a GPU. Slow (about a minute for all of them): `make test-all`."""
+on the CPU with a tiny model (softmax_zoo.dry_run), so that a broken paper config is
+caught without a GPU. Marked slow: `make test-all`."""
 
 from __future__ import annotations
 
 import pytest
 
 from softmax_zoo import engine
+from softmax_zoo.data.prepare.generated import generated_data
+from softmax_zoo.dry_run import FIG2_TASK, paper_overrides
 
-from .paper_dry_run import FIG2_TASK, generated_data, paper_overrides
 from .test_configs import names
 
 

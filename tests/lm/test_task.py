@@ -12,9 +12,8 @@ from hydra.errors import InstantiationException
 from torch.utils.data import DataLoader
 
 from softmax_zoo import config, engine
+from softmax_zoo.data.prepare.generated import NUM_WORDS
 from softmax_zoo.data.tokenizers import WordVocab
-
-from .conftest import NUM_WORDS
 
 HEADS = {
     "softmax": ["loss=softmax"],

@@ -11,35 +11,9 @@ import random
 import pytest
 
 from softmax_zoo import config, engine
+from softmax_zoo.data.prepare.generated import questions, summaries, write_pairs
 from softmax_zoo.reports import table3, table5
 from softmax_zoo.reports._pages import read_claims
-
-WORDS = "apple river stone cloud green music paper window silver garden tiger ocean yellow planet".split()
-
-
-def _write(folder, splits):
-    folder.mkdir()
-    for split, rows in splits.items():
-        (folder / f"{split}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
-    (folder / "meta.json").write_text(json.dumps({"kind": "seq2seq", "splits": {s: len(r) for s, r in splits.items()}}))
-
-
-def _summaries(rng, n):
-    rows = []
-    for _ in range(n):
-        words = rng.choices(WORDS, k=rng.randint(6, 12))
-        rows.append({"source": " ".join(words) + " <unk> .", "target": " ".join(words[:3])})
-    return rows
-
-
-def _questions(rng, n):
-    rows = []
-    for _ in range(n):
-        words = rng.choices(WORDS, k=rng.randint(20, 40))
-        i = rng.randrange(len(words) - 2)
-        passage, answer = " ".join(words), " ".join(words[i : i + 2])
-        rows.append({"source": passage, "target": f"what is {answer} ?", "answer": answer, "answer_start": passage.index(answer)})
-    return rows
 
 
 def _run(tmp_path, experiment, data_dir):
@@ -55,16 +29,16 @@ def _run(tmp_path, experiment, data_dir):
 @pytest.mark.parametrize(
     "table, report, make_rows, metrics",
     [
-        ("table5", table5, _summaries, ["test/rouge1_beam1", "test/rouge2_beam5", "test/examples_per_s_beam5",
+        ("table5", table5, summaries, ["test/rouge1_beam1", "test/rouge2_beam5", "test/examples_per_s_beam5",
                                          "test/altered_by_constraint_beam1", "test/ended_by_constraint_beam5", "test/target_in_topk",
                                          "test/median_target_rank", "test/logits_near_kth"]),
-        ("table3", table3, _questions, ["test/bleu4_beam1", "test/rougeL_beam1", "test/examples_per_s_beam1", "test/target_in_topk"]),
+        ("table3", table3, questions, ["test/bleu4_beam1", "test/rougeL_beam1", "test/examples_per_s_beam1", "test/target_in_topk"]),
     ],
 )
 def test_smoke_reproduction_on_generated_pairs(tmp_path, table, report, make_rows, metrics):
     rng = random.Random(0)
     data_dir = tmp_path / "data"
-    _write(data_dir, {"train": make_rows(rng, 24), "test": make_rows(rng, 12)})
+    write_pairs(data_dir, {"train": make_rows(rng, 24), "test": make_rows(rng, 12)})
     for loss in ("softmax", "sparse_softmax"):
         record = _run(tmp_path, f"{table}_{loss}", data_dir)
         assert record["experiment"] == table

@@ -6,11 +6,10 @@ import random
 import pytest
 
 from softmax_zoo import config, engine
+from softmax_zoo.data.prepare.generated import summaries, write_pairs
 from softmax_zoo.reports import sparse_regime as page
 from softmax_zoo.reports._pages import read_claims
 from softmax_zoo.studies import sparse_regime as study
-
-from .test_end_to_end import _summaries, _write
 
 
 def test_jobs_start_run_first_then_each_start_with_every_arm():
@@ -41,7 +40,7 @@ def test_regime_chain_at_smoke_scale_builds_the_page(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)  # checkpoints/ and scratch/ (smoke records) land here
     monkeypatch.setenv("WANDB_MODE", "disabled")
     rng = random.Random(0)
-    _write(tmp_path / "data", {"train": _summaries(rng, 24), "test": _summaries(rng, 12)})
+    write_pairs(tmp_path / "data", {"train": summaries(rng, 24), "test": summaries(rng, 12)})
     # 16 training pairs in batches of 8: 2 steps an epoch; the start run lasts 2 epochs.
     extra = ["model=unilm_tiny", f"task.data_dir={tmp_path / 'data'}", "train.max_steps=-1", "task.eval_size=8"]
     jobs = study.jobs([0, 2], [20, 50], scale="smoke", seed=0, extra=extra)

@@ -10,13 +10,13 @@ import pytest
 import torch
 
 from softmax_zoo import config, engine
+from softmax_zoo.data.prepare.generated import WORDS, summaries, write_pairs
 from softmax_zoo.data.tokenizers import vocab_is_cased, wordpiece_from_vocab
 from softmax_zoo.losses import SoftmaxHead
 from softmax_zoo.models.unilm import build_unilm, load_bert
 from softmax_zoo.tasks.seq2seq import load_tokenizer
 
-from .test_end_to_end import WORDS, _summaries, _write
-from .tiny import write_unilm_v1_checkpoint
+from ..models.tiny_unilm import write_unilm_v1_checkpoint
 
 SPECIALS = ["[PAD]", "[unused0]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
 # A cased vocabulary: each word lower-case and capitalised, and the punctuation of the generated pairs.
@@ -63,7 +63,7 @@ def test_source_and_target_use_segment_embeddings_4_and_5(checkpoint):
 
 
 def test_plain_bert_keeps_segments_0_and_1():
-    from .tiny import tiny_unilm
+    from ..models.tiny_unilm import tiny_unilm
 
     assert tiny_unilm().segment_ids == (0, 1)
 
@@ -96,9 +96,9 @@ def test_casedness_is_read_from_the_vocabulary(tmp_path):
 def test_gigaword_trains_and_decodes_from_the_hub_layout(tmp_path, checkpoint, experiment):
     folder, _ = checkpoint
     rng = random.Random(0)
-    rows = _summaries(rng, 24)
+    rows = summaries(rng, 24)
     rows = [{**r, "target": r["target"].capitalize()} for r in rows]  # cased headlines
-    _write(tmp_path / "data", {"train": rows[:16], "test": rows[16:]})
+    write_pairs(tmp_path / "data", {"train": rows[:16], "test": rows[16:]})
     record = engine.run(config.compose([
         f"experiment={experiment}", "model=unilm_base_cased", f"model.checkpoint={folder}", "scale=smoke",
         f"task.data_dir={tmp_path / 'data'}", f"results_dir={tmp_path / 'results'}", f"output_dir={tmp_path / 'ckpt'}",

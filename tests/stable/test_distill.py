@@ -8,9 +8,9 @@ import pytest
 import torch
 
 from softmax_zoo import config, engine
+from softmax_zoo.data.prepare.generated import classification_task, lm_corpus
 from softmax_zoo.losses.distill import kd_loss
 from softmax_zoo.models.distill import bucket_scores, output_head
-from tests.lm.conftest import prepare_corpus
 
 
 @pytest.mark.parametrize("temperature", [1.0, 2.5])
@@ -51,7 +51,7 @@ def compose(corpus, tmp_path, *overrides: str):
 def teacher(tmp_path_factory):
     """A finished LM run with a checkpoint (its folder, the corpus, the scratch root)."""
     root = tmp_path_factory.mktemp("distill")
-    corpus = prepare_corpus(root, "genlm")
+    corpus = lm_corpus(root, "genlm")
     engine.run(compose(corpus, root, f"output_dir={root}/teacher", "train.save_steps=3"))
     return root / "teacher", corpus, root
 
@@ -119,10 +119,10 @@ def test_a_distilled_run_names_its_teacher(teacher, tmp_path):
 
 
 def test_classification_distils_from_a_finished_run(tmp_path):
-    from tests.classification.conftest import compose as compose_cls, prepare_task
+    from tests.classification.conftest import compose as compose_cls
 
     data = tmp_path / "data"
-    prepare_task(data, "clinc_oos")
+    classification_task(data, "clinc_oos")
     engine.run(compose_cls(data, tmp_path, "clinc_oos", "train.save_steps=2", f"output_dir={tmp_path}/teacher"))
     overrides = ["distill=stable", f"distill.teacher={tmp_path}/teacher", f"distill.cache_dir={tmp_path}/cache", "loss=stable_softmax"]
     record = engine.run(compose_cls(data, tmp_path, "clinc_oos", *overrides, f"output_dir={tmp_path}/student"))

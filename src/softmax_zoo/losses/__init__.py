@@ -28,6 +28,29 @@ Samplers for :class:`SampledSoftmaxHead`::
 
     UniformSampler, UnigramSampler, QuadraticKernelSampler, SoftmaxSampler,
     CentredQuadraticKernelSampler (our extension: the kernel on logits centred on the mean row's)
+
+Modules::
+
+    head                    the interface every variant implements (OutputHead, LinearHead)
+    registry                the one list of variants: each head registers where it is defined
+    softmax                 full softmax cross-entropy, the baseline
+    stable                  stable softmax cross-entropy, through the logit gaps to the target
+    stable_kd               stable knowledge-distillation loss (the expm1 form)
+    sparse                  sparse-softmax: softmax over the k largest logits
+    adaptive                adaptive softmax (Grave et al. 2017)
+    adaptive_cutoffs        adaptive-softmax cluster boundaries from the cost model of Grave et al. 2017
+    sampled                 sampled softmax (Blanc & Rendle 2018)
+    samplers                uniform, unigram and softmax negative samplers
+    kernel_sampler          the quadratic-kernel sampler's divide-and-conquer tree (Blanc & Rendle 2018)
+    centred_kernel_sampler  the centred quadratic-kernel sampler (our extension)
+    distill                 knowledge-distillation losses: the KL form beside stable_kd_loss
+    row_loss                a logit-level loss written once: per-row values and their logit gradient
+    chunked                 linear + loss ``chunk_size`` rows at a time, never the (N, C) logits
+    functional              linear_cross_entropy: the chunked linear + loss of any logit-level variant
+    lean_inference          predict / class_log_probs / topk_log_probs of a chunked head over class blocks
+    streaming               inference of a linear head over blocks of classes
+    _core                   input checks, the ignore mask and the reduction every loss shares
+    reference               plain-torch references the losses are tested and benchmarked against
 """
 
 from .adaptive import AdaptiveSoftmaxHead, optimal_cutoffs

@@ -57,8 +57,7 @@ __all__ = [
 
 # Logits per chunk: the package's budget, 2^24 (64 MiB in float32). Few chunks keep the number of
 # ops (each a parallel region, costly on a busy CPU) small; the cap keeps a large cluster's
-# logits from being held at once. Forward+backward time / torch's at the benchmark size, measured
-# side by side on the loaded 2-core CPU: 2^22: 0.72, 7·2^20: 0.70, 2^24: 0.57 (2^20, older code: 1.9).
+# logits from being held at once. Measured times against torch's: results/bench_losses_cpu.md.
 _CHUNK_ELEMENTS = CHUNK_LOGITS
 
 
@@ -74,14 +73,13 @@ def _softmax_of_linear(x, weight, bias, acc):
 
     On the CPU, in float32/64, the logits are written into a per-thread scratch buffer that is
     kept between calls and normalised in place: glibc hands buffers over 32 MiB straight back
-    to the OS, and faulting 64 MiB in again costs ~100 ms on the 2-core test machine, more than
-    the softmax itself. The result is only valid until the next call. On a GPU the caching
-    allocator recycles memory already.
+    to the OS, and faulting a fresh chunk's pages in again can cost more than the softmax itself.
+    The result is only valid until the next call. On a GPU the caching allocator recycles memory
+    already.
 
     The softmax runs in place through ``torch.softmax``'s ``out=`` overload (the public
-    ``softmax.int_out`` op; ``test_adaptive.py`` fails if it stops writing into ``out``). Per
-    524 × 32,000 float32 chunk, one thread, load ~3.5 on 2 cores: 29 ms, against 56 ms for
-    the same in place as max/sub_/exp_/sum/div_ and 81 ms for a fresh (r, K) result.
+    ``softmax.int_out`` op; ``test_adaptive.py`` fails if it stops writing into ``out``): one
+    fused pass, cheaper than an in-place max/sub_/exp_/sum/div_ sequence or a fresh (r, K) result.
     """
     if x.device.type != "cpu" or x.dtype != acc:
         return torch.softmax(F.linear(x, weight, bias), dim=1, dtype=acc)

@@ -3,7 +3,7 @@
 Hinton et al. 2015: the student matches the teacher's softened distribution,
 L = α·T²·KL(softmax(z_T/T) ‖ softmax(z_S/T)) + (1 − α)·CE(z_S, y). Both KL forms below have the same
 value and, in exact arithmetic, the same gradient T·(q − p); they differ in rounding
-("A Fix for Softmax and Cross-Entropy", ../DESIGN.md): the standard one subtracts two
+("A Fix for Softmax and Cross-Entropy"): the standard one subtracts two
 probabilities, so identical logits still leave a nonzero gradient, the stable one builds it from
 the logit differences and gives exactly 0 there.
 """

@@ -1,4 +1,4 @@
-"""The interface every softmax variant implements (../DESIGN.md, "The losses interface").
+"""The interface every softmax variant implements.
 
 A head owns the output projection (or is handed a tied weight, e.g. the input embeddings), so
 that variants that need the hidden states (adaptive, sampled) and variants that need only the

@@ -19,10 +19,10 @@ How it is made fast (N rows × m draws, all vectorised, no Python loop per draw 
   walked: the masses of all K nodes of that level for all rows are one GEMM, (N, d²) h⊗h against
   (d², K) node sums, and the m first choices per row are one inverse-CDF draw. This costs K·d² per
   row against m·B·d² per row for each walked level, but a large GEMM runs several times faster per
-  multiply-add than the gathers and small batched GEMMs of a walk (about 3× here: ~30 against
-  ~10 G useful multiply-adds/s on one CPU thread), so evaluating up to ~1000 nodes densely (``top_nodes=1024``, for m = 64) is cheaper
-  than walking the two levels it replaces. At C = 500,000 and leaves of 64 the tree is
-  7,824 → 1,956 → 489 nodes: 489 dense, two levels walked; at C = 50,000 the 782 leaves are dense.
+  multiply-add than the gathers and small batched GEMMs of a walk, so evaluating up to ~1000 nodes
+  densely (``top_nodes=1024``, for m = 64) is cheaper than walking the two levels it replaces
+  (measured times: the sampler rows of results/bench_losses_cpu.md). At C = 500,000 and leaves of
+  64 the tree is 7,824 → 1,956 → 489 nodes: 489 dense, two levels walked; at C = 50,000 the 782 leaves are dense.
   Hence sampling at C = 500,000 takes more than the ~1.2× of the time at C = 50,000 that the
   O(d² log C) count predicts (N = 1024, m = 64, d = 64): the two walked levels cost 8·d² per draw
   at a lower rate than the dense GEMM they partly replace, and with N·m ≥ the number of nodes every
@@ -61,7 +61,7 @@ import torch
 
 from .samplers import Sampler
 
-_CHUNK = 8192  # draw slots per batched GEMM (e.g. 256 tiles of 32): faster than 4× more or all at once on the 2-core CPU
+_CHUNK = 8192  # draw slots per batched GEMM (e.g. 256 tiles of 32): bounds the GEMM's memory without a loop of tiny GEMMs
 
 
 def _pick(mass: torch.Tensor) -> torch.Tensor:

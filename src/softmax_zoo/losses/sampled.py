@@ -51,8 +51,8 @@ from .samplers import Sampler, UniformSampler
 from .softmax import softmax_cross_entropy
 
 # One GEMM over the U distinct candidates replaces the per-row gather when U <= this x (1 + m): the GEMM does
-# U / (1 + m) times the gather's multiply-adds, at a far higher rate. On the 2-core CPU (n=640, d=200, C=10,000,
-# fwd+bwd) the two break even near U / (1 + m) = 77 (m=128); at m=512 the GEMM is 5x faster, at m=32 4x slower.
+# U / (1 + m) times the gather's multiply-adds, at a far higher rate. The ratio sits below the two's break-even;
+# their measured times at m = 32 to 2,048: results/bench_losses_cpu_candidate-logits.md.
 SHARED_GEMM_RATIO = 64.0
 
 

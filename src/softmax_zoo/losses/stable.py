@@ -1,6 +1,6 @@
 """Stable softmax cross-entropy: CE written through the logit gaps to the target.
 
-Source: "A Fix for Softmax and Cross-Entropy" (../DESIGN.md). With a = logsumexp_{j≠t}(z_j − z_t),
+Source: "A Fix for Softmax and Cross-Entropy", the softplus form of the CE. With a = logsumexp_{j≠t}(z_j − z_t),
 
     CE = logsumexp_j(z_j) − z_t = log(1 + e^a) = softplus(a),
     dCE/dz_t = −sigmoid(a),    dCE/dz_j = sigmoid(a) · softmax_{j≠t}(z_j − z_t)   (j ≠ t).

@@ -1,6 +1,6 @@
 """Stable knowledge-distillation loss: T²·KL(p‖q) with a gradient built from logit differences.
 
-Source: "A Fix for Softmax and Cross-Entropy" (../DESIGN.md). With p = softmax(z_T/T) (teacher),
+Source: "A Fix for Softmax and Cross-Entropy", the expm1 form of the KD loss. With p = softmax(z_T/T) (teacher),
 q = softmax(z_S/T) (student) and δ = (z_S − z_T)/T, per row:
 
     d = δ − Σ p·δ                         (centred differences)

@@ -5,6 +5,17 @@ with :func:`build_model`, passing the sizes only the data know (vocabulary, clas
 hook through which every model receives its output layer: ``make_head(in_features, weight=None)
 -> OutputHead`` (:func:`head_factory`, which builds the composed ``cfg.loss`` with
 :func:`build_head`), so that any softmax variant is swapped in by ``loss=<name>``.
+
+Modules::
+
+    build        build_model, head_factory (the ``make_head`` hook) and the evaluation-mode helper
+    heads        build_head: a model's output head from the ``loss`` config (auto counts and cutoffs)
+    classifier   text classifier: a BERT-style encoder, pooling, an optional MLP and any head
+    unilm        a BERT encoder used as a UniLM sequence-to-sequence model
+    decoding     UniLM incremental decoding: beam search with a key/value cache
+    lstm_lm      an LSTM language model with any head
+    mlp          an MLP encoder with any head (the generated classification task)
+    distill      knowledge distillation from a finished run (``distill=stable|standard``)
 """
 
 from .build import build_model, evaluating, head_factory

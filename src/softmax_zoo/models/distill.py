@@ -1,6 +1,6 @@
 """Knowledge distillation from a finished run: ``distill=stable|standard distill.teacher=<checkpoint>``.
 
-Hinton et al. 2015 with the KL of "A Fix for Softmax and Cross-Entropy" (../DESIGN.md): the
+Hinton et al. 2015 with the KL of "A Fix for Softmax and Cross-Entropy" (its expm1 form): the
 student's training loss becomes
 
     L = α·T²·KL(softmax(z_T/T) ‖ softmax(z_S/T)) + (1 − α)·L_head(z_S, y)

@@ -1,13 +1,25 @@
 """Result pages built from run records: one module per page, each with ``build(results_dir, out)``.
 
-Pages: fig2 (Sparse-softmax Fig. 1/2), lm1b (One Billion Word heads), kernel_bias (Blanc & Rendle's
-bias study), table5 (Gigaword-10k), table3 (SQuAD question generation), stable (softmax collapse and
-cancellation), sparse_regime (sparse-softmax from starts of increasing strength). Each writes
-``results/<page>.md`` (+ .png) and its rows of ``results/claims.md``. Shared pieces are private
-modules: ``_stats`` (intervals, bootstraps), ``_pages`` (tables, figures, claims ledger, output
-folder), ``_seq2seq`` (the softmax/sparse-softmax pairing of the UniLM tables), ``_sweep`` (any
-sweep) and ``_fig2_*`` (the fig2 page's summary, claims and figures).
+Each page writes ``results/<page>.md`` (+ .png) and its rows of ``results/claims.md``. Build one
+with ``python -m softmax_zoo.reports <page>``; a new page is one module here (found by name,
+:func:`softmax_zoo.reports.__main__.pages`) and its committed ``results/<page>.md``.
 
-Build one with ``python -m softmax_zoo.reports <page>``; a new page is one module here (found by
-name, :func:`softmax_zoo.reports.__main__.pages`) and its committed ``results/<page>.md``.
+Modules::
+
+    fig2            Sparse-softmax Fig. 1 and Fig. 2 (Sun et al. 2021): classification micro-F1 against k
+    table5          Sparse-softmax Table 5: Gigaword-10k ROUGE, UniLM with softmax vs sparse-softmax
+    table3          Sparse-softmax Table 3: SQuAD 1.1 question generation, softmax vs sparse-softmax
+    sparse_regime   the sparse-softmax regime study: delta ROUGE against the start's share of targets in the top k
+    lm1b            One Billion Word head comparison (Grave et al. 2017)
+    kernel_bias     Blanc & Rendle 2018's sampler bias study on Penn Treebank
+    stable          softmax collapse and KD cancellation in training
+    __main__        the command line: ``python -m softmax_zoo.reports <page> [results_dir=DIR] [out=DIR]``
+    _pages          what every page shares: folders, Markdown tables, figures, the claims ledger
+    _stats          Student-t intervals over seeds, paired bootstraps over examples
+    _verdicts       the claims ledger's verdict vocabulary
+    _seq2seq        what table5 and table3 share: softmax/sparse-softmax pairs, pooled per-example scores
+    _sweep          any sweep as a table and a plot (``python -m softmax_zoo.reports sweep ...``)
+    _fig2_summary   the fig2 records summarised by task and arm
+    _fig2_claims    the fig2 claims of Sun et al. 2021 and our verdicts on them
+    _fig2_plots     the fig2 figures: micro-F1 against k, the training curves
 """

@@ -1,1 +1,10 @@
-"""Self-contained numerical studies with their own small training loops (records -> reports/)."""
+"""Numerical studies with their own small training loops, and chains of resumable runs (records -> reports/).
+
+Modules::
+
+    stable              softmax collapse and cancellation measured in training (-> reports.stable)
+    lm_speed            training-step speed of the lm1b heads, side by side in one process
+    kernel_bias_paper   Blanc & Rendle 2018's bias study in the paper's setting, chained and resumable
+    sparse_regime       the sparse-softmax regime study's runs, chained and resumable
+    _jobs               chains of training runs that resume: a job with a record is skipped
+"""

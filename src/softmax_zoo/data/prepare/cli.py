@@ -8,7 +8,7 @@ Command line (``key=value`` arguments, no dashes, like Hydra overrides)::
     python -m softmax_zoo.data.prepare list
 
 - ``raw_dir``: the dataset's own release folder. Default ``<raw_root>/<name>`` with ``raw_root`` =
-  ``$SOFTMAX_ZOO_RAW``, else ``../shared/data``.
+  ``$SOFTMAX_ZOO_RAW``, else :data:`DEFAULT_RAW_ROOT` (the release folders beside the checkout).
 - ``out_dir``: the root of prepared data (the task goes to ``<out_dir>/<task>``). Default
   ``$SOFTMAX_ZOO_DATA``, else ``data``.
 - ``source=hub`` loads the task's pinned hub dataset with ``datasets`` (the optional extra
@@ -33,19 +33,19 @@ from softmax_zoo.data.prepare.writer import write_prepared
 
 log = logging.getLogger(__name__)
 
+DEFAULT_RAW_ROOT = "../shared/data"  # relative to the working directory: the release folders beside the checkout
+DEFAULT_OUT_DIR = "data"
 TASKS: dict[str, Any] = preparers()  # task name -> preparer (each module in this package registers its own)
 PARSER = Parser("python -m softmax_zoo.data.prepare", [
     Option("raw_dir", None, "the dataset's release folder (default: <raw_root>/<name>)", kind=str),
-    Option("raw_root", None, "root of the release folders (default: $SOFTMAX_ZOO_RAW, else ../shared/data)", kind=str),
+    Option("raw_root", None, f"root of the release folders (default: $SOFTMAX_ZOO_RAW, else {DEFAULT_RAW_ROOT})", kind=str),
     Option("source", "local", "release files or the task's pinned hub dataset", choices=("local", "hub")),
     Option("out_dir", None, "root of prepared data (default: $SOFTMAX_ZOO_DATA, else data)", kind=str),
 ], synopsis="<task|all|list>", rest="task option=value", max_positional=1)
-DEFAULT_RAW_ROOT = "../shared/data"
-DEFAULT_OUT_DIR = "data"
 
 
 def raw_root() -> Path:
-    """``$SOFTMAX_ZOO_RAW``, else ``../shared/data`` (relative to the working directory)."""
+    """``$SOFTMAX_ZOO_RAW``, else :data:`DEFAULT_RAW_ROOT` (relative to the working directory)."""
     return Path(os.environ.get("SOFTMAX_ZOO_RAW") or DEFAULT_RAW_ROOT)
 
 

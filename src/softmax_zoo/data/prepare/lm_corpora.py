@@ -7,12 +7,12 @@ is a running count, so the 30M-sentence lm1b corpus prepares in bounded memory.
 - lm1b (Chelba et al. 2013): release shards ``news.en-000NN-of-00100`` (train) and
   ``news.en.heldout-000NN-of-00050`` (held-out). With training shards: train = all of them,
   validation = held-out shard 1, test = held-out shard 0 (the usual test shard). With held-out
-  shards only (../shared/data has 10-13): train = all but the last two, validation = the
+  shards only (e.g. 10-13): train = all but the last two, validation = the
   second last, test = the last. ``train_heldout=``, ``valid_heldout=``, ``test_heldout=``
   (comma-separated shard numbers) override.
 - ptb (Mikolov): ``ptb.{train,valid,test}.txt``.
 - wikitext2 (Merity et al. 2016): ``wiki.{train,valid,test}.tokens``. Without the train file
-  (as in ../shared/data) validation and test are prepared, there is no train.txt, and
+  (as in the release folders beside the checkout, $SOFTMAX_ZOO_RAW) validation and test are prepared, there is no train.txt, and
   vocab.txt comes from the train split's counts in a fairseq ``dict.txt``-style file when
   present (``train_vocab_counts.fairseq_dict.txt``, "word count" lines; it has no ``<unk>``
   or ``<eos>`` entries). meta.json says so (``missing_splits``, ``notes``), and names the

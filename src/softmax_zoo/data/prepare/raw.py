@@ -17,7 +17,7 @@ class RawDir:
     is recorded so that meta.json can list its sha256.
 
     Args:
-        root: the folder, e.g. ``../shared/data/clinc_oos``.
+        root: the folder, e.g. ``$SOFTMAX_ZOO_RAW/clinc_oos``.
         task: task name, used in error messages.
     """
 

@@ -7,7 +7,7 @@ Release files read: SQuAD v1.1 JSON (``.gz`` allowed) and Du's article lists
 - test = ``du2017_test-v1.1.json`` when present, else the train-JSON articles in doclist-test
   (11,877 questions; Du's test set is carved out of SQuAD train).
 The train JSON may be the official ``train-v1.1.json`` or ``train-v1.1.reconstructed.json.gz``
-(../shared/data: same text; derived ids and answer_start, see its SOURCE.md).
+(as in $SOFTMAX_ZOO_RAW/squad_qg: same text; derived ids and answer_start, see its SOURCE.md).
 
 One example per question: ``{"source": paragraph, "target": question, "answer": first answer
 text, "answer_start": its character offset in source}``. The full paragraph is kept; picking the

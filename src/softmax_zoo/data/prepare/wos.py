@@ -4,7 +4,7 @@ Release formats read (first found wins):
 1. ``X.txt`` (one abstract a line) with ``Y.txt`` / ``YL1.txt`` (one label a line), as in
    HDLTex ``WOS46985/``; line i of X pairs with line i of the label file.
 2. A tab-separated export of ``Data.xlsx`` with its columns ``Y1 Y2 Y Domain area keywords
-   Abstract`` (``Data.tsv``, or the 1,000-row ``Data1k.tsv`` held in ../shared/data/wos).
+   Abstract`` (``Data.tsv``, or the 1,000-row ``Data1k.tsv`` of the release folders beside the checkout, $SOFTMAX_ZOO_RAW/wos).
 
 Task: ``level=Y`` (default) = the 134 areas; ``level=YL1`` = the 7 domains. Label strings are
 the release's integer ids ("0".."133"); meta.json ``label_names`` gives the area/domain names

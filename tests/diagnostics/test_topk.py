@@ -9,7 +9,7 @@ from softmax_zoo.diagnostics.topk import TopkDiagnostics, diagnostics_k, head_sc
 from softmax_zoo.losses import AdaptiveSoftmaxHead, SoftmaxHead, SparseSoftmaxHead
 from softmax_zoo.models.decoding import decoding_view, teacher_forced_states
 
-from .tiny import CLS, MASK, PAD, SEP, step_log_probs, tiny_unilm
+from ..models.tiny_unilm import CLS, MASK, PAD, SEP, step_log_probs, tiny_unilm
 
 
 def _brute(scores, target, k, near=0.1):

@@ -6,7 +6,7 @@ from transformers import BertConfig, GPT2Config, GPT2LMHeadModel
 
 from softmax_zoo.models.unilm import load_bert, seq2seq_attention_mask
 
-from .tiny import CLS, MASK, SEP, tiny_unilm
+from .tiny_unilm import CLS, MASK, SEP, tiny_unilm
 
 SRC = [CLS, 4, 5, 6, SEP]  # positions 0-4, segment 0
 TGT = [7, 4, 5, SEP]  # positions 5-8, segment 1

@@ -16,7 +16,7 @@ from softmax_zoo.models.decoding import (
     sparse_topk,
 )
 
-from .tiny import CLS, MASK, PAD, SEP, WORDS, step_log_probs, tiny_unilm
+from .tiny_unilm import CLS, MASK, PAD, SEP, WORDS, step_log_probs, tiny_unilm
 
 SOURCES = [[4, 5, 6], [7], [6, 6, 4, 5, 7]]
 BANNED = (PAD, CLS, MASK)
