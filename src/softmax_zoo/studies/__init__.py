@@ -6,5 +6,6 @@ Modules::
     lm_speed            training-step speed of the lm1b heads, side by side in one process
     kernel_bias_paper   Blanc & Rendle 2018's bias study in the paper's setting, chained and resumable
     sparse_regime       the sparse-softmax regime study's runs, chained and resumable
+    seeds               paired arms over training seeds, seed by seed, chained and resumable
     _jobs               chains of training runs that resume: a job with a record is skipped
 """
