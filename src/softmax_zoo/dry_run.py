@@ -31,7 +31,8 @@ TINY = {
     "lm": ["model.embedding_dim=16", "model.hidden_size=16"],
 }
 TINY_LM_TASK = {"min_count": 1, "cutoffs": "[20,40]", "num_samples": 8, "curve_every": 1, "curve_tokens": 200}
-STEPS = ["train.max_steps=2", "train.batch_size=4", "train.eval_batch_size=4", "train.save_steps=0"]
+# allow_dirty: a dry run of a paper config is a test, not a reproduction, so it runs from a working tree with changes.
+STEPS = ["train.max_steps=2", "train.batch_size=4", "train.eval_batch_size=4", "train.save_steps=0", "allow_dirty=true"]
 
 
 def task_file(task: str) -> DictConfig:

@@ -17,7 +17,8 @@ continues from the newest one that loads, also with a longer budget (``train.max
 ``train.epochs``: not part of run names), and refuses one written under another config, naming
 each key that differs (:mod:`softmax_zoo.preflight`). A run that saves nothing leaves no ``output_dir``.
 
-Before anything is built: the prepared data is checked against its meta.json, ``results_dir`` and
+Before anything is built: a reproduction refuses uncommitted code (unless ``allow_dirty=true``), the
+prepared data is checked against its meta.json, ``results_dir`` and
 ``output_dir`` are checked writable, and the checkpoint to resume is chosen. The run log (config,
 per-step loss, metrics, record path) goes through Python logging, which Hydra also writes to the
 job's log file; the metrics are logged before the record is written.
@@ -406,8 +407,9 @@ def run(cfg: DictConfig, callbacks: Iterable[TrainerCallback] = ()) -> dict[str,
     Raises:
         NonFiniteLossError: the loss became NaN/inf; no record is written.
         OSError: ``results_dir`` or ``output_dir`` is not writable (before any training).
-        ValueError: the prepared data changed since ``make data``, or ``resume=true`` found a
-            checkpoint of another config (before any training).
+        ValueError: a reproduction from uncommitted code without ``allow_dirty=true``, the prepared
+            data changed since ``make data``, or ``resume=true`` found a checkpoint of another
+            config (before any training).
     """
     start = time.perf_counter()
     check_seed(cfg.seed)
@@ -415,6 +417,7 @@ def run(cfg: DictConfig, callbacks: Iterable[TrainerCallback] = ()) -> dict[str,
     transformers.utils.logging.disable_default_handler()
     transformers.utils.logging.enable_propagation()  # the Trainer's warnings go to the run log too
     log.info("run %s/%s: %s", cfg.experiment_name, cfg.run_name, " ".join(command_line()[3:]) or "(defaults)")
+    provenance = preflight.check_provenance(cfg)
     data_read = prepared_data(cfg)
     runs = records.runs_dir(hydra.utils.to_absolute_path(cfg.results_dir))
     output_dir = str(Path(hydra.utils.to_absolute_path(cfg.output_dir)))
@@ -492,6 +495,7 @@ def run(cfg: DictConfig, callbacks: Iterable[TrainerCallback] = ()) -> dict[str,
         choices=choices,
         job=hydra_job(),
         wandb=tracking.run_info(tracker),
+        git=provenance,
     )
     return write_record(record, runs)
 

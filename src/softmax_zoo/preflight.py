@@ -1,5 +1,8 @@
 """Checks before training, so that a run fails in seconds rather than after hours of compute.
 
+- :func:`check_provenance`: a reproduction (``reproduction: true`` at cpu or paper scale, whose
+  records are committed) starts only from committed code, or with ``allow_dirty=true``; returns
+  what the record keeps about the code's commit.
 - :func:`check_writable`: ``results_dir`` and ``output_dir`` can be written (nothing is created).
 - :func:`verify_prepared`: the prepared files a task reads still match the sha256 its meta.json
   holds (``make data`` wrote both); returns what the record keeps about the files read.
@@ -26,7 +29,7 @@ from transformers import TrainerCallback
 from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
 
 from . import records
-from .config import hydra_job
+from .config import COMMITTED_SCALES, hydra_job
 from .data.layout import sha256_file
 
 log = logging.getLogger(__name__)
@@ -40,11 +43,49 @@ EXTENDS_A_RUN = ("train.max_steps", "train.epochs", "train.eval_batch_size", "tr
 # other keys), where results, logs and checkpoints go and how progress is shown, which change
 # nothing that is computed, and EXTENDS_A_RUN.
 RESUME_IGNORED = (
-    "resume", "results_dir", "run_name", "logger", "logger.*", "reproduction",
+    "resume", "results_dir", "run_name", "logger", "logger.*", "reproduction", "allow_dirty",
     "train.progress", "train.num_workers", "train.save_steps", "train.save_total_limit", *EXTENDS_A_RUN,
 )
 REPLICATE_KEY = "seed"  # another seed is another replicate, never a changed setting of the same run
 ABSENT = "<absent>"  # a key one of two compared configs lacks
+
+
+# ---------------------------------------------------------------- provenance
+
+SHOWN_PATHS = 5  # changed files a refusal names
+
+
+def is_reproduction(cfg: DictConfig) -> bool:
+    """Whether the run is a reproduction: its experiment sets ``reproduction: true`` and the scale is cpu or paper."""
+    return bool(cfg.get("reproduction")) and cfg.scale.name in COMMITTED_SCALES
+
+
+def dirty_refusal(commit: str, paths: list[str]) -> str:
+    """The message refusing a reproduction from uncommitted code, naming the first changed files."""
+    shown = ", ".join(paths[:SHOWN_PATHS]) + (f" and {len(paths) - SHOWN_PATHS} more" if len(paths) > SHOWN_PATHS else "")
+    return (
+        f"a reproduction starts from committed code, and {len(paths)} tracked file(s) under "
+        f"{', '.join(records.RUN_INPUTS)} differ from commit {commit[:7]}: {shown}; nothing was trained: "
+        "commit them, or add allow_dirty=true (the record keeps git.allow_dirty and the changed paths)"
+    )
+
+
+def check_provenance(cfg: DictConfig) -> dict[str, Any]:
+    """The record's ``git``: the code's commit (:func:`softmax_zoo.records.git_state`) and ``allow_dirty``.
+
+    Only tracked files under :data:`softmax_zoo.records.RUN_INPUTS` count: pages and records that
+    other runs write, and untracked files, never stop a run. Outside a git checkout there is no
+    commit to compare with, and no refusal.
+
+    Raises:
+        ValueError: a reproduction (:func:`is_reproduction`) without ``allow_dirty=true`` from code
+            that differs from its commit; the message names the changed files.
+    """
+    state = records.git_state(cap=None)
+    allow_dirty = bool(cfg.get("allow_dirty", False))
+    if is_reproduction(cfg) and state["dirty_paths"] and not allow_dirty:
+        raise ValueError(dirty_refusal(state["commit"], state["dirty_paths"]))
+    return {**state, "dirty_paths": state["dirty_paths"][: records.DIRTY_PATHS_KEPT], "allow_dirty": allow_dirty}
 
 
 # ---------------------------------------------------------------- writable outputs

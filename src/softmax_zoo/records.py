@@ -3,7 +3,7 @@
 Records: each run writes ``<results_dir>/runs/<experiment_name>/<run_name>.json``. A record holds
 the resolved config and Hydra's group choices (``choices``: task, model, loss, sampler, scale,
 experiment, start), the Hydra job (``job``: overrides, sweep folder), the wandb run (``wandb``:
-path, id, group), git commit and dirty flag, seed, data (meta.json, and under ``data.read`` the
+path, id, group), git (commit, dirty flag, the changed files the run is made from, allow_dirty), seed, data (meta.json, and under ``data.read`` the
 sha256 of each prepared file read, checked against meta.json; ``data.examples`` per split), metrics, the heads as built
 and the parameter count, per-step training loss, timings (wall, train, examples/s for training
 and each evaluated split), device, versions and command line (:func:`make_record`). Per-example
@@ -98,22 +98,36 @@ def runs_dir(results_dir: str | Path = "results") -> Path:
     return Path(results_dir) / "runs"
 
 
-def git_state(repo: Path = REPO_ROOT) -> dict[str, Any]:
-    """``{"commit": sha or None, "dirty": bool or None}`` of the repository holding the code."""
+# The tracked files a run is made from: its code, its configs and its dependencies. Pages and
+# records (results/), other tracked files and untracked files are not among them.
+RUN_INPUTS = ("src", "configs", "pyproject.toml")
+DIRTY_PATHS_KEPT = 20  # a record keeps the first 20 changed paths of RUN_INPUTS
+
+
+def _git(repo: Path, *args: str) -> str:
+    return subprocess.run(["git", *args], cwd=repo, capture_output=True, text=True, check=True).stdout
+
+
+def git_state(repo: Path = REPO_ROOT, cap: int | None = DIRTY_PATHS_KEPT) -> dict[str, Any]:
+    """The commit of the code: ``{"commit", "dirty", "dirty_paths"}`` of the git checkout ``repo``.
+
+    ``dirty``: some tracked file differs from the commit (untracked files do not count).
+    ``dirty_paths``: the tracked files under :data:`RUN_INPUTS` that differ from it, staged or not
+    (the first ``cap``; None: all). When ``repo`` is not the top of a git checkout (an installed
+    package, a source tarball, or one inside somebody else's checkout): commit and dirty None,
+    dirty_paths empty.
+    """
+    unknown = {"commit": None, "dirty": None, "dirty_paths": []}
     try:
-        commit = subprocess.run(
-            ["git", "rev-parse", "HEAD"], cwd=repo, capture_output=True, text=True, check=True
-        ).stdout.strip()
-        status = subprocess.run(
-            ["git", "status", "--porcelain", "--untracked-files=no"],
-            cwd=repo,
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout
+        if Path(_git(repo, "rev-parse", "--show-toplevel").strip()).resolve() != repo.resolve():
+            return unknown
+        commit = _git(repo, "rev-parse", "HEAD").strip()
+        status = _git(repo, "status", "--porcelain", "--untracked-files=no")
+        changed = _git(repo, "diff", "--name-only", "-z", "HEAD", "--", *RUN_INPUTS).split("\0")
     except (OSError, subprocess.CalledProcessError):
-        return {"commit": None, "dirty": None}
-    return {"commit": commit, "dirty": bool(status.strip())}
+        return unknown
+    paths = sorted(p for p in changed if p)
+    return {"commit": commit, "dirty": bool(status.strip()), "dirty_paths": paths[:cap]}
 
 
 def versions() -> dict[str, str]:
@@ -156,13 +170,15 @@ def make_record(
     choices: dict[str, str | None] | None = None,
     job: dict[str, Any] | None = None,
     wandb: dict[str, Any] | None = None,
+    git: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Assemble a run record (JSON-serialisable; see the module docstring).
 
     ``choices`` defaults to the running Hydra composition's (:func:`softmax_zoo.config.hydra_choices`);
     ``job`` is the Hydra job (its overrides, and for a multirun the sweep folder and job number,
     :func:`softmax_zoo.config.hydra_job`); ``wandb`` the wandb run's path, id and group (None
-    without wandb).
+    without wandb); ``git`` the code's commit as the run started (:func:`softmax_zoo.preflight.check_provenance`;
+    None: :func:`git_state` now).
     """
     return finite({
         "schema": RECORD_SCHEMA,
@@ -172,7 +188,7 @@ def make_record(
         "seed": cfg.seed,
         "choices": hydra_choices() if choices is None else choices,
         "config": OmegaConf.to_container(cfg, resolve=True),
-        "git": git_state(),
+        "git": git_state() if git is None else git,
         "data": data_meta,
         "metrics": metrics,
         "model": model_info,

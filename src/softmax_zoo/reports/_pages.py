@@ -3,7 +3,8 @@
 A page module exposes ``build(results_dir="results", out=None)``: it reads the run records under
 ``<results_dir>/runs`` and writes its files, and its rows of ``claims.md``, into ``out`` (default
 ``results_dir``). ``out`` lets a check rebuild a page beside the committed one and compare. A page
-names the folder it read (:func:`shown_path`) and the command that rebuilds it (:func:`page_command`).
+names the folder it read (:func:`shown_path`), the command that rebuilds it (:func:`page_command`)
+and the commits its records come from (:func:`commits`; :func:`provenance` says all three).
 """
 
 from __future__ import annotations
@@ -62,13 +63,34 @@ def page_command(report: str, results_dir: str | Path = DEFAULT_RESULTS) -> str:
     return f"{COMMAND} {report}" + ("" if folder == DEFAULT_RESULTS else f" results_dir={folder}")
 
 
+def commits(records: Sequence[dict[str, Any]]) -> str:
+    """The commits of the code that made ``records``, oldest first, with their runs and how many ran changed code.
+
+    ``"commits 3e2adde (5 runs, 2 with uncommitted changes), 9a7cf16 (1 run)"``. A run counts as
+    changed when its record lists changed files the run is made from (``git.dirty_paths``), or, in a
+    record from before those were kept, when any tracked file was changed (``git.dirty``).
+    """
+    runs: dict[str, list[dict[str, Any]]] = {}
+    for record in sorted(records, key=lambda r: str(r.get("created"))):
+        commit = get(record, "git.commit")
+        runs.setdefault(str(commit)[:7] if commit else "unknown", []).append(record)
+
+    def changed(record: dict[str, Any]) -> bool:
+        paths = get(record, "git.dirty_paths")
+        return bool(paths) if paths is not None else bool(get(record, "git.dirty"))
+
+    def counts(group: list[dict[str, Any]]) -> str:
+        dirty = sum(map(changed, group))
+        return f"{len(group)} run{'s' if len(group) != 1 else ''}" + (f", {dirty} with uncommitted changes" if dirty else "")
+
+    listed = ", ".join(f"{commit} ({counts(group)})" for commit, group in runs.items())
+    return f"commit{'s' if len(runs) != 1 else ''} {listed}"
+
+
 def provenance(report: str, records: Sequence[dict[str, Any]], results_dir: str | Path = DEFAULT_RESULTS) -> str:
-    """A line naming the command that builds a page from ``results_dir``, its record count and the code's commits."""
-    commits = sorted({str(get(r, "git.commit"))[:7] + ("+dirty" if get(r, "git.dirty") else "") for r in records})
-    return (
-        f"Made by `{page_command(report, results_dir)}` from {len(records)} run records "
-        f"(code at {', '.join(commits) or 'no records'}).\n"
-    )
+    """A line naming the command that builds a page from ``results_dir``, its record count and the code's commits (:func:`commits`)."""
+    origin = f"; records from {commits(records)}" if records else ""
+    return f"Made by `{page_command(report, results_dir)}` from {len(records)} run records{origin}.\n"
 
 
 def write_page(out: str | Path, name: str, text: str, claims: Sequence[dict[str, str]] = ()) -> None:
