@@ -32,7 +32,7 @@ from ..records import get, load_records, runs_dir
 from ._fig2_claims import PAPER_F1, PAPER_K, Rows, by_claim, ledger
 from ._fig2_plots import plot_fig1, plot_fig2
 from ._fig2_summary import LOSS_OF_KIND, Groups, arms, best_k, cell, commands, compare, first_record, metric, sparse_ks, summarize, task_name
-from ._pages import REGIME_NOT_MEASURED, markdown_table, page_command, shown_path, write_page
+from ._pages import REGIME_NOT_MEASURED, commits, markdown_table, page_command, shown_path, write_page
 from ._stats import mean, mean_ci
 
 EXPERIMENT_PREFIX = "fig2_"
@@ -128,8 +128,8 @@ def introduction(records: list[dict[str, Any]], results_dir: str | Path) -> str:
     return (
         "# Sparse-softmax Fig. 1 and Fig. 2: k sweep on text classification (Sun et al. 2021)\n\n"
         "Made by `make reproduce-fig2` (OOS-eval and IFLYTEK; WoS by `make reproduce-fig2 FIG2_TASKS=wos`), "
-        f"records in {shown_path(runs_dir(results_dir))}/{EXPERIMENT_PREFIX}*/, this page by `{page_command('fig2', results_dir)}`. "
-        "The runs' commands:\n\n"
+        f"records in {shown_path(runs_dir(results_dir))}/{EXPERIMENT_PREFIX}*/ (from {commits(records)}), "
+        f"this page by `{page_command('fig2', results_dir)}`. The runs' commands:\n\n"
         + "".join(f"    {c}\n" for c in commands(records))
         + "\nMicro-F1 (= accuracy, single-label) in %, mean ± 95% Student-t interval over seeds (n = seeds). "
         "Predictions use each head's own rule (sparse-softmax: its top-k distribution). "

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from ..records import choice, get, load_records, runs_dir
-from ._pages import line_plot, markdown_table, page_command, shown_path, write_page
+from ._pages import commits, line_plot, markdown_table, page_command, shown_path, write_page
 from ._stats import format_mean_ci, mean, seeds_label
 from ._verdicts import MIN_SEEDS, Verdict, VerdictKind, not_tested
 
@@ -243,7 +243,8 @@ def setting_section(results_dir: str | Path, out: Path, experiment: str, records
     where = "" if experiment == EXPERIMENT else " (the paper's setting: no output bias, plain SGD)"
     text = (
         f"\n## {title}\n\n"
-        f"{setting} Made by `{make_target}` (records in {shown_path(runs_dir(results_dir) / experiment)}/). Penn Treebank (Mikolov), LSTM "
+        f"{setting} Made by `{make_target}` (records in {shown_path(runs_dir(results_dir) / experiment)}/, from "
+        f"{commits(records)}). Penn Treebank (Mikolov), LSTM "
         f"{get(r0, 'config.model.hidden_size')} units, BPTT {get(r0, 'config.task.bptt')}, optimiser "
         f"{get(r0, 'config.train.optim')} (lr {get(r0, 'config.train.lr')}), output bias "
         f"{'yes' if get(r0, 'config.loss.bias') else 'no'}, {r0['timing']['global_steps']} steps for every run, seeds "

@@ -18,8 +18,8 @@ from typing import Any
 import numpy as np
 
 from ..metrics import BLEU_ORDERS, bleu_from_stats
-from ..records import runs_dir
-from ._pages import markdown_table, page_command, shown_path, write_page
+from ..records import load_records, runs_dir
+from ._pages import commits, markdown_table, page_command, shown_path, write_page
 from ._seq2seq import (
     BOOTSTRAP_SAMPLES, DELTA_HEADER, delta_cells, delta_claim, load_pairs, paper_setting_claims, paper_verdict, per_seed_scores,
     section,
@@ -95,7 +95,8 @@ def build(results_dir: str | Path = "results", out: str | Path | None = None) ->
                                 throughput=throughput, beams=[BEAM], verdicts=verdicts, lone=lone.get(scale)))
     text = (
         "# Table 3: SQuAD 1.1 question generation (Du split), UniLM fine-tuned with softmax vs sparse-softmax\n\n"
-        f"Built by `{page_command(EXPERIMENT, results_dir)}` from `{shown_path(runs / EXPERIMENT)}/` (`make reproduce-table3`).\n"
+        f"Built by `{page_command(EXPERIMENT, results_dir)}` from `{shown_path(runs / EXPERIMENT)}/` (`make reproduce-table3`); "
+        f"records from {commits(load_records(runs, EXPERIMENT))}.\n"
         "Corpus BLEU-n (cumulative, sacrebleu's computation, lower-cased BERT-basic-tokenised text, one reference "
         "per question) and ROUGE-L F1, x 100; softmax and sparse-softmax cells are mean ± 95% Student-t half-width over "
         "seeds (n = seeds). Δ = sparse − softmax; each seed's item interval is a paired bootstrap "

@@ -17,8 +17,8 @@ from pathlib import Path
 
 import numpy as np
 
-from ..records import runs_dir
-from ._pages import markdown_table, page_command, shown_path, write_page
+from ..records import load_records, runs_dir
+from ._pages import commits, markdown_table, page_command, shown_path, write_page
 from ._seq2seq import (
     BOOTSTRAP_SAMPLES, DELTA_HEADER, delta_cells, delta_claim, load_pairs, paper_setting_claims, paper_verdict, per_seed_scores,
     section,
@@ -65,7 +65,8 @@ def build(results_dir: str | Path = "results", out: str | Path | None = None) ->
                                 verdicts=verdicts, lone=lone.get(scale)))
     text = (
         "# Table 5: Gigaword-10k, UniLM fine-tuned with softmax vs sparse-softmax\n\n"
-        f"Built by `{page_command(EXPERIMENT, results_dir)}` from `{shown_path(runs / EXPERIMENT)}/` (`make reproduce-table5`).\n"
+        f"Built by `{page_command(EXPERIMENT, results_dir)}` from `{shown_path(runs / EXPERIMENT)}/` (`make reproduce-table5`); "
+        f"records from {commits(load_records(runs, EXPERIMENT))}.\n"
         "ROUGE F1 x 100 (rouge-score, stemmed; UniLM used ROUGE-1.5.5); softmax and sparse-softmax cells are mean ± 95% "
         "Student-t half-width over seeds (n = seeds). Δ = sparse − softmax; each seed's item interval is a paired "
         f"bootstrap ({BOOTSTRAP_SAMPLES} resamples) over its test examples. {SEED_INTERVAL_NOTE} {VERDICT_RULES} "
