@@ -13,6 +13,7 @@ Modules::
     config        where the configs live, composing them outside ``@hydra.main``, run ids and result folders
     dry_run       every experiment at ``scale=paper`` for a few steps with a tiny model: the overrides
     engine        the training engine: task -> transformers Trainer -> record
+    trainer       the Trainer subclass, the callbacks every run gets, TrainingArguments from cfg.train
     hf            any Hugging Face language model trained with a softmax_zoo head (``use_head``)
     hub           where pretrained checkpoints and tokenizers come from
     metrics       evaluation metrics, each named as the papers report it

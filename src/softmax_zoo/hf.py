@@ -86,7 +86,7 @@ def use_head(model: nn.Module, loss: str | dict | DictConfig | None = None, **he
             ``reduction`` are the model's (its output bias; the transformers mean) and refused.
 
     Calling it again replaces the head. For ``SparseSoftmaxHead(full_softmax_steps=...)`` give
-    the Trainer ``TrainingStepToHeads(head_of(model))``.
+    the Trainer ``softmax_zoo.trainer.TrainingStepToHeads(head_of(model))``.
     """
     if loss is None:
         recorded = getattr(model.config, CONFIG_KEY, None)

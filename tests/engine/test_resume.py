@@ -9,7 +9,7 @@ import torch
 from safetensors import safe_open
 from transformers import TrainerCallback
 
-from softmax_zoo import engine
+from softmax_zoo import engine, trainer
 
 
 class CrashAfterSave(TrainerCallback):
@@ -54,8 +54,8 @@ def test_tied_weight_is_saved_once_and_loaded_tied(make_cfg, tmp_path):
     assert len({"class_embed.weight", "head.weight"} & keys) == 1
 
     task = engine.build_task(cfg)
-    trainer = engine.ZooTrainer(model=task.model, args=engine.training_arguments(cfg))
-    trainer._load_from_checkpoint(str(Path(cfg.output_dir) / "checkpoint-2"))
+    zoo_trainer = trainer.ZooTrainer(model=task.model, args=trainer.training_arguments(cfg))
+    zoo_trainer._load_from_checkpoint(str(Path(cfg.output_dir) / "checkpoint-2"))
     assert task.model.head.weight is task.model.class_embed.weight
     torch.testing.assert_close(task.model.head.weight.detach(), saved)
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from softmax_zoo import engine
+from softmax_zoo import engine, trainer
 from softmax_zoo.tasks.base import require_prepared
 from softmax_zoo.models.mlp import MLPClassifier
 
@@ -102,7 +102,7 @@ def test_nan_loss_stops_with_the_step_and_keeps_the_last_good_checkpoint(make_cf
 
     monkeypatch.setattr(MLPClassifier, "forward", nan_from_third_step)
     cfg = make_cfg("scale=smoke", "train.max_steps=6", "train.save_steps=2")
-    with pytest.raises(engine.NonFiniteLossError, match=r"training loss nan at optimiser step 3.*checkpoint-2"):
+    with pytest.raises(trainer.NonFiniteLossError, match=r"training loss nan at optimiser step 3.*checkpoint-2"):
         engine.run(cfg)
     ckpts = sorted(p.name for p in Path(cfg.output_dir).glob("checkpoint-*"))
     assert ckpts == ["checkpoint-2"]

@@ -200,7 +200,7 @@ def test_torch_compile_gives_the_eager_loss():
 def test_trainer_steps_equal_the_models_own_loss(tmp_path, trainer_cls):
     from transformers import Trainer, TrainingArguments
 
-    from softmax_zoo.engine import ZooTrainer
+    from softmax_zoo.trainer import ZooTrainer
 
     cls = Trainer if trainer_cls == "transformers" else ZooTrainer
     ids, labels = batch("llama", batch_size=4)

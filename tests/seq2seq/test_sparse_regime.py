@@ -5,7 +5,7 @@ import random
 
 import pytest
 
-from softmax_zoo import config, engine
+from softmax_zoo import config, engine, trainer
 from softmax_zoo.data.prepare.generated import summaries, write_pairs
 from softmax_zoo.reports import sparse_regime as page
 from softmax_zoo.reports._pages import read_claims
@@ -72,11 +72,11 @@ def test_regime_chain_at_smoke_scale_builds_the_page(tmp_path, monkeypatch):
 
 
 def test_save_steps_takes_epoch_or_a_count():
-    assert engine.save_flags("epoch") == {"save_strategy": "epoch"}
-    assert engine.save_flags(0) == {"save_strategy": "no", "save_steps": 500}
-    assert engine.save_flags(250) == {"save_strategy": "steps", "save_steps": 250}
+    assert trainer.save_flags("epoch") == {"save_strategy": "epoch"}
+    assert trainer.save_flags(0) == {"save_strategy": "no", "save_steps": 500}
+    assert trainer.save_flags(250) == {"save_strategy": "steps", "save_steps": 250}
     with pytest.raises(ValueError, match="train.save_steps must be an integer >= 0 or 'epoch', got 'daily'"):
-        engine.save_flags("daily")
+        trainer.save_flags("daily")
 
 
 def regime_point(start: int, seed: int, delta: float, share: float) -> dict:

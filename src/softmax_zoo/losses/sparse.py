@@ -191,7 +191,7 @@ class SparseSoftmaxHead(SoftmaxHead):
         full_softmax_steps: the training loss is the full softmax's (ε over all classes) while
             ``training_step`` < this, then sparse; evaluation and ``log_probs`` are always sparse.
             ``training_step`` (the optimiser steps done) is set by the trainer
-            (:class:`softmax_zoo.engine.TrainingStepToHeads`); a head that needs it and was
+            (:class:`softmax_zoo.trainer.TrainingStepToHeads`); a head that needs it and was
             never given it refuses to train rather than guess.
     """
 

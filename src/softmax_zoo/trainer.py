@@ -1,0 +1,197 @@
+"""The transformers ``Trainer`` as the engine runs it: a subclass that saves tied weights once, the
+callbacks every run gets, and ``TrainingArguments`` from ``cfg.train`` (names as in transformers 5.x)."""
+
+from __future__ import annotations
+
+import math
+import os
+from pathlib import Path
+from typing import Any
+
+import hydra
+import safetensors.torch
+import torch
+from omegaconf import DictConfig
+from transformers import PreTrainedModel, Trainer, TrainerCallback, TrainingArguments
+from transformers.trainer_callback import ProgressCallback
+from transformers.utils import SAFE_WEIGHTS_NAME
+
+from . import progress, tracking
+from .tasks.base import Task
+
+TRAINING_ARGS_NAME = "training_args.bin"
+
+
+class NonFiniteLossError(FloatingPointError):
+    """Training stopped because the loss (or a parameter) became NaN or infinite."""
+
+
+class ZooTrainer(Trainer):
+    """``Trainer`` for plain ``nn.Module`` models whose output layer may be tied to another tensor.
+
+    The stock Trainer saves a non-``PreTrainedModel`` with ``safetensors.torch.save_file``, which
+    refuses tensors shared under two names (a head tied to an embedding). Here such models are
+    saved with ``safetensors.torch.save_model`` (each shared tensor stored once) and loaded back
+    with ``safetensors.torch.load_model`` (strict: every parameter must be restored).
+    """
+
+    def _save(self, output_dir: str | None = None, state_dict: dict | None = None) -> None:
+        if isinstance(self.accelerator.unwrap_model(self.model), PreTrainedModel):
+            return super()._save(output_dir, state_dict)
+        output_dir = output_dir or self.args.output_dir
+        if not self.args.should_save:
+            return
+        os.makedirs(output_dir, exist_ok=True)
+        model = self.accelerator.unwrap_model(self.model)
+        safetensors.torch.save_model(model, os.path.join(output_dir, SAFE_WEIGHTS_NAME), metadata={"format": "pt"})
+        torch.save(self.args, os.path.join(output_dir, TRAINING_ARGS_NAME))
+
+    def _load_from_checkpoint(self, resume_from_checkpoint: str, model: torch.nn.Module | None = None) -> None:
+        model = model if model is not None else self.model
+        path = os.path.join(resume_from_checkpoint, SAFE_WEIGHTS_NAME)
+        if isinstance(self.accelerator.unwrap_model(model), PreTrainedModel) or not os.path.isfile(path):
+            return super()._load_from_checkpoint(resume_from_checkpoint, model)
+        safetensors.torch.load_model(self.accelerator.unwrap_model(model), path, strict=True, device="cpu")
+
+
+class NonFiniteLossGuard(TrainerCallback):
+    """Stop at the first NaN/inf training loss, and never checkpoint non-finite weights.
+
+    The loss is checked at every logging step (``train.logging_steps``, 1 by default: every
+    step); before each checkpoint the parameters are checked too, so that with a larger logging
+    interval a checkpoint is still never written after a NaN. :func:`run` then raises
+    :class:`NonFiniteLossError` naming the step and the last good checkpoint.
+    """
+
+    def __init__(self) -> None:
+        self.bad_step: int | None = None
+        self.what = ""
+
+    def _stop(self, control, step: int, what: str):
+        self.bad_step, self.what = step, what
+        control.should_save = False
+        control.should_evaluate = False
+        control.should_training_stop = True
+        return control
+
+    def on_log(self, args, state, control, logs=None, **kwargs):
+        loss = (logs or {}).get("loss")
+        if self.bad_step is None and loss is not None and not math.isfinite(loss):
+            return self._stop(control, state.global_step, f"training loss {loss}")
+        return control
+
+    def on_step_end(self, args, state, control, model=None, **kwargs):
+        if self.bad_step is None and control.should_save and model is not None:
+            if not all(torch.isfinite(p).all() for p in model.parameters()):
+                return self._stop(control, state.global_step, "non-finite parameters")
+        return control
+
+
+class TrainingStepToHeads(TrainerCallback):
+    """Tells every module with a ``training_step`` attribute (e.g. ``SparseSoftmaxHead`` with
+    ``full_softmax_steps``) the optimiser steps done, before each step (resumed runs included)."""
+
+    def __init__(self, model: torch.nn.Module) -> None:
+        self.modules = [m for m in model.modules() if hasattr(m, "training_step")]
+
+    def on_step_begin(self, args, state, control, **kwargs):
+        for m in self.modules:
+            m.training_step = state.global_step
+
+
+class EpochEval(TrainerCallback):
+    """``train.eval_each_epoch``: evaluate the validation split after each epoch, on the main process.
+
+    The metrics go into ``state.log_history`` (saved with checkpoints, so a resumed run keeps
+    them) and to the tracker; per-example rows, if any, are not kept (only the final evaluation's are).
+    Under DDP the other processes go on to the next step and wait there for the main one.
+    """
+
+    def __init__(self, task: Task, eval_datasets: dict[str, Any], tracker: Any | None) -> None:
+        self.task = task
+        self.eval_datasets = eval_datasets
+        self.tracker = tracker
+
+    def on_epoch_end(self, args, state, control, model=None, **kwargs):
+        if "validation" not in self.eval_datasets or not state.is_world_process_zero:
+            return control
+        metrics = self.task.evaluate(model, "validation", self.eval_datasets["validation"]).metrics
+        state.log_history.append({"epoch": state.epoch, "step": state.global_step, **metrics})
+        tracking.log_metrics(self.tracker, metrics, state.global_step)
+        return control
+
+
+class BarsOnly(ProgressCallback):
+    """The Trainer's progress bars without its per-step printout (:class:`tracking.StepLog` logs each step)."""
+
+    def on_log(self, args, state, control, logs=None, **kwargs):
+        return control
+
+
+def precision_flags(precision: str) -> dict[str, bool]:
+    """``train.precision`` -> TrainingArguments ``bf16``/``fp16``.
+
+    auto: bf16 on a CUDA GPU that supports it, fp16 on an older GPU, fp32 on CPU.
+    """
+    if precision == "auto":
+        if not torch.cuda.is_available():
+            precision = "fp32"
+        else:
+            precision = "bf16" if torch.cuda.is_bf16_supported() else "fp16"
+    if precision not in ("fp32", "bf16", "fp16"):
+        raise ValueError(f"train.precision must be auto, fp32, bf16 or fp16, got {precision!r}")
+    return {"bf16": precision == "bf16", "fp16": precision == "fp16"}
+
+
+def save_flags(save_steps: int | str) -> dict[str, Any]:
+    """``train.save_steps`` -> TrainingArguments ``save_strategy``/``save_steps``.
+
+    N > 0: a checkpoint every N optimiser steps; 0: none; ``"epoch"``: one at the end of each epoch
+    (named ``checkpoint-<step>`` like the others; its ``trainer_state.json`` holds the epoch).
+    """
+    if save_steps == "epoch":
+        return {"save_strategy": "epoch"}
+    if not isinstance(save_steps, int) or save_steps < 0:
+        raise ValueError(f"train.save_steps must be an integer >= 0 or 'epoch', got {save_steps!r}")
+    return {"save_strategy": "steps" if save_steps > 0 else "no", "save_steps": save_steps if save_steps > 0 else 500}
+
+
+def training_arguments(cfg: DictConfig) -> TrainingArguments:
+    """TrainingArguments from ``cfg.train`` (names as in transformers 5.x)."""
+    t = cfg.train
+    if t.grad_accum < 1:
+        raise ValueError(f"train.grad_accum must be >= 1, got {t.grad_accum}")
+    if not 0.0 <= t.warmup_ratio < 1.0:
+        raise ValueError(f"train.warmup_ratio must be in [0, 1), got {t.warmup_ratio}")
+    return TrainingArguments(
+        output_dir=str(Path(hydra.utils.to_absolute_path(cfg.output_dir))),
+        num_train_epochs=t.epochs,
+        max_steps=t.max_steps,
+        per_device_train_batch_size=t.batch_size,
+        per_device_eval_batch_size=t.eval_batch_size,
+        learning_rate=t.lr,
+        weight_decay=t.weight_decay,
+        warmup_steps=float(t.warmup_ratio),  # a float in [0, 1) is a fraction of the total steps
+        lr_scheduler_type=t.lr_scheduler,
+        optim=t.optim,
+        gradient_accumulation_steps=t.grad_accum,
+        max_grad_norm=t.max_grad_norm,
+        logging_strategy="steps",
+        logging_steps=t.logging_steps,
+        logging_nan_inf_filter=False,  # a NaN loss must reach NonFiniteLossGuard, not be averaged away
+        eval_strategy="no",  # evaluation is Task.evaluate, called by run()
+        **save_flags(t.save_steps),
+        save_total_limit=t.save_total_limit,
+        seed=cfg.seed,
+        report_to=[],  # wandb is driven by softmax_zoo.tracking, not the Trainer's WandbCallback
+        run_name=cfg.run_name,
+        remove_unused_columns=False,  # the task's collator already gives exactly the forward's inputs
+        dataloader_num_workers=t.num_workers,
+        dataloader_pin_memory=torch.cuda.is_available(),
+        # Without CUDA run on the CPU explicitly: only then does accelerate set up multi-process
+        # CPU training (gloo) under torchrun instead of N independent copies.
+        use_cpu=not torch.cuda.is_available(),
+        ddp_find_unused_parameters=t.ddp_find_unused_parameters,
+        disable_tqdm=not progress.enabled(),
+        **precision_flags(t.precision),
+    )
