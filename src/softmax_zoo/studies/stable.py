@@ -20,7 +20,7 @@ that exist, so an interrupted study resumes). The studies (``only=``):
 - ``saturate``: CE until float32 target probabilities round to 1 (Adam, β₂ = 0.9): standard and
   stable CE on float32 logits, and standard CE on float64 logits as the control.
 
-Run: ``python -m softmax_zoo.studies.stable out=results/runs/stable [seeds=3] [only=<study>]``
+Run: ``python -m softmax_zoo.studies.stable out=results/runs/stable [seeds=3] [only=<study>] [first_seed=0]``
 (``make reproduce-stable``); the page is ``python -m softmax_zoo.reports stable``.
 """
 
@@ -100,8 +100,9 @@ def record_of(spec: dict[str, Any], setting: Setting, result: dict[str, Any], se
 
 
 def run_all(out: Path, seeds: int, only: str | None = None, setting: Setting = Setting(),
-            command: list[str] | None = None) -> list[Path]:
-    """Run every planned run whose record is missing in ``out`` (records ``out/<run>.json``); return the records written."""
+            command: list[str] | None = None, first_seed: int = 0) -> list[Path]:
+    """Run every planned run of seeds ``first_seed`` .. ``seeds`` − 1 whose record is missing in ``out``
+    (records ``out/<run>.json``); return the records written."""
     written, teachers = [], {}
 
     def teacher_of(seed: int):
@@ -111,7 +112,7 @@ def run_all(out: Path, seeds: int, only: str | None = None, setting: Setting = S
 
     for spec in plan(seeds):
         path = record_path(out.parent, out.name, run_name(spec))
-        if path.is_file() or (only and spec["study"] != only):
+        if path.is_file() or (only and spec["study"] != only) or spec["seed"] < first_seed:
             continue
         t0 = time.perf_counter()
         result = run_one(spec, setting, teacher_of)
@@ -126,6 +127,7 @@ COMMAND = "python -m softmax_zoo.studies.stable"
 PARSER = Parser(COMMAND, [
     Option("out", "results/runs/stable", "folder of the records (results_dir/runs/<experiment>)"),
     Option("seeds", 3, "seeds per arm", minimum=1),
+    Option("first_seed", 0, "skip the seeds below it (two processes can share the seeds of one study)", minimum=0),
     Option("only", None, "run one study only", kind=str, choices=STUDIES),
 ], max_positional=0)
 
@@ -138,7 +140,7 @@ def main(argv: list[str] | None = None) -> int:
     except ArgumentError as e:
         return fail(PARSER, e)
     torch.set_num_threads(1)  # the page states one thread's time
-    run_all(Path(args["out"]), args["seeds"], args["only"], command=[*COMMAND.split(), *argv])
+    run_all(Path(args["out"]), args["seeds"], args["only"], command=[*COMMAND.split(), *argv], first_seed=args["first_seed"])
     return 0
 
 
