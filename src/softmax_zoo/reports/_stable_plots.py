@@ -1,5 +1,6 @@
 """Figures of the stable page (:mod:`softmax_zoo.reports.stable`): one panel per logits dtype or regime, every arm
-with its own colour, line style and marker, so no curve hides under another (the y axes are logarithmic
+with its own colour, line style and marker, the markers of the arms staggered along the steps, so a curve that
+coincides with another still shows (the y axes are logarithmic
 where the values span decades; a value of 0 is drawn at the panel's floor and said so in the label)."""
 
 from __future__ import annotations
@@ -26,13 +27,15 @@ def mean_curve(runs, key: str) -> tuple[list[int], list[float]]:
     return steps, [mean([c[i] for c in by_step]) for i in range(len(steps))]
 
 
-def draw(ax, runs, key: str, form: str, dtype: str, floor: float | None = None) -> None:
-    """The mean curve over seeds of ``key`` (values below ``floor`` drawn at it), markers every ~10 points."""
+def draw(ax, runs, key: str, form: str, dtype: str, floor: float | None = None, slot: int = 0, slots: int = 1) -> None:
+    """The mean curve over seeds of ``key`` (values below ``floor`` drawn at it), markers every ~10 points,
+    staggered by ``slot`` of ``slots`` so that coinciding curves still show every arm's markers."""
     steps, values = mean_curve(runs, key)
     if floor is not None:
         values = [max(v, floor) for v in values]
     colour, style, marker = STYLE[(form, dtype)]
-    ax.plot(steps, values, color=colour, linestyle=style, marker=marker, markevery=max(1, len(steps) // 10), markersize=5,
+    every = max(slots, len(steps) // 10)
+    ax.plot(steps, values, color=colour, linestyle=style, marker=marker, markevery=(slot * every // slots, every), markersize=5,
             label=f"{FORM_LABEL[form]}, {dtype} (n={len(runs)})")
 
 
@@ -41,9 +44,9 @@ def panels(path: Path, specs, *, title: str) -> None:
     plt = pyplot()
     fig, axes = plt.subplots(1, len(specs), figsize=(5.2 * len(specs), 4.2), squeeze=False)
     for ax, (name, ylabel, log, lines) in zip(axes[0], specs):
-        for runs, key, form, dtype, floor in lines:
+        for slot, (runs, key, form, dtype, floor) in enumerate(lines):
             if runs:
-                draw(ax, runs, key, form, dtype, floor)
+                draw(ax, runs, key, form, dtype, floor, slot, len(lines))
         if log:
             ax.set_yscale("log")
         ax.set(title=name, xlabel="step", ylabel=ylabel)

@@ -5,6 +5,9 @@ dtype, and start or loss), seed, per-step ``curve`` and ``final`` numbers. Means
 Student-t intervals over seeds; a comparison of two arms is given seed by seed as the ratio of
 their final values (losses and norms span decades, so ratios and their log10 are what is compared),
 with the verdict of :mod:`._verdicts` on the log10 ratio (Welch's interval over the two arms' seeds).
+
+:func:`reading` turns the three bfloat16 verdicts (standard / stable, standard / cast, cast / stable) into
+the sentence that says which of the float32 compute and the rewritten formula the difference comes from.
 """
 
 from __future__ import annotations
@@ -57,7 +60,11 @@ def by_seed(runs, key: str) -> dict[int, float]:
 
 
 def ratio_text(a_runs, b_runs, key: str) -> tuple[str, Verdict | None]:
-    """"11×, 43×, 20× (seeds 0, 1, 2)": final ``key`` of arm A over arm B per seed, and the verdict on log10(A/B) > 0."""
+    """Final ``key`` of arm A over arm B per seed ("11×, 43×, 20× (seeds 0, 1, 2)"), and the verdict on A > B.
+
+    The verdict is on log10(A/B) when every value is positive, on A − B when B is exactly 0 somewhere
+    (a ratio to 0 has no log); the returned text ends with it.
+    """
     a, b = by_seed(a_runs, key), by_seed(b_runs, key)
     seeds = sorted(set(a) & set(b))
     if not seeds:
@@ -65,15 +72,19 @@ def ratio_text(a_runs, b_runs, key: str) -> tuple[str, Verdict | None]:
     parts = []
     for s in seeds:
         if b[s] == 0:
-            parts.append("∞" if a[s] > 0 else "0/0")
+            parts.append(f"{a[s]:.2e} vs exactly 0" if a[s] else "both exactly 0")
         else:
             r = a[s] / b[s]
             parts.append(f"{r:.2f}×" if 0.01 <= r < 1000 else f"{r:.2e}×")
     text = f"{', '.join(parts)} ({seeds_label(seeds)})"
-    if any(a[s] <= 0 or b[s] <= 0 for s in seeds):
-        return text, None
-    log_b, log_a = ({s: math.log10(v[s]) for s in seeds} for v in (b, a))
-    return text, verdict(UnpairedSeedDelta.from_values(log_b, log_a), +1)  # Δ = mean log10 A − mean log10 B
+    if all(a[s] > 0 and b[s] > 0 for s in seeds):
+        log_b, log_a = ({s: math.log10(v[s]) for s in seeds} for v in (b, a))
+        v = verdict(UnpairedSeedDelta.from_values(log_b, log_a), +1)  # Δ = mean log10 A − mean log10 B
+        return f"{text}; on log10(A/B): {v}", v
+    if any(a[s] != b[s] for s in seeds):
+        v = verdict(UnpairedSeedDelta.from_values({s: b[s] for s in seeds}, {s: a[s] for s in seeds}), +1, digits=4)
+        return f"{text}; on A − B: {v}", v
+    return text, None
 
 
 def pp_per_seed(a_runs, b_runs, key: str) -> str:
@@ -122,7 +133,7 @@ def comparisons(records, study: str, key: str, what: str, **match) -> tuple[list
             ra, rb = (group(records, study=study, dtype=dtype, form=f, **match) for f in (a, b))
             if ra and rb:
                 text, v = ratio_text(ra, rb, key)
-                lines.append(f"{dtype}, {what} {FORM_LABEL[a]} / {FORM_LABEL[b]}: {text}" + (f"; log10 ratio {v}" if v else ""))
+                lines.append(f"{dtype}, {what}, A = {FORM_LABEL[a]} / B = {FORM_LABEL[b]}: {text}")
                 verdicts[f"{dtype} {a}/{b}"] = v
     return lines, verdicts
 
@@ -133,7 +144,7 @@ def accuracy_lines(records, study: str, **match) -> list[str]:
     for form, dtype in arms():
         runs = group(records, study=study, dtype=dtype, form=form, **match)
         if runs:
-            lines.append(f"{dtype} {FORM_LABEL[form]}: test accuracy {pct(runs, 'test_accuracy')}%")
+            lines.append(f"{dtype} {FORM_LABEL[form]}: test accuracy (%) {pct(runs, 'test_accuracy')}")
     for dtype in ("float32", "bfloat16"):
         std, stb = (group(records, study=study, dtype=dtype, form=f, **match) for f in ("standard", "stable"))
         if std and stb:
@@ -170,3 +181,18 @@ def saturate_table(records, level: float = 0.5) -> tuple[str, dict[int, int | No
     header = ["logits", "CE", "step", "float32 q_t exactly 1 (%)", "target grad exactly 0 (%)", "train loss (float64)", "‖∂L/∂θ‖",
               "train accuracy (%)", "test accuracy (%)"]
     return markdown_table(header, rows), onset
+
+
+def reading(verdicts: dict[str, Verdict | None], what: str) -> str | None:
+    """What the bfloat16 comparisons of :func:`comparisons` say about the source of a difference in ``what``."""
+    std_cast, cast_stable = verdicts.get("bfloat16 standard/cast"), verdicts.get("bfloat16 cast/stable")
+    if std_cast is None or cast_stable is None:
+        return None
+    kind = lambda v: v.kind.value  # noqa: E731
+    if kind(cast_stable) == "supported":
+        return (f"bfloat16, {what}: the rewritten formula matters beyond the float32 compute (standard on float32-cast logits "
+                "stays above stable)")
+    if kind(std_cast) == "supported" and kind(cast_stable) == "inconclusive":
+        return (f"bfloat16, {what}: the difference comes from computing in float32, not from the rewritten formula: the standard "
+                "formula on float32-cast logits is not measurably different from the stable one")
+    return f"bfloat16, {what}: the three arms do not separate the float32 compute from the rewrite (verdicts above)"

@@ -17,7 +17,7 @@ from ..records import runs_dir
 from ._pages import page_command, shown_path, write_page
 from ._stable_plots import plots
 from ._stable_tables import (
-    FORM_LABEL, accuracy_lines, ce_table, comparisons, finals, group, kd_table, ratio_text, saturate_table,
+    accuracy_lines, ce_table, comparisons, group, kd_table, ratio_text, reading, saturate_table,
 )
 from ._stats import mean, seeds_label
 from ._verdicts import VERDICT_RULES, not_tested
@@ -87,8 +87,8 @@ def claims_of(records) -> list[dict[str, str]]:
                 f"({seeds_label(seeds)})")
         row("stable-collapse", "with standard CE the target gradient q_t − 1 rounds to 0 once the target dominates (softmax collapse); "
             "the softplus form keeps it", "q_t − 1 = 0 in float32 for logits [18, 0]", ours, verdict(delta(stb, std), +1, digits=3))
-        text, v = ratio_text(sat[("standard", "float32")], sat[("stable", "float32")], "loss")
-        f64, _ = ratio_text(sat[("standard", "float32")], sat[("standard", "float64")], "loss")
+        text, v = ratios(sat[("standard", "float32")], sat[("stable", "float32")], "loss")
+        f64, _ = ratios(sat[("standard", "float32")], sat[("standard", "float64")], "loss")
         row("stable-collapse-training", "after collapse, standard float32 CE trains differently from the stable form (its final loss is higher)",
             "precision issues affect training dynamics (no number)",
             f"saturate regime, final train loss standard / stable (float32): {text}; standard float32 / float64: {f64}",
@@ -101,8 +101,8 @@ def claims_of(records) -> list[dict[str, str]]:
         cast, stb = (group(records, study=study, dtype="bfloat16", form=f, **match) for f in ("cast", "stable"))
         std = group(records, study=study, dtype="bfloat16", form="standard", **match)
         if cast and stb and std:
-            text, v = ratio_text(cast, stb, key)
-            text_std, _ = ratio_text(std, stb, key)
+            text, v = ratios(cast, stb, key)
+            text_std, _ = ratios(std, stb, key)
             if study == "cancellation":
                 v = verdict(delta(by(stb, key), by(cast, key)), +1, digits=4)
             row(f"stable-{study}-bfloat16-rewrite", f"in bfloat16 the rewritten form, not the float32 compute alone, lowers the {what}",
@@ -122,12 +122,24 @@ def claims_of(records) -> list[dict[str, str]]:
         std, stb = (group(records, study="generalise", loss=loss, dtype="bfloat16", form=f) for f in ("standard", "stable"))
         if std and stb:
             acc = accuracy_lines(records, "generalise", loss=loss)
-            row(f"stable-generalise-{loss}", f"where the model generalises, the stable form changes {what} training (test accuracy, bfloat16)",
+            row(f"stable-generalise-{loss}", f"where the model generalises, stable {what} reaches a higher test accuracy than standard (bfloat16 logits)",
                 "precision issues affect training dynamics (no number)", "; ".join(acc),
                 verdict(delta(by(std, "test_accuracy"), by(stb, "test_accuracy")), +1, digits=3))
     row("stable-kd-ptb", "stable vs standard KL in a real pipeline (PTB self-distillation, bfloat16)", "—", "—",
         not_tested("PTB self-distillation in the training pipeline was not run"))
     return rows
+
+
+def ratios(a_runs, b_runs, key: str):
+    """:func:`ratio_text` without its verdict (a claims row has its own verdict cell)."""
+    text, v = ratio_text(a_runs, b_runs, key)
+    return text.split("; on ")[0], v
+
+
+def read(lines_: list[str], verdicts, what: str) -> list[str]:
+    """The comparison lines, then what the bfloat16 ones say (:func:`reading`)."""
+    sentence = reading(verdicts, what)
+    return lines_ + ([f"**{sentence}**"] if sentence else [])
 
 
 def by(runs, key: str) -> dict[int, float]:
@@ -143,11 +155,11 @@ def build(results_dir: str | Path = "results", out: str | Path | None = None) ->
     k = setting_of(records, "cancellation")
     seeds = sorted({r["seed"] for r in records})
     minutes = {study: seconds_of(records, study) / 60 for study in ("collapse", "cancellation", "generalise", "saturate")}
-    c_lines, _ = comparisons(records, "collapse", "loss", "final train loss")
-    k_lines, _ = comparisons(records, "cancellation", "drift", "drift", start="equal")
-    kf_lines, _ = comparisons(records, "cancellation", "kl", "final KL", start="fresh")
-    gc_lines, _ = comparisons(records, "generalise", "loss", "final train loss", loss="ce")
-    gk_lines, _ = comparisons(records, "generalise", "kl", "final KL", loss="kd")
+    c_lines = read(*comparisons(records, "collapse", "loss", "final train loss"), "final train loss")
+    k_lines = read(*comparisons(records, "cancellation", "drift", "drift", start="equal"), "drift at identical logits")
+    kf_lines = read(*comparisons(records, "cancellation", "kl", "final KL", start="fresh"), "final KL of a fresh student")
+    gc_lines = read(*comparisons(records, "generalise", "loss", "final train loss", loss="ce"), "final train loss")
+    gk_lines = read(*comparisons(records, "generalise", "kl", "final KL", loss="kd"), "final KL")
     sat_table, onset = saturate_table(records)
     sat_runs = {f"{f} {d}": group(records, study="saturate", form=f, dtype=d)
                 for f, d in (("standard", "float32"), ("stable", "float32"), ("standard", "float64"))}
@@ -157,11 +169,11 @@ def build(results_dir: str | Path = "results", out: str | Path | None = None) ->
         sat_lines.append(f"standard float32: first logged step with ≥ 50% of training examples at q_t exactly 1, per seed: "
                          f"{', '.join(str(onset[x]) for x in sorted(onset))} ({seeds_label(sorted(onset))}); peak share "
                          f"{', '.join(f'{100 * peaks[x]:.0f}%' for x in sorted(peaks))}")
-        for other in ("stable float32", "standard float64"):
-            if sat_runs[other]:
+        for a, b in (("standard float32", "stable float32"), ("standard float32", "standard float64"), ("stable float32", "standard float64")):
+            if sat_runs[a] and sat_runs[b]:
                 for key, what in (("loss", "final train loss"), ("param_grad_norm", "final ‖∂L/∂θ‖")):
-                    text, v = ratio_text(sat_runs["standard float32"], sat_runs[other], key)
-                    sat_lines.append(f"{what}, standard float32 / {other}: {text}" + (f"; log10 ratio {v}" if v else ""))
+                    text, v = ratio_text(sat_runs[a], sat_runs[b], key)
+                    sat_lines.append(f"{what}, A = {a} / B = {b}: {text}")
     text = f"""# A Fix for Softmax and Cross-Entropy: collapse and cancellation in training
 
 Made by `make reproduce-stable` (`python -m softmax_zoo.studies.stable out={shown_path(runs_dir(results_dir) / EXPERIMENT)} seeds=3`, then
@@ -169,7 +181,8 @@ Made by `make reproduce-stable` (`python -m softmax_zoo.studies.stable out={show
 wall times add up to {sum(minutes.values()):.1f} min (collapse {minutes['collapse']:.1f}, cancellation {minutes['cancellation']:.1f},
 generalise {minutes['generalise']:.1f}, saturate {minutes['saturate']:.1f}), on 2 cores shared with other jobs.
 Intervals: 95% Student-t over seeds. Two arms are compared seed by seed as the ratio of their final values (losses and
-norms span decades); the verdict on a ratio is on its log10, with Welch's interval over the two arms' seeds. {VERDICT_RULES}
+norms span decades), A / B per seed; the verdict, on the claim A > B, is on log10(A/B) (on A − B where B is exactly 0), with
+Welch's interval over the two arms' seeds. {VERDICT_RULES}
 A dash (—) marks a number the arm's records do not hold (the first runs of an arm recorded fewer diagnostics).
 
 Setting: modular addition (a + b mod {s['modulus']}), {s['train_fraction']:.0%} of the pairs for training, an MLP (embedding {s['embed']} per
@@ -195,7 +208,8 @@ logits (float64 for float64 logits), is exactly 1.
 {sat.get('saturate_steps')} steps of Adam at lr {sat.get('saturate_lr')} with β₂ = {sat.get('saturate_beta2')}, no weight decay: with the
 short second-moment memory the margins keep growing, and the float32 target probability rounds to 1. Each arm at the step
 where standard float32 CE first has ≥ 50% of examples at q_t exactly 1 ("onset", that seed's step for every arm of the seed)
-and at the end; means over seeds:
+and at the end; means over seeds. Like the memorise regime, this one fits the training set without generalising (test
+accuracy stays near 0); it answers what changes in training once float32 collapse is reached.
 
 {sat_table}
 
