@@ -186,9 +186,12 @@ def saturate_table(records, level: float = 0.5) -> tuple[str, dict[int, int | No
 def reading(verdicts: dict[str, Verdict | None], what: str) -> str | None:
     """What the bfloat16 comparisons of :func:`comparisons` say about the source of a difference in ``what``."""
     std_cast, cast_stable = verdicts.get("bfloat16 standard/cast"), verdicts.get("bfloat16 cast/stable")
-    if std_cast is None or cast_stable is None:
+    std_stable = verdicts.get("bfloat16 standard/stable")
+    if std_cast is None or cast_stable is None or std_stable is None:
         return None
     kind = lambda v: v.kind.value  # noqa: E731
+    if all(kind(v) == "inconclusive" for v in (std_cast, cast_stable, std_stable)):
+        return f"bfloat16, {what}: the three arms do not differ measurably, so there is no difference to attribute"
     if kind(cast_stable) == "supported":
         return (f"bfloat16, {what}: the rewritten formula matters beyond the float32 compute (standard on float32-cast logits "
                 "stays above stable)")

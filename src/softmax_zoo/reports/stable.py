@@ -85,6 +85,11 @@ def claims_of(records) -> list[dict[str, str]]:
         ours = (f"saturate regime, float32: peak share of training examples with target gradient exactly 0, standard "
                 f"{', '.join(f'{100 * std[s]:.0f}%' for s in seeds)} vs stable {', '.join(f'{100 * stb[s]:.0f}%' for s in seeds)} "
                 f"({seeds_label(seeds)})")
+        mem = group(records, study="collapse", dtype="bfloat16", form="standard")
+        if mem:
+            shares = ", ".join(f"{100 * r['final']['zero_target_grad_share']:.0f}%" for r in mem)
+            ours += (f"; memorise regime, bfloat16: standard ends with {shares} "
+                     f"({seeds_label([r['seed'] for r in mem])}), stable 0%")
         row("stable-collapse", "with standard CE the target gradient q_t − 1 rounds to 0 once the target dominates (softmax collapse); "
             "the softplus form keeps it", "q_t − 1 = 0 in float32 for logits [18, 0]", ours, verdict(delta(stb, std), +1, digits=3))
         text, v = ratios(sat[("standard", "float32")], sat[("stable", "float32")], "loss")
@@ -169,6 +174,10 @@ def build(results_dir: str | Path = "results", out: str | Path | None = None) ->
         sat_lines.append(f"standard float32: first logged step with ≥ 50% of training examples at q_t exactly 1, per seed: "
                          f"{', '.join(str(onset[x]) for x in sorted(onset))} ({seeds_label(sorted(onset))}); peak share "
                          f"{', '.join(f'{100 * peaks[x]:.0f}%' for x in sorted(peaks))}")
+        for arm, runs in sat_runs.items():
+            worst = {r["seed"]: max(p["loss"] for p in r["curve"] if p["step"] > onset[r["seed"]]) for r in runs if onset.get(r["seed"]) is not None}
+            if worst:
+                sat_lines.append(f"{arm}: largest train loss after the onset, per seed: {', '.join(f'{worst[x]:.1e}' for x in sorted(worst))}")
         for a, b in (("standard float32", "stable float32"), ("standard float32", "standard float64"), ("stable float32", "standard float64")):
             if sat_runs[a] and sat_runs[b]:
                 for key, what in (("loss", "final train loss"), ("param_grad_norm", "final ‖∂L/∂θ‖")):
