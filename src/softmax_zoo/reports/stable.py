@@ -1,8 +1,10 @@
-"""Softmax collapse and KD cancellation in training: results/stable.md, stable_collapse.png, stable_drift.png, claims.
+"""Softmax collapse and KD cancellation in training: results/stable.md, its figures, the stable-* claims rows.
 
 Reads the records of ``python -m softmax_zoo.studies.stable`` (``make reproduce-stable``) in
-``<results_dir>/runs/stable/``: per run its settings, per-step curve and final numbers. Every
-number below is a mean over seeds with a 95% Student-t interval.
+``<results_dir>/runs/stable/``: per run its settings, per-step curve and final numbers. Tables give
+means over seeds with 95% Student-t intervals (:mod:`._stable_tables`); two arms are compared seed by
+seed, with verdicts from :mod:`._verdicts`; figures: :mod:`._stable_plots` (stable_collapse.png,
+stable_saturate.png, stable_generalise.png, stable_drift.png).
 
 Build: ``python -m softmax_zoo.reports stable``.
 """
@@ -19,8 +21,8 @@ from ._stable_plots import plots
 from ._stable_tables import (
     accuracy_lines, ce_table, comparisons, group, kd_table, ratio_text, reading, saturate_table,
 )
-from ._stats import mean, seeds_label
-from ._verdicts import VERDICT_RULES, not_tested
+from ._stats import UnpairedSeedDelta, mean, seeds_label
+from ._verdicts import VERDICT_RULES, not_tested, verdict
 
 EXPERIMENT = "stable"
 
@@ -62,7 +64,6 @@ def seconds_of(records, study: str) -> float:
 
 def delta(a: dict[int, float], b: dict[int, float]):
     """Δ = mean(B) − mean(A) of two arms' per-seed values (Welch)."""
-    from ._stats import UnpairedSeedDelta
     return UnpairedSeedDelta.from_values(a, b)
 
 
@@ -72,7 +73,6 @@ def share_peak(runs, key: str) -> dict[int, float]:
 
 def claims_of(records) -> list[dict[str, str]]:
     """The stable-* rows of the claims ledger, each verdict from :mod:`._verdicts` (seeds named)."""
-    from ._verdicts import verdict
     rows = []
 
     def row(id_, claim, paper, ours, v):

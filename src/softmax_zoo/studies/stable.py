@@ -36,10 +36,15 @@ import torch
 
 from ..cli_args import ArgumentError, Option, Parser, fail
 from ..records import record_path, study_record, write_record
-from ._stable_runs import (  # noqa: F401  (the study's public names)
+from ._stable_runs import (
     DTYPES, FORMS, REGIMES, ModAddMLP, Setting, accuracy, cancellation_run, collapse_run, collapse_stats,
     cross_entropy, distill_loss, logits_of, modular_data, train_teacher,
 )
+
+__all__ = [  # the study's public names, its loops' among them
+    "DTYPES", "FORMS", "REGIMES", "ModAddMLP", "Setting", "accuracy", "cancellation_run", "collapse_run", "collapse_stats",
+    "cross_entropy", "distill_loss", "logits_of", "modular_data", "train_teacher", "plan", "run_name", "run_all", "main",
+]
 
 CE_FORMS = ("standard", "stable")  # the arms of every dtype; "cast" runs on bfloat16 logits only
 STUDIES = ("collapse", "cancellation", "generalise", "saturate")
