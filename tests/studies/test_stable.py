@@ -9,13 +9,15 @@ from softmax_zoo import records
 from softmax_zoo.records import RECORD_SCHEMA
 from softmax_zoo.studies.stable import Setting, main, run_all
 
-TINY = Setting(modulus=11, embed=8, hidden=16, collapse_steps=20, teacher_steps=20, distill_steps=10, log_every=5, eval_every=10)
+TINY = Setting(modulus=11, embed=8, hidden=16, collapse_steps=20, teacher_steps=20, distill_steps=10, generalise_steps=10,
+               saturate_steps=10, log_every=5, eval_every=10)
+RUNS_PER_SEED = 5 + 10 + 10 + 3  # collapse, cancellation (equal, fresh), generalise (CE, KD), saturate
 
 
 def test_study_resumes_and_builds_its_page(tmp_path):
     runs = tmp_path / "runs" / "stable"
     written = run_all(runs, seeds=2, setting=TINY)
-    assert len(written) == 2 * (4 + 8)
+    assert len(written) == 2 * RUNS_PER_SEED
     assert run_all(runs, seeds=2, setting=TINY) == []  # a rerun skips every finished record
     equal = [json.loads(p.read_text()) for p in runs.glob("cancellation_equal_stable_*.json")]
     assert all(p["logit_grad_norm"] == 0 and p["drift"] == 0 and p["identical_logits"] for r in equal for p in r["history"])
@@ -24,7 +26,10 @@ def test_study_resumes_and_builds_its_page(tmp_path):
     text = (tmp_path / "stable.md").read_text()
     assert "## Softmax collapse" in text and (tmp_path / "stable_drift.png").is_file()
     claims = (tmp_path / "claims.md").read_text()
-    assert "| stable-collapse |" in claims and "| stable-cancellation |" in claims
+    for row in ("stable-collapse", "stable-collapse-training", "stable-cancellation", "stable-collapse-bfloat16-rewrite",
+                "stable-cancellation-bfloat16-rewrite", "stable-generalise-ce", "stable-generalise-kd"):
+        assert f"| {row} |" in claims
+    assert "| stable-kd-ptb |" in claims and "not tested" in claims
 
 
 def test_records_use_the_training_records_schema(tmp_path):
@@ -55,4 +60,4 @@ def test_bad_options_are_named(capsys):
     assert main(["seeds=0"]) == 2
     assert "seeds='0': must be >= 1" in capsys.readouterr().err
     assert main(["only=both"]) == 2
-    assert "only='both': must be one of ['collapse', 'cancellation']" in capsys.readouterr().err
+    assert "only='both': must be one of ['collapse', 'cancellation', 'generalise', 'saturate']" in capsys.readouterr().err
