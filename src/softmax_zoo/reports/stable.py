@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from ..records import runs_dir
-from ._pages import page_command, shown_path, write_page
+from ._pages import commits, page_command, shown_path, write_page
 from ._stable_plots import plots
 from ._stable_tables import (
     accuracy_lines, ce_table, comparisons, group, kd_table, ratio_text, reading, saturate_table,
@@ -46,7 +46,7 @@ def as_run(record: dict[str, Any]) -> dict[str, Any]:
     if "schema" not in record:
         return record
     return {**record["config"], "run": record["run_name"], "curve": record["history"], "final": record["metrics"],
-            "seconds": record["timing"]["wall_s"]}
+            "seconds": record["timing"]["wall_s"], "git": record.get("git"), "created": record.get("created")}
 
 
 def setting_of(records, study: str) -> dict[str, Any]:
@@ -186,7 +186,7 @@ def build(results_dir: str | Path = "results", out: str | Path | None = None) ->
     text = f"""# A Fix for Softmax and Cross-Entropy: collapse and cancellation in training
 
 Made by `make reproduce-stable` (`python -m softmax_zoo.studies.stable out={shown_path(runs_dir(results_dir) / EXPERIMENT)} seeds=3`, then
-`{page_command(EXPERIMENT, results_dir)}`) from {len(records)} run records, seeds {seeds}. Each run used one CPU thread; their
+`{page_command(EXPERIMENT, results_dir)}`) from {len(records)} run records ({commits(records)}), seeds {seeds}. Each run used one CPU thread; their
 wall times add up to {sum(minutes.values()):.1f} min (collapse {minutes['collapse']:.1f}, cancellation {minutes['cancellation']:.1f},
 generalise {minutes['generalise']:.1f}, saturate {minutes['saturate']:.1f}), on 2 cores shared with other jobs.
 Intervals: 95% Student-t over seeds. Two arms are compared seed by seed as the ratio of their final values (losses and
