@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -11,7 +12,7 @@ import pytest
 import safetensors.torch
 import torch
 
-from softmax_zoo import engine
+from softmax_zoo import config, engine
 from softmax_zoo.config import unknown_key_hint
 
 
@@ -54,8 +55,16 @@ def test_a_truncated_init_from_file_is_named(make_cfg, tmp_path):
     assert torch.isfinite(next(task.model.parameters())).all()
 
 
-def test_a_head_argument_missing_from_its_config_gets_the_plus_hint():
-    hint = unknown_key_hint(["loss=sparse_softmax", "loss.label_smoothing=0.1"])
+def test_sparse_softmax_takes_label_smoothing_without_a_plus():
+    assert config.compose(["loss=sparse_softmax", "loss.label_smoothing=0.1"]).loss.label_smoothing == 0.1
+
+
+def test_a_head_argument_missing_from_its_config_gets_the_plus_hint(tmp_path):
+    configs = tmp_path / "configs"
+    shutil.copytree(config.CONFIG_DIR, configs)
+    sparse = configs / "loss" / "sparse_softmax.yaml"
+    sparse.write_text(sparse.read_text().replace("label_smoothing: 0.0\n", ""))
+    hint = unknown_key_hint(["loss=sparse_softmax", "loss.label_smoothing=0.1"], config_dir=configs)
     assert hint == "'loss.label_smoothing' is not in the composed config, but SparseSoftmaxHead takes label_smoothing: add it with +loss.label_smoothing=0.1"
     hint = unknown_key_hint(["loss=sparse_softmax", "loss.kk=5"])
     assert hint.startswith("unknown key 'loss.kk'; valid keys under loss: _target_, bias,") and " k," in hint
