@@ -1,0 +1,121 @@
+"""The transformer LM: built from its config offline, causal, its carried context window, tying, every head end to end."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+from softmax_zoo import config, engine
+from softmax_zoo.losses import SoftmaxHead
+from softmax_zoo.models import build_model, head_factory
+from softmax_zoo.models.transformer_lm import TransformerLanguageModel
+
+from .conftest import NUM_WORDS
+from .test_task import HEADS
+
+V = 40
+ARCHITECTURES = ("llama", "gpt2")
+
+
+def softmax_lm(architecture: str = "llama", **kwargs) -> TransformerLanguageModel:
+    torch.manual_seed(0)
+    args = {"hidden_size": 16, "num_layers": 2, "num_heads": 2, "max_positions": 32, **kwargs}
+    return TransformerLanguageModel(V, lambda d, w: SoftmaxHead(d, V, weight=w), architecture=architecture, **args)
+
+
+def test_builds_from_the_model_config_with_no_network(monkeypatch):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    cfg = config.compose(["task=ptb", "model=transformer_lm", "scale=smoke"])
+    model = build_model(cfg.model, head_factory(cfg.loss, V), vocab_size=V)
+    assert isinstance(model, TransformerLanguageModel)
+    assert model.body.config.hidden_size == cfg.model.hidden_size == model.head.in_features
+    assert model.body.config.num_hidden_layers == cfg.model.num_layers
+
+
+@pytest.mark.parametrize("architecture", ARCHITECTURES)
+def test_a_future_token_does_not_change_earlier_outputs(gen, architecture):
+    model = softmax_lm(architecture).eval()
+    x = torch.randint(0, V, (2, 10), generator=gen)
+    changed = x.clone()
+    changed[:, 6] = (x[:, 6] + 1) % V
+    before = model(x)["hidden"]  # (2, 10, d)
+    model.reset_state()  # read `changed` without `x` as its context
+    after = model(changed)["hidden"]
+    torch.testing.assert_close(model.log_probs(after[:, :6].flatten(0, 1)), model.log_probs(before[:, :6].flatten(0, 1)))
+    assert not torch.allclose(after[:, 6:], before[:, 6:])
+
+
+@pytest.mark.parametrize("architecture", ARCHITECTURES)
+def test_a_window_is_read_with_the_previous_one_as_context(gen, architecture):
+    model = softmax_lm(architecture).eval()
+    x = torch.randint(0, V, (3, 10), generator=gen)
+    whole = model(x)["hidden"]  # (3, 10, d): one pass over both windows
+    model.reset_state()
+    model(x[:, :5], reset=torch.ones(3, dtype=torch.bool))
+    second = model(x[:, 5:], reset=torch.zeros(3, dtype=torch.bool))["hidden"]
+    torch.testing.assert_close(second, whole[:, 5:])
+
+
+@pytest.mark.parametrize("architecture", ARCHITECTURES)
+def test_reset_rows_read_their_window_alone(gen, architecture):
+    model = softmax_lm(architecture).eval()
+    x = torch.randint(0, V, (2, 6), generator=gen)
+    model(torch.randint(0, V, (2, 6), generator=gen))  # leaves a carried window
+    out = model(x, reset=torch.tensor([True, False]))["hidden"]
+    model.reset_state()
+    alone = model(x)["hidden"]
+    torch.testing.assert_close(out[0], alone[0])
+    assert not torch.allclose(out[1], alone[1])
+    assert torch.isfinite(out).all()
+
+
+def test_training_and_evaluation_carry_separate_windows(gen):
+    model = softmax_lm()
+    x = torch.randint(0, V, (2, 6), generator=gen)
+    model.train()(x)
+    model.eval()
+    assert False not in model.windows
+    model(x)
+    model.reset_eval_state()
+    assert set(model.windows) == {True}
+
+
+def test_tied_weights_are_one_tensor():
+    model = softmax_lm(tie_weights=True)
+    assert model.head.weight is model.body.get_input_embeddings().weight
+    assert sum(p.numel() for p in model.parameters()) < sum(p.numel() for p in softmax_lm().parameters())
+
+
+@pytest.mark.parametrize(("kwargs", "match"), [
+    ({"embedding_dim": 8}, "embeds at its width"),
+    ({"num_heads": 3}, "must divide hidden_size"),
+    ({"architecture": "bert"}, "architecture must be one of"),
+])
+def test_bad_sizes_are_refused(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        softmax_lm(**kwargs)
+
+
+def test_two_windows_beyond_max_positions_are_refused(gen):
+    model = softmax_lm(max_positions=12)
+    model(torch.randint(0, V, (1, 8), generator=gen))
+    with pytest.raises(ValueError, match="max_positions >= 16"):
+        model(torch.randint(0, V, (1, 8), generator=gen))
+
+
+@pytest.mark.parametrize("head", list(HEADS))
+def test_each_head_trains_at_smoke_scale(lm_corpus, tmp_path, head):
+    cfg = config.compose([
+        "task=ptb", "model=transformer_lm", "scale=smoke", f"task.data_dir={lm_corpus}", f"results_dir={tmp_path}",
+        f"output_dir={tmp_path}/ckpt", *HEADS[head],
+    ])
+    record = engine.run(cfg)
+    m = record["metrics"]
+    assert record["timing"]["global_steps"] == 2
+    assert record["choices"]["model"] == "transformer_lm"
+    for p in ("val", "test"):
+        assert 1.0 < m[f"{p}/perplexity"] < 3 * (NUM_WORDS + 2)
+        assert m[f"{p}/loss"] == pytest.approx(math.log(m[f"{p}/perplexity"]))
+    assert m["train/tokens_per_second"] > 0
