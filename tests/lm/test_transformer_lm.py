@@ -119,3 +119,33 @@ def test_each_head_trains_at_smoke_scale(lm_corpus, tmp_path, head):
         assert 1.0 < m[f"{p}/perplexity"] < 3 * (NUM_WORDS + 2)
         assert m[f"{p}/loss"] == pytest.approx(math.log(m[f"{p}/perplexity"]))
     assert m["train/tokens_per_second"] > 0
+
+
+def test_the_lm1b_page_shows_transformer_rows_beside_the_lstm_rows(tmp_path):
+    from softmax_zoo import records
+    from softmax_zoo.reports import lm1b
+    from softmax_zoo.reports._pages import read_claims
+
+    from .test_reports import lm1b_records, record
+
+    for r in lm1b_records():
+        records.write_record(r, records.runs_dir(tmp_path))
+    lm1b.build(tmp_path)
+    lstm_claims = read_claims(tmp_path / "claims.md")
+    for name, loss, ppl, tps in (("t_softmax", "softmax", 150.0, 50.0), ("t_adaptive", "adaptive_softmax", 300.0, 400.0)):
+        r = record("lm1b", name, loss, {"val/perplexity": ppl, "test/perplexity": ppl, "train/tokens_per_second": tps,
+                                        "train/tokens": 1000.0})
+        r["choices"]["model"] = "transformer_lm"
+        r["config"]["model"] = {"architecture": "llama", "hidden_size": 8, "num_layers": 1, "num_heads": 2,
+                                "intermediate_size": None}
+        r["task_info"]["parameters"] = 1234
+        records.write_record(r, records.runs_dir(tmp_path))
+    lm1b.build(tmp_path)
+    text = (tmp_path / "lm1b.md").read_text()
+    assert "| adaptive | 210.5 ± 6.4 (n=2) | 211.0 ± 12.7 (n=2) | 500 | 5.00x |" in text  # the LSTM table as before
+    assert "## The same heads on transformer_lm" in text and "make reproduce-lm1b-transformer" in text
+    assert "1 seed (seed 0) per head" in text
+    assert "| softmax | 150.0 (n=1) | 150.0 (n=1) | 201.0 | 50 | 1.00x |" in text
+    assert "| adaptive | 300.0 (n=1) | 300.0 (n=1) | 211.0 | 400 | 8.00x |" in text
+    assert "Within transformer_lm, adaptive softmax's test perplexity is 2.000x the full softmax's" in text
+    assert read_claims(tmp_path / "claims.md") == lstm_claims  # the claims are the LSTM's

@@ -186,7 +186,9 @@ class TransformerLanguageModel(nn.Module):
         window = input_ids.shape[1]
         ids, mask = self.with_context(input_ids, reset)  # (B, L), L = T or 2T
         if ids.shape[1] > self.max_positions:
-            raise ValueError(f"two windows of {window} tokens need max_positions >= {ids.shape[1]}, got {self.max_positions}")
+            raise ValueError(
+                f"two windows of {window} tokens need max_positions >= {ids.shape[1]}, got {self.max_positions}"
+            )
         positions = (mask.cumsum(dim=1) - 1).clamp(min=0)  # a masked-out context leaves the window at 0..T-1
         out = self.body(input_ids=ids, attention_mask=mask, position_ids=positions, use_cache=False)
         self.windows[self.training] = input_ids.detach()
