@@ -156,7 +156,7 @@ def test_the_lm1b_page_shows_transformer_rows_beside_the_lstm_rows(tmp_path):
     text = (tmp_path / "lm1b.md").read_text()
     assert "| adaptive | 210.5 ± 6.4 (n=2) | 211.0 ± 12.7 (n=2) | 500 | 5.00x |" in text  # the LSTM table as before
     assert "## The same heads on transformer_lm" in text and "make reproduce-lm1b-transformer" in text
-    assert "1 seed (seed 0) per head" in text
+    assert "1 seed (seed 0) per head" in text and "1,234 parameters with the softmax head" in text
     assert "| softmax | 150.0 (n=1) | 150.0 (n=1) | 201.0 | 50 | 1.00x |" in text
     assert "| adaptive | 300.0 (n=1) | 300.0 (n=1) | 211.0 | 400 | 8.00x |" in text
     assert "Within transformer_lm, adaptive softmax's test perplexity is 2.000x the full softmax's" in text

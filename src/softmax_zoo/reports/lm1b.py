@@ -210,7 +210,7 @@ def describe_transformer(r: dict[str, Any], lstm: dict[str, Any]) -> str:
     return (
         f"Model: a randomly initialised {m['architecture']} decoder (transformers), {width}, {blocks}, {m['num_heads']} "
         f"attention heads, MLP {m['intermediate_size'] or 4 * m['hidden_size']}, {r['task_info'].get('parameters'):,} "
-        f"parameters with the softmax head; {budget}. The LSTM carries its state through each stream; the transformer "
+        f"parameters with the {head_label(r)} head; {budget}. The LSTM carries its state through each stream; the transformer "
         f"reads each BPTT window of {bptt} tokens with the previous window of its stream as context ({bptt} to "
         f"{2 * bptt - 1} tokens of context), in training and evaluation."
     )
@@ -222,7 +222,8 @@ def model_section(model: str, records: list[dict[str, Any]], lstm_records: list[
     seeds = sorted({r["seed"] for r in records})
     seeds_note = (f"1 seed (seed {seeds[0]}) per head: the rows are single runs, without error bars"
                   if len(seeds) == 1 else f"{len(seeds)} seeds per head (mean ± 95% CI)")
-    description = describe_transformer(records[0], lstm_records[0]) if model == "transformer_lm" else f"Model: {model}."
+    first = min(records, key=lambda r: head_label(r) != "softmax")  # the softmax run's parameter count if there is one
+    description = describe_transformer(first, lstm_records[0]) if model == "transformer_lm" else f"Model: {model}."
     command = MAKE_TARGETS.get(model, f"python -m softmax_zoo.train -m experiment=... model={model}")
     return (
         f"## The same heads on {model}\n\n"
