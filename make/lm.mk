@@ -1,5 +1,6 @@
 # Language modelling: One Billion Word head comparison and the kernel-sampler bias study.
 #   make reproduce-lm1b          softmax / adaptive / sampled (quadratic, uniform) LSTM LMs on lm1b -> results/lm1b.{md,png}
+#   make reproduce-lm1b-transformer   the same four heads on a transformer decoder (model=transformer_lm) -> results/lm1b.md
 #   make lm1b-speed              the four heads' training steps timed side by side, for the page's speed column
 #   make reproduce-kernel-bias   sampler x m sweep on Penn Treebank + full softmax -> results/kernel_bias.{md,png}
 #   make sampler-diagnostic CKPT=checkpoints/kernel_bias/ptb_full_softmax_cpu_seed0/checkpoint-400 (or CKPT=init)
@@ -18,13 +19,20 @@ LM_DATA := $(or $(SOFTMAX_ZOO_DATA),data)
 # Options of the diagnostic, e.g. DIAG_ARGS="--draws 32 --batches 4 --out /tmp/diag" (python -m softmax_zoo.diagnostics.sampler_bias --help).
 DIAG_ARGS ?=
 
-.PHONY: reproduce-lm1b reproduce-kernel-bias reproduce-kernel-bias-paper sampler-diagnostic lm1b-speed
+.PHONY: reproduce-lm1b reproduce-lm1b-transformer reproduce-kernel-bias reproduce-kernel-bias-paper sampler-diagnostic lm1b-speed
 
 $(LM_DATA)/%/meta.json:
 	$(MAKE) data TASK=$*
 
 reproduce-lm1b: setup $(LM_DATA)/lm1b/meta.json  ## One Billion Word: full vs adaptive vs sampled softmax -> results/lm1b.md, lm1b.png
 	$(BIN)/python -m softmax_zoo.train -m experiment=$(LM1B_EXPERIMENTS) scale=$(LM_SCALE) seed=$(LM_SEEDS) $(LM_ARGS)
+	$(BIN)/python -m softmax_zoo.reports lm1b results_dir=$(call results_for,$(LM_SCALE))
+
+# Threads of the transformer runs: one, so that their tokens/s is a one-thread rate (on a shared CPU the
+# other cores stay for other jobs); LM1B_TRANSFORMER_THREADS= (empty) lets torch choose.
+LM1B_TRANSFORMER_THREADS ?= 1
+reproduce-lm1b-transformer: setup $(LM_DATA)/lm1b/meta.json  ## One Billion Word heads on a transformer decoder, the LSTM rows' steps and batches -> results/lm1b.md
+	$(if $(LM1B_TRANSFORMER_THREADS),OMP_NUM_THREADS=$(LM1B_TRANSFORMER_THREADS)) $(BIN)/python -m softmax_zoo.train -m experiment=$(LM1B_EXPERIMENTS) model=transformer_lm scale=$(LM_SCALE) seed=$(LM_SEEDS) $(LM_ARGS)
 	$(BIN)/python -m softmax_zoo.reports lm1b results_dir=$(call results_for,$(LM_SCALE))
 
 lm1b-speed: setup $(LM_DATA)/lm1b/meta.json  ## lm1b heads' training steps timed side by side (about 70 s) -> results/diagnostics/lm1b_speed.json (the lm1b page's speed column)
