@@ -52,7 +52,22 @@ def test_lm1b_report(tmp_path):
     assert (tmp_path / "lm1b.png").stat().st_size > 0
     claims = read_claims(tmp_path / "claims.md")
     assert claims["lm1b-cpu-speedup-3x"]["verdict"] == "met"
-    assert claims["lm1b-adaptive-speed-ppl"]["verdict"] == "supported at CPU scale"  # 211/201 = 1.05 <= 1.10
+    # 211/201 = 1.05 <= 1.10, but two seeds give no verdict
+    assert claims["lm1b-adaptive-speed-ppl"]["verdict"].startswith("too few seeds (seeds 0, 1): speed and perplexity within the claim (5.00x, ppl 1.0")
+
+
+@pytest.mark.parametrize("adaptive, expected", [
+    ([105.0], "single run (seed 0): speed and perplexity within the claim (7.00x, ppl 1.050x)"),
+    ([104.0, 105.0, 106.0], "supported (seeds 0, 1, 2): speed and perplexity within the claim (7.00x, ppl 1.050x), ppl ratio 95% interval [1.0"),
+    ([80.0, 105.0, 130.0], "inconclusive (seeds 0, 1, 2): speed and perplexity within the claim (7.00x, ppl 1.050x), ppl ratio 95% interval [0."),
+    ([125.0, 126.0, 127.0], "contradicts (seeds 0, 1, 2): speed or perplexity outside the claim (7.00x, ppl 1.260x)"),
+])
+def test_the_trade_off_verdict_needs_three_seeds_and_an_interval_within_the_bound(adaptive, expected):
+    seeds = list(range(len(adaptive)))
+    softmax = [100.0] * len(seeds)
+    ratio = (sum(adaptive) / len(adaptive)) / (sum(softmax) / len(softmax))
+    summary = {"softmax": {"seeds": seeds, "test": softmax}, "adaptive": {"seeds": seeds, "test": adaptive}}
+    assert lm1b.trade_off_verdict(summary, seeds, 7.0, ratio).startswith(expected)
 
 
 def speed_measurement(hidden_size: int = 8) -> dict:
@@ -81,7 +96,7 @@ def test_lm1b_report_takes_the_speed_from_the_side_by_side_measurement(tmp_path)
     assert "load average 1.00 1.00 1.00 before the timing, 1.10 1.00 1.00 at its end" in text
     assert "processed 4.00x the full softmax's training tokens per second (in a side-by-side measurement" in text
     claims = read_claims(tmp_path / "claims.md")
-    assert claims["lm1b-cpu-speedup-3x"]["ours"] == "4.00x (training-step tokens/s measured side by side, load average 1.00 1.00 1.00)"
+    assert claims["lm1b-cpu-speedup-3x"]["ours"] == "4.00x (training-step tokens/s measured side by side, load average 1.00 1.00 1.00, seeds 0, 1)"
     assert claims["lm1b-cpu-speedup-3x"]["verdict"] == "met"
 
 

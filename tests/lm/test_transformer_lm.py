@@ -8,11 +8,11 @@ import pytest
 import torch
 
 from softmax_zoo import config, engine
+from softmax_zoo.data.prepare.generated import NUM_WORDS
 from softmax_zoo.losses import SoftmaxHead
 from softmax_zoo.models import build_model, head_factory
 from softmax_zoo.models.transformer_lm import TransformerLanguageModel
 
-from .conftest import NUM_WORDS
 from .test_task import HEADS
 
 V = 40

@@ -173,8 +173,7 @@ def seed_count(label: str) -> int:
 
 @pytest.mark.parametrize("source", [
     "fig2", "kernel_bias", "sparse_regime", "stable", "table3", "table5",
-    pytest.param("lm1b", marks=pytest.mark.xfail(strict=True, reason="lm1b's rows predate the verdict vocabulary: "
-                                                 "its speed/perplexity 'supported' is from one seed and names none")),
+    "lm1b",
 ])
 def test_committed_claims_decide_only_from_three_seeds_and_name_them(source):
     rows = [r for r in read_claims(COMMITTED_CLAIMS).values() if r["source"] == source]

@@ -14,6 +14,7 @@ Modules::
     unilm        a BERT encoder used as a UniLM sequence-to-sequence model
     decoding     UniLM incremental decoding: beam search with a key/value cache
     lstm_lm      an LSTM language model with any head
+    transformer_lm   a transformers causal decoder (Llama or GPT-2, random init) with any head
     mlp          an MLP encoder with any head (the generated classification task)
     distill      knowledge distillation from a finished run (``distill=stable|standard``)
 """

@@ -22,4 +22,6 @@ Modules::
     _fig2_summary   the fig2 records summarised by task and arm
     _fig2_claims    the fig2 claims of Sun et al. 2021 and our verdicts on them
     _fig2_plots     the fig2 figures: micro-F1 against k, the training curves
+    _stable_tables  the stable page's tables and seed-by-seed comparisons
+    _stable_plots   the stable page's figures (one line style per arm, none hidden)
 """

@@ -8,4 +8,5 @@ Modules::
     sparse_regime       the sparse-softmax regime study's runs, chained and resumable
     seeds               paired arms over training seeds, seed by seed, chained and resumable
     _jobs               chains of training runs that resume: a job with a record is skipped
+    _stable_runs        the stable study's training loops, arm forms and regimes
 """
