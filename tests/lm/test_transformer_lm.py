@@ -85,10 +85,10 @@ def test_training_and_evaluation_carry_separate_windows(gen):
     x = torch.randint(0, V, (2, 6), generator=gen)
     model.train()(x)
     model.eval()
-    assert False not in model.windows
+    assert False not in model.carried
     model(x)
     model.reset_eval_state()
-    assert set(model.windows) == {True}
+    assert set(model.carried) == {True}
 
 
 def test_tied_weights_are_one_tensor():

@@ -8,8 +8,9 @@ import pytest
 import torch
 
 from softmax_zoo.losses import SampledSoftmaxHead, SoftmaxHead, UniformSampler
-from softmax_zoo.models import lstm_lm
-from softmax_zoo.models.lstm_lm import LSTMLanguageModel, TokenRate
+from softmax_zoo.models import stream_lm
+from softmax_zoo.models.lstm_lm import LSTMLanguageModel
+from softmax_zoo.models.stream_lm import TokenRate
 
 V = 40
 
@@ -46,10 +47,10 @@ def test_training_and_evaluation_keep_separate_states(gen):
     model = softmax_lm()
     x = torch.randint(0, V, (2, 6), generator=gen)
     model(x)
-    train_state = model.states[True]
+    train_state = model.carried[True]
     model.eval()
     model(torch.randint(0, V, (5, 3), generator=gen))
-    assert model.states[True] is train_state
+    assert model.carried[True] is train_state
 
 
 def test_tied_head_shares_the_embedding():
@@ -89,7 +90,7 @@ def test_sampled_head_eval_loss_equals_full_softmax_of_the_same_weights(gen):
 
 def test_token_rate_excludes_evaluation_time(monkeypatch):
     clock = iter([0.0, 1.0, 5.0])  # forwards at t=0, 1 and 5; 3 s of evaluation between the last two
-    monkeypatch.setattr(lstm_lm, "time", SimpleNamespace(perf_counter=lambda: next(clock)))
+    monkeypatch.setattr(stream_lm, "time", SimpleNamespace(perf_counter=lambda: next(clock)))
     rate = TokenRate()
     rate.exclude(100.0)  # before the first forward: nothing to take out
     rate.update(10)

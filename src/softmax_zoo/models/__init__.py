@@ -13,6 +13,7 @@ Modules::
     classifier   text classifier: a BERT-style encoder, pooling, an optional MLP and any head
     unilm        a BERT encoder used as a UniLM sequence-to-sequence model
     decoding     UniLM incremental decoding: beam search with a key/value cache
+    stream_lm    what the LM pipelines' models share: the carried context, the head, tokens/second
     lstm_lm      an LSTM language model with any head
     transformer_lm   a transformers causal decoder (Llama or GPT-2, random init) with any head
     mlp          an MLP encoder with any head (the generated classification task)

@@ -19,61 +19,14 @@ one process per GPU (torchrun), as the Trainer does with DDP.
 
 from __future__ import annotations
 
-import math
-import time
-
 import torch
 from torch import nn
 
-from softmax_zoo.data.layout import IGNORE_INDEX
-
 from .build import MakeHead
+from .stream_lm import StreamLanguageModel
 
 
-class TokenRate:
-    """Training tokens per second, timed between consecutive training forwards.
-
-    The time from the first forward to the last covers every step but the last (its forward,
-    backward and update are not yet done), so the tokens of every step but the last are counted.
-    Time spent meanwhile on something else (a validation curve point) is taken out with
-    :meth:`exclude`.
-    """
-
-    def __init__(self) -> None:
-        self.first: float | None = None
-        self.last = 0.0
-        self.excluded = 0.0
-        self.pending_excluded = 0.0  # counted once the next forward puts it inside the timed window
-        self.pending = 0  # tokens of the latest step, counted once the next step starts
-        self.timed_tokens = 0
-        self.total_tokens = 0
-
-    def update(self, tokens: int) -> None:
-        now = time.perf_counter()
-        if self.first is None:
-            self.first = now
-        else:
-            self.timed_tokens += self.pending
-            self.excluded += self.pending_excluded
-            self.last = now
-        self.pending_excluded = 0.0
-        self.pending = tokens
-        self.total_tokens += tokens
-
-    def exclude(self, seconds: float) -> None:
-        """Do not count ``seconds`` spent since the last forward (ignored before the first one)."""
-        if self.first is not None:
-            self.pending_excluded += seconds
-
-    @property
-    def tokens_per_second(self) -> float:
-        """nan until two steps have been timed."""
-        if self.first is None or self.timed_tokens == 0:
-            return float("nan")
-        return self.timed_tokens / (self.last - self.first - self.excluded)
-
-
-class LSTMLanguageModel(nn.Module):
+class LSTMLanguageModel(StreamLanguageModel):
     """LSTM LM; ``forward(input_ids, labels, reset) -> {"loss"}``, Trainer-compatible.
 
     Args:
@@ -134,36 +87,6 @@ class LSTMLanguageModel(nn.Module):
         self.head = make_head(self.output_size, self.embedding.weight if tie_weights else None)
         if self.head.num_classes != vocab_size:
             raise ValueError(f"head has {self.head.num_classes} classes but the vocabulary {vocab_size} words")
-        self.states: dict[bool, tuple[torch.Tensor, torch.Tensor]] = {}  # self.training -> (h, c)
-        self.rate = TokenRate()
-
-    def reset_state(self) -> None:
-        """Forget the carried hidden states (training and evaluation)."""
-        self.states.clear()
-
-    def reset_eval_state(self) -> None:
-        """Forget the evaluation streams' carried state (the training streams' stays)."""
-        self.states.pop(False, None)
-
-    def log_probs(self, hidden: torch.Tensor) -> torch.Tensor:
-        """(N, d) LSTM outputs -> (N, V) log-probabilities of the head's inference distribution."""
-        return self.head.log_probs(hidden)
-
-    @property
-    def tokens_trained(self) -> int:
-        """Labelled training tokens seen so far."""
-        return self.rate.total_tokens
-
-    def exclude_time(self, seconds: float) -> None:
-        """Leave ``seconds`` spent outside training (e.g. a validation point) out of the tokens/second."""
-        self.rate.exclude(seconds)
-
-    def throughput(self) -> dict[str, float]:
-        """``train/tokens_per_second`` and ``train/tokens`` once two training steps were timed; else {}."""
-        rate = self.rate.tokens_per_second
-        if math.isnan(rate):
-            return {}
-        return {"train/tokens_per_second": rate, "train/tokens": float(self.rate.total_tokens)}
 
     def initial_state(self, input_ids: torch.Tensor, reset: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor]:
         """The (h, c) to start this segment from: the carried one, zeroed at rows flagged ``reset``."""
@@ -171,7 +94,7 @@ class LSTMLanguageModel(nn.Module):
         layers = self.lstm.num_layers
         zeros_h = input_ids.new_zeros((layers, batch, self.output_size), dtype=self.embedding.weight.dtype)
         zeros_c = input_ids.new_zeros((layers, batch, self.lstm.hidden_size), dtype=self.embedding.weight.dtype)
-        carried = self.states.get(self.training)
+        carried = self.carried.get(self.training)
         if carried is None or carried[0].shape != zeros_h.shape or carried[0].device != zeros_h.device:
             return zeros_h, zeros_c
         if reset is None:
@@ -198,15 +121,6 @@ class LSTMLanguageModel(nn.Module):
         """
         state = self.initial_state(input_ids, reset)
         out, (h, c) = self.lstm(self.drop(self.embedding(input_ids)), state)  # out: (B, T, d)
-        self.states[self.training] = (h.detach(), c.detach())
+        self.carried[self.training] = (h.detach(), c.detach())
         hidden = self.drop(out)
-        if labels is None:
-            return {"hidden": hidden}
-        tokens = int((labels != IGNORE_INDEX).sum())
-        if self.training:
-            self.rate.update(tokens)
-        if tokens == 0:
-            # Only padding: under DDP one process's streams can end a few steps before another's.
-            # A zero loss that touches every parameter keeps the gradient all-reduce in step.
-            return {"loss": sum(p.sum() for p in self.parameters()) * 0.0}
-        return {"loss": self.head(hidden, labels)}
+        return self.output(hidden, labels)

@@ -22,16 +22,11 @@ streams; the carried window is not saved in checkpoints.
 
 from __future__ import annotations
 
-import math
-
 import torch
-from torch import nn
 from transformers import GPT2Config, GPT2Model, LlamaConfig, LlamaModel, PreTrainedModel
 
-from softmax_zoo.data.layout import IGNORE_INDEX
-
 from .build import MakeHead
-from .lstm_lm import TokenRate
+from .stream_lm import StreamLanguageModel
 
 ARCHITECTURES = ("llama", "gpt2")
 
@@ -66,7 +61,7 @@ def decoder_body(
     raise ValueError(f"architecture must be one of {', '.join(ARCHITECTURES)}, got {architecture!r}")
 
 
-class TransformerLanguageModel(nn.Module):
+class TransformerLanguageModel(StreamLanguageModel):
     """Decoder-only LM; ``forward(input_ids, labels, reset) -> {"loss"}``, Trainer-compatible.
 
     Args:
@@ -124,43 +119,13 @@ class TransformerLanguageModel(nn.Module):
         self.head = make_head(hidden_size, embedding.weight if tie_weights else None)
         if self.head.num_classes != vocab_size:
             raise ValueError(f"head has {self.head.num_classes} classes but the vocabulary {vocab_size} words")
-        self.windows: dict[bool, torch.Tensor] = {}  # self.training -> (B, T) ids of the previous window
-        self.rate = TokenRate()
-
-    def reset_state(self) -> None:
-        """Forget the carried windows (training and evaluation)."""
-        self.windows.clear()
-
-    def reset_eval_state(self) -> None:
-        """Forget the evaluation streams' carried window (the training streams' stays)."""
-        self.windows.pop(False, None)
-
-    def log_probs(self, hidden: torch.Tensor) -> torch.Tensor:
-        """(N, d) hidden states -> (N, V) log-probabilities of the head's inference distribution."""
-        return self.head.log_probs(hidden)
-
-    @property
-    def tokens_trained(self) -> int:
-        """Labelled training tokens seen so far."""
-        return self.rate.total_tokens
-
-    def exclude_time(self, seconds: float) -> None:
-        """Leave ``seconds`` spent outside training (e.g. a validation point) out of the tokens/second."""
-        self.rate.exclude(seconds)
-
-    def throughput(self) -> dict[str, float]:
-        """``train/tokens_per_second`` and ``train/tokens`` once two training steps were timed; else {}."""
-        rate = self.rate.tokens_per_second
-        if math.isnan(rate):
-            return {}
-        return {"train/tokens_per_second": rate, "train/tokens": float(self.rate.total_tokens)}
 
     def with_context(self, input_ids: torch.Tensor, reset: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor]:
         """(B, T) ids -> (B, C + T) ids with the carried window in front (C = T, or 0 without one) and its (B, C + T) mask.
 
         The mask is 0 on the carried window of rows flagged ``reset``.
         """
-        carried = self.windows.get(self.training)
+        carried = self.carried.get(self.training)
         if carried is None or carried.shape != input_ids.shape or carried.device != input_ids.device:
             return input_ids, torch.ones_like(input_ids)
         keep = torch.ones_like(carried) if reset is None else (~reset.bool()).long()[:, None].expand_as(carried)
@@ -191,15 +156,6 @@ class TransformerLanguageModel(nn.Module):
             )
         positions = (mask.cumsum(dim=1) - 1).clamp(min=0)  # a masked-out context leaves the window at 0..T-1
         out = self.body(input_ids=ids, attention_mask=mask, position_ids=positions, use_cache=False)
-        self.windows[self.training] = input_ids.detach()
+        self.carried[self.training] = input_ids.detach()
         hidden = out.last_hidden_state[:, -window:]  # (B, T, d)
-        if labels is None:
-            return {"hidden": hidden}
-        tokens = int((labels != IGNORE_INDEX).sum())
-        if self.training:
-            self.rate.update(tokens)
-        if tokens == 0:
-            # Only padding: under DDP one process's streams can end a few steps before another's.
-            # A zero loss that touches every parameter keeps the gradient all-reduce in step.
-            return {"loss": sum(p.sum() for p in self.parameters()) * 0.0}
-        return {"loss": self.head(hidden, labels)}
+        return self.output(hidden, labels)
