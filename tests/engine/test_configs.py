@@ -173,7 +173,7 @@ def test_unknown_key_hint_lists_the_valid_keys():
     hint = unknown_key_hint(["loss=sparse_softmax", "loss.kk=3", "train.lr=0.1", "seed=1"], CONFIGS)
     assert hint == (
         "unknown key 'loss.kk'; valid keys under loss: _target_, bias, chunk_size, full_softmax_steps, ignore_index, k, "
-        "reduction, smoothing_over, target_in_support"
+        "label_smoothing, reduction, smoothing_over, target_in_support"
     )
     assert unknown_key_hint(["loss=sparse_softmax", "loss.k=3", "-m"], CONFIGS) is None
 
