@@ -174,7 +174,7 @@ def claims(task: str, groups: Groups, *, finetuned: bool = False) -> Rows:
             "ours": f"test micro-F1 spread of the means over k={ks[0]}..{ks[-1]}: {spread:.1f} points; "
             f"k above the softmax baseline: {above or 'none'}; below it: {below or 'none'} ({seeds_label(seeds)}){note}",
             "verdict": str(all_of(per_k, seeds, "the softmax one", "below"))
-            + " (supported when every k's interval lies wholly above the softmax one)",
+            + " (the claim holds when every k's interval lies wholly above the softmax one)",
             "source": "fig2",
         })
     if task in PAPER_F1 and PAPER_K in means:
