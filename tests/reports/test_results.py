@@ -186,3 +186,29 @@ def test_committed_claims_decide_only_from_three_seeds_and_name_them(source):
         decided = DECIDED.findall(row["verdict"])
         assert len(decided) == len(words), f"{row['id']}: a verdict without its seeds: {row['verdict']}"
         assert all(seed_count(label) >= 3 for _, label in decided), f"{row['id']}: decided from fewer than 3 seeds"
+
+
+@pytest.mark.parametrize("row_id", [
+    "fig1-convergence-rcv1", "sparse-margin-log-n-1", "fig2-finetune-robust-k-clinc_oos",
+    "kernel-bias-vs-unigram", "kernel-bias-m10-50", "kernel-sampling-log-n", "lm1b-adaptive-vs-approximations",
+    "stable-zero-sum-ce", "stable-zero-sum-kd", "fig2-robust-k-wos",
+])
+def test_committed_claims_quote_the_papers(row_id):
+    row = read_claims(COMMITTED_CLAIMS)[row_id]
+    assert row["claim"].startswith('"'), f"{row_id} does not quote its paper"
+    kinds = ("supported", "contradicts", "inconclusive", "too few seeds", "single run", "not tested")
+    assert row["verdict"].startswith(kinds) or re.match(r"(faster|m=\d+): ", row["verdict"]), row["verdict"]
+
+
+def test_log_time_claim_reads_the_benchmarks_tree_timing(tmp_path):
+    from softmax_zoo.reports.kernel_bias import BENCH_FILE, log_time_claim
+
+    assert log_time_claim(tmp_path)["verdict"].startswith("not tested")
+    (tmp_path / BENCH_FILE).write_text(
+        "### sampled softmax: tree sampling time vs C (N=1024, m=64, d=64)\n\n| variant | time (ms) | × baseline |\n|---|---:|---:|\n"
+        "| QuadraticKernelSampler tree (C=1,000) | 100.0 | 1.00 |\n| QuadraticKernelSampler tree (C=1,000,000) | 200.0 | 2.00 |\n\n### next\n"
+        "| QuadraticKernelSampler tree (C=5) | 9.0 | 1.00 |\n"
+    )
+    row = log_time_claim(tmp_path)
+    assert row["verdict"].startswith("single run (seed 0)")
+    assert "2.00x for 1000x the classes, against 2.00x for log n" in row["ours"]

@@ -29,7 +29,7 @@ from omegaconf import OmegaConf
 from ..config import CONFIG_DIR
 from ..losses.registry import variant_title
 from ..records import get, load_records, runs_dir
-from ._fig2_claims import PAPER_F1, PAPER_K, Rows, by_claim, ledger
+from ._fig2_claims import PAPER_F1, PAPER_K, Rows, by_claim, ledger, text_claims
 from ._fig2_plots import plot_fig1, plot_fig2
 from ._fig2_summary import LOSS_OF_KIND, Groups, arms, best_k, cell, commands, compare, first_record, metric, sparse_ks, summarize, task_name
 from ._pages import REGIME_NOT_MEASURED, commits, markdown_table, page_command, shown_path, write_page
@@ -218,4 +218,6 @@ def build(results_dir: str | Path = "results", out: str | Path | None = None) ->
     parts += [finetuned_section(task, tuned[task]) for task in sorted(tuned)]
     parts.append(discussion(summary, rows))
     parts.append("\n![micro-F1 against k](fig2.png)\n\n![training loss per mini-batch](fig1.png)\n")
-    write_page(out, "fig2", "".join(parts), [row for task_rows in rows.values() for row in task_rows])
+    tuned_rows = ledger(tuned, finetuned=True)
+    ledger_rows = [row for task_rows in (*rows.values(), *tuned_rows.values()) for row in task_rows] + text_claims()
+    write_page(out, "fig2", "".join(parts), ledger_rows)

@@ -19,7 +19,7 @@ from ..records import runs_dir
 from ._pages import commits, page_command, shown_path, write_page
 from ._stable_plots import plots
 from ._stable_tables import (
-    accuracy_lines, ce_table, comparisons, group, kd_table, ratio_text, reading, saturate_table,
+    accuracy_lines, ce_table, comparisons, finals, group, kd_table, ratio_text, reading, saturate_table, sci,
 )
 from ._stats import UnpairedSeedDelta, mean, seeds_label
 from ._verdicts import VERDICT_RULES, not_tested, verdict
@@ -130,6 +130,20 @@ def claims_of(records) -> list[dict[str, str]]:
             row(f"stable-generalise-{loss}", f"where the model generalises, stable {what} reaches a higher test accuracy than standard (bfloat16 logits)",
                 "precision issues affect training dynamics (no number)", "; ".join(acc),
                 verdict(delta(by(std, "test_accuracy"), by(stb, "test_accuracy")), +1, digits=3))
+    for id_, claim, paper, study, match, regime in (
+        ("stable-zero-sum-ce", "\"non-target gradients remain positive, violating the zero-sum gradient property\" (standard CE once q_t "
+         "rounds to 1; tested against the softplus form)", "violated by the standard form (no number)", "saturate", {},
+         "saturate regime"),
+        ("stable-zero-sum-kd", "\"To reduce floating-point violations of the zero-sum gradient property, apply: g_i = u_i − q_i Σ_j u_j\"",
+         "the correction reduces the violation (no number)", "cancellation", {"start": "fresh"},
+         "distillation from a fresh student"),
+    ):
+        std, stb = (group(records, study=study, dtype="float32", form=f, **match) for f in ("standard", "stable"))
+        if std and stb:
+            text, v = ratios(std, stb, "zero_sum_violation")
+            row(id_, claim, paper,
+                f"{regime}, float32, final mean |Σ_j ∂L_i/∂z_ij| standard {sci(finals(std, 'zero_sum_violation'))} vs stable "
+                f"{sci(finals(stb, 'zero_sum_violation'))}; standard / stable {text} (verdict on log10 of the ratio)", v or not_tested("no violation in either form"))
     row("stable-kd-ptb", "stable vs standard KL in a real pipeline (PTB self-distillation, bfloat16)", "—", "—",
         not_tested("PTB self-distillation in the training pipeline was not run"))
     return rows
