@@ -84,8 +84,8 @@ def test_claims_rows(built):
     assert claims["fig2-k20-best-iflytek"]["verdict"].startswith("supported (seeds 0, 1, 2): 95% intervals over seeds apart")
     assert "(seeds 0, 1, 2)" in claims["fig2-k20-best-iflytek"]["ours"]
     robust = claims["fig2-robust-k-iflytek"]
-    assert robust["ours"] == ("test micro-F1 spread of the means over k=5..100: 20.0 points; k below the softmax baseline: [5]"
-                              " (seeds 0, 1, 2); regime: not measured (the records carry no top-k diagnostics)")  # no diagnostics
+    assert robust["ours"] == ("test micro-F1 spread of the means over k=5..100: 20.0 points; k above the softmax baseline: [20];"
+                              " below it: [5] (seeds 0, 1, 2); regime: not measured (the records carry no top-k diagnostics)")  # no diagnostics
     assert robust["verdict"].startswith("contradicts (seeds 0, 1, 2): the 95% interval over seeds of k=[5] lies wholly below")
     assert claims["fig2-iflytek-f1"]["paper"] == "60.7" and claims["fig2-iflytek-f1"]["ours"].startswith("61.0")
     fig1 = claims["fig1-convergence-iflytek"]
@@ -163,9 +163,10 @@ def test_topk_line_gives_each_arms_share_or_says_it_was_not_measured():
 def test_claims_are_computed_once_per_build(built, tmp_path, monkeypatch):
     calls = []
     claims = _fig2_claims.claims
-    monkeypatch.setattr(_fig2_claims, "claims", lambda task, groups: calls.append(task) or claims(task, groups))
+    monkeypatch.setattr(_fig2_claims, "claims",
+                        lambda task, groups, **kw: calls.append((task, kw.get("finetuned", False))) or claims(task, groups, **kw))
     fig2.build(built, tmp_path)
-    assert calls == ["iflytek"]
+    assert ("iflytek", False) in calls and len(calls) == len(set(calls))  # once per task and group (frozen, fine-tuned)
 
 
 def test_caveats_come_from_the_task_configs():
