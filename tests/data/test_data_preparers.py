@@ -161,6 +161,17 @@ def test_a_run_on_wikitext2_without_train_is_told_what_is_missing_and_what_inste
     assert missing_split_message(out_dir / "wikitext2", "wikitext2", ["validation.txt", "test.txt"]) is None
 
 
+def test_the_task_builders_check_raises_that_message_not_make_data(raw_root, out_dir):
+    from softmax_zoo.tasks.base import require_prepared
+
+    prepare_task("wikitext2", raw_root_dir=raw_root, out_dir=out_dir)
+    with pytest.raises(FileNotFoundError) as err:
+        require_prepared(out_dir / "wikitext2", "wikitext2", tuple(LM_FILES))
+    assert str(err.value) == missing_split_message(out_dir / "wikitext2", "wikitext2", LM_FILES)
+    with pytest.raises(FileNotFoundError, match=r"run `make data TASK=ptb`"):
+        require_prepared(out_dir / "ptb", "ptb", tuple(LM_FILES))
+
+
 def test_a_complete_or_unprepared_folder_has_no_missing_split_message(raw_root, out_dir):
     prepare_task("ptb", raw_root_dir=raw_root, out_dir=out_dir)
     assert missing_split_message(out_dir / "ptb", "ptb", LM_FILES) is None

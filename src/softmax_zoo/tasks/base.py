@@ -18,6 +18,8 @@ from typing import Any, Callable
 import torch
 from torch import nn
 
+from ..data.layout import missing_split_message
+
 
 @dataclass(frozen=True)
 class Batches:
@@ -92,11 +94,15 @@ def require_prepared(data_dir: str | Path, task: str, files: tuple[str, ...] = (
     Task builders call this first so that a missing dataset fails before any model is built.
 
     Raises:
-        FileNotFoundError: naming the missing files and the ``make data TASK=<task>`` command.
+        FileNotFoundError: naming the missing files and the ``make data TASK=<task>`` command, or, for a
+            split the release lacks, what is missing and what the task can do instead.
     """
     path = Path(data_dir)
     missing = [name for name in files if not (path / name).is_file()]
     if missing:
+        why = missing_split_message(path, task, missing)  # a release that lacks the split: preparing again cannot help
+        if why:
+            raise FileNotFoundError(why)
         raise FileNotFoundError(
             f"prepared data for task {task!r} not found: {', '.join(missing)} missing in {path.resolve()}; "
             f"run `make data TASK={task}` (or `python -m softmax_zoo.data.prepare {task}`) first"
