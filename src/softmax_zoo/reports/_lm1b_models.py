@@ -16,15 +16,17 @@ LINESTYLES = ("-", "--", ":", "-.")  # one per model, in by_model's order
 def plot(summaries: dict[str, dict[str, dict[str, Any]]], path: Path) -> None:
     """Validation curves of every run: one colour per head, one line style per model."""
     heads = sorted({head for summary in summaries.values() for head in summary})
-    with line_plot(path, xlabel="training wall time of each run (min; runs timed separately)", ylabel="validation perplexity (first curve_tokens tokens)",
-                   title="One Billion Word subset: validation perplexity vs time") as ax:
+    sizes = sorted({n for summary in summaries.values() for s in summary.values() for n in s["curve_tokens"]})
+    on = f"first {sizes[0]:,} validation tokens" if len(sizes) == 1 else "a validation prefix"
+    with line_plot(path, xlabel="training tokens (the same budget for every head)", ylabel=f"validation perplexity ({on})",
+                   title="One Billion Word subset: validation perplexity vs training tokens", legend_outside=True) as ax:
         for style, (model, summary) in zip(LINESTYLES, summaries.items()):
             for head, s in sorted(summary.items()):
                 label = head if model == LSTM else f"{head}, {model}"
                 for i, curve in enumerate(s["curves"]):
                     if curve:
                         xs, ys = zip(*curve)
-                        ax.plot([x / 60 for x in xs], ys, marker=".", linestyle=style, color=f"C{heads.index(head)}",
+                        ax.plot(xs, ys, marker=".", linestyle=style, color=f"C{heads.index(head)}",
                                 label=label if i == 0 else None)
         ax.set_yscale("log")
 

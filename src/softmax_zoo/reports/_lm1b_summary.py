@@ -49,7 +49,7 @@ def summarize(records: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     """Per head: metric lists over seeds, and the validation curve of each run."""
     out: dict[str, dict[str, Any]] = {}
     for r in records:
-        s = out.setdefault(head_label(r), {"seeds": [], "val": [], "test": [], "tps": [], "train_s": [], "tokens": [], "curves": []})
+        s = out.setdefault(head_label(r), {"seeds": [], "val": [], "test": [], "tps": [], "train_s": [], "tokens": [], "curves": [], "curve_tokens": []})
         m = r["metrics"]
         s["seeds"].append(r["seed"])
         s["val"].append(m.get("val/perplexity", math.nan))
@@ -57,8 +57,9 @@ def summarize(records: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
         s["tps"].append(m.get("train/tokens_per_second", math.nan))
         s["train_s"].append(r["timing"]["train_s"])
         s["tokens"].append(m.get("train/tokens", math.nan))
-        curve = [(h["train_wall_s"], h["val/curve_perplexity"]) for h in r.get("history", []) if "val/curve_perplexity" in h]
-        s["curves"].append(curve)
+        curve = [(h["train/tokens"], h["val/curve_perplexity"]) for h in r.get("history", []) if "val/curve_perplexity" in h]
+        s["curves"].append(curve)  # (training tokens, validation perplexity) points
+        s["curve_tokens"] += [h["val/curve_tokens"] for h in r.get("history", []) if "val/curve_tokens" in h][:1]
     return out
 
 

@@ -124,15 +124,17 @@ def save_figure(fig: Any, path: str | Path, dpi: int = 120) -> Path:
 
 
 @contextmanager
-def line_plot(path: str | Path, *, xlabel: str, ylabel: str, title: str) -> Iterator[Any]:
-    """One 6.4 x 4.2 in axes to draw on; on exit: labels, title, grid, legend, saved to ``path``."""
-    fig, ax = pyplot().subplots(figsize=(6.4, 4.2))
+def line_plot(path: str | Path, *, xlabel: str, ylabel: str, title: str, legend_outside: bool = False) -> Iterator[Any]:
+    """One 6.4 x 4.2 in axes to draw on; on exit: labels, title, grid, legend, saved to ``path``.
+
+    ``legend_outside``: the legend to the right of the axes (a wider figure), where it would hide curves."""
+    fig, ax = pyplot().subplots(figsize=(9.6, 4.2) if legend_outside else (6.4, 4.2))
     yield ax
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
     ax.set_title(title)
     ax.grid(True, which="both", alpha=0.3)
-    ax.legend()
+    ax.legend(**({"loc": "upper left", "bbox_to_anchor": (1.02, 1.0), "fontsize": 8} if legend_outside else {}))
     save_figure(fig, path)
 
 

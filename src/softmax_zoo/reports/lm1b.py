@@ -10,7 +10,8 @@ and was made at the records' scale and model size: there every head's step is ti
 interleaved, under the same load. The runs' own tokens/second (each timed alone, at its own time and
 load) stay in the table as a secondary column; without the measurement the speed-up is their ratio,
 labelled so. The plot shows validation perplexity (on the first ``task.curve_tokens`` tokens)
-against each run's own training wall time.
+against training tokens, the budget every head shares (wall time would mix in the load of each run's
+machine).
 
 Records of another model (``model=transformer_lm``, ``make reproduce-lm1b-transformer``: the same heads,
 steps and batches) get a table of their own beside the LSTM's, with each head's LSTM test perplexity
@@ -216,6 +217,6 @@ def build(results_dir: str | Path = "results", out: str | Path | None = None) ->
         + verdict_sentence(summary, measured)
         + "\n\n"
         + "".join(model_section(model, rs, records) for model, rs in models.items())
-        + "![validation perplexity against wall time](lm1b.png)\n"
+        + "![validation perplexity against training tokens](lm1b.png)\n"
     )
     write_page(out, EXPERIMENT, text, claims(summary, measured))
