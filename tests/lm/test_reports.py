@@ -33,7 +33,7 @@ def lm1b_records():
     out = []
     for name, ((loss, sampler, m), ppl, tps) in heads.items():
         for seed in (0, 1):
-            curve = [{"step": s, "train_wall_s": 10.0 * s, "val/curve_perplexity": ppl * (3 - s)} for s in range(3)]
+            curve = [{"step": s, "train_wall_s": 10.0 * s, "train/tokens": 640 * s, "val/curve_perplexity": ppl * (3 - s)} for s in range(3)]
             out.append(record("lm1b", name, loss, {"val/perplexity": ppl + seed, "test/perplexity": ppl + 2 * seed,
                                                    "train/tokens_per_second": tps, "train/tokens": 1000.0}, seed, curve, sampler, m))
     return out
