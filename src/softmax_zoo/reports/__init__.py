@@ -23,6 +23,7 @@ Modules::
     _fig2_claims    the fig2 claims of Sun et al. 2021 and our verdicts on them
     _fig2_plots     the fig2 figures: micro-F1 against k, the training curves
     _stable_tables  the stable page's tables and seed-by-seed comparisons
+    _kernel_bias_claims  the kernel-bias claims the page's table does not decide (unigram, m ≈ 10–50, O(D log n))
     _lm1b_summary   the lm1b records summarised per model and head, the speed-up, the LSTM table
     _lm1b_models    the lm1b figure and the sections of models other than the LSTM
     _stable_plots   the stable page's figures (one line style per arm, none hidden)
