@@ -4,8 +4,8 @@
 #   make lm1b-speed              the four heads' training steps timed side by side, for the page's speed column
 #   make reproduce-kernel-bias   sampler x m sweep on Penn Treebank + full softmax -> results/kernel_bias.{md,png}
 #   make sampler-diagnostic CKPT=checkpoints/kernel_bias/ptb_full_softmax_cpu_seed0/checkpoint-400 (or CKPT=init)
-#                                KL, loss and gradient bias per sampler x m at that PTB checkpoint (minutes)
-# Sizes (chosen to fit <= 90 minutes on the 2-core CPU) are in configs/family_scale/lm_$(LM_SCALE).yaml
+#                                KL, loss and gradient bias per sampler x m at that PTB checkpoint
+# Sizes (chosen to fit the cpu-scale budget; measured times on the pages) are in configs/family_scale/lm_$(LM_SCALE).yaml
 # and the `scales:` blocks of configs/task/{lm1b,ptb}.yaml; LM_SCALE=paper gives the papers' settings (GPU).
 LM_SCALE ?= cpu
 # Seeds, a Hydra sweep list: LM_SEEDS=0,1,2
@@ -35,7 +35,7 @@ reproduce-lm1b-transformer: setup $(LM_DATA)/lm1b/meta.json  ## One Billion Word
 	$(if $(LM1B_TRANSFORMER_THREADS),OMP_NUM_THREADS=$(LM1B_TRANSFORMER_THREADS)) $(BIN)/python -m softmax_zoo.train -m experiment=$(LM1B_EXPERIMENTS) model=transformer_lm scale=$(LM_SCALE) seed=$(LM_SEEDS) $(LM_ARGS)
 	$(BIN)/python -m softmax_zoo.reports lm1b results_dir=$(call results_for,$(LM_SCALE))
 
-lm1b-speed: setup $(LM_DATA)/lm1b/meta.json  ## lm1b heads' training steps timed side by side (about 70 s) -> results/diagnostics/lm1b_speed.json (the lm1b page's speed column)
+lm1b-speed: setup $(LM_DATA)/lm1b/meta.json  ## lm1b heads' training steps timed side by side -> results/diagnostics/lm1b_speed.json (the lm1b page's speed column)
 	$(BIN)/python -m softmax_zoo.studies.lm_speed
 
 reproduce-kernel-bias: setup $(LM_DATA)/ptb/meta.json  ## Blanc & Rendle bias vs m on PTB -> results/kernel_bias.md, kernel_bias.png
@@ -44,7 +44,7 @@ reproduce-kernel-bias: setup $(LM_DATA)/ptb/meta.json  ## Blanc & Rendle bias vs
 	$(BIN)/python -m softmax_zoo.reports kernel_bias results_dir=$(call results_for,$(LM_SCALE))
 
 # The paper's setting (no output bias, plain SGD, 1,200 steps, uniform m up to 2,048): 12 runs, resumable
-# (rerun the same command); ~100 min on one core of the 2-core CPU (the kernel runs dominate). Then the
+# (rerun the same command; the kernel runs take most of the time). Then the
 # sampler diagnostic on the full-softmax run's checkpoints (init, 400, 1,200 steps).
 # The full-softmax run's checkpoints folder, as the configs name it (python -m softmax_zoo.config).
 KB_PAPER_CKPT = $(shell $(BIN)/python -m softmax_zoo.config output_dir experiment=kernel_bias_paper_full scale=$(LM_SCALE) seed=0)
