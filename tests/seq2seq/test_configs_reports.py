@@ -177,3 +177,18 @@ def test_constraint_line_needs_the_new_fields_and_gives_shares_per_system():
     line = constraint_line(rows, [1])
     assert "altered by a search constraint" in line and "softmax 0; sparse 50." in line  # 0 of 2, 2 of 4
     assert "ended by a constraint" in line and "softmax 50; sparse 25." in line  # 1 of 2, 1 of 4
+
+
+def test_init_runs_of_every_seed_form_one_setting_though_each_starts_from_its_own_seeds_run():
+    """Each seed's +init pair starts from that seed's softmax run (a different init_from path per seed)."""
+    from softmax_zoo.reports import _seq2seq
+
+    def rec(loss, seed, init):
+        return {"seed": seed, "choices": {"loss": loss},
+                "config": {"scale": {"name": "cpu"}, "init_from": f"checkpoints/table5/softmax_seed{seed}" if init else None}}
+
+    records = [rec(loss, seed, init) for loss in ("softmax", "sparse_softmax") for seed in (0, 1) for init in (False, True)]
+    pairs = _seq2seq.paired_runs(records)
+    assert list(pairs) == ["cpu", "cpu+init"]
+    assert [(a["seed"], b["seed"]) for a, b in pairs["cpu+init"]] == [(0, 0), (1, 1)]
+    assert all(a["config"]["init_from"] == b["config"]["init_from"] for a, b in pairs["cpu+init"])

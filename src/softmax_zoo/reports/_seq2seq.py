@@ -15,7 +15,7 @@ from typing import Any, Callable
 import numpy as np
 
 from ..losses.registry import variant_label
-from ..records import choice, group_by, load_records, read_predictions
+from ..records import choice, get, load_records, read_predictions
 from ._pages import REGIME_NOT_MEASURED
 from ._stats import SeedAwareDelta, format_mean_ci, seeds_label
 from ._verdicts import Verdict, VerdictKind, claimed_direction, detectability, not_tested, seed_summary, verdict
@@ -32,11 +32,14 @@ DELTA_HEADER = [
 
 
 def _settings(records: list[dict[str, Any]]) -> dict[str, dict[tuple[str, int], dict[str, Any]]]:
-    """setting -> {(loss, seed): record}, plain settings before their "+init" ones."""
-    out = {}
-    for (scale, init), group in sorted(group_by(records, ["config.scale.name", "config.init_from"]).items(),
-                                       key=lambda item: (item[0][0], item[0][1] is not None)):  # plain before init
-        out[scale if init is None else f"{scale}+init"] = {(choice(r, "loss"), r["seed"]): r for r in group}
+    """setting -> {(loss, seed): record}, plain settings before their "+init" ones.
+
+    A "+init" setting holds the runs started from a finished run's weights (``init_from``: each seed
+    its own seed's softmax run), so its seeds are grouped by whether they start so, not by the path."""
+    out: dict[str, dict[tuple[str, int], dict[str, Any]]] = {}
+    for r in sorted(records, key=lambda r: (get(r, "config.scale.name"), get(r, "config.init_from") is not None)):
+        scale, init = get(r, "config.scale.name"), get(r, "config.init_from")
+        out.setdefault(scale if init is None else f"{scale}+init", {})[choice(r, "loss"), r["seed"]] = r
     return out
 
 
@@ -206,9 +209,11 @@ def regime_line(pairs: list[Pair]) -> str:
 def setting_line(pairs: list[Pair]) -> str:
     """For ``init_from`` settings, what both arms started from (empty otherwise)."""
     inits = sorted({str(r["config"].get("init_from")) for p in pairs for r in p if r["config"].get("init_from")})
+    start = (f"the weights of {', '.join(f'`{i}`' for i in inits)} (a finished softmax run" if len(inits) == 1 else
+             f"the weights of their seed's finished softmax run ({', '.join(f'`{i}`' for i in inits)}")
     return (
-        f"Both arms start from the weights of {', '.join(f'`{i}`' for i in inits)} (a finished softmax run: "
-        "a softmax-trained LM head, as UniLM's pre-trained one) and train the optimiser steps given here, with a fresh optimiser.\n\n"
+        f"Both arms start from {start}: a softmax-trained LM head, as UniLM's pre-trained one) and train the optimiser "
+        "steps given here, with a fresh optimiser.\n\n"
         if inits else ""
     )
 
