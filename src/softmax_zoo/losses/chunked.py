@@ -138,7 +138,7 @@ def chunked_linear_loss(head, hidden: torch.Tensor, target: torch.Tensor) -> tor
 
     ``head`` is a :class:`~softmax_zoo.losses.softmax.SoftmaxHead` (or subclass) with an int or
     "auto" ``chunk_size``: its ``weight``, ``bias``, ``ignore_index``, ``reduction`` and
-    ``loss_and_grad`` are used.
+    ``row_loss()`` are used.
 
     Returns:
         Scalar for "mean" and "sum"; target's shape for "none" (0 at ignored rows).
@@ -157,8 +157,9 @@ def chunked_linear_loss(head, hidden: torch.Tensor, target: torch.Tensor) -> tor
     if rows == "auto":
         rows = auto_chunk_size(h.shape[0], head.num_classes)
     params = (h, head.weight, head.bias)
+    loss_and_grad = head.row_loss().loss_and_grad  # the variant as set for this call, every chunk alike
     if torch.is_grad_enabled() and any(p is not None and p.requires_grad for p in params):
-        loss = _ChunkedLinearLoss.apply(head.loss_and_grad, t, keep, head.reduction, rows, *params)
+        loss = _ChunkedLinearLoss.apply(loss_and_grad, t, keep, head.reduction, rows, *params)
     else:
-        loss = reduce_loss(chunked_pass(head.loss_and_grad, t, keep, *params, None, rows)[0], keep, head.reduction)
+        loss = reduce_loss(chunked_pass(loss_and_grad, t, keep, *params, None, rows)[0], keep, head.reduction)
     return loss.reshape(target.shape) if head.reduction == "none" else loss

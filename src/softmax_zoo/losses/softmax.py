@@ -142,11 +142,6 @@ class SoftmaxHead(LinearHead):
         """The variant's loss on logits (``row_loss.py``), as this head is set now."""
         return SoftmaxRows(self.label_smoothing)
 
-    def loss_and_grad(self, z, target, keep, row_weight=None):
-        """The variant's per-row loss of logits ``z`` (r, C) in the compute dtype and, if
-        ``row_weight`` (r,) is given, d Σ_i w_i·loss_i / dz (r, C): what ``chunk_size`` uses."""
-        return self.row_loss().loss_and_grad(z, target, keep, row_weight)
-
     def loss_from_logits(self, logits: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
         return self.row_loss().on_logits(logits, target, ignore_index=self.ignore_index, reduction=self.reduction)
 
