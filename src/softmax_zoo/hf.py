@@ -42,17 +42,11 @@ import torch
 from omegaconf import DictConfig, OmegaConf
 from torch import nn
 
-from .losses import LinearHead, SampledSoftmaxHead, SoftmaxHead, SparseSoftmaxHead, StableSoftmaxHead
+from .losses import LinearHead, variants
 
-__all__ = ["use_head", "remove_head", "head_of", "VARIANTS"]
+__all__ = ["use_head", "remove_head", "head_of", "tied_variants"]
 
-# Variant names (those of configs/loss/*.yaml) -> heads that can share the model's (C, d) output layer.
-VARIANTS: dict[str, type[LinearHead]] = {
-    "softmax": SoftmaxHead,
-    "stable_softmax": StableSoftmaxHead,
-    "sparse_softmax": SparseSoftmaxHead,
-    "sampled_softmax": SampledSoftmaxHead,
-}
+# Registered variants that cannot share the model's output layer, and why.
 REFUSED = {
     "adaptive_softmax": (
         "adaptive softmax has its own projections (a head over the frequent words and clusters, then "
@@ -66,6 +60,12 @@ SET_BY_USE_HEAD = ("bias", "reduction", "weight", "in_features", "num_classes")
 # states would train a different model): Gemma 2/3 soft-capping, Cohere and Granite scaling.
 LOGIT_TRANSFORMS = ("final_logit_softcapping", "logit_scale", "logits_scaling")
 CONFIG_KEY = "softmax_zoo_head"
+
+
+def tied_variants() -> dict[str, type[LinearHead]]:
+    """Registered variant names (those of configs/loss/*.yaml) -> heads with one (C, d) projection,
+    which can share the model's output layer (a variant registered outside the package included)."""
+    return {name: v.head for name, v in variants().items() if issubclass(v.head, LinearHead) and name not in REFUSED}
 
 
 def use_head(model: nn.Module, loss: str | dict | DictConfig | None = None, **head_options) -> nn.Module:
@@ -166,9 +166,10 @@ def _build_head(loss: str | dict, options: dict, layer: nn.Module) -> LinearHead
     if isinstance(loss, str):
         if loss in REFUSED:
             raise ValueError(REFUSED[loss])
-        if loss not in VARIANTS:
-            raise ValueError(f"unknown variant {loss!r}; choose one of {sorted(VARIANTS)} or pass a loss config")
-        head = VARIANTS[loss](in_features, num_classes, weight=layer.weight, bias=False, reduction="sum", **options)
+        heads = tied_variants()
+        if loss not in heads:
+            raise ValueError(f"unknown variant {loss!r}; choose one of {sorted(heads)} or pass a loss config")
+        head = heads[loss](in_features, num_classes, weight=layer.weight, bias=False, reduction="sum", **options)
     else:
         from .models.heads import build_head  # imports hydra: only for configs
 
