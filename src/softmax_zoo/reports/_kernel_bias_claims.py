@@ -11,7 +11,7 @@ from typing import Any
 
 from ..records import choice
 from ._stats import UnpairedSeedDelta, mean, seeds_label
-from ._verdicts import MIN_SEEDS, Verdict, VerdictKind, not_tested, verdict
+from ._verdicts import Verdict, VerdictKind, no_interval_verdict, not_tested, verdict
 
 EXPERIMENT = "kernel_bias"  # the page's name and our setting's experiment
 
@@ -94,14 +94,10 @@ def review_claims(records: list[dict[str, Any]], experiment: str) -> list[dict[s
     if kernel and full:
         gaps = ", ".join(f"m={m}: {mean(kernel[m]) - base:+.3f} nats (perplexity ×{math.exp(mean(kernel[m]) - base):.2f})" for m in few)
         reach = f"quadratic's gap to the full softmax at {gaps or 'no m of the grid in 10–50'}"
-        if len(seeds) == 1:
-            v = Verdict(VerdictKind.SINGLE_RUN, f"single run ({label}): {reach}; one run per arm decides nothing, and the "
-                                                "review gives no tolerance for \"comparable\"")
-        elif len(seeds) < MIN_SEEDS:
-            v = Verdict(VerdictKind.TOO_FEW_SEEDS, f"too few seeds ({label}; a verdict needs {MIN_SEEDS}): {reach}")
-        else:
-            v = Verdict(VerdictKind.INCONCLUSIVE, f"inconclusive ({label}): {reach}; the review gives no tolerance for "
-                                                  "\"comparable\", so no interval decides")
+        v = no_interval_verdict(
+            seeds, reach, single="; one run per arm decides nothing, and the review gives no tolerance for \"comparable\"",
+            many="; the review gives no tolerance for \"comparable\", so no interval decides",
+        )
         rows.append({
             "id": f"kernel-bias-m10-50{suffix}",
             "claim": f"{QUOTE_FEW_SAMPLES}{where}",

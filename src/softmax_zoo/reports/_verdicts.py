@@ -19,7 +19,9 @@ import math
 from dataclasses import dataclass
 from enum import Enum
 
-from ._stats import SeedAwareDelta, UnpairedSeedDelta, min_detectable_delta
+from collections.abc import Sequence
+
+from ._stats import SeedAwareDelta, UnpairedSeedDelta, min_detectable_delta, seeds_label
 
 MIN_SEEDS = 3  # seeds a verdict of supported / contradicts / inconclusive needs
 
@@ -58,6 +60,20 @@ def claimed_direction(paper_delta: float) -> int:
 def not_tested(reason: str) -> Verdict:
     """"not tested: <reason>", e.g. reason "needs scale=paper"."""
     return Verdict(VerdictKind.NOT_TESTED, f"not tested: {reason}")
+
+
+def no_interval_verdict(seeds: Sequence[int], result: str, *, single: str = "", many: str = "") -> Verdict:
+    """The verdict of a rule with no interval over seeds (a ratio of mean gaps, a reach): it decides nothing.
+
+    One seed: "single run (seed 0): {result}{single}"; fewer than :data:`MIN_SEEDS`: "too few seeds
+    (seeds 0, 1; a verdict needs 3): {result}"; more: "inconclusive (seeds …): {result}{many}".
+    """
+    label = seeds_label(seeds)
+    if len(seeds) == 1:
+        return Verdict(VerdictKind.SINGLE_RUN, f"single run ({label}): {result}{single}")
+    if len(seeds) < MIN_SEEDS:
+        return Verdict(VerdictKind.TOO_FEW_SEEDS, f"too few seeds ({label}; a verdict needs {MIN_SEEDS}): {result}")
+    return Verdict(VerdictKind.INCONCLUSIVE, f"inconclusive ({label}): {result}{many}")
 
 
 def _span(mean: float, low: float, high: float, digits: int) -> str:

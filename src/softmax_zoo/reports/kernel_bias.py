@@ -29,7 +29,7 @@ from ..records import get, load_records, runs_dir
 from ._kernel_bias_claims import EXPERIMENT, collect, log_time_claim, review_claims, sampler_name
 from ._pages import commits, line_plot, markdown_table, page_command, shown_path, write_page
 from ._stats import format_mean_ci, mean, seeds_label
-from ._verdicts import MIN_SEEDS, Verdict, VerdictKind, not_tested
+from ._verdicts import Verdict, no_interval_verdict, not_tested
 
 SETTINGS = {  # experiment -> (section title, how its records are made, what the setting is)
     EXPERIMENT: ("Our setting: Adagrad, an output bias, 400 steps", "make reproduce-kernel-bias",
@@ -94,13 +94,9 @@ def ratio_verdict(best: float, seeds: list[int]) -> Verdict:
     The m ratio has no interval over seeds, so it decides nothing: one seed is a single run, two are
     too few, and more leave it inconclusive, with the ratio against the paper's 10x in each text.
     """
-    label = seeds_label(seeds)
     reach = f"largest ratio {best:.1f}x, {'at or above' if best >= FEWER_SAMPLES[0] else 'below'} the paper's {FEWER_SAMPLES[0]:g}x"
-    if len(seeds) == 1:
-        return Verdict(VerdictKind.SINGLE_RUN, f"single run ({label}): {reach}; one run per arm decides nothing")
-    if len(seeds) < MIN_SEEDS:
-        return Verdict(VerdictKind.TOO_FEW_SEEDS, f"too few seeds ({label}; a verdict needs {MIN_SEEDS}): {reach}")
-    return Verdict(VerdictKind.INCONCLUSIVE, f"inconclusive ({label}): {reach} on the seeds' mean gaps, which give no interval over seeds")
+    return no_interval_verdict(seeds, reach, single="; one run per arm decides nothing",
+                               many=" on the seeds' mean gaps, which give no interval over seeds")
 
 
 def finding(full: list[float], grid: dict[str, dict[int, list[float]]], kernel: str = "quadratic", *,
