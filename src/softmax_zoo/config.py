@@ -10,8 +10,7 @@ records about its composition (Hydra's group choices, the command as typed).
   :func:`run_name`: the name a job of given overrides gets (make: ``python -m softmax_zoo.config
   run_name|output_dir <overrides>``; reports: ``run_name(record["job"]["overrides"])``).
 - Resolvers the configs use (registered on import): ``${zoo.run_id:[parts],[named]}`` (:func:`job_run_id`),
-  ``${zoo.run_of:changes...}`` (another job's name, :func:`run_of`), ``${zoo.run_suffix:...}``
-  (:func:`run_suffix`), ``${zoo.group:...}`` (:func:`run_group`) and
+  ``${zoo.run_of:changes...}`` (another job's name, :func:`run_of`), ``${zoo.group:...}`` (:func:`run_group`) and
   ``${zoo.results_dir:...}`` (:func:`results_dir`), ``${zoo.epoch_checkpoint:...}`` (:func:`epoch_checkpoint`).
 """
 
@@ -236,11 +235,6 @@ def job_run_id(parts: Sequence[Any], named: Sequence[str] = ()) -> str:
     return run_id(list(parts), _job_overrides(), list(named), _job_exclude_keys())
 
 
-def run_suffix(*also_exclude: str) -> str:
-    """The suffix :func:`run_id` gives this job (``"_loss.k=5"``, or ``""``), leaving out ``also_exclude`` too."""
-    return run_id([], _job_overrides(), also_exclude, _job_exclude_keys())
-
-
 def run_name(overrides: Sequence[str], config_dir: str | Path | None = None) -> str:
     """The ``run_name`` the job of ``overrides`` gets (a record's ``job.overrides``, or a make target's command).
 
@@ -347,7 +341,7 @@ def epoch_checkpoint(run_dir: str, epoch: int) -> str | None:
 
 def register_resolvers() -> None:
     """Register the ``zoo.*`` resolvers (idempotent)."""
-    for name, fn in (("zoo.run_id", job_run_id), ("zoo.run_of", run_of), ("zoo.run_suffix", run_suffix),
+    for name, fn in (("zoo.run_id", job_run_id), ("zoo.run_of", run_of),
                      ("zoo.group", run_group), ("zoo.results_dir", results_dir), ("zoo.epoch_checkpoint", epoch_checkpoint)):
         if not OmegaConf.has_resolver(name):
             OmegaConf.register_new_resolver(name, fn)

@@ -3,7 +3,7 @@
 Design: we start the wandb run ourselves, before the Trainer, so that a sweep's runs are told
 apart and grouped the way the configs say (configs/logger/wandb.yaml):
 
-- name: the run name, which holds the job's swept values (``softmax_zoo.config.run_suffix``);
+- name: the run name, which holds the job's swept values (``softmax_zoo.config.run_id``);
 - group: the experiment, or for an unnamed multirun its Hydra sweep folder;
 - tags: Hydra's choices of task, model, loss and scale (+ the sampler, + ``logger.tags``);
   job_type: ``logger.job_type``;
