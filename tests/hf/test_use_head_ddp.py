@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import datetime
 import os
+import time
 
 import torch
 import torch.distributed as dist
@@ -41,7 +42,9 @@ def rank_main(rank: int, out_dir: str) -> None:
         ddp = torch.nn.parallel.DistributedDataParallel(model)
         ids, labels = batch("llama", seed=10 + rank)
         sgd_step(ddp, ddp(input_ids=ids, labels=labels).loss)
-        torch.save({n: p.detach() for n, p in model.named_parameters()}, os.path.join(out_dir, f"rank{rank}.pt"))
+        path = os.path.join(out_dir, f"rank{rank}.pt")
+        torch.save({n: p.detach() for n, p in model.named_parameters()}, path + ".tmp")
+        os.replace(path + ".tmp", path)  # whole or absent: the test reads it while the rank may still be exiting
     finally:
         dist.destroy_process_group()
 
@@ -52,8 +55,25 @@ def own_loss(model, ids, labels):
     return torch.nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]), labels[:, 1:].reshape(-1))
 
 
+def run_ranks(out_dir, deadline_s: float = 120.0) -> None:
+    """Spawn the ranks and wait until both have saved their parameters (a rank's error is raised).
+
+    A rank can block in gloo's teardown after its work is saved (seen with the file store); the
+    saved results decide, and such a straggler is ended rather than left to hang the suite."""
+    ctx = mp.spawn(rank_main, args=(str(out_dir),), nprocs=WORLD, join=False)
+    deadline = time.monotonic() + deadline_s
+    saved = lambda: all((out_dir / f"rank{r}.pt").is_file() for r in range(WORLD))  # noqa: E731
+    while not ctx.join(timeout=1) and not saved() and time.monotonic() < deadline:
+        pass
+    for process in ctx.processes:
+        if process.is_alive():
+            process.terminate()
+            process.join(5)
+    assert saved(), f"the {WORLD} ranks did not save their parameters within {deadline_s:g} s"
+
+
 def test_ddp_ranks_end_with_equal_parameters(tmp_path):
-    mp.spawn(rank_main, args=(str(tmp_path),), nprocs=WORLD, join=True)
+    run_ranks(tmp_path)
     ranks = [torch.load(tmp_path / f"rank{r}.pt") for r in range(WORLD)]
     ref = make_model("llama")
     sgd_step(ref, sum(own_loss(ref, *batch("llama", seed=10 + r)) for r in range(WORLD)) / WORLD)
