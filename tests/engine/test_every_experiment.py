@@ -17,6 +17,7 @@ from softmax_zoo import engine
 from softmax_zoo.data.prepare.generated import generated_data
 from softmax_zoo.dry_run import FIG2_TASK, TINY_MODEL, family
 
+from .teachers import trained_teacher
 from .test_configs import names
 
 
@@ -31,13 +32,14 @@ def loads_a_checkpoint(model) -> bool:
 
 
 @pytest.mark.parametrize("experiment", names("experiment"))
-def test_experiment_runs_one_step_at_smoke_scale(experiment, data, make_cfg):
+def test_experiment_runs_one_step_at_smoke_scale(experiment, data, make_cfg, tmp_path):
     task = [f"task={FIG2_TASK[experiment]}"] if experiment in FIG2_TASK else []
     composed = make_cfg(f"experiment={experiment}", *task)
     task_name = composed.task.name
     tiny = [TINY_MODEL[family(task_name)]] if loads_a_checkpoint(composed.model) else []
     overrides = [f"experiment={experiment}", *task, "scale=smoke", "train.max_steps=1", f"task.data_dir={data[task_name]}"]
-    cfg = make_cfg(*overrides, *tiny)
+    teacher = trained_teacher(experiment, composed, make_cfg, [*overrides, *tiny], tmp_path / "teacher")
+    cfg = make_cfg(*overrides, *tiny, *teacher)
     record = engine.run(cfg)
     path = Path(cfg.results_dir) / "runs" / cfg.experiment_name / f"{cfg.run_name}.json"
     assert json.loads(path.read_text()) == record

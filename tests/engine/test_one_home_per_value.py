@@ -17,11 +17,11 @@ only the merge order says which one wins. So every literal is checked, 0/1/true/
 and a failure is never a coincidence of numbers.
 
 Compositions: every experiment at every scale (the fig2 arms with each text task), and every task
-at every scale with its default model and loss, with each model, and with each loss: what a
-command line may choose, so that a model or loss file's default that the experiments override is
-not taken for idle. The files and their packages come from Hydra's defaults list
-(``ConfigLoader.compute_defaults_list``); a model or loss choice swaps only that group's entries,
-so those compositions splice each model's and loss's entries into the task's list. Command-line
+at every scale with its default model, loss and distillation, with each model, each loss and each
+distillation: what a command line may choose, so that a model, loss or distill file's default that
+the experiments override is not taken for idle. The files and their packages come from Hydra's defaults list
+(``ConfigLoader.compute_defaults_list``); a model, loss or distill choice swaps only that group's entries,
+so those compositions splice each one's entries into the task's list. Command-line
 values and Hydra's own configs (hydra/) are not files of ours and are not checked; neither is the
 fallback of an ``${oc.select:key,fallback}`` interpolation.
 """
@@ -71,13 +71,16 @@ def compositions(configs: Path, tasks: list[str] | None = None, experiments: lis
 
         models = {m: group("model", entries([f"model={m}"])) for m in names(configs, "model")}
         losses = {loss: group("loss", entries([f"loss={loss}"])) for loss in names(configs, "loss")}
+        distills = {d: group("distill", entries([f"distill={d}"])) for d in names(configs, "distill")}
         for scale in names(configs, "scale"):
             for line in experiment_command_lines(names(configs, "experiment") if experiments is None else experiments):
                 yield entries([*line, f"scale={scale}"])
             for task in tasks or names(configs, "task"):
                 listed = entries([f"task={task}", f"scale={scale}"])
                 yield listed
-                for name, swapped in (*(("model", m) for m in models.values()), *(("loss", l) for l in losses.values())):
+                swaps = (*(("model", m) for m in models.values()), *(("loss", l) for l in losses.values()),
+                         *(("distill", d) for d in distills.values()))
+                for name, swapped in swaps:
                     yield splice(listed, name, swapped)
 
 

@@ -10,6 +10,7 @@ from softmax_zoo import engine
 from softmax_zoo.data.prepare.generated import generated_data
 from softmax_zoo.dry_run import FIG2_TASK, paper_overrides
 
+from .teachers import trained_teacher
 from .test_configs import names
 
 
@@ -20,10 +21,12 @@ def data(tmp_path_factory):
 
 @pytest.mark.slow
 @pytest.mark.parametrize("experiment", names("experiment"))
-def test_experiment_runs_two_steps_at_paper_scale(experiment, data, make_cfg):
+def test_experiment_runs_two_steps_at_paper_scale(experiment, data, make_cfg, tmp_path):
     task = [f"task={FIG2_TASK[experiment]}"] if experiment in FIG2_TASK else []
-    task_name = make_cfg(f"experiment={experiment}", *task).task.name
-    cfg = make_cfg(*paper_overrides(experiment, task_name, data))
+    composed = make_cfg(f"experiment={experiment}", *task)
+    overrides = paper_overrides(experiment, composed.task.name, data)
+    teacher = trained_teacher(experiment, composed, make_cfg, overrides, tmp_path / "teacher")
+    cfg = make_cfg(*overrides, *teacher)
     assert cfg.scale.name == "paper"
     record = engine.run(cfg)
     assert record["timing"]["global_steps"] == 2 and record["choices"]["scale"] == "paper"
