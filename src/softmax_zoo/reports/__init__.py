@@ -27,4 +27,9 @@ Modules::
     _lm1b_summary   the lm1b records summarised per model and head, the speed-up, the LSTM table
     _lm1b_models    the lm1b figure and the sections of models other than the LSTM
     _stable_plots   the stable page's figures (one line style per arm, none hidden)
+    _stable_settings     the stable page's "what the paper states, what we chose"
+    _stable_examples     the fix paper's FP32 minimal examples and its equivalence, computed (deterministic rows)
+    _kernel_bias_review  the review's diminishing returns, deviation vs bias and design rows
+    _kernel_bias_settings  the kernel-bias page's "what the review states, what we chose"
+    _lm1b_settings  the lm1b page's "what the abstract states, what we chose", the GPU and cutoffs rows
 """

@@ -1,7 +1,8 @@
 """Figures of the stable page (:mod:`softmax_zoo.reports.stable`): one panel per logits dtype or regime, every arm
 with its own colour, line style and marker, the markers of the arms staggered along the steps, so a curve that
 coincides with another still shows (the y axes are logarithmic
-where the values span decades; a value of 0 is drawn at the panel's floor and said so in the label)."""
+where the values span decades; a value of 0 is drawn at the panel's floor and said so in the label); each panel's
+legend sits below it, where it hides no curve."""
 
 from __future__ import annotations
 
@@ -42,7 +43,7 @@ def draw(ax, runs, key: str, form: str, dtype: str, floor: float | None = None, 
 def panels(path: Path, specs, *, title: str) -> None:
     """One row of panels; ``specs`` are (panel title, ylabel, log y, [(runs, key, form, dtype, floor), ...])."""
     plt = pyplot()
-    fig, axes = plt.subplots(1, len(specs), figsize=(5.2 * len(specs), 4.2), squeeze=False)
+    fig, axes = plt.subplots(1, len(specs), figsize=(5.2 * len(specs), 5.4), squeeze=False)
     for ax, (name, ylabel, log, lines) in zip(axes[0], specs):
         for slot, (runs, key, form, dtype, floor) in enumerate(lines):
             if runs:
@@ -51,8 +52,8 @@ def panels(path: Path, specs, *, title: str) -> None:
             ax.set_yscale("log")
         ax.set(title=name, xlabel="step", ylabel=ylabel)
         ax.grid(alpha=0.3)
-        if ax.get_legend_handles_labels()[0]:
-            ax.legend(fontsize=8)
+        if ax.get_legend_handles_labels()[0]:  # below the panel, where it hides no curve
+            ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.16))
     fig.suptitle(title)
     save_figure(fig, path)
 

@@ -8,6 +8,11 @@
 * ``single run``: one seed; a paired Δ is given with its bootstrap interval over test items, which
   measures the test-set draw, not training variation, so it decides nothing either.
 * ``not tested``: with the reason.
+* ``deterministic``: a computation without training or seeds (the paper's own minimal examples, an
+  equivalence against a float64 reference), run by the report; the text says whether it matches the
+  paper, and names the torch version and dtype it depends on.
+* ``by construction``: a design property of the implementation (what the sampler reads, which loss is
+  trained), with the test that checks it; not a training result.
 
 Every text names its seeds ("seeds 0, 1, 2"). A :class:`Verdict` prints as its text, the ledger's
 verdict cell; :attr:`Verdict.kind` is for counting.
@@ -32,6 +37,12 @@ VERDICT_RULES = (
 )
 
 
+NON_SEED_RULES = (
+    "\"deterministic\" rows are computations without training or seeds (the same every run for one torch version); "
+    "\"by construction\" rows state a design property of our implementation and the test that checks it."
+)
+
+
 class VerdictKind(Enum):
     SUPPORTED = "supported"
     CONTRADICTS = "contradicts"
@@ -39,6 +50,8 @@ class VerdictKind(Enum):
     TOO_FEW_SEEDS = "too few seeds"
     SINGLE_RUN = "single run"
     NOT_TESTED = "not tested"
+    DETERMINISTIC = "deterministic"
+    BY_CONSTRUCTION = "by construction"
 
 
 @dataclass(frozen=True)
@@ -60,6 +73,22 @@ def claimed_direction(paper_delta: float) -> int:
 def not_tested(reason: str) -> Verdict:
     """"not tested: <reason>", e.g. reason "needs scale=paper"."""
     return Verdict(VerdictKind.NOT_TESTED, f"not tested: {reason}")
+
+
+def deterministic(result: str, matches: bool, *, where: str) -> Verdict:
+    """"deterministic (no training, no seed; <where>): matches the paper: <result>" (or "differs from the paper").
+
+    ``where`` names what the numbers depend on, e.g. "torch 2.13.0, CPU, float32".
+    """
+    said = "matches the paper" if matches else "differs from the paper"
+    return Verdict(VerdictKind.DETERMINISTIC, f"deterministic (no training, no seed; {where}): {said}: {result}")
+
+
+def by_construction(how: str, test: str) -> Verdict:
+    """"by construction: <how>; checked by <test>" (``test``: a pytest node id of the repository)."""
+    if "::test_" not in test:
+        raise ValueError(f"test must be a pytest node id (path::test_name), got {test!r}")
+    return Verdict(VerdictKind.BY_CONSTRUCTION, f"by construction: {how}; checked by {test}")
 
 
 def no_interval_verdict(seeds: Sequence[int], result: str, *, single: str = "", many: str = "") -> Verdict:

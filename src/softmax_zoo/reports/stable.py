@@ -16,13 +16,15 @@ from pathlib import Path
 from typing import Any
 
 from ..records import runs_dir
-from ._pages import commits, page_command, shown_path, write_page
+from ._pages import commits, markdown_table, page_command, shown_path, write_page
+from ._stable_examples import example_rows
 from ._stable_plots import plots
+from ._stable_settings import settings_section
 from ._stable_tables import (
     accuracy_lines, ce_table, comparisons, finals, group, kd_table, ratio_text, reading, saturate_table, sci,
 )
 from ._stats import UnpairedSeedDelta, mean, seeds_label
-from ._verdicts import VERDICT_RULES, not_tested, verdict
+from ._verdicts import NON_SEED_RULES, VERDICT_RULES, not_tested, verdict
 
 EXPERIMENT = "stable"
 
@@ -56,6 +58,17 @@ def setting_of(records, study: str) -> dict[str, Any]:
 
 def lines(items) -> str:
     return "\n".join(f"- {x}" for x in items)
+
+
+def threads_sentence(records) -> str:
+    """The torch threads the runs record (older records hold none)."""
+    counts = sorted({r["torch_threads"] for r in records if r.get("torch_threads") is not None})
+    missing = sum(r.get("torch_threads") is None for r in records)
+    said = f"The runs that record it used {' or '.join(map(str, counts))} torch thread{'s' if counts != [1] else ''}" if counts else ""
+    if not missing:
+        return said.replace("The runs that record it", "Every run") + "."
+    return (said + f"; {missing} older record{'s' if missing > 1 else ''} do not say." if said
+            else "The records do not say how many torch threads they used.")
 
 
 def seconds_of(records, study: str) -> float:
@@ -146,7 +159,7 @@ def claims_of(records) -> list[dict[str, str]]:
                 f"{sci(finals(stb, 'zero_sum_violation'))}; standard / stable {text} (verdict on log10 of the ratio)", v or not_tested("no violation in either form"))
     row("stable-kd-ptb", "stable vs standard KL in a real pipeline (PTB self-distillation, bfloat16)", "—", "—",
         not_tested("PTB self-distillation in the training pipeline was not run"))
-    return rows
+    return rows + example_rows()
 
 
 def ratios(a_runs, b_runs, key: str):
@@ -180,6 +193,10 @@ def build(results_dir: str | Path = "results", out: str | Path | None = None) ->
     gc_lines = read(*comparisons(records, "generalise", "loss", "final train loss", loss="ce"), "final train loss")
     gk_lines = read(*comparisons(records, "generalise", "kl", "final KL", loss="kd"), "final KL")
     sat_table, onset = saturate_table(records)
+    memorise = group(records, study="collapse", dtype="float32", form="standard")
+    memorise_peak = max((max(p.get("zero_target_grad_share", 0.0) for p in r["curve"]) for r in memorise), default=None)
+    examples = markdown_table(["id", "claim", "paper", "ours", "verdict"],
+                              [[c["id"], c["claim"], c["paper"], c["ours"], c["verdict"]] for c in example_rows()])
     sat_runs = {f"{f} {d}": group(records, study="saturate", form=f, dtype=d)
                 for f, d in (("standard", "float32"), ("stable", "float32"), ("standard", "float64"))}
     sat_lines = []
@@ -200,12 +217,13 @@ def build(results_dir: str | Path = "results", out: str | Path | None = None) ->
     text = f"""# A Fix for Softmax and Cross-Entropy: collapse and cancellation in training
 
 Made by `make reproduce-stable` (`python -m softmax_zoo.studies.stable out={shown_path(runs_dir(results_dir) / EXPERIMENT)} seeds=3`, then
-`{page_command(EXPERIMENT, results_dir)}`) from {len(records)} run records ({commits(records)}), seeds {seeds}. Each run used one CPU thread; their
+`{page_command(EXPERIMENT, results_dir)}`) from {len(records)} run records ({commits(records)}), seeds {seeds}. {threads_sentence(records)} Their
 wall times add up to {sum(minutes.values()):.1f} min (collapse {minutes['collapse']:.1f}, cancellation {minutes['cancellation']:.1f},
-generalise {minutes['generalise']:.1f}, saturate {minutes['saturate']:.1f}), on 2 cores shared with other jobs.
+generalise {minutes['generalise']:.1f}, saturate {minutes['saturate']:.1f}), on a CPU shared with other jobs.
 Intervals: 95% Student-t over seeds. Two arms are compared seed by seed as the ratio of their final values (losses and
 norms span decades), A / B per seed; the verdict, on the claim A > B, is on log10(A/B) (on A − B where B is exactly 0), with
 Welch's interval over the two arms' seeds. {VERDICT_RULES}
+{NON_SEED_RULES}
 A dash (—) marks a number the arm's records do not hold (the first runs of an arm recorded fewer diagnostics).
 
 Setting: modular addition (a + b mod {s['modulus']}), {s['train_fraction']:.0%} of the pairs for training, an MLP (embedding {s['embed']} per
@@ -215,6 +233,14 @@ bfloat16; float64 means the model is float64. Loss forms: "standard" is the loss
 "stable" is the package's rewritten function (which computes in float32 for bfloat16 logits).
 "float32 q_t exactly 1" is the share of training examples whose softmax target probability, computed in float32 from the
 logits (float64 for float64 logits), is exactly 1.
+
+{settings_section(s, seeds, memorise_peak)}
+## The paper's minimal examples, computed
+
+Computed by the report with torch each time the page is built (no training): the paper's two FP32 examples and its
+"mathematically equivalent" checked against float64 on the same float32 logits.
+
+{examples}
 
 ## Softmax collapse (memorise: nothing generalises)
 

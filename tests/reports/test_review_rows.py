@@ -1,0 +1,124 @@
+"""The ledger rows of the kernel review, the fix paper and the adaptive-softmax abstract that have no seeds
+behind them (deterministic computations, design properties) or that come from one setting's records."""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from pathlib import Path
+
+import pytest
+
+from softmax_zoo.reports._kernel_bias_review import (
+    DESIGN, FLAT_GAIN, deviation_row, diminishing_row, flat_from, gains_per_doubling, gaps_by_m, spearman,
+)
+from softmax_zoo.reports._lm1b_settings import UNVERIFIED
+from softmax_zoo.reports._lm1b_settings import design_rows as lm1b_design_rows
+from softmax_zoo.reports._pages import read_claims
+from softmax_zoo.reports._stable_examples import cancellation_example, collapse_example, equivalence, example_rows
+from softmax_zoo.reports._verdicts import VerdictKind, by_construction, deterministic
+
+REPO = Path(__file__).resolve().parents[2]
+LEDGER = REPO / "results" / "claims.md"
+
+
+def test_deterministic_and_by_construction_verdicts():
+    v = deterministic("0 vs 0", True, where="torch 2.0, CPU, float32")
+    assert v.kind is VerdictKind.DETERMINISTIC and str(v) == "deterministic (no training, no seed; torch 2.0, CPU, float32): matches the paper: 0 vs 0"
+    assert "differs from the paper" in str(deterministic("1 vs 0", False, where="x"))
+    b = by_construction("reads h and w", "tests/a.py::test_b")
+    assert b.kind is VerdictKind.BY_CONSTRUCTION and str(b) == "by construction: reads h and w; checked by tests/a.py::test_b"
+    with pytest.raises(ValueError, match="pytest node id"):
+        by_construction("reads h and w", "a test somewhere")
+
+
+def test_the_fix_papers_minimal_examples_come_out_as_printed():
+    c = collapse_example()
+    assert c["paper standard"] == 0.0 and c["F.cross_entropy"] == 0.0  # q_t − 1 rounds to 0 in float32
+    assert c["paper stable"] == pytest.approx(-1.523e-8, rel=1e-3) == c["stable_cross_entropy"]
+    k = cancellation_example()
+    assert k["paper stable"] == [0.0, 0.0, 0.0] == k["stable_kd_loss"]
+    e = equivalence()
+    assert e["stable"]["target rel"] < 1e-4 < e["standard"]["target rel"]  # the standard target gradient rounds to 0
+    rows = {r["id"]: r for r in example_rows()}
+    assert set(rows) == {"stable-example-collapse", "stable-example-cancellation", "stable-equivalence"}
+    for row in rows.values():
+        assert row["verdict"].startswith("deterministic (no training, no seed; torch ") and "matches the paper" in row["verdict"]
+        assert not re.search(r"\b(supported|seeds? \d)", row["verdict"])
+
+
+def test_gains_per_doubling_and_where_they_flatten():
+    gains = gains_per_doubling({8: 1.0, 32: 0.5, 128: 0.45, 512: 0.44})
+    assert gains == [(8, 32, pytest.approx(0.25)), (32, 128, pytest.approx(0.025)), (128, 512, pytest.approx(0.005))]
+    assert flat_from(gains) == 32
+    assert flat_from([(8, 16, 0.01), (16, 32, 2 * FLAT_GAIN)]) is None  # the last doubling still gains
+
+
+def test_spearman_with_ties():
+    assert spearman([1, 2, 3, 4], [10, 20, 30, 40]) == pytest.approx(1.0)
+    assert spearman([1, 2, 3, 4], [4, 3, 2, 1]) == pytest.approx(-1.0)
+    assert spearman([0, 0, 1, 2], [0, 1, 2, 3]) == pytest.approx(0.9486832980505138)  # scipy.stats.spearmanr's value
+    assert math.isnan(spearman([1, 1, 1], [1, 2, 3]))
+
+
+def _record(sampler, m, val_loss, curve=None, seed=0):
+    loss = "softmax" if sampler is None else "sampled_softmax"
+    history = [{"step": s, "val/curve_perplexity": math.exp(v)} for s, v in (curve or {}).items()]
+    return {"seed": seed, "run_name": f"{sampler}_{m}", "choices": {"loss": loss, "sampler": sampler},
+            "config": {"loss": {"num_samples": m}}, "metrics": {"val/loss": val_loss}, "history": history}
+
+
+def test_diminishing_returns_reads_the_curves_when_every_run_has_one():
+    full = _record(None, None, 5.0, {0: 9.0, 100: 6.0, 200: 5.0})
+    runs = [full, *(_record("quadratic", m, 5.0 + g, {0: 9.0, 100: 6.0 + g, 200: 5.0 + g}) for m, g in ((8, 0.3), (32, 0.1), (128, 0.05)))]
+    what, gaps = gaps_by_m(runs)
+    assert what.startswith("mean gap along the validation curve") and gaps["quadratic"] == pytest.approx({8: 0.3, 32: 0.1, 128: 0.05})
+    row, = diminishing_row(runs, "kernel_bias_paper")
+    assert row["id"] == "kernel-bias-diminishing-returns-paper-setting"
+    assert row["verdict"] == "single run (seed 0): quadratic flat from m=32; one run per point decides nothing"
+    without_curves = [_record(None, None, 5.0), _record("uniform", 8, 7.0), _record("uniform", 16, 6.0)]
+    assert gaps_by_m(without_curves)[0].startswith("gap of the final validation loss")
+    assert "uniform not flat up to m=16" in diminishing_row(without_curves, "kernel_bias")[0]["verdict"]
+
+
+def test_deviation_row_ranks_kl_against_bias_at_the_last_checkpoint(tmp_path):
+    assert deviation_row(tmp_path, "kernel_bias") == []
+    folder = tmp_path / "diagnostics" / "sampler_bias" / "kernel_bias"
+    folder.mkdir(parents=True)
+    for step, sign in ((0, -1), (400, +1)):  # only the later checkpoint counts
+        rows = [{"sampler": s, "m": 8, "kl": kl, "loss_bias": -b, "grad_bias": sign * b}
+                for s, kl, b in (("uniform", 3.0, 0.9), ("unigram", 1.0, 0.2), ("softmax", 0.0, 0.0))]
+        meta = {"step": step, "rows": 10, "draws": 4, "seed": 7, "run_name": "ptb_full_softmax_cpu_seed2"}
+        (folder / f"s{step}.json").write_text(json.dumps({"meta": meta, "rows": rows, "stats": {}}))
+    row, = deviation_row(tmp_path, "kernel_bias")
+    assert "step 400" in row["ours"] and "m=8 +1.00 / +1.00 (seed 2)" in row["ours"]
+    assert row["verdict"].startswith("single run (seed 2): a single measurement at one checkpoint: the smallest ρ over m is +1.00")
+
+
+@pytest.mark.parametrize("row", DESIGN, ids=[d[0] for d in DESIGN])
+def test_design_rows_name_tests_that_exist(row):
+    *_, first, more = row
+    for node in [first, *re.findall(r"tests/\S+::test_\w+", more)]:
+        path, name = node.split("::")
+        assert re.search(rf"^def {name}\(", (REPO / path).read_text(), re.M), f"{node} does not exist"
+
+
+def test_lm1b_design_rows_read_the_cutoffs_from_the_records():
+    records = [{"choices": {"loss": "adaptive_softmax"}, "config": {"loss": {"cutoffs": [100, 500]}}}]
+    gpu, cutoffs = lm1b_design_rows(records)
+    assert gpu["verdict"].startswith("not tested") and "[100, 500]" in cutoffs["verdict"]
+
+
+def test_committed_ledger_has_the_review_rows_and_marks_unverified_numbers():
+    rows = read_claims(LEDGER)
+    kinds = {
+        "stable-example-collapse": "deterministic", "stable-example-cancellation": "deterministic", "stable-equivalence": "deterministic",
+        "kernel-design-last-hidden-layer": "by construction", "kernel-design-sampling-only": "by construction",
+        "kernel-bias-diminishing-returns-paper-setting": "single run", "kernel-bias-deviation-paper-setting": "single run",
+        "lm1b-adaptive-gpu": "not tested", "lm1b-adaptive-cutoffs": "not tested",
+    }
+    for id_, kind in kinds.items():
+        assert rows[id_]["verdict"].startswith(kind), (id_, rows[id_]["verdict"])
+    for id_ in ("lm1b-adaptive-43.9", "lm1b-adaptive-speed-ppl"):
+        assert UNVERIFIED in rows[id_]["paper"]
