@@ -2,7 +2,7 @@
 chose, and the ledger rows of the abstract's two design statements (GPUs; clusters that minimise the
 expected computation time).
 
-The numbers the page used to quote as the paper's (43.9 / 39.8 test perplexity, "2-10x faster") are
+The numbers often quoted for the paper (43.9 / 39.8 test perplexity, "2-10x faster") are
 in neither the abstract we hold nor the README of the authors' repository
 (github.com/facebookresearch/adaptive-softmax, which gives the commands to train on PTB, text8 and
 the Billion Word benchmark and no results): they stay in the ledger marked unverified.
