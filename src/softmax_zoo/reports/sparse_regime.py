@@ -32,11 +32,11 @@ BEAM = 1
 PAPER_DELTAS = {"rouge1": 0.67, "rouge2": 0.79}
 PAPER_REGIME = (
     f"**Where the paper's regime lies.** The paper fine-tunes UniLM on Gigaword-10k for {PAPER_SETTINGS['gigaword']['epochs']} "
-    "epochs; UniLM's "
-    "own Gigaword-10k result is ROUGE-1 34.21 (beam 5, unilm-v1 README), and a model of that strength is "
+    "epochs; UniLM's own Gigaword-10k result is ROUGE-1 34.21 (beam 5, unilm-v1 README), and a model of that strength is "
     "expected to hold nearly all targets inside its top-20: the right end of this figure's x-axis (a share "
     "near 100%), not measured here on such a model. The paper's Δ at beam 1 is +0.67 ROUGE-1 / +0.79 ROUGE-2."
 )
+
 # Why the study's settings differ from Table 5's where they do (the rest: _seq2seq_settings).
 STUDY_REASONS = {
     "epochs": "the start run's epochs give starts of growing strength; each arm then trains briefly from one, within the "
@@ -227,7 +227,7 @@ def build(results_dir: str | Path = "results", out: str | Path | None = None) ->
         + provenance(EXPERIMENT, records, results_dir)
         + "Runs: `make reproduce-sparse-regime` (`python -m softmax_zoo.studies.sparse_regime`). A softmax run keeps a "
         "checkpoint at the end of each epoch (the start run); from each start epoch e (e0: the model's own "
-        f"initialisation) the arms train {shown(arms_, 'config.train.epochs')} more epoch(s) (`train.epochs`), softmax and "
+        f"initialisation) the arms train on for `train.epochs` = {shown(arms_, 'config.train.epochs')}, softmax and "
         f"sparse-softmax at each k, all with label smoothing {shown(records, 'config.loss.label_smoothing')}. Every arm decodes the same "
         f"test pairs at beam {BEAM}. Δ = sparse − softmax, ROUGE F1 x 100 "
         f"(rouge-score); each row's 95% interval is a paired bootstrap ({BOOTSTRAP_SAMPLES} resamples) over test pairs, one "
