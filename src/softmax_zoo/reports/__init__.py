@@ -21,7 +21,10 @@ Modules::
     _sweep          any sweep as a table and a plot (``python -m softmax_zoo.reports sweep ...``)
     _fig2_summary   the fig2 records summarised by task and arm
     _fig2_claims    the fig2 claims of Sun et al. 2021 and our verdicts on them
-    _fig2_plots     the fig2 figures: micro-F1 against k, the training curves
+    _fig2_plots     the fig2 figures: micro-F1 against k, validation micro-F1 per epoch and each arm's own loss
+    _fig2_settings  the classification settings of Sun et al. 2021 beside ours, one column per task
+    _settings       a page's table of the paper's stated settings beside ours (read from the records) and why
+    _seq2seq_settings  the UniLM fine-tuning settings of Sun et al. 2021's Tables 5 and 3 beside ours
     _stable_tables  the stable page's tables and seed-by-seed comparisons
     _kernel_bias_claims  the kernel-bias claims the page's table does not decide (unigram, m ≈ 10–50, O(D log n))
     _lm1b_summary   the lm1b records summarised per model and head, the speed-up, the LSTM table

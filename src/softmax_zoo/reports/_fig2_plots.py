@@ -6,7 +6,7 @@ import math
 from pathlib import Path
 
 from ._fig2_claims import PAPER_K
-from ._fig2_summary import Groups, epoch_curve, mean_curve, metric, moving_average, sparse_ks, task_name
+from ._fig2_summary import Groups, epoch_curve, epoch_curves, mean_curve, metric, moving_average, sparse_ks, task_name
 from ._pages import pyplot, save_figure
 from ._stats import mean_ci
 
@@ -40,32 +40,45 @@ def plot_fig2(summary: dict[str, Groups], path: Path) -> None:
     save_figure(fig, path)
 
 
+ARMS = [  # (arm, label, colour, line style, marker): distinct styles, so that overlapping curves stay visible
+    (("softmax", None), "softmax", "C0", "-", "o"),
+    (("sparse", PAPER_K), f"sparse-softmax k={PAPER_K}", "C3", "--", "s"),
+]
+
+
 def plot_fig1(summary: dict[str, Groups], path: Path) -> None:
-    """Top: training loss per mini-batch; bottom: validation micro-F1 after each epoch."""
+    """Top: validation micro-F1 after each epoch (mean bold, each seed thin); bottom: each arm's own training loss."""
     tasks = sorted(summary)
-    fig, axes = pyplot().subplots(2, len(tasks), figsize=(5.0 * len(tasks), 7.0), squeeze=False)
+    fig, axes = pyplot().subplots(2, len(tasks), figsize=(5.0 * len(tasks) + 3.2, 7.5), squeeze=False)
     for col, task in enumerate(tasks):
         groups = summary[task]
         top, bottom = axes[0][col], axes[1][col]
-        for key, label, color in [(("softmax", None), "softmax", "C0"), (("sparse", PAPER_K), f"sparse-softmax k={PAPER_K}", "C3")]:
+        for key, label, color, style, marker in ARMS:
             if key not in groups:
                 continue
-            steps, loss = mean_curve(groups[key])
-            top.plot(steps, loss, color=color, alpha=0.25, linewidth=0.7)
-            smooth = moving_average(loss, SMOOTH)
-            top.plot(steps[len(steps) - len(smooth):], smooth, color=color, label=f"{label} (mean of {len(groups[key])} seeds)")
-            epochs, f1 = epoch_curve(groups[key])
+            runs = groups[key]
+            for curve in epoch_curves(runs):
+                top.plot(*zip(*curve), color=color, linestyle=style, linewidth=0.8, alpha=0.45, zorder=2)
+            epochs, f1 = epoch_curve(runs)
             if epochs:
-                bottom.plot(epochs, f1, marker="o", color=color, label=label)
-        top.set_xlabel("optimiser step (mini-batch)")
-        top.set_ylabel("training loss (own objective)")
-        top.set_yscale("log")
-        top.set_title(task_name(task))
-        top.grid(True, which="both", alpha=0.3)
-        top.legend(fontsize=8)
-        bottom.set_xlabel("epoch")
-        bottom.set_ylabel("validation micro-F1 (%)")
-        bottom.grid(True, alpha=0.3)
-        if bottom.lines:
-            bottom.legend(fontsize=8)
+                top.plot(epochs, f1, color=color, linestyle=style, marker=marker, linewidth=2.0, zorder=3,
+                         label=f"{label}:\nmean of {len(epoch_curves(runs))} seeds (bold), each seed (thin)")
+            steps, loss = mean_curve(runs)
+            bottom.plot(steps, loss, color=color, alpha=0.3, linewidth=0.7, zorder=2)
+            smooth = moving_average(loss, SMOOTH)
+            lag = (len(steps) - len(smooth)) // 2  # centre each window on its middle step
+            bottom.plot(steps[lag:lag + len(smooth)], smooth, color=color, linestyle=style, linewidth=1.8, zorder=3,
+                        label=f"{label}: its own loss,\nmean of {len(runs)} seeds (faint), {SMOOTH}-step average (bold)")
+        top.set_title(f"{task_name(task)}: validation micro-F1 (common metric)")
+        top.set_xlabel("epoch")
+        top.set_ylabel("validation micro-F1 (%)")
+        top.grid(True, alpha=0.3)
+        bottom.set_title("training loss: each arm's own objective,\nlevels not comparable across arms", fontsize=10)
+        bottom.set_xlabel("optimiser step (mini-batch)")
+        bottom.set_ylabel("training loss (own objective, log scale)")
+        bottom.set_yscale("log")
+        bottom.grid(True, which="both", alpha=0.3)
+    for ax in axes[:, -1]:  # one legend per row, right of the last column, where it hides no curve
+        if ax.lines:
+            ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.02, 1.0))
     save_figure(fig, path)

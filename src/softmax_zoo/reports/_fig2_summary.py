@@ -101,10 +101,15 @@ def moving_average(y: np.ndarray, window: int) -> np.ndarray:
     return np.convolve(y, np.ones(window) / window, mode="valid")
 
 
+def epoch_curves(runs: list[dict[str, Any]], name: str = "val/micro_f1") -> list[list[tuple[float, float]]]:
+    """Per run that evaluated each epoch (``train.eval_each_epoch``): its (epoch, ``name`` in points) after each epoch."""
+    per_run = [[(h["epoch"], 100 * h[name]) for h in r.get("history", []) if name in h] for r in runs]
+    return [c for c in per_run if c]
+
+
 def epoch_curve(runs: list[dict[str, Any]], name: str = "val/micro_f1") -> tuple[list[float], list[float]]:
     """Epochs and ``name`` (points) after each epoch, averaged over the runs (``train.eval_each_epoch``)."""
-    per_run = [[(h["epoch"], 100 * h[name]) for h in r.get("history", []) if name in h] for r in runs]
-    per_run = [c for c in per_run if c]
+    per_run = epoch_curves(runs, name)
     if not per_run:
         return [], []
     n = min(len(c) for c in per_run)

@@ -135,6 +135,11 @@ def delta_claim(
     }
 
 
+def setting_columns(by_setting: dict[str, list[Pair]]) -> dict[str, list[dict[str, Any]]]:
+    """The settings table's columns (:func:`softmax_zoo.reports._settings.settings_table`): each setting's records, both arms."""
+    return {f"scale={setting}": [r for pair in pairs for r in pair] for setting, pairs in by_setting.items()}
+
+
 def has_regime(pairs: list[Pair]) -> bool:
     """Whether every record of ``pairs`` carries the top-k diagnostics (:mod:`softmax_zoo.diagnostics.topk`)."""
     return all("test/target_in_topk" in r["metrics"] for p in pairs for r in p)
@@ -180,17 +185,23 @@ def section_head(scale: str, pairs: list[Pair], runs: Path, unit: str, lone: dic
 
 def section(
     scale: str, pairs: list[Pair], runs: Path, *, unit: str, table: str, throughput: str, beams: list[int],
-    verdicts: list[Verdict], head_suffix: str = "", lone: dict[int, str] | None = None,
+    verdicts: list[Verdict], paper_model: str, head_suffix: str = "", lone: dict[int, str] | None = None,
 ) -> str:
-    """One setting's section of a page: heading, starting point, the table, throughput, degenerate outputs, summary."""
+    """One setting's section of a page: heading, starting point, the table, throughput, degenerate outputs, summary.
+
+    ``paper_model`` names the model of the paper's setting by its strength on this task (the regime line's).
+    """
     return (
         section_head(scale, pairs, runs, unit, lone) + head_suffix + "\n\n" + setting_line(pairs) + table + "\n" + throughput
-        + "\n\n" + stutter_line(pairs, runs, beams) + regime_line(pairs) + summary(verdicts, scale) + "\n"
+        + "\n\n" + stutter_line(pairs, runs, beams) + regime_line(pairs, paper_model) + summary(verdicts, scale) + "\n"
     )
 
 
-def regime_line(pairs: list[Pair]) -> str:
-    """Where the test targets sit among each arm's logits (teacher-forced, every target token); empty for older records."""
+def regime_line(pairs: list[Pair], paper_model: str) -> str:
+    """Where the test targets sit among each arm's logits (teacher-forced, every target token); empty for older records.
+
+    ``paper_model``: the paper's setting's model, e.g. "a pre-trained UniLM (its own Gigaword-10k result: ROUGE-1 34.21)".
+    """
     if not has_regime(pairs):
         return ""
 
@@ -201,8 +212,8 @@ def regime_line(pairs: list[Pair]) -> str:
     return (
         f"Regime (teacher-forced test targets, softmax / sparse): share inside the top-{k} logits Ω_{k} "
         f"{both('target_in_topk', '{:.1%}')}; median target rank {both('median_target_rank', '{:.0f}')}; logits within "
-        f"0.1 of the {k}-th {both('logits_near_kth', '{:.0f}')}. The same shares for the paper's setting (a "
-        f"pre-trained UniLM fine-tuned to ROUGE-1 ≈ 34) are not measured here.\n\n"
+        f"0.1 of the {k}-th {both('logits_near_kth', '{:.0f}')}. The same shares for the paper's setting "
+        f"({paper_model}) are not measured here.\n\n"
     )
 
 
@@ -274,5 +285,6 @@ def summary(verdicts: list[Verdict], scale: str) -> str:
     said = ", ".join(f"{kind.value} {n}" for kind, n in counts.items() if n)
     return (
         f"At scale={scale}, the {len(verdicts)} paper deltas: {said or 'none'}. A single run or two seeds decide "
-        "nothing; a smaller model, subset or fewer epochs than the paper's limits what this says about the paper's setting."
+        "nothing, and where our settings differ from the paper's (the settings table) they limit what this says about "
+        "the paper's setting."
     )

@@ -22,8 +22,10 @@ from ..records import load_records, runs_dir
 from ._pages import commits, markdown_table, page_command, shown_path, write_page
 from ._seq2seq import (
     BOOTSTRAP_SAMPLES, DELTA_HEADER, delta_cells, delta_claim, load_pairs, paper_setting_claims, paper_verdict, per_seed_scores,
-    section,
+    section, setting_columns,
 )
+from ._seq2seq_settings import seq2seq_settings
+from ._settings import settings_part
 from ._stats import SEED_INTERVAL_NOTE, paired_seed_deltas
 from ._verdicts import VERDICT_RULES
 
@@ -33,6 +35,7 @@ BEAM = 1
 PAPER_DELTAS = {"bleu1": 0.90, "bleu2": 0.62, "bleu3": 0.80, "bleu4": 0.82}
 # UniLM v1 (Dong et al. 2019) on the Du split: BLEU-4 22.78, ROUGE-L 51.57 (unilm-v1 README).
 UNILM = {"bleu4": 22.78, "rougeL": 51.57}
+PAPER_MODEL = f"a pre-trained UniLM; UniLM's own result on this split is BLEU-4 {UNILM['bleu4']}"
 CHUNK = 200  # bootstrap resamples per matrix product
 
 
@@ -92,7 +95,8 @@ def build(results_dir: str | Path = "results", out: str | Path | None = None) ->
         table = markdown_table(["metric", "UniLM paper", *DELTA_HEADER], rows)
         throughput = f"Decoding throughput (test examples/s, beam {BEAM}): softmax {rate[0]:.2f}, sparse {rate[1]:.2f}"
         sections.append(section(scale, pairs, runs, unit="question", head_suffix=f", beam {BEAM}", table=table,
-                                throughput=throughput, beams=[BEAM], verdicts=verdicts, lone=lone.get(scale)))
+                                throughput=throughput, beams=[BEAM], verdicts=verdicts, paper_model=PAPER_MODEL,
+                                lone=lone.get(scale)))
     text = (
         "# Table 3: SQuAD 1.1 question generation (Du split), UniLM fine-tuned with softmax vs sparse-softmax\n\n"
         f"Built by `{page_command(EXPERIMENT, results_dir)}` from `{shown_path(runs / EXPERIMENT)}/` (`make reproduce-table3`); "
@@ -104,6 +108,8 @@ def build(results_dir: str | Path = "results", out: str | Path | None = None) ->
         f"{SEED_INTERVAL_NOTE} {VERDICT_RULES} "
         "Du et al.'s script groups questions on the same sentence as multiple references, so absolute BLEU is "
         "not directly comparable with UniLM's.\n\n"
+        + settings_part(seq2seq_settings("squad_qg"), setting_columns(by_setting),
+                        "Sun et al. 2021's §4 on question generation (Table 3)") + "\n"
         + "\n".join(sections)
     )
     write_page(out or results_dir, EXPERIMENT, text, claims + paper_setting_claims(by_setting, claims, EXPERIMENT))

@@ -21,8 +21,10 @@ from ..records import load_records, runs_dir
 from ._pages import commits, markdown_table, page_command, shown_path, write_page
 from ._seq2seq import (
     BOOTSTRAP_SAMPLES, DELTA_HEADER, delta_cells, delta_claim, load_pairs, paper_setting_claims, paper_verdict, per_seed_scores,
-    section,
+    section, setting_columns,
 )
+from ._seq2seq_settings import seq2seq_settings
+from ._settings import settings_part
 from ._stats import SEED_INTERVAL_NOTE, paired_seed_deltas
 from ._verdicts import VERDICT_RULES
 
@@ -31,6 +33,7 @@ EXPERIMENT = "table5"
 PAPER_DELTAS = {1: {"rouge1": 0.67, "rouge2": 0.79}, 5: {"rouge1": 0.28, "rouge2": 0.55}}
 # UniLM v1 (Dong et al. 2019) Gigaword-10k test, beam 5: unilm-v1 README.
 UNILM_BEAM5 = {"rouge1": 34.21, "rouge2": 15.28, "rougeL": 31.54}
+PAPER_MODEL = f"a pre-trained UniLM; UniLM's own Gigaword-10k result is ROUGE-1 {UNILM_BEAM5['rouge1']} at beam 5"
 METRICS = ("rouge1", "rouge2", "rougeL")
 
 
@@ -56,13 +59,13 @@ def build(results_dir: str | Path = "results", out: str | Path | None = None) ->
                         f"Gigaword-10k, UniLM: sparse-softmax beats softmax on {metric} at beam {beam}", paper, d, scale, pairs,
                         source=EXPERIMENT,
                     ))
-        throughput = "Decoding throughput (test examples/s, beam 1 / beam 5): " + "; ".join(
+        throughput = f"Decoding throughput (test examples/s, beam {' / beam '.join(map(str, beams))}): " + "; ".join(
             f"{name} " + " / ".join(f"{np.mean([r['metrics'][f'test/examples_per_s_beam{b}'] for r in recs]):.2f}" for b in beams)
             for name, recs in (("softmax", [p[0] for p in pairs]), ("sparse", [p[1] for p in pairs]))
         )
         table = markdown_table(["beam", "metric", "UniLM paper (beam 5)", *DELTA_HEADER], rows)
         sections.append(section(scale, pairs, runs, unit="pair", table=table, throughput=throughput, beams=beams,
-                                verdicts=verdicts, lone=lone.get(scale)))
+                                verdicts=verdicts, paper_model=PAPER_MODEL, lone=lone.get(scale)))
     text = (
         "# Table 5: Gigaword-10k, UniLM fine-tuned with softmax vs sparse-softmax\n\n"
         f"Built by `{page_command(EXPERIMENT, results_dir)}` from `{shown_path(runs / EXPERIMENT)}/` (`make reproduce-table5`); "
@@ -71,6 +74,8 @@ def build(results_dir: str | Path = "results", out: str | Path | None = None) ->
         "Student-t half-width over seeds (n = seeds). Δ = sparse − softmax; each seed's item interval is a paired "
         f"bootstrap ({BOOTSTRAP_SAMPLES} resamples) over its test examples. {SEED_INTERVAL_NOTE} {VERDICT_RULES} "
         "The paper reports deltas only in our sources; UniLM's own result is BERT-large-sized, ours is what the scale names.\n\n"
+        + settings_part(seq2seq_settings("gigaword"), setting_columns(by_setting),
+                        "Sun et al. 2021's §4 on summarisation (Table 5)") + "\n"
         + "\n".join(sections)
     )
     write_page(out or results_dir, EXPERIMENT, text, claims + paper_setting_claims(by_setting, claims, EXPERIMENT))

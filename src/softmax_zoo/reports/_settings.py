@@ -1,0 +1,85 @@
+"""A page's "the paper's setting and ours" table: what the paper states beside what our records ran, and why.
+
+Each :class:`Setting` is one row: the paper's value as its text states it (:data:`NOT_STATED` where it
+is silent), a function reading ours from the records of one column (a task, a scale, a start), and
+the reason for our choice. Our values come from the records' configs, never from prose, so the
+table stays true for whatever records a page is built from; the reason is the one for the cpu
+scale, and a column of another scale points to that scale's block of the task config instead.
+A row whose every column equals the paper's value says so instead of giving a reason.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ..records import get
+from ._pages import markdown_table
+
+NOT_STATED = "not stated in the paper"
+NOT_RECORDED = "not recorded"
+AS_THE_PAPER = "as the paper"
+REASONED_SCALE = "cpu"  # the scale the reasons are written for
+# Checkpoint names of the pretrained models the configs load offline, as their authors name them.
+PRETRAINED_NAMES = {"minilm": "all-MiniLM-L6-v2"}
+Records = Sequence[dict[str, Any]]
+
+
+@dataclass(frozen=True)
+class Setting:
+    """One row of the table: the setting, the paper's value, how to read ours, why ours is what it is."""
+
+    name: str
+    paper: str
+    ours: Callable[[Records], str]  # a column's records -> our value as the page shows it
+    why: str  # the reason at the cpu scale
+
+
+def values(records: Records, key: str) -> list[Any]:
+    """The distinct values of a dotted record key (:func:`softmax_zoo.records.get`) in record order, missing ones left out."""
+    found: list[Any] = []
+    for r in records:
+        v = get(r, key)
+        if v is not None and v not in found:
+            found.append(v)
+    return found
+
+
+def shown(records: Records, key: str, fmt: Callable[[Any], str] = str) -> str:
+    """The distinct values of ``key`` over ``records``, formatted and joined ("32" or "1, 5"); :data:`NOT_RECORDED` if none."""
+    return ", ".join(fmt(v) for v in values(records, key)) or NOT_RECORDED
+
+
+def pretrained_name(name: str | None) -> str:
+    """A checkpoint's published name ("minilm" -> "all-MiniLM-L6-v2"); the config's name when it has none."""
+    return PRETRAINED_NAMES.get(name, name) if name else "from scratch"
+
+
+def why(setting: Setting, scales: set[str]) -> str:
+    """The reason cell: the cpu-scale reason, and for any other scale a pointer to its own config block."""
+    others = sorted(scales - {REASONED_SCALE})
+    if not others:
+        return setting.why
+    pointers = "; ".join(f"scale={s}: the task config's `scales.{s}` block" for s in others)
+    return f"scale={REASONED_SCALE}: {setting.why}; {pointers}" if REASONED_SCALE in scales else pointers
+
+
+def settings_table(settings: Sequence[Setting], columns: dict[str, Records]) -> str:
+    """The table: setting, the paper's value, ours per column (``columns``: its name -> its records), why ours."""
+    scales = {str(s) for recs in columns.values() for s in values(recs, "config.scale.name")}
+    rows = []
+    for s in settings:
+        ours = [s.ours(recs) for recs in columns.values()]
+        rows.append([s.name, s.paper, *ours, AS_THE_PAPER if all(v == s.paper for v in ours) else why(s, scales)])
+    return markdown_table(["setting", "the paper states", *(f"ours: {c}" for c in columns), "why ours"], rows)
+
+
+def settings_part(settings: Sequence[Setting], columns: dict[str, Records], paper: str) -> str:
+    """The page's part: a heading, one sentence saying what each side is, and :func:`settings_table`."""
+    return (
+        "## The paper's setting and ours\n\n"
+        f"\"The paper states\" is {paper}, quoted or closely paraphrased; \"{NOT_STATED}\" where its text is silent. "
+        "\"Ours\" is read from the records' configs; \"why ours\" is our reason where the two differ.\n\n"
+        + settings_table(settings, columns)
+    )

@@ -1,0 +1,160 @@
+"""The Sparse-softmax pages as a reviewer reads them: the paper's settings beside ours, Fig. 1's common metric,
+the title's "Faster" from the benchmark, and sentences that must stay true for the committed records."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from softmax_zoo.reports import _fig2_plots
+from softmax_zoo.reports._fig2_claims import BENCH_FILE, speed_claim
+from softmax_zoo.reports._fig2_settings import fig2_settings
+from softmax_zoo.reports._pages import read_claims
+from softmax_zoo.reports._seq2seq_settings import seq2seq_settings
+from softmax_zoo.reports._settings import AS_THE_PAPER, NOT_STATED, Setting, settings_table, shown
+
+RESULTS = Path(__file__).resolve().parents[2] / "results"
+PAGES = ("fig2", "table5", "table3", "sparse_regime")
+
+BENCH = """# Losses benchmark (cpu)
+
+- date: 2026-01-01 00:00 UTC; load average at start / end: 1.00 2.00 3.00 / 4.00 5.00 6.00 (other processes share the cores)
+
+### cross-entropy (N=64, C=1000)
+
+| variant | time (ms) | × baseline | peak mem (MiB) | target |
+|---|---:|---:|---:|---|
+| F.cross_entropy | 30.0 | 1.00 | 10 |  |
+| softmax_cross_entropy | 20.0 | 0.67 | 10 |  |
+| sparse_softmax_cross_entropy (k=10) | 5.0 | 0.17 | 5 |  |
+
+### SparseSoftmaxHead, chunk_size (N=64, d=8, C=1000)
+
+| variant | time (ms) | × baseline | peak mem (MiB) | target |
+|---|---:|---:|---:|---|
+| softmax_cross_entropy | 999.0 | 1.00 | 10 |  |
+"""
+
+
+def row(table: str, name: str) -> list[str]:
+    line = next(line for line in table.splitlines() if line.startswith(f"| {name} |"))
+    return [c.strip() for c in line.strip("|").split("|")]
+
+
+def test_speed_row_parses_the_cross_entropy_group_side_by_side(tmp_path):
+    (tmp_path / BENCH_FILE).write_text(BENCH)
+    claim = speed_claim(tmp_path)
+    assert claim["id"] == "sparse-faster-timing" and claim["source"] == "fig2"
+    assert claim["claim"].startswith('"Sparse-softmax: A Simpler and Faster Alternative Softmax Transformation"')
+    # 20.0 / 5.0 from the cross-entropy group, not the later group's 999.0
+    assert "5.0 ms against softmax_cross_entropy 20.0 ms" in claim["ours"] and "4.00x faster" in claim["ours"]
+    assert "N=64, C=1000" in claim["ours"] and "F.cross_entropy 30.0 ms, 6.00x" in claim["ours"]
+    assert "load average 1.00 2.00 3.00" in claim["ours"] and "k=10, not the paper's k=20" in claim["ours"]
+    assert claim["verdict"].startswith("single run (one benchmark timing, seed 0 inputs): sparse-softmax's loss 4.00x faster")
+
+
+def test_speed_row_without_a_timing_says_not_measured_and_names_the_command(tmp_path):
+    claim = speed_claim(tmp_path)
+    assert claim["ours"] == "not measured"
+    assert claim["verdict"].startswith("not tested") and "`python scripts/bench_losses.py`" in claim["verdict"]
+    (tmp_path / BENCH_FILE).write_text(BENCH.replace("sparse_softmax_cross_entropy", "other_loss"))
+    assert speed_claim(tmp_path)["ours"] == "not measured"
+
+
+def test_committed_speed_row_is_the_committed_benchmarks_ratio():
+    claim = read_claims(RESULTS / "claims.md")["sparse-faster-timing"]
+    text = (RESULTS / BENCH_FILE).read_text()
+    group = text[text.index("### cross-entropy ("):]
+    ms = {name: float(t) for name, t in re.findall(r"^\| (\S+(?: \(k=\d+\))?) \| ([\d.]+) \|", group, re.M)}
+    sparse = next(n for n in ms if n.startswith("sparse_softmax_cross_entropy"))
+    assert f"{ms['softmax_cross_entropy'] / ms[sparse]:.2f}x faster" in claim["ours"]
+    assert claim["verdict"].startswith("single run (one benchmark timing")
+
+
+def test_a_setting_equal_to_the_papers_says_so_and_another_gives_its_reason():
+    records = [{"config": {"scale": {"name": "cpu"}, "train": {"epochs": 30, "batch_size": 8}}}]
+    settings = [Setting("epochs", "30", lambda rs: shown(rs, "config.train.epochs"), "a reason"),
+                Setting("batch size", "64", lambda rs: shown(rs, "config.train.batch_size"), "the budget")]
+    table = settings_table(settings, {"cpu": records})
+    assert row(table, "epochs") == ["epochs", "30", "30", AS_THE_PAPER]
+    assert row(table, "batch size") == ["batch size", "64", "8", "the budget"]
+    paper_scale = [{"config": {"scale": {"name": "paper"}, "train": {"epochs": 30, "batch_size": 32}}}]
+    mixed = settings_table(settings, {"cpu": records, "paper": paper_scale})
+    assert row(mixed, "batch size")[-1] == "scale=cpu: the budget; scale=paper: the task config's `scales.paper` block"
+
+
+def test_classification_settings_read_ours_from_the_records():
+    record = {"seed": 4, "choices": {"loss": "sparse_softmax"},
+              "config": {"scale": {"name": "cpu"}, "train": {"epochs": 7, "batch_size": 16, "lr": 0.002},
+                         "task": {"max_length": 48}, "loss": {"k": 30},
+                         "model": {"name": "minilm", "pretrained": "minilm", "cache_features": True, "mlp_layers": 2}},
+              "task_info": {"examples": {"train": 123}, "num_classes": 45}}
+    table = settings_table(fig2_settings(), {"T": [record]})
+    assert row(table, "epochs")[:3] == ["epochs", NOT_STATED, "7"]
+    assert row(table, "learning rate")[2] == "0.002" and row(table, "sparse-softmax k")[2] == "30"
+    assert row(table, "training data")[2] == "123 training examples, 45 classes"
+    assert "all-MiniLM-L6-v2, frozen encoder" in row(table, "model")[2] and row(table, "seeds")[2] == "seed 4"
+    assert row(table, "metric")[1] == "micro-F1; at k=20: 96.1 on OOS-eval (CLINC150) and 60.7 on IFLYTEK"
+
+
+def test_seq2seq_settings_state_the_papers_values_and_read_ours():
+    record = {"seed": 0, "choices": {"loss": "sparse_softmax"},
+              "config": {"scale": {"name": "cpu"}, "init_from": None,
+                         "train": {"epochs": 3, "batch_size": 64, "lr": 1e-4, "warmup_ratio": 0.1, "lr_scheduler": "linear"},
+                         "model": {"name": "unilm_minilm", "checkpoint": "minilm", "mask_prob": 0.7},
+                         "loss": {"k": 20, "label_smoothing": 0.1, "smoothing_over": "support"},
+                         "task": {"max_source_len": 96, "max_target_len": 32, "train_size": None, "eval_size": None,
+                                  "decode": {"beams": [1, 5], "topk": "beam"}}},
+              "task_info": {"sizes": {"train": 10000, "test": 1951}, "fresh_weights": ["x"],
+                            "truncation": {"train": {"examples": 10000, "source_truncated": 2},
+                                           "test": {"examples": 1951, "source_truncated": 1}}},
+              "timing": {"global_steps": 939}}
+    table = settings_table(seq2seq_settings("gigaword"), {"scale=cpu": [record]})
+    assert row(table, "epochs")[1:3] == ["30", "3 (939 optimiser steps)"]
+    assert row(table, "batch size") == ["batch size", "64", "64", AS_THE_PAPER]
+    assert row(table, "beams")[-1] == AS_THE_PAPER and row(table, "masking probability")[-1] == AS_THE_PAPER
+    assert row(table, "learning rate")[1] == NOT_STATED and row(table, "learning rate")[2].startswith("0.0001")
+    assert row(table, "maximum length")[2] == "source 96, target 32 tokens; 3 of 11951 sources cut"
+    assert "no UniLM checkpoint is reachable" in row(table, "model")[-1]
+    squad = settings_table(seq2seq_settings("squad_qg"), {"scale=cpu": [record]})
+    assert row(squad, "learning rate")[1] == "2e-5" and "464 tokens" in row(squad, "maximum length")[1]
+    with pytest.raises(ValueError, match="no such settings"):
+        seq2seq_settings("gigaword", {"epoch": "typo"})
+
+
+@pytest.mark.parametrize("page", PAGES)
+def test_every_sparse_page_separates_the_papers_settings_from_ours(page):
+    text = (RESULTS / f"{page}.md").read_text()
+    assert "## The paper's setting and ours" in text and NOT_STATED in text and "| why ours |" in text
+
+
+def test_committed_sentences_a_reviewer_flagged_are_gone():
+    fig2 = (RESULTS / "fig2.md").read_text()
+    assert "fell below the softmax" not in fig2 and "BERT-base fine-tuned on the full training sets, a GPU) is meant" in fig2
+    table3 = (RESULTS / "table3.md").read_text()
+    assert "ROUGE-1" not in table3 and "BLEU-4 22.78) are not measured here" in table3
+    assert "ROUGE-1 34.21 at beam 5) are not measured here" in (RESULTS / "table5.md").read_text()
+    readme = (RESULTS.parent / "README.md").read_text()
+    for stale in ("tied with k=50", "27 min per loss", "No k was worse than softmax", "paper (k=20, BERT-base)"):
+        assert stale not in readme
+
+
+def test_fig1_main_panels_plot_validation_micro_f1_of_both_arms_and_every_seed(monkeypatch, tmp_path):
+    def run(seed: int, f1: float, k: int | None) -> dict:
+        return {"seed": seed, "history": [{"epoch": 1.0, "val/micro_f1": f1}, {"epoch": 2.0, "val/micro_f1": f1 + 0.1}],
+                "train_loss": {"step": list(range(1, 31)), "loss": [3.0 - 0.05 * i for i in range(30)]}}
+
+    summary = {"iflytek": {("softmax", None): [run(s, 0.2, None) for s in (0, 1, 2)],
+                           ("sparse", 20): [run(s, 0.3, 20) for s in (0, 1, 2)]}}
+    saved = {}
+    monkeypatch.setattr(_fig2_plots, "save_figure", lambda fig, path: saved.setdefault("fig", fig))
+    _fig2_plots.plot_fig1(summary, tmp_path / "fig1.png")
+    top, bottom = saved["fig"].axes[0], saved["fig"].axes[1]
+    assert top.get_ylabel() == "validation micro-F1 (%)" and "common metric" in top.get_title()
+    assert len(top.lines) == 2 * (3 + 1)  # each arm: its 3 seeds (thin) and their mean (bold)
+    assert [l.get_ydata()[0] for l in top.lines if l.get_linewidth() == 2.0] == [20.0, 30.0]
+    assert "own objective" in bottom.get_title() and "not comparable" in bottom.get_title()
+    labels = [t.get_text() for ax in saved["fig"].axes for leg in [ax.get_legend()] if leg for t in leg.get_texts()]
+    assert len(labels) == 4 and all(label.strip() for label in labels)
