@@ -1,6 +1,6 @@
 # Text classification: the sparse-softmax Fig. 2 k sweep and the Fig. 1 loss curves.
 #   make reproduce-fig2                          OOS-eval + IFLYTEK at cpu scale -> results/fig2.md, fig2.png, fig1.png
-#   make reproduce-fig2 SCALE=paper              BERT-base (uncased / Chinese) fine-tuned, the paper's setting (GPU)
+#   make reproduce-fig2 SCALE=paper              BERT-base (uncased / Chinese) fine-tuned (GPU; our choice: the paper names no model)
 #   make reproduce-fig2 FIG2_TASKS="clinc_oos iflytek wos" FIG2_SEEDS=0,1,2,3,4
 # Per task: the softmax baseline once per seed (it has no k), then sparse-softmax over
 # k = 5,10,20,50,100 x seeds (configs/experiment/fig2{,_softmax}.yaml with task=<task>); each task's

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from ._fig2_summary import Groups, best_k, compare, first_epoch, jitters, metric, sparse_ks, task_name
-from ._pages import REGIME_NOT_MEASURED
+from ._pages import REGIME_NOT_MEASURED, bench_table
 from ._stats import mean, mean_ci, seeds_label
 from ._verdicts import MIN_SEEDS, Verdict, VerdictKind, not_tested
 
@@ -127,27 +127,6 @@ def text_claims() -> Rows:
     ]
 
 
-def bench_group(path: Path, heading: str) -> tuple[str, dict[str, float]]:
-    """(the group's heading, {variant: time in ms}) of the first table under a heading starting with ``heading``.
-
-    Reads a page of ``scripts/bench_losses.py``; ("", {}) when the file or the group is missing.
-    """
-    if not path.is_file():
-        return "", {}
-    lines = path.read_text(encoding="utf-8").splitlines()
-    start = next((i for i, line in enumerate(lines) if line.startswith(heading)), None)
-    if start is None:
-        return "", {}
-    rows = {}
-    for line in lines[start + 1:]:
-        if line.startswith("#"):
-            break
-        cells = [c.strip() for c in line.strip().strip("|").split("|")]
-        if line.startswith("| ") and len(cells) >= 2 and re.fullmatch(r"[\d.]+", cells[1]):
-            rows[cells[0]] = float(cells[1])
-    return lines[start].lstrip("# "), rows
-
-
 def speed_claim(results_dir: str | Path) -> dict[str, str]:
     """The title's "Faster": sparse-softmax's loss against the full softmax's, one side-by-side benchmark timing.
 
@@ -155,7 +134,8 @@ def speed_claim(results_dir: str | Path) -> dict[str, str]:
     without that timing the row says "not measured" and names the command that measures it.
     """
     path = Path(results_dir) / BENCH_FILE
-    title, times = bench_group(path, BENCH_GROUP)
+    title, rows = bench_table(path, BENCH_GROUP)
+    times = dict(rows)
     sparse = next((name for name in times if name.startswith(SPARSE_ROW)), None)
     row = {
         "id": "sparse-faster-timing",

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from ..records import choice
+from ._pages import bench_table
 from ._stats import UnpairedSeedDelta, mean, seeds_label
 from ._verdicts import Verdict, VerdictKind, no_interval_verdict, not_tested, verdict
 
@@ -109,28 +110,10 @@ def review_claims(records: list[dict[str, Any]], experiment: str) -> list[dict[s
     return rows
 
 
-def bench_rows(path: Path) -> list[tuple[str, float]]:
-    """(variant, time in ms) of the tree-sampling-time-against-C table of the losses benchmark page, [] if it has none."""
-    if not path.exists():
-        return []
-    lines = path.read_text().splitlines()
-    if BENCH_SECTION not in "\n".join(lines):
-        return []
-    start = next(i for i, line in enumerate(lines) if line.startswith(BENCH_SECTION))
-    rows = []
-    for line in lines[start + 1:]:
-        if line.startswith("#"):
-            break
-        cells = [c.strip() for c in line.strip().strip("|").split("|")]
-        if line.startswith("| ") and len(cells) >= 2 and re.fullmatch(r"[\d.]+", cells[1]):
-            rows.append((cells[0], float(cells[1])))
-    return rows
-
-
 def log_time_claim(results_dir: str | Path) -> dict[str, str]:
     """The O(D log n) row, from the benchmark's tree sampling time at two class counts (one timing, seed-0 inputs)."""
     path = Path(results_dir) / BENCH_FILE
-    rows = bench_rows(path)
+    _, rows = bench_table(path, BENCH_SECTION)
     sizes = [(int(m.group(1).replace(",", "")), ms) for name, ms in rows if (m := re.search(r"C=([\d,]+)", name))]
     row = {"id": "kernel-sampling-log-n", "claim": QUOTE_LOG_TIME, "paper": "O(D log n) time (D: the kernel space's dimension, n: classes)",
            "source": EXPERIMENT}

@@ -176,3 +176,22 @@ def update_claims(rows: Iterable[dict[str, str]], path: str | Path = "results/cl
         ledger[str(row["id"])] = {k: str(row[k]) for k in CLAIMS_HEADER}
     table = markdown_table(CLAIMS_HEADER, ([r[k] for k in CLAIMS_HEADER] for _, r in sorted(ledger.items())))
     return write_text(path, CLAIMS_INTRO + table)
+
+
+def bench_table(path: Path, heading: str) -> tuple[str, list[tuple[str, float]]]:
+    """(the group's heading, [(variant, time in ms), ...]) of the first table under a heading starting
+    with ``heading`` on a page of ``scripts/bench_losses.py``; ("", []) when the file or the group is missing."""
+    if not path.is_file():
+        return "", []
+    lines = path.read_text(encoding="utf-8").splitlines()
+    start = next((i for i, line in enumerate(lines) if line.startswith(heading)), None)
+    if start is None:
+        return "", []
+    rows = []
+    for line in lines[start + 1:]:
+        if line.startswith("#"):
+            break
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if line.startswith("| ") and len(cells) >= 2 and re.fullmatch(r"[\d.]+", cells[1]):
+            rows.append((cells[0], float(cells[1])))
+    return lines[start].lstrip("# "), rows
