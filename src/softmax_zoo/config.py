@@ -370,7 +370,7 @@ def family_configs(config_dir: str | Path | None = None) -> dict[str, DictConfig
 def register_families(config_dir: str | Path | None = None) -> None:
     """Store :func:`family_configs` of ``config_dir`` in Hydra's ConfigStore (at the root package), replacing any stored before.
 
-    train.yaml selects them as files: ``family: <family>`` (a task file's choice) and
+    train.yaml selects them as it would files: ``family: <family>`` (a task file's choice) and
     ``optional family_scale: ${family}_${scale}``.
     """
     from hydra.core.config_store import ConfigStore
