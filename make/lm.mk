@@ -5,7 +5,7 @@
 #   make reproduce-kernel-bias   sampler x m sweep on Penn Treebank + full softmax -> results/kernel_bias.{md,png}
 #   make sampler-diagnostic CKPT=checkpoints/kernel_bias/ptb_full_softmax_cpu_seed0/checkpoint-400 (or CKPT=init)
 #                                KL, loss and gradient bias per sampler x m at that PTB checkpoint
-# Sizes (chosen to fit the cpu-scale budget; measured times on the pages) are in configs/family_scale/lm_$(LM_SCALE).yaml
+# Sizes (chosen to fit the cpu-scale budget; measured times on the pages) are in the scales.$(LM_SCALE) block of configs/families/lm.yaml
 # and the `scales:` blocks of configs/task/{lm1b,ptb}.yaml; LM_SCALE=paper gives the papers' settings (GPU).
 LM_SCALE ?= cpu
 # Seeds, a Hydra sweep list: LM_SEEDS=0,1,2

@@ -8,7 +8,7 @@
 # (a job whose record exists is skipped; an interrupted one continues): the same command completes a
 # study and rebuilds its page. Defaults are the seeds of the committed pages.
 # SCALE defaults to paper when torch sees a CUDA GPU, else cpu (sizes chosen to fit the cpu-scale budget:
-# configs/family_scale/seq2seq_cpu.yaml and the tasks' `scales.cpu` blocks; measured times on results/table5.md).
+# the scales.cpu block of configs/families/seq2seq.yaml and the tasks' `scales.cpu` blocks; measured times on results/table5.md).
 # Model: at paper scale UniLM v1 base cased, the papers' model (model=unilm_base_cased, from the hub);
 # SEQ2SEQ_MODEL=model=unilm_large_cased for the large one; other scales keep the experiments' MiniLM.
 # The -init targets add start=softmax_run (configs/start/softmax_run.yaml) to the same experiments.

@@ -9,6 +9,8 @@ records about its composition (Hydra's group choices, the command as typed).
 - :func:`run_id`: the one rule that names runs (parts + the overrides they do not name);
   :func:`run_name`: the name a job of given overrides gets (make: ``python -m softmax_zoo.config
   run_name|output_dir <overrides>``; reports: ``run_name(record["job"]["overrides"])``).
+- :func:`register_families`: each task family's file (configs/families/<family>.yaml) as the Hydra
+  configs ``family/<family>`` and ``family_scale/<family>_<scale>`` (registered on import).
 - Resolvers the configs use (registered on import): ``${zoo.run_id:[parts],[named]}`` (:func:`job_run_id`),
   ``${zoo.run_of:changes...}`` (another job's name, :func:`run_of`), ``${zoo.group:...}`` (:func:`run_group`) and
   ``${zoo.results_dir:...}`` (:func:`results_dir`), ``${zoo.epoch_checkpoint:...}`` (:func:`epoch_checkpoint`).
@@ -50,6 +52,7 @@ def compose(overrides: list[str] = (), config_dir: str | Path | None = None) -> 
     from omegaconf import open_dict
 
     GlobalHydra.instance().clear()
+    register_families(config_dir or CONFIG_DIR)
     with initialize_config_dir(config_dir=str(config_dir or CONFIG_DIR), version_base="1.3"):
         cfg = hydra_compose("train", overrides=list(overrides), return_hydra_config=True)
     HydraConfig.instance().set_config(cfg)
@@ -110,7 +113,7 @@ def unknown_key_hint(overrides: list[str], config_dir: str | Path | None = None)
     choices themselves do not compose).
     """
     config_dir = Path(config_dir or CONFIG_DIR)
-    groups = {str(p.relative_to(config_dir)) for p in config_dir.rglob("*") if p.is_dir()}
+    groups = {str(p.relative_to(config_dir)) for p in config_dir.rglob("*") if p.is_dir()} | set(FAMILY_GROUPS.values())
     group_args, keys = [], []
     for arg in overrides:
         if arg.startswith(("-", "+", "~", "hydra")) or "=" not in arg:
@@ -339,6 +342,47 @@ def epoch_checkpoint(run_dir: str, epoch: int) -> str | None:
     )
 
 
+# A task family is one file, configs/families/<family>.yaml, and two Hydra configs: its shared keys
+# (merged before the task file) and each scale's block (merged after the scale file); configs/train.yaml
+# says why. Not in a folder named family/: a file there would shadow the registered config of its name.
+FAMILY_DIR = "families"
+FAMILY_GROUPS = {"shared": "family", "scales": "family_scale"}  # what of the file -> its Hydra config group
+FAMILY_ONLY = ("scales", "dry_run")  # keys of a family file that are not keys of the composed config
+
+
+def family_files(config_dir: str | Path | None = None) -> dict[str, DictConfig]:
+    """Every family file of ``config_dir`` (default configs/) as written, by family name."""
+    folder = Path(config_dir or CONFIG_DIR) / FAMILY_DIR
+    return {path.stem: OmegaConf.load(path) for path in sorted(folder.glob("*.yaml"))}
+
+
+def family_configs(config_dir: str | Path | None = None) -> dict[str, DictConfig]:
+    """The Hydra configs of the family files: ``"family/lm"`` (the shared keys), ``"family_scale/lm_cpu"`` (``scales.cpu``), ..."""
+    configs = {}
+    for name, file in family_files(config_dir).items():
+        shared = OmegaConf.masked_copy(file, [k for k in file if k not in FAMILY_ONLY])
+        configs[f"{FAMILY_GROUPS['shared']}/{name}"] = shared
+        for scale, keys in (file.get("scales") or {}).items():
+            configs[f"{FAMILY_GROUPS['scales']}/{name}_{scale}"] = keys
+    return configs
+
+
+def register_families(config_dir: str | Path | None = None) -> None:
+    """Store :func:`family_configs` of ``config_dir`` in Hydra's ConfigStore (at the root package), replacing any stored before.
+
+    train.yaml selects them as it would files: ``family: <family>`` (a task file's choice) and
+    ``optional family_scale: ${family}_${scale}``.
+    """
+    from hydra.core.config_store import ConfigStore
+
+    store = ConfigStore.instance()
+    for group in FAMILY_GROUPS.values():
+        store.repo.pop(group, None)
+    for path, node in family_configs(config_dir).items():
+        group, name = path.split("/")
+        store.store(name=name, node=node, group=group, package="_global_")
+
+
 def register_resolvers() -> None:
     """Register the ``zoo.*`` resolvers (idempotent)."""
     for name, fn in (("zoo.run_id", job_run_id), ("zoo.run_of", run_of),
@@ -348,6 +392,7 @@ def register_resolvers() -> None:
 
 
 register_resolvers()
+register_families()
 
 
 def main(argv: Sequence[str]) -> None:

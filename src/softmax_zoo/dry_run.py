@@ -6,9 +6,14 @@ the paper configs compose, train 2 optimiser steps and evaluate/decode a handful
 the paper's optimiser, schedule, lengths, losses and decoding, and only the model (and the sizes
 tied to the vocabulary) made tiny. The data come from :mod:`softmax_zoo.data.prepare.generated`.
 
-What a task needs comes from its config file, by family (the task file's family choice): the
-family's tiny stand-ins here, the generated data of the family's prepared format there. A new task
-of an existing family is covered without editing this module.
+What a task needs comes from its family's file (configs/families/<family>.yaml, the task file's
+family choice), whose ``dry_run:`` block lists overrides:
+
+- ``tiny_model``: the tiny random stand-in of a model loaded from a checkpoint;
+- ``shrink``: what must shrink with it;
+- ``task_keys``: ``task.<key>=<value>`` overrides, each set only where the task has the key.
+
+A new task, or a new family with its own ``dry_run:`` block, is covered without editing this module.
 """
 
 from __future__ import annotations
@@ -17,20 +22,11 @@ from pathlib import Path
 
 from omegaconf import DictConfig, OmegaConf
 
-from softmax_zoo.config import CONFIG_DIR
+from softmax_zoo.config import CONFIG_DIR, family_files
 
 FAMILY_CHOICE = "override /family@_global_.family"  # the defaults entry of a task file naming its family
 # fig2 takes its task from the command line (as in tests/engine/test_every_experiment.py).
 FIG2_TASK = {"fig2": "clinc_oos", "fig2_softmax": "iflytek"}
-# The tiny stand-in of a family's paper model, and what must shrink with it. LM: each of these
-# task keys that the task has (task.cutoffs, task.num_samples: lm1b's heads) is set.
-TINY_MODEL = {"classification": "model=tiny_bert", "seq2seq": "model=unilm_tiny"}
-TINY = {
-    "classification": [TINY_MODEL["classification"]],
-    "seq2seq": [TINY_MODEL["seq2seq"], "task.eval_size=4", "task.decode.batch_size=4"],
-    "lm": ["model.embedding_dim=16", "model.hidden_size=16"],
-}
-TINY_LM_TASK = {"min_count": 1, "cutoffs": "[20,40]", "num_samples": 8, "curve_every": 1, "curve_tokens": 200}
 # allow_dirty: a dry run of a paper config is a test, not a reproduction, so it runs from a working tree with changes.
 STEPS = ["train.max_steps=2", "train.batch_size=4", "train.eval_batch_size=4", "train.save_steps=0", "allow_dirty=true"]
 
@@ -51,13 +47,23 @@ def task_names() -> list[str]:
     return sorted(p.stem for p in (CONFIG_DIR / "task").glob("*.yaml"))
 
 
+def _dry_run(task: str) -> tuple[DictConfig, DictConfig]:
+    """The family file of ``task`` and its ``dry_run:`` block (empty if it has none)."""
+    file = family_files()[family(task)]
+    return file, file.get("dry_run") or OmegaConf.create({})
+
+
+def tiny_model(task: str) -> list[str]:
+    """The override(s) that replace ``task``'s checkpointed model by its family's tiny random one."""
+    return list(_dry_run(task)[1].get("tiny_model") or [])
+
+
 def tiny(task: str) -> list[str]:
     """Overrides that make ``task``'s paper model tiny (and the sizes tied to it)."""
-    kind = family(task)
-    if kind != "lm":
-        return list(TINY.get(kind, []))
-    task_keys = set(task_file(task)) | set(OmegaConf.load(CONFIG_DIR / "family" / f"{kind}.yaml").task)
-    return [*TINY["lm"], *(f"task.{key}={value}" for key, value in TINY_LM_TASK.items() if key in task_keys)]
+    file, block = _dry_run(task)
+    task_keys = set(task_file(task)) | set(file.get("task") or {})
+    wanted = [o for o in block.get("task_keys") or [] if o.split("=", 1)[0].removeprefix("task.") in task_keys]
+    return [*tiny_model(task), *(block.get("shrink") or []), *wanted]
 
 
 def experiment_task(experiment: str) -> list[str]:

@@ -3,7 +3,8 @@
 Parametrised from configs/experiment/, so a new experiment file is covered without editing this
 test. Data are generated in the prepared formats of each task's family (softmax_zoo.data.prepare.generated);
 a model loaded from a checkpoint (``model.pretrained`` or ``model.checkpoint``) is replaced by its
-family's tiny random one of the same kind (``TINY_MODEL``), so a new task needs no entry here.
+family's tiny random one of the same kind (the ``dry_run.tiny_model`` of its family file), so a new
+task needs no entry here.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import pytest
 
 from softmax_zoo import engine
 from softmax_zoo.data.prepare.generated import generated_data
-from softmax_zoo.dry_run import FIG2_TASK, TINY_MODEL, family
+from softmax_zoo.dry_run import FIG2_TASK, tiny_model
 
 from .teachers import trained_teacher
 from .test_configs import names
@@ -36,7 +37,7 @@ def test_experiment_runs_one_step_at_smoke_scale(experiment, data, make_cfg, tmp
     task = [f"task={FIG2_TASK[experiment]}"] if experiment in FIG2_TASK else []
     composed = make_cfg(f"experiment={experiment}", *task)
     task_name = composed.task.name
-    tiny = [TINY_MODEL[family(task_name)]] if loads_a_checkpoint(composed.model) else []
+    tiny = tiny_model(task_name) if loads_a_checkpoint(composed.model) else []
     overrides = [f"experiment={experiment}", *task, "scale=smoke", "train.max_steps=1", f"task.data_dir={data[task_name]}"]
     teacher = trained_teacher(experiment, composed, make_cfg, [*overrides, *tiny], tmp_path / "teacher")
     cfg = make_cfg(*overrides, *tiny, *teacher)

@@ -5,9 +5,9 @@ null, lists as one value; not an interpolation, not ``???``), take every composi
 includes F, and in each the files that write P in Hydra's merge order. F's literal is *idle* when
 removing it would change no composed value, that is in every such composition either
 - a later file writes P (F is shadowed: e.g. a task's top-level ``max_source_len`` that every
-  scale's family_scale file sets), or
-- the file before F that writes P wrote the same literal v (F restates it: e.g. a family_scale
-  file repeating train.yaml's ``batch_size: 32``, or the LM family repeating ``max_grad_norm: 1.0``).
+  scale's block of its family sets), or
+- the file before F that writes P wrote the same literal v (F restates it: e.g. a family's scale
+  block repeating train.yaml's ``batch_size: 32``, or the LM family repeating ``max_grad_norm: 1.0``).
 An idle literal is a second home of a value (or a value no run ever gets): the test fails on one.
 
 Why compositions and not equal values across files: 0, 1, true, null, 32 recur at one key in
@@ -21,7 +21,9 @@ at every scale with its default model, loss and distillation, with each model, e
 distillation: what a command line may choose, so that a model, loss or distill file's default that
 the experiments override is not taken for idle. The files and their packages come from Hydra's defaults list
 (``ConfigLoader.compute_defaults_list``); a model, loss or distill choice swaps only that group's entries,
-so those compositions splice each one's entries into the task's list. Command-line
+so those compositions splice each one's entries into the task's list. A family file
+(configs/families/) is two entries, as softmax_zoo.config registers it: its shared keys
+(``family/<family>``) and each scale's block (``family_scale/<family>_<scale>``). Command-line
 values and Hydra's own configs (hydra/) are not files of ours and are not checked; neither is the
 fallback of an ``${oc.select:key,fallback}`` interpolation.
 """
@@ -38,6 +40,8 @@ from hydra import initialize_config_dir
 from hydra.core.global_hydra import GlobalHydra
 from hydra.types import RunMode
 from omegaconf import OmegaConf
+
+from softmax_zoo import config
 
 CONFIGS = Path(__file__).resolve().parents[2] / "configs"
 FIG2_TASKS = ("clinc_oos", "iflytek", "wos")
@@ -59,6 +63,7 @@ def experiment_command_lines(experiments: list[str]) -> Iterator[list[str]]:
 def compositions(configs: Path, tasks: list[str] | None = None, experiments: list[str] | None = None) -> Iterator[list[Entry]]:
     """Each composition's files in merge order (``tasks``, ``experiments``: only those; default all)."""
     GlobalHydra.instance().clear()
+    config.register_families(configs)
     with initialize_config_dir(config_dir=str(configs.resolve()), version_base="1.3"):
         loader = GlobalHydra.instance().config_loader()
 
@@ -100,6 +105,17 @@ def literal_leaves(node, prefix: str) -> Iterator[tuple[str, object]]:
         yield prefix, node
 
 
+def where(path: str) -> str:
+    """The file (and block) an entry's keys are written in: ``family_scale/lm_cpu`` -> ``configs/families/lm.yaml (scales.cpu)``."""
+    group, _, name = path.partition("/")
+    if group == config.FAMILY_GROUPS["shared"]:
+        return f"configs/{config.FAMILY_DIR}/{name}.yaml"
+    if group == config.FAMILY_GROUPS["scales"]:
+        family, _, scale = name.rpartition("_")
+        return f"configs/{config.FAMILY_DIR}/{family}.yaml (scales.{scale})"
+    return f"configs/{path}.yaml"
+
+
 def is_literal(value) -> bool:
     return not (isinstance(value, str) and ("${" in value or value == "???"))
 
@@ -107,12 +123,14 @@ def is_literal(value) -> bool:
 def idle_literals(configs: Path, tasks: list[str] | None = None, experiments: list[str] | None = None) -> set[tuple[str, str]]:
     """(file, key path) of every literal that decides no composed value (the module's rule)."""
     files: dict[str, dict] = {}
+    families = config.family_configs(configs)
     seen, deciding = set(), set()
     for listed in compositions(configs, tasks, experiments):
         writers: dict[str, list[tuple[str, object]]] = defaultdict(list)
         for path, package in listed:
             if path not in files:
-                raw = OmegaConf.to_container(OmegaConf.load(configs / f"{path}.yaml"), resolve=False)
+                node = families[path] if path in families else OmegaConf.load(configs / f"{path}.yaml")
+                raw = OmegaConf.to_container(node, resolve=False)
                 files[path] = {k: v for k, v in raw.items() if k != "defaults"}
             for key, value in literal_leaves(files[path], package):
                 writers[key].append((path, value))
@@ -131,10 +149,17 @@ def repo_idle() -> set[tuple[str, str]]:
     return idle_literals(CONFIGS)
 
 
+@pytest.fixture(autouse=True)
+def repo_families():
+    """The repository's families registered again after a test that composed a copy of configs/."""
+    yield
+    config.register_families(CONFIGS)
+
+
 def test_every_literal_decides_a_composed_value(repo_idle):
     extra = sorted(repo_idle)
     assert not extra, "literals restated or shadowed in every composition (remove them; see the module docstring):\n" + "\n".join(
-        f"  configs/{path}.yaml: {key}" for path, key in extra
+        f"  {where(path)}: {key}" for path, key in extra
     )
 
 
@@ -142,14 +167,14 @@ def test_every_literal_decides_a_composed_value(repo_idle):
     "edit, found",
     [
         # restated: the LM family repeats train.yaml's max_grad_norm
-        (("family/lm", "  lr_scheduler: constant\n", "  lr_scheduler: constant\n  max_grad_norm: 1.0\n"),
+        (("families/lm", "  lr_scheduler: constant\n", "  lr_scheduler: constant\n  max_grad_norm: 1.0\n"),
          {("family/lm", "train.max_grad_norm")}),
         # shadowed: a top-level length that each seq2seq scale file sets
         (("task/gigaword", "name: gigaword\n", "name: gigaword\nmax_source_len: 224\n"), {("task/gigaword", "task.max_source_len")}),
         # nested: a decoding batch in the seq2seq family that every scale sets, the cpu scale to the same 64
-        (("family/seq2seq", "    min_len: 0\n", "    min_len: 0\n    batch_size: 64\n"),
+        (("families/seq2seq", "    min_len: 0\n", "    min_len: 0\n    batch_size: 64\n"),
          {("family/seq2seq", "task.decode.batch_size"), ("family_scale/seq2seq_cpu", "task.decode.batch_size")}),
-        # a base value every family_scale file overrides, and the two family_scale files that equal it
+        # a base value every family's cpu and paper blocks override, and the two blocks that equal it
         (("train", "  batch_size: ???", "  batch_size: 32 "),
          {("train", "train.batch_size"), ("family_scale/seq2seq_cpu", "train.batch_size"), ("family_scale/lm_cpu", "train.batch_size")}),
     ],

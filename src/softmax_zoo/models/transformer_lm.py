@@ -76,7 +76,7 @@ class TransformerLanguageModel(StreamLanguageModel):
         max_positions: the longest input (GPT-2's position table); must hold two windows (2T).
         dropout: attention dropout (and, for GPT-2, embedding and residual dropout).
         tie_weights: share the input embedding with the head's projection.
-        embedding_dim: the LM family's embedding size (configs/family_scale/lm_<scale>.yaml sets it for
+        embedding_dim: the LM family's embedding size (the `scales:` block of configs/families/lm.yaml sets it for
             every LM): a transformer embeds at its width, so it must be None or ``hidden_size``.
     """
 

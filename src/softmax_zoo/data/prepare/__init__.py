@@ -14,7 +14,7 @@ Modules::
     gigaword     Gigaword headline generation (Rush et al. 2015; UniLM Gigaword-10k)
     squad_qg     SQuAD 1.1 question generation, Du et al. (2017) split
     lm_corpora   One Billion Word (lm1b), Penn Treebank, WikiText-2
-    generated    generated data in each family's prepared format, for tests and dry runs (no preparer)
+    generated    generated data for tests and dry runs: the shared generators, and every preparer's ``generate`` (no preparer)
     registry     the preparers by task name; each preparer module registers itself
     cli          prepare_task, prepare_all and the command line
     __main__     ``python -m softmax_zoo.data.prepare``

@@ -10,6 +10,7 @@ Labels: the in-scope intents in alphabetical order, then "oos" last (index 150).
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
 from softmax_zoo.data.layout import read_json
 from softmax_zoo.data.prepare.raw import RawDir
@@ -85,6 +86,14 @@ def from_hub(ds, opts: dict, raw: RawDir | None = None) -> Prepared:
     names = ds["train"].features["intent"].names
     rows = {split: [(r["text"], names[r["intent"]]) for r in ds[split]] for split in _KEYS}
     return _build(rows, opts)
+
+
+def generate(root: Path, seed: int = 0) -> Path:
+    """Generated data in this task's prepared format under ``root`` (tests, the paper-scale dry run). Short English utterances of 4-10 words; the last class is the out-of-scope one."""
+    # imported here: the tests' generators (and torch) are no part of preparing real data
+    from softmax_zoo.data.prepare.generated import classification_folder, english
+
+    return classification_folder(root, "clinc_oos", english(4, 10), last_label=OOS, seed=seed)
 
 
 register("clinc_oos", sys.modules[__name__])

@@ -18,6 +18,7 @@ setting of UniLM / Sparse-softmax Table 5); ``dev=`` picks the validation file v
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
 from softmax_zoo.data.layout import SPLITS
 from softmax_zoo.data.prepare.io import read_lines
@@ -119,6 +120,14 @@ def from_hub(ds, opts: dict, raw: RawDir | None = None) -> Prepared:
     pairs = {s: (list(ds[s]["document"]), list(ds[s]["summary"])) for s in SPLITS}
     files = {s: f"hub split {s}" for s in pairs}
     return _build(pairs, opts, files)
+
+
+def generate(root: Path, seed: int = 0) -> Path:
+    """Generated data in this task's prepared format under ``root`` (tests, the paper-scale dry run). Summarisation pairs: a sentence and its first words as the title."""
+    # imported here: the tests' generators (and torch) are no part of preparing real data
+    from softmax_zoo.data.prepare.generated import pair_folder, summaries
+
+    return pair_folder(root, "gigaword", summaries, seed=seed)
 
 
 register("gigaword", sys.modules[__name__])

@@ -16,6 +16,7 @@ character vocabulary of the train split is saved as ``char_vocab.txt``.
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
 from softmax_zoo.data.layout import read_jsonl
 from softmax_zoo.data.prepare.raw import RawDir
@@ -93,6 +94,14 @@ def from_hub(ds, opts: dict, raw: RawDir | None = None) -> Prepared:
     splits["test"] = splits["validation"]
     notes = ["hub CLUE train/validation; test = validation (the CLUE test set has no labels)"]
     return _prepared(splits, names, notes)
+
+
+def generate(root: Path, seed: int = 0) -> Path:
+    """Generated data in this task's prepared format under ``root`` (tests, the paper-scale dry run). Long Chinese app descriptions, with char_vocab.txt."""
+    # imported here: the tests' generators (and torch) are no part of preparing real data
+    from softmax_zoo.data.prepare.generated import chinese, classification_folder
+
+    return classification_folder(root, "iflytek", chinese, char_vocab=True, seed=seed)
 
 
 register("iflytek", sys.modules[__name__])

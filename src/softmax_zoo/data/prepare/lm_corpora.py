@@ -71,6 +71,13 @@ class _LMTask:
         notes = [f"hub {self.HUB['id']}; splits the hub lacks are absent"]
         return _hub_lm(ds, self.HUB_COLUMN, notes)
 
+    def generate(self, root: Path, seed: int = 0) -> Path:
+        """Generated data in the LM format under ``root/<RAW_NAME>`` (tests, the paper-scale dry run): Zipf-distributed words."""
+        # imported here: the tests' generators (and torch) are no part of preparing real data
+        from softmax_zoo.data.prepare.generated import lm_corpus
+
+        return lm_corpus(root, self.RAW_NAME, seed)
+
 
 class _LM1B(_LMTask):
     RAW_NAME = "lm1b"

@@ -2,7 +2,8 @@
 
 A preparer is a module or object with ``RAW_NAME`` (its release folder under the raw root),
 ``OPTIONS`` (task options and their defaults), ``load_local(raw, opts)``, ``hub_spec(opts)`` and
-``from_hub(ds, opts, raw)``. A module registers itself with ``register("clinc_oos", sys.modules[__name__])``,
+``from_hub(ds, opts, raw)``; optionally ``generate(root, seed=0) -> folder``, generated data in its
+prepared format for tests and the paper-scale dry run (:mod:`.generated` collects them). A module registers itself with ``register("clinc_oos", sys.modules[__name__])``,
 an object with ``LM1B = register("lm1b", _LM1B())``. :func:`preparers` imports every module of this
 package (except the command line and ``__main__``) so that each registers, and returns them by name.
 """

@@ -17,6 +17,7 @@ chunk that fits the model's token budget is the collator's job. Every answer spa
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 from typing import Iterable, Iterator
 
 from softmax_zoo.data.layout import read_json
@@ -116,6 +117,14 @@ def from_hub(ds, opts: dict, raw: RawDir | None = None) -> Prepared:
         "test": _examples(train_rows, _doclist(raw, "test"), "hub train (Du test)"),
     }
     return Prepared(KIND, splits, meta={"notes": ["hub SQuAD v1.1 with Du et al. doclists"]})
+
+
+def generate(root: Path, seed: int = 0) -> Path:
+    """Generated data in this task's prepared format under ``root`` (tests, the paper-scale dry run). Question-generation rows: a passage, an answer span in it and its question."""
+    # imported here: the tests' generators (and torch) are no part of preparing real data
+    from softmax_zoo.data.prepare.generated import pair_folder, questions
+
+    return pair_folder(root, "squad_qg", questions, seed=seed)
 
 
 register("squad_qg", sys.modules[__name__])

@@ -21,6 +21,7 @@ from __future__ import annotations
 import csv
 import logging
 import sys
+from pathlib import Path
 
 from softmax_zoo.data.layout import SPLITS, open_text
 from softmax_zoo.data.prepare.io import read_lines
@@ -132,6 +133,14 @@ def from_hub(ds, opts: dict, raw: RawDir | None = None) -> Prepared:
     labels = [str(v) for v in rows[column]]
     label_list = sorted(set(labels), key=int)
     return _build(texts, labels, label_list, {}, opts, [])
+
+
+def generate(root: Path, seed: int = 0) -> Path:
+    """Generated data in this task's prepared format under ``root`` (tests, the paper-scale dry run). Long English abstracts of 40-80 words."""
+    # imported here: the tests' generators (and torch) are no part of preparing real data
+    from softmax_zoo.data.prepare.generated import classification_folder, english
+
+    return classification_folder(root, "wos", english(40, 80), seed=seed)
 
 
 register("wos", sys.modules[__name__])
