@@ -31,7 +31,7 @@ def _grid(records: list[dict[str, Any]]) -> str:
 def setting_choices(experiment: str, records: list[dict[str, Any]], paper_setting: bool) -> list[str]:
     """Our choices of one setting, each with its reason."""
     r0 = records[0]
-    optim, lr = get(r0, "config.train.optim"), get(r0, "config.train.lr")
+    optim, lr = get(r0, "config.train.optim") or "optimiser not recorded", _values(records, "config.train.lr")
     seeds = sorted({r["seed"] for r in records})
     alphas = _values([r for r in records if sampler_name(r) in ("quadratic", "quadratic_centred")], "config.loss.sampler.alpha")
     choices = [
@@ -44,15 +44,15 @@ def setting_choices(experiment: str, records: list[dict[str, Any]], paper_settin
     ]
     if paper_setting:
         choices += [
-            f"plain {optim}, lr {lr:g}: the review names no optimiser; plain SGD gives every coordinate one rate, so nothing "
+            f"plain {optim}, lr {lr}: the review names no optimiser; plain SGD gives every coordinate one rate, so nothing "
             f"rescales the output rows' shared direction. The rate is the best of {', '.join(map(str, SGD_RATE_GRID))} over 300 "
-            f"full-softmax steps, the grid's edge: a larger one was not tried",
+            f"full-softmax steps (runs not kept as records), the grid's edge: a larger one was not tried",
             "no output bias: our reading of the review's \"dot-product final layer between hidden representations and class "
             "embeddings\" (it does not say whether a bias is added); without one the kernel sees exactly the trained logits",
         ]
     else:
         choices += [
-            f"{optim}, lr {lr:g}, with an output bias: the optimiser of our language-model family (Grave et al.'s code), "
+            f"{optim}, lr {lr}, with an output bias: the optimiser of our language-model family (Grave et al.'s code), "
             "where the kernel ignores the bias",
             "the unigram arm (training-set word counts): our reading of the review's \"global popularity\", the static "
             "distribution it compares against; the review gives no number for it",
