@@ -32,6 +32,7 @@ Modules::
     _stable_plots   the stable page's figures (one line style per arm, none hidden)
     _stable_settings     the stable page's "what the paper states, what we chose"
     _stable_examples     the fix paper's FP32 minimal examples and its equivalence, computed (deterministic rows)
+    _stable_kd_ptb       the stable page's PTB self-distillation in the training pipeline (standard vs stable KL)
     _kernel_bias_review  the review's diminishing returns, deviation vs bias and design rows
     _kernel_bias_settings  the kernel-bias page's "what the review states, what we chose"
     _lm1b_settings  the lm1b page's "what the abstract states, what we chose", the GPU and cutoffs rows

@@ -18,6 +18,8 @@ from typing import Any
 from ..records import runs_dir
 from ._pages import commits, markdown_table, page_command, shown_path, write_page
 from ._stable_examples import example_rows
+from ._stable_kd_ptb import claim_row as kd_ptb_row
+from ._stable_kd_ptb import section as kd_ptb_section
 from ._stable_plots import plots
 from ._stable_settings import settings_section
 from ._stable_tables import (
@@ -27,6 +29,13 @@ from ._stats import UnpairedSeedDelta, mean, seeds_label
 from ._verdicts import NON_SEED_RULES, VERDICT_RULES, not_tested, verdict
 
 EXPERIMENT = "stable"
+
+
+NOT_RUN = """## Not done
+
+Stable vs standard KL in the training pipeline (PTB self-distillation from a full-softmax checkpoint, bfloat16, 3 seeds) was
+not run; its claims row says "not tested".
+"""
 
 
 def load(results_dir: str | Path) -> list[dict[str, Any]]:
@@ -157,8 +166,6 @@ def claims_of(records) -> list[dict[str, str]]:
             row(id_, claim, paper,
                 f"{regime}, float32, final mean |Σ_j ∂L_i/∂z_ij| standard {sci(finals(std, 'zero_sum_violation'))} vs stable "
                 f"{sci(finals(stb, 'zero_sum_violation'))}; standard / stable {text} (verdict on log10 of the ratio)", v or not_tested("no violation in either form"))
-    row("stable-kd-ptb", "stable vs standard KL in a real pipeline (PTB self-distillation, bfloat16)", "—", "—",
-        not_tested("PTB self-distillation in the training pipeline was not run"))
     return rows + example_rows()
 
 
@@ -296,9 +303,5 @@ Student: pure KD (α = 1, T = 1), {k['distill_steps']} steps of Adam at lr {k['d
 
 ![drift at identical logits](stable_drift.png)
 
-## Not done
-
-Stable vs standard KL in the training pipeline (PTB self-distillation from a full-softmax checkpoint, bfloat16, 3 seeds) was
-not run; its claims row says "not tested".
-"""
-    write_page(out, "stable", text, claims_of(records))
+{kd_ptb_section(results_dir) or NOT_RUN}"""
+    write_page(out, "stable", text, [*claims_of(records), kd_ptb_row(results_dir)])
