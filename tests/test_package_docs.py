@@ -9,11 +9,14 @@ from __future__ import annotations
 
 import ast
 import pkgutil
+import re
 from pathlib import Path
 
 import pytest
 
 import softmax_zoo
+
+REPO = Path(__file__).resolve().parents[1]
 
 PACKAGE = Path(softmax_zoo.__file__).parent
 PACKAGES = sorted(p.parent for p in PACKAGE.rglob("__init__.py"))
@@ -57,3 +60,12 @@ def test_package_docstring_lists_every_module(package):
 def test_the_block_parser_reads_names_and_stops_at_the_block_end():
     doc = "Title.\n\nModules::\n\n    a   the a module\n    _b  private\n\nMore prose naming c.\n"
     assert listed_modules(doc) == ["a", "_b"]
+
+
+def test_readme_architecture_names_every_module():
+    """The README's Architecture section names every module of the package (by its file name)."""
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    section = readme[readme.index("## Architecture"):readme.index("## Extend it")]
+    missing = [str(p.relative_to(REPO)) for p in sorted((REPO / "src" / "softmax_zoo").rglob("*.py"))
+               if p.stem != "__init__" and not re.search(rf"(?<!\w){re.escape(p.stem)}(?!\w)", section)]
+    assert not missing, f"README.md's Architecture section does not name: {missing}"
