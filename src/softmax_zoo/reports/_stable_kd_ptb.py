@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from ..records import get, runs_dir
-from ._pages import commits, markdown_table
+from ._pages import commits, markdown_table, shown_path
 from ._stats import UnpairedSeedDelta, seeds_label
 from ._verdicts import Verdict, not_tested, verdict
 
@@ -83,7 +83,7 @@ def section(results_dir: str | Path) -> str:
                     "and one bucket for the rest, every student seed from the seed-0 teacher")
     table = markdown_table(["run", "seeds", "test perplexity per seed", "wall minutes per run"], rows)
     return (f"## Distillation in the training pipeline (Penn Treebank self-distillation)\n\n"
-            f"Made by `make reproduce-stable-kd-ptb` (records in results/runs/{EXPERIMENT}/, from "
+            f"Made by `make reproduce-stable-kd-ptb` (records in {shown_path(runs_dir(results_dir) / EXPERIMENT)}/, from "
             f"{commits(teachers + [r for runs in students.values() for r in runs.values()])}). {setting}. The setting is ours: "
             "the paper names no pipeline; bfloat16 is the precision where it expects the two forms to differ. Under CPU "
             "autocast the students' logits are bfloat16 for both forms; the standard KL computes in bfloat16 and the stable "
