@@ -165,12 +165,16 @@ def test_kernel_bias_report(tmp_path, quadratic_gaps, verdict, ratio):
     assert (tmp_path / "kernel_bias.png").stat().st_size > 0
 
 
-@pytest.mark.parametrize("seeds, verdict", [
-    ((0, 1), "too few seeds (seeds 0, 1; a verdict needs 3): largest ratio 32.0x"),
-    ((0, 1, 2), "inconclusive (seeds 0, 1, 2): largest ratio 32.0x, at or above the paper's 10x on the seeds' mean gaps"),
+@pytest.mark.parametrize("seeds, quadratic_gaps, verdict", [
+    ((0, 1), {8: 0.19, 16: 0.1, 64: 0.05, 256: 0.01}, "too few seeds (seeds 0, 1; a verdict needs 3): largest ratio 32.0x"),
+    # from 3 seeds a kernel cell and the uniform cell with >= 10x its samples decide, over seeds
+    ((0, 1, 2), {8: 0.19, 16: 0.1, 64: 0.05, 256: 0.01},
+     "supported (seeds 0, 1, 2): quadratic m=8 against uniform m=256 (32x the samples), Δ uniform − quadratic validation loss: "
+     "supported (seeds 0, 1, 2): Δ +0.010"),
+    ((0, 1, 2), {8: 1.5, 16: 1.2, 64: 0.9, 256: 0.7}, "contradicts (seeds 0, 1, 2): quadratic m=8 against uniform m=256"),
 ])
-def test_kernel_bias_verdict_names_its_seeds_and_never_says_supported(tmp_path, seeds, verdict):
-    for r in kernel_records({8: 0.19, 16: 0.1, 64: 0.05, 256: 0.01}, seeds):
+def test_kernel_bias_verdict_names_its_seeds(tmp_path, seeds, quadratic_gaps, verdict):
+    for r in kernel_records(quadratic_gaps, seeds):
         records.write_record(r, records.runs_dir(tmp_path))
     kernel_bias.build(tmp_path)
     row = read_claims(tmp_path / "claims.md")["kernel-bias-10-100x"]

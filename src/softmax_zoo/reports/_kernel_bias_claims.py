@@ -12,7 +12,7 @@ from typing import Any
 from ..records import choice
 from ._pages import bench_table
 from ._stats import UnpairedSeedDelta, mean, seeds_label
-from ._verdicts import Verdict, VerdictKind, no_interval_verdict, not_tested, verdict
+from ._verdicts import MIN_SEEDS, Verdict, VerdictKind, no_interval_verdict, not_tested, verdict
 
 EXPERIMENT = "kernel_bias"  # the page's name and our setting's experiment
 
@@ -54,6 +54,42 @@ def losses_by_seed(records: list[dict[str, Any]], sampler: str) -> dict[int, dic
         if sampler_name(r) == sampler:
             out.setdefault(int(r["config"]["loss"]["num_samples"]), {})[r["seed"]] = r["metrics"]["val/loss"]
     return out
+
+
+def fewer_samples_pairs(records: list[dict[str, Any]], kernel: str, ratio: float) -> list[tuple[int, int, UnpairedSeedDelta]]:
+    """(m_kernel, m_uniform, Δ = uniform − kernel final validation loss over seeds) for each ``kernel`` m with
+    :data:`MIN_SEEDS` seeds, its partner m_uniform the smallest uniform m ≥ ratio · m_kernel with as many."""
+    kern, uni = losses_by_seed(records, kernel), losses_by_seed(records, "uniform")
+    pairs = []
+    for m_k in sorted(m for m, seeds in kern.items() if len(seeds) >= MIN_SEEDS):
+        partners = [m for m in sorted(uni) if m >= ratio * m_k and len(uni[m]) >= MIN_SEEDS]
+        if partners:
+            pairs.append((m_k, partners[0], UnpairedSeedDelta.from_values(kern[m_k], uni[partners[0]])))
+    return pairs
+
+
+def fewer_samples_verdict(records: list[dict[str, Any]], kernel: str, ratio: float) -> Verdict | None:
+    """The seed-aware verdict on "``kernel`` reaches a given bias with ``ratio``x fewer samples than uniform".
+
+    Per pair of :func:`fewer_samples_pairs`, Welch's interval over seeds of Δ (> 0: the kernel with ``ratio``x
+    or more fewer samples ends below uniform). The claim is about some bias level, so it is supported when
+    one pair is supported and none contradicts, contradicted when every pair is, else inconclusive. None
+    when no pair has :data:`MIN_SEEDS` seeds in both cells.
+    """
+    pairs = [(m_k, m_u, verdict(d, +1, digits=3)) for m_k, m_u, d in fewer_samples_pairs(records, kernel, ratio)]
+    if not pairs:
+        return None
+    kinds = [v.kind for *_, v in pairs]
+    if VerdictKind.SUPPORTED in kinds and VerdictKind.CONTRADICTS not in kinds:
+        overall = VerdictKind.SUPPORTED
+    elif all(kind is VerdictKind.CONTRADICTS for kind in kinds):
+        overall = VerdictKind.CONTRADICTS
+    else:
+        overall = VerdictKind.INCONCLUSIVE
+    seeds = sorted({r["seed"] for r in records if sampler_name(r) in (kernel, "uniform")})
+    return Verdict(overall, f"{overall.value} ({seeds_label(seeds)}): " + "; ".join(
+        f"{kernel} m={m_k} against uniform m={m_u} ({m_u // m_k}x the samples), Δ uniform − {kernel} validation loss: {v}"
+        for m_k, m_u, v in pairs))
 
 
 def review_claims(records: list[dict[str, Any]], experiment: str) -> list[dict[str, str]]:

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from ..records import get, load_records, runs_dir
-from ._kernel_bias_claims import EXPERIMENT, collect, log_time_claim, review_claims, sampler_name
+from ._kernel_bias_claims import EXPERIMENT, collect, fewer_samples_verdict, log_time_claim, review_claims, sampler_name
 from ._kernel_bias_review import FLAT_GAIN, design_rows, review_rows
 from ._kernel_bias_settings import settings_section
 from ._pages import commits, line_plot, markdown_table, page_command, pyplot, shown_path, write_page
@@ -102,12 +102,13 @@ def ratio_verdict(best: float, seeds: list[int]) -> Verdict:
 
 
 def finding(full: list[float], grid: dict[str, dict[int, list[float]]], kernel: str = "quadratic", *,
-            seeds: list[int]) -> tuple[str, Verdict, str]:
+            seeds: list[int], records: list[dict] = ()) -> tuple[str, Verdict, str]:
     """(an honest sentence on the 10-100x claim for ``kernel``, the verdict, a short "ours" cell) from the measured gaps.
 
     For each uniform point (m_u, gap_u) the ratio m_u / m_k, where m_k is the smallest ``kernel`` m
-    reaching gap_u; the verdict (:func:`ratio_verdict`, over ``seeds``) is on the largest ratio, and
-    the sentence names where it fails.
+    reaching gap_u; the sentence names where it fails. The verdict is seed-aware where ``records`` have
+    :data:`~._verdicts.MIN_SEEDS` seeds in a kernel cell and in a uniform cell with 10x its samples
+    (:func:`~._kernel_bias_claims.fewer_samples_verdict`), else :func:`ratio_verdict` on the largest ratio.
     """
     base = mean(full)
     gaps = {name: {m: mean(v) - base for m, v in per_m.items()} for name, per_m in grid.items()}
@@ -119,7 +120,7 @@ def finding(full: list[float], grid: dict[str, dict[int, list[float]]], kernel: 
     m_best = max(ratios, key=ratios.get, default=None)
     best = ratios.get(m_best, 0.0)
     unreached = [m_u for m_u, _, m_q in pairs if m_q is None]
-    verdict = ratio_verdict(best, list(seeds))
+    verdict = fewer_samples_verdict(list(records), kernel, FEWER_SAMPLES[0]) or ratio_verdict(best, list(seeds))
     at_most = ", ".join(f"uniform m={m_u}: {ratios[m_u]:.1f}x" for m_u in sorted(ratios))
     sentence = (
         f"Samples {kernel} needs to match uniform's gap, as a ratio m_uniform / m_{kernel}: {at_most or 'none'}"
@@ -248,7 +249,8 @@ def setting_section(results_dir: str | Path, out: Path, experiment: str, records
     )
     claims = []
     for kernel in [k for k in KERNELS if k in grid]:
-        sentence, verdict, short = finding(full, grid, kernel, seeds=sorted({r["seed"] for r in records}))
+        kernel_seeds = sorted({r["seed"] for r in records if sampler_name(r) == kernel})  # the seeds the kernel's cells have
+        sentence, verdict, short = finding(full, grid, kernel, seeds=kernel_seeds, records=records)
         text += sentence + "\n\n"
         claims.append({
             "id": claim_id if kernel == "quadratic" else f"kernel-bias-centred{'' if experiment == EXPERIMENT else '-paper-setting'}",
