@@ -154,7 +154,7 @@ def test_kernel_bias_report(tmp_path, quadratic_gaps, verdict, ratio):
         records.write_record(r, records.runs_dir(tmp_path))
     kernel_bias.build(tmp_path)
     text = (tmp_path / "kernel_bias.md").read_text()
-    assert "| uniform | 6.000 (+1.000) | 5.800 (+0.800) | 5.500 (+0.500) | 5.200 (+0.200) |" in text
+    assert "| uniform | 6.000 (+1.000; n=1) | 5.800 (+0.800; n=1) | 5.500 (+0.500; n=1) | 5.200 (+0.200; n=1) |" in text
     assert "| full softmax | 5.000 (n=1) |" in text
     assert "largest gap over m is 0.010 nats" in text
     row = read_claims(tmp_path / "claims.md")["kernel-bias-10-100x"]

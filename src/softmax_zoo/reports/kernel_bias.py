@@ -72,7 +72,7 @@ def table(full: list[float], grid: dict[str, dict[int, list[float]]]) -> str:
         for m in ms:
             if m in grid[name]:
                 v = mean(grid[name][m])
-                cells.append(f"{v:.3f} ({v - base:+.3f})")
+                cells.append(f"{v:.3f} ({v - base:+.3f}; n={len(grid[name][m])})")
             else:
                 cells.append("-")
         rows.append([f"{name} (ours)" if name == "quadratic_centred" else name, *cells])
@@ -244,7 +244,8 @@ def setting_section(results_dir: str | Path, out: Path, experiment: str, records
         f"{get(r0, 'config.train.optim')} (lr {get(r0, 'config.train.lr')}), output bias "
         f"{'yes' if get(r0, 'config.loss.bias') else 'no'}, {r0['timing']['global_steps']} steps for every run, seeds "
         f"{sorted({r['seed'] for r in records})}. Cells: final validation loss of the full softmax of the trained "
-        "weights (nats/token), and in brackets its gap to the full-softmax run (lower is better, 0 = unbiased).\n\n"
+        "weights (nats/token), mean over the cell's n seeds, and in brackets its gap to the full-softmax runs' mean "
+        "(lower is better, 0 = unbiased).\n\n"
         + table(full, grid) + "\n"
     )
     claims = []
