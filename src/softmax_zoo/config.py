@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import fnmatch
 import hashlib
-import re
 import sys
 from pathlib import Path
 from typing import Any, Sequence

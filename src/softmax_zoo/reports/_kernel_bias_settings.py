@@ -7,16 +7,12 @@ from typing import Any
 
 from ..records import get
 from ._kernel_bias_claims import sampler_name
+from ._settings import joined
 from ._stats import seeds_label
 
 # The full-softmax learning rates compared for the paper setting's plain SGD (300 steps each); no record keeps
 # them. The chosen rate, 20, is the grid's largest: a larger rate was not tried.
 SGD_RATE_GRID = (1, 10, 20)
-
-
-def _values(records: list[dict[str, Any]], key: str) -> str:
-    found = sorted({f"{get(r, key):g}" for r in records if get(r, key) is not None})
-    return "/".join(found) if found else "—"
 
 
 def _grid(records: list[dict[str, Any]]) -> str:
@@ -31,9 +27,9 @@ def _grid(records: list[dict[str, Any]]) -> str:
 def setting_choices(experiment: str, records: list[dict[str, Any]], paper_setting: bool) -> list[str]:
     """Our choices of one setting, each with its reason."""
     r0 = records[0]
-    optim, lr = get(r0, "config.train.optim") or "optimiser not recorded", _values(records, "config.train.lr")
+    optim, lr = get(r0, "config.train.optim") or "optimiser not recorded", joined(records, "config.train.lr")
     seeds = sorted({r["seed"] for r in records})
-    alphas = _values([r for r in records if sampler_name(r) in ("quadratic", "quadratic_centred")], "config.loss.sampler.alpha")
+    alphas = joined([r for r in records if sampler_name(r) in ("quadratic", "quadratic_centred")], "config.loss.sampler.alpha")
     choices = [
         f"Penn Treebank, an LSTM of {get(r0, 'config.model.hidden_size')} units, BPTT {get(r0, 'config.task.bptt')}, batch "
         f"{get(r0, 'config.train.batch_size')}: a language model small enough to train every sampler × m on a CPU",

@@ -14,6 +14,7 @@ from typing import Any
 
 from ..records import get
 from ._lm1b_summary import EXPERIMENT, head_label
+from ._settings import joined
 from ._stats import seeds_label
 from ._verdicts import not_tested
 
@@ -26,14 +27,9 @@ QUOTE_CLUSTERS = ("\"exploiting the unbalanced word distribution to form cluster
 CUTOFFS_TEST = "tests/losses/test_adaptive_cutoffs.py::test_dp_finds_the_brute_force_optimum"
 
 
-def _one(records: list[dict[str, Any]], key: str) -> str:
-    found = sorted({f"{v:g}" if isinstance(v := get(r, key), float) else str(v) for r in records if get(r, key) is not None})
-    return "/".join(found) if found else "—"
-
-
 def adaptive_cutoffs(records: list[dict[str, Any]]) -> str:
     """The adaptive runs' cutoffs as the records hold them ("auto" or the class ids)."""
-    return _one([r for r in records if head_label(r) == "adaptive"], "config.loss.cutoffs")
+    return joined([r for r in records if head_label(r) == "adaptive"], "config.loss.cutoffs")
 
 
 def design_rows(records: list[dict[str, Any]]) -> list[dict[str, str]]:
@@ -70,9 +66,9 @@ def settings_section(records: list[dict[str, Any]]) -> str:
         f"{get(r0, 'config.train.optim')}, lr {get(r0, 'config.train.lr')}: the optimiser of the training script of {REPOSITORY} "
         f"as our family config reads it; gradient norm clipped to {get(r0, 'config.train.max_grad_norm')}: ours (the README's "
         "commands pass -clip 0.1)",
-        f"the adaptive cutoffs {adaptive_cutoffs(records)} with tail widths d/{_one(records, 'config.loss.div_value')}: "
+        f"the adaptive cutoffs {adaptive_cutoffs(records)} with tail widths d/{joined(records, 'config.loss.div_value')}: "
         "fixed by us for a vocabulary of this size (the shortlist holds most training tokens), not chosen by the cost model",
-        f"the standard approximations: sampled softmax with m={_one(sampled, 'config.loss.num_samples')} and the quadratic "
+        f"the standard approximations: sampled softmax with m={joined(sampled, 'config.loss.num_samples')} and the quadratic "
         f"and uniform samplers: the abstract names no baseline; these are the ones this package implements",
         f"{seeds_label(sorted({r['seed'] for r in records}))} per head (the verdicts need 3); speed measured on a CPU, "
         "not on a GPU",

@@ -51,6 +51,12 @@ def shown(records: Records, key: str, fmt: Callable[[Any], str] = str) -> str:
     return ", ".join(fmt(v) for v in values(records, key)) or NOT_RECORDED
 
 
+def joined(records: Records, key: str) -> str:
+    """The distinct values of ``key`` over ``records``, sorted and "/"-joined ("0.1/20"; floats as %g); "—" if none."""
+    found = sorted({f"{v:g}" if isinstance(v := get(r, key), float) else str(v) for r in records if get(r, key) is not None})
+    return "/".join(found) if found else "—"
+
+
 def pretrained_name(name: str | None) -> str:
     """A checkpoint's published name ("minilm" -> "all-MiniLM-L6-v2"); the config's name when it has none."""
     return PRETRAINED_NAMES.get(name, name) if name else "from scratch"

@@ -8,12 +8,11 @@ on the students' test perplexity, seed by seed, with Welch's interval over seeds
 
 from __future__ import annotations
 
-import json
 import math
 from pathlib import Path
 from typing import Any
 
-from ..records import get, runs_dir
+from ..records import get, load_records, runs_dir
 from ._pages import commits, markdown_table, shown_path
 from ._stats import UnpairedSeedDelta, seeds_label
 from ._verdicts import Verdict, not_tested, verdict
@@ -27,8 +26,7 @@ PAPER = "precision issues affect training dynamics (no number, no pipeline)"
 def load(results_dir: str | Path) -> tuple[list[dict[str, Any]], dict[str, dict[int, dict[str, Any]]]]:
     """(the teacher records, form -> seed -> student record) of the study's records in ``results_dir``."""
     teachers, students = [], {form: {} for form in FORMS}
-    for path in sorted((runs_dir(results_dir) / EXPERIMENT).glob("*.json")):
-        record = json.loads(path.read_text(encoding="utf-8"))
+    for record in load_records(runs_dir(results_dir), EXPERIMENT):
         form = get(record, "config.distill.kl") if get(record, "config.distill.teacher") else None
         if form is None:
             teachers.append(record)

@@ -101,8 +101,7 @@ def ratio_verdict(best: float, seeds: list[int]) -> Verdict:
                                many=" on the seeds' mean gaps, which give no interval over seeds")
 
 
-def finding(full: list[float], grid: dict[str, dict[int, list[float]]], kernel: str = "quadratic", *,
-            seeds: list[int], records: list[dict] = ()) -> tuple[str, Verdict, str]:
+def finding(full: list[float], grid: dict[str, dict[int, list[float]]], kernel: str, records: list[dict]) -> tuple[str, Verdict, str]:
     """(an honest sentence on the 10-100x claim for ``kernel``, the verdict, a short "ours" cell) from the measured gaps.
 
     For each uniform point (m_u, gap_u) the ratio m_u / m_k, where m_k is the smallest ``kernel`` m
@@ -110,6 +109,7 @@ def finding(full: list[float], grid: dict[str, dict[int, list[float]]], kernel: 
     :data:`~._verdicts.MIN_SEEDS` seeds in a kernel cell and in a uniform cell with 10x its samples
     (:func:`~._kernel_bias_claims.fewer_samples_verdict`), else :func:`ratio_verdict` on the largest ratio.
     """
+    seeds = sorted({r["seed"] for r in records if sampler_name(r) == kernel})  # the seeds the kernel's cells have
     base = mean(full)
     gaps = {name: {m: mean(v) - base for m, v in per_m.items()} for name, per_m in grid.items()}
     pairs = fewer_samples(gaps, kernel)
@@ -120,7 +120,7 @@ def finding(full: list[float], grid: dict[str, dict[int, list[float]]], kernel: 
     m_best = max(ratios, key=ratios.get, default=None)
     best = ratios.get(m_best, 0.0)
     unreached = [m_u for m_u, _, m_q in pairs if m_q is None]
-    verdict = fewer_samples_verdict(list(records), kernel, FEWER_SAMPLES[0]) or ratio_verdict(best, list(seeds))
+    verdict = fewer_samples_verdict(records, kernel, FEWER_SAMPLES[0]) or ratio_verdict(best, seeds)
     at_most = ", ".join(f"uniform m={m_u}: {ratios[m_u]:.1f}x" for m_u in sorted(ratios))
     sentence = (
         f"Samples {kernel} needs to match uniform's gap, as a ratio m_uniform / m_{kernel}: {at_most or 'none'}"
@@ -250,8 +250,7 @@ def setting_section(results_dir: str | Path, out: Path, experiment: str, records
     )
     claims = []
     for kernel in [k for k in KERNELS if k in grid]:
-        kernel_seeds = sorted({r["seed"] for r in records if sampler_name(r) == kernel})  # the seeds the kernel's cells have
-        sentence, verdict, short = finding(full, grid, kernel, seeds=kernel_seeds, records=records)
+        sentence, verdict, short = finding(full, grid, kernel, records)
         text += sentence + "\n\n"
         claims.append({
             "id": claim_id if kernel == "quadratic" else f"kernel-bias-centred{'' if experiment == EXPERIMENT else '-paper-setting'}",
