@@ -9,17 +9,46 @@ from softmax_zoo import config, engine, trainer
 from softmax_zoo.data.prepare.generated import summaries, write_pairs
 from softmax_zoo.reports import sparse_regime as page
 from softmax_zoo.reports._pages import read_claims
+from softmax_zoo.studies import _jobs
 from softmax_zoo.studies import sparse_regime as study
 
 
 def test_jobs_start_run_first_then_each_start_with_every_arm():
-    jobs = study.jobs([2, 0], [20, 100], scale="cpu", seed=1)
+    jobs = study.jobs([2, 0], [20, 100], scale="cpu", start_seed=1)
     assert jobs[0] == ["experiment=sparse_regime_start", "scale=cpu", "seed=1", "regime.epochs=2"]
     assert [j[1] for j in jobs[1:]] == ["regime.start_epoch=0"] * 3 + ["regime.start_epoch=2"] * 3
     assert [j[-1] for j in jobs[1:4]] == ["loss=softmax", "loss.k=20", "loss.k=100"]
-    assert study.jobs([0], [20], scale="cpu", seed=0)[0][0] == "experiment=sparse_regime"  # no start run needed
+    assert all("seed=0" in j and "regime.start_seed=1" in j for j in jobs[1:])  # the arms' own seed, the start's seed
+    assert study.jobs([0], [20], scale="cpu")[0][0] == "experiment=sparse_regime"  # no start run needed
     with pytest.raises(ValueError, match=r"ks must be >= 1, got \[0\]"):
-        study.jobs([1], [0], scale="cpu", seed=0)
+        study.jobs([1], [0], scale="cpu")
+    with pytest.raises(ValueError, match=r"seeds must be >= 0, got \[\]"):
+        study.jobs([1], [20], scale="cpu", seeds=[])
+
+
+def test_starts_past_the_schedule_continue_the_start_run_and_each_seed_starts_from_it():
+    jobs = study.jobs([1, 8], [20], scale="cpu", seeds=[0, 2], epochs=4)
+    start = ["experiment=sparse_regime_start", "scale=cpu", "seed=0", "regime.epochs=4"]
+    assert jobs[:2] == [start, [*start, "train.epochs=8"]]  # its schedule of 4 epochs first, then continued to 8
+    arms = jobs[2:]
+    assert [(j[1], j[2], j[-1]) for j in arms[:4]] == [
+        ("regime.start_epoch=1", "seed=0", "loss=softmax"), ("regime.start_epoch=1", "seed=0", "loss.k=20"),
+        ("regime.start_epoch=1", "seed=2", "loss=softmax"), ("regime.start_epoch=1", "seed=2", "loss.k=20"),
+    ]
+    assert all("regime.epochs=4" in j and not any(o.startswith("regime.start_seed") for o in j) for j in arms)
+    # the record and checkpoint names: the start run's by its schedule, an arm's by its own seed
+    assert study.record_path(jobs[1]) == study.record_path(jobs[0])
+    assert study.record_path(jobs[1]).name == "gigaword_unilm_minilm_softmax_start-e4_cpu_seed0.json"
+    assert study.record_path(arms[2]).name == "gigaword_unilm_minilm_softmax_from-e1_cpu_seed2.json"
+
+
+def test_every_arm_seed_starts_from_the_start_runs_checkpoints():
+    arm = study.jobs([1], [20], scale="cpu", seeds=[2], epochs=4)[1]
+    cfg = config.compose(arm)
+    assert cfg.seed == 2
+    assert cfg.regime.start_dir == "checkpoints/sparse_regime/gigaword_unilm_minilm_softmax_start-e4_cpu_seed0"
+    other = config.compose(study.jobs([1], [20], scale="cpu", seeds=[2], start_seed=3, epochs=4)[1])
+    assert other.regime.start_dir.endswith("_start-e4_cpu_seed3") and other.run_name.endswith("_seed2_regime.start_seed=3")
 
 
 def test_a_missing_epoch_checkpoint_is_named(tmp_path):
@@ -41,34 +70,53 @@ def test_regime_chain_at_smoke_scale_builds_the_page(tmp_path, monkeypatch):
     monkeypatch.setenv("WANDB_MODE", "disabled")
     rng = random.Random(0)
     write_pairs(tmp_path / "data", {"train": summaries(rng, 24), "test": summaries(rng, 12)})
-    # 16 training pairs in batches of 8: 2 steps an epoch; the start run lasts 2 epochs.
+    # 16 training pairs in batches of 8: 2 steps an epoch; the start run's schedule is 1 epoch, continued to 2.
     extra = ["model=unilm_tiny", f"task.data_dir={tmp_path / 'data'}", "train.max_steps=-1", "task.eval_size=8"]
-    jobs = study.jobs([0, 2], [20, 50], scale="smoke", seed=0, extra=extra)
+    jobs = study.jobs([0, 2], [20, 50], scale="smoke", seeds=[0, 1], epochs=1, extra=extra)
     ran = []
 
     def in_process(overrides):
         ran.append(overrides)
         engine.run(config.compose(overrides))
 
+    first = study.run_all(jobs[:1], in_process)[0]
+    start_dir = tmp_path / "checkpoints" / "sparse_regime" / first.stem
+    epoch1 = (start_dir / "checkpoint-2" / "model.safetensors").read_bytes()
     paths = study.run_all(jobs, in_process)
-    assert len(ran) == 7 and all(o[-1] == "resume=true" for o in ran) and all(p.is_file() for p in paths)
-    ckpts = sorted(p.name for p in (tmp_path / "checkpoints" / "sparse_regime").glob("*start-e2*/checkpoint-*"))
-    assert ckpts == ["checkpoint-2", "checkpoint-4"]  # one per epoch, both kept
+    assert len(ran) == 2 + 12 and all(o[-1] == "resume=true" for o in ran) and all(p.is_file() for p in paths)
+    assert sorted(p.name for p in start_dir.glob("checkpoint-*")) == ["checkpoint-2", "checkpoint-4"]  # one per epoch, both kept
+    assert (start_dir / "checkpoint-2" / "model.safetensors").read_bytes() == epoch1  # the continuation left epoch 1 as it was
+    start = json.loads(first.read_text())
+    assert start["config"]["train"]["epochs"] == 2 and start["timing"]["global_steps"] == 4
     from_e2 = json.loads(paths[-1].read_text())
     assert from_e2["config"]["init_from"].endswith("checkpoint-4") and from_e2["timing"]["global_steps"] == 2
-    assert study.run_all(jobs, in_process) == paths and len(ran) == 7  # finished records are skipped
+    assert from_e2["seed"] == 1 and from_e2["config"]["regime"]["start_dir"] == str(start_dir.relative_to(tmp_path))
+    assert study.run_all(jobs, in_process) == paths and len(ran) == 14  # finished records are skipped
 
     page.build(tmp_path / "scratch")
     text = (tmp_path / "scratch" / "sparse_regime.md").read_text()
-    pts = page.points(tmp_path / "scratch" / "runs", [json.loads(p.read_text()) for p in paths])
-    assert [(p["start"], p["k"]) for p in pts] == [(0, 20), (0, 50), (2, 20), (2, 50)]
+    pts = page.points(tmp_path / "scratch" / "runs", [json.loads(p.read_text()) for p in dict.fromkeys(paths)])
+    assert [(p["start"], p["seed"], p["k"]) for p in pts] == [(s, seed, k) for s in (0, 2) for seed in (0, 1) for k in (20, 50)]
     assert all(p["rouge1"]["low"] <= p["rouge1"]["delta"] <= p["rouge1"]["high"] and p["n"] == 8 for p in pts)
     assert "Where the paper's regime lies" in text and "Δ R-1 [95% over test items]" in text
-    assert "Grid: start epochs [0, 2], softmax and sparse k in [20, 50], seeds [0]: 7 runs" in text
-    assert "- k=20: Δ R-1 " in text and "of 2 start(s)" in text and "What the curve says" in text
+    assert "Grid: start epochs [0, 2], softmax and sparse k in [20, 50], seeds [0, 1]: 13 runs" in text
+    assert "- k=20: Δ R-1 " in text and "What the curve says" in text
     row = read_claims(tmp_path / "scratch" / "claims.md")["sparse-regime-gigaword-beam1"]
     assert row["verdict"].endswith("the paper's regime not tested here (needs scale=paper)") and row["ours"].startswith("k=20: Δ R-1")
     assert (tmp_path / "scratch" / "sparse_regime.png").stat().st_size > 0
+
+
+def test_a_longer_job_continues_its_record_and_needs_its_checkpoints(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    job = ["experiment=sparse_regime_start", "scale=cpu", "seed=0", "regime.epochs=4", f"results_dir={tmp_path}"]
+    path = study.record_path(job)
+    path.parent.mkdir(parents=True)
+    path.write_text(json.dumps({"config": {"train": {"epochs": 4, "max_steps": -1}}}))
+    assert _jobs.to_do(job) == (path, None)
+    with pytest.raises(FileNotFoundError, match=r"asks a longer run than .* \(train.epochs: 4 -> 16\), and .* keeps no checkpoint"):
+        _jobs.to_do([*job, "train.epochs=16"])
+    (tmp_path / config.compose(job).output_dir / "checkpoint-1252").mkdir(parents=True)
+    assert _jobs.to_do([*job, "train.epochs=16"]) == (path, ["train.epochs: 4 -> 16"])
 
 
 def test_save_steps_takes_epoch_or_a_count():

@@ -6,8 +6,8 @@ from softmax_zoo.studies import _jobs, kernel_bias_paper, seeds, sparse_regime
 
 
 def test_a_study_parser_splits_its_options_from_the_train_overrides():
-    args = sparse_regime.PARSER.parse(["starts=1,2", "model=unilm_tiny", "seed=3"])
-    assert args.options == {"scale": "cpu", "starts": [1, 2], "ks": [20, 100], "seed": 3}
+    args = sparse_regime.PARSER.parse(["starts=1,2", "model=unilm_tiny", "seeds=3,4"])
+    assert args.options == {"scale": "cpu", "starts": [1, 2], "ks": [20, 100], "seeds": [3, 4], "start_seed": 0, "epochs": None}
     assert args.rest == ["model=unilm_tiny"]
     with pytest.raises(ValueError, match=r"arguments must be key=value, got \['oops'\]"):
         sparse_regime.PARSER.parse(["oops"])

@@ -1,14 +1,19 @@
 """Chains of training runs that resume: each job is skipped when its record exists, else run with
-``resume=true`` (an interrupted job continues from its newest checkpoint). Used by the studies that
-are more than one Hydra sweep (``softmax_zoo.studies.sparse_regime``, ``.kernel_bias_paper``)."""
+``resume=true`` (an interrupted job continues from its newest checkpoint). A job that asks a longer
+run than its record holds (``train.epochs`` or ``train.max_steps`` above the recorded value) is
+continued from its checkpoints the same way. Used by the studies that are more than one Hydra
+sweep (``softmax_zoo.studies.sparse_regime``, ``.kernel_bias_paper``, ``.seeds``)."""
 
 from __future__ import annotations
 
+import json
 import logging
 import subprocess
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
+
+from omegaconf import DictConfig, OmegaConf
 
 from .. import config
 from ..cli_args import Option, Parser
@@ -17,10 +22,46 @@ log = logging.getLogger(__name__)
 Runner = Callable[[list[str]], object]
 
 
+LENGTH_KEYS = ("train.epochs", "train.max_steps")  # of the keys that only extend a run, those that set its length
+
+
 def record_path(overrides: Sequence[str]) -> Path:
     """Where the run of ``overrides`` writes its record (its composed results_dir, experiment and run name)."""
-    cfg = config.compose(list(overrides))
+    return _record_path(config.compose(list(overrides)))
+
+
+def _record_path(cfg: DictConfig) -> Path:
     return Path(cfg.results_dir) / "runs" / cfg.experiment_name / f"{cfg.run_name}.json"
+
+
+def longer_than_recorded(record: dict, cfg: DictConfig) -> list[str]:
+    """``"train.epochs: 4 -> 16"`` for each length key the job ``cfg`` asks above what ``record`` ran; [] if none."""
+    out = []
+    for key in LENGTH_KEYS:
+        ran, asked = OmegaConf.select(OmegaConf.create(record.get("config", {})), key), OmegaConf.select(cfg, key)
+        if ran is not None and asked is not None and asked > ran:
+            out.append(f"{key}: {ran} -> {asked}")
+    return out
+
+
+def to_do(overrides: Sequence[str]) -> tuple[Path, list[str] | None]:
+    """The job's record path and, when it must run, why: ``[]`` (no record) or the length keys it extends; None: done.
+
+    Raises:
+        FileNotFoundError: the job extends a recorded run whose checkpoints are gone (a fresh run
+            would train another schedule, not continue that one).
+    """
+    cfg = config.compose(list(overrides))
+    path = _record_path(cfg)
+    if not path.is_file():
+        return path, []
+    longer = longer_than_recorded(json.loads(path.read_text()), cfg)
+    if longer and not any(Path(cfg.output_dir).glob("checkpoint-*")):
+        raise FileNotFoundError(
+            f"{' '.join(overrides)} asks a longer run than {path} holds ({'; '.join(longer)}), and {cfg.output_dir} "
+            "keeps no checkpoint to continue from: restore its checkpoints, or re-run it from the start in a new results_dir"
+        )
+    return path, (longer or None)
 
 
 def train_in_subprocess(overrides: list[str]) -> None:
@@ -32,13 +73,14 @@ def run_all(job_list: Sequence[list[str]], runner: Runner = train_in_subprocess)
     """Run every job whose record is missing, with ``resume=true``; return the record paths in job order."""
     paths = []
     for overrides in job_list:
-        path = record_path(overrides)
-        if path.is_file():
+        path, why = to_do(overrides)
+        if why is None:
             log.info("done already: %s", path)
         else:
-            log.info("running %s", " ".join(overrides))
+            log.info("running %s%s", " ".join(overrides), f" (continuing {path.name}: {'; '.join(why)})" if why else "")
+            before = path.stat().st_mtime_ns if path.is_file() else None
             runner([*overrides, "resume=true"])
-            if not path.is_file():
+            if not path.is_file() or path.stat().st_mtime_ns == before:
                 raise RuntimeError(f"the run {' '.join(overrides)} finished without writing {path}")
         paths.append(path)
     return paths
