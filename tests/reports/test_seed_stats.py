@@ -10,6 +10,7 @@ from scipy import stats
 
 from softmax_zoo.reports._stats import (
     SEED_INTERVAL_NOTE,
+    LinearTrend,
     SeedAwareDelta,
     UnpairedSeedDelta,
     min_detectable_delta,
@@ -24,6 +25,7 @@ from softmax_zoo.reports._verdicts import (
     detectability,
     not_tested,
     seed_summary,
+    trend_verdict,
     verdict,
 )
 
@@ -212,3 +214,29 @@ def test_detectability():
     )
     one = SeedAwareDelta((0,), (-0.54,), ((-0.97, -0.06),), (1951,))
     assert detectability(one, 0.67) == "smallest Δ one run per arm detects: not measured (seed 0; needs >= 2 seeds)"
+
+
+def test_linear_trend_slope_and_its_student_t_interval_match_the_textbook_formula():
+    x, y = (1.0, 2.0, 3.0, 4.0, 5.0), (1.1, 2.9, 5.2, 6.8, 9.1)
+    line = LinearTrend(x, y)
+    xs, ys = np.array(x), np.array(y)
+    slope = ((xs - xs.mean()) * (ys - ys.mean())).sum() / ((xs - xs.mean()) ** 2).sum()
+    resid = ys - (ys.mean() + slope * (xs - xs.mean()))
+    se = math.sqrt((resid ** 2).sum() / (len(x) - 2) / ((xs - xs.mean()) ** 2).sum())
+    half = stats.t.ppf(0.975, len(x) - 2) * se
+    assert line.slope == pytest.approx(slope) and line.interval == pytest.approx((slope - half, slope + half))
+    assert all(math.isnan(v) for v in LinearTrend((1.0, 2.0), (0.0, 1.0)).interval)  # 2 points: no interval
+    with pytest.raises(ValueError, match="distinct x"):
+        LinearTrend((1.0, 1.0, 1.0), (0.0, 1.0, 2.0))
+
+
+def test_trend_verdict_needs_three_points_and_three_seeds_behind_each():
+    rising = LinearTrend((40.0, 45.0, 50.0, 55.0), (-1.0, -0.4, 0.1, 0.8))
+    assert trend_verdict(rising, [3, 3, 3, 3], +1, unit="per point").kind is VerdictKind.SUPPORTED
+    assert trend_verdict(rising, [3, 3, 3, 3], -1, unit="per point").kind is VerdictKind.CONTRADICTS
+    assert trend_verdict(rising, [3, 1, 3, 3], +1, unit="per point").text.startswith("single run (the fewest seeds behind a point: 1")
+    assert trend_verdict(rising, [3, 2, 3, 3], +1, unit="per point").kind is VerdictKind.TOO_FEW_SEEDS
+    flat = LinearTrend((40.0, 45.0, 50.0), (0.3, -0.2, 0.25))
+    assert trend_verdict(flat, [3, 3, 3], +1, unit="per point").text.startswith("inconclusive: slope")
+    two = LinearTrend((40.0, 50.0), (0.0, 1.0))
+    assert trend_verdict(two, [3, 3], +1, unit="per point").text.startswith("too few points (2; a verdict needs 3)")

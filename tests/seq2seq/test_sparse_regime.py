@@ -104,6 +104,12 @@ def test_regime_chain_at_smoke_scale_builds_the_page(tmp_path, monkeypatch):
     row = read_claims(tmp_path / "scratch" / "claims.md")["sparse-regime-gigaword-beam1"]
     assert row["verdict"].endswith("the paper's regime not tested here (needs scale=paper)") and row["ours"].startswith("k=20: Δ R-1")
     assert (tmp_path / "scratch" / "sparse_regime.png").stat().st_size > 0
+    rows = page.per_start(pts)
+    assert [(r["start"], r["k"], r["delta"].seeds) for r in rows] == [(0, 20, (0, 1)), (0, 50, (0, 1)), (2, 20, (0, 1)), (2, 50, (0, 1))]
+    assert all(0 <= r["degenerate"]["softmax"] <= 1 for r in rows) and "**Per start**" in text
+    trend = read_claims(tmp_path / "scratch" / "claims.md")["sparse-regime-trend-k20"]
+    assert trend["verdict"].startswith("too few points (2; a verdict needs 3)")
+    assert "below UniLM's own 34.21" in text and "All starts are epochs of one start run (seed 0)" in text
 
 
 def test_a_longer_job_continues_its_record_and_needs_its_checkpoints(tmp_path, monkeypatch):

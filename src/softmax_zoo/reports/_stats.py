@@ -1,5 +1,6 @@
-"""Statistics the pages share: Student-t intervals over seeds, paired bootstraps over examples, and
-seed-aware deltas of paired arms (per-seed Δ with its item interval, and the Student-t interval over seeds)."""
+"""Statistics the pages share: Student-t intervals over seeds, paired bootstraps over examples,
+seed-aware deltas of paired arms (per-seed Δ with its item interval, and the Student-t interval over
+seeds), and the slope of a linear trend with its Student-t interval."""
 
 from __future__ import annotations
 
@@ -290,3 +291,42 @@ class UnpairedSeedDelta:
         if self.n_seeds < 2:
             return math.nan
         return _t_p_value(self.mean, *self._welch())
+
+
+# ---------------------------------------------------------------- trends
+
+@dataclass(frozen=True)
+class LinearTrend:
+    """The least-squares line y = intercept + slope · x through points, and the Student-t interval of its slope.
+
+    slope ± t_{(1+c)/2, n−2} · SE(slope) (scipy.stats.linregress's standard error): the points'
+    scatter about the line is the only noise it knows of, so each point should be one replicate
+    (e.g. one start's mean over seeds), not several draws that share a start. Needs 3 points for an
+    interval ((nan, nan) with 2).
+    """
+
+    x: tuple[float, ...]
+    y: tuple[float, ...]
+    confidence: float = 0.95
+
+    def __post_init__(self) -> None:
+        if len(self.x) != len(self.y) or len(self.x) < 2 or len(set(self.x)) < 2:
+            raise ValueError(f"a trend needs >= 2 points with distinct x, got x={self.x}, y={self.y}")
+
+    @property
+    def n_points(self) -> int:
+        return len(self.x)
+
+    @property
+    def fit(self) -> Any:
+        return stats.linregress(self.x, self.y)
+
+    @property
+    def slope(self) -> float:
+        return float(self.fit.slope)
+
+    @property
+    def interval(self) -> tuple[float, float]:
+        if self.n_points < 3:
+            return math.nan, math.nan
+        return _t_interval(self.slope, float(self.fit.stderr), self.n_points - 2, self.confidence)

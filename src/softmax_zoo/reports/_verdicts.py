@@ -26,7 +26,7 @@ from enum import Enum
 
 from collections.abc import Sequence
 
-from ._stats import SeedAwareDelta, UnpairedSeedDelta, min_detectable_delta, seeds_label
+from ._stats import LinearTrend, SeedAwareDelta, UnpairedSeedDelta, min_detectable_delta, seeds_label
 
 MIN_SEEDS = 3  # seeds a verdict of supported / contradicts / inconclusive needs
 
@@ -171,3 +171,28 @@ def detectability(delta: SeedAwareDelta, paper_delta: float, *, digits: int = 2)
         f"smallest Δ one run per arm detects: {delta.min_detectable_delta:.{digits}f} ({factor:.2f} × between-seed SD "
         f"{delta.sd:.{digits}f}, {delta.label}; measured at our scale) vs the paper's {paper_delta:+.{digits}f}"
     )
+
+
+def trend_verdict(trend: LinearTrend, seeds_per_point: Sequence[int], direction: int, *, unit: str, digits: int = 3) -> Verdict:
+    """The verdict on a claim that a trend's slope has sign ``direction``, each point a mean over its seeds.
+
+    A verdict needs :data:`MIN_SEEDS` points and :data:`MIN_SEEDS` seeds behind every point; the slope's
+    interval is :class:`softmax_zoo.reports._stats.LinearTrend`'s (Student-t, n − 2 degrees of freedom).
+    """
+    if direction not in (1, -1):
+        raise ValueError(f"direction must be +1 or -1, got {direction}")
+    low, high = trend.interval
+    f = f"+.{digits}f"
+    span = (f"slope {trend.slope:{f}} [{low:{f}}, {high:{f}}] {unit}, {100 * trend.confidence:g}% Student-t interval over "
+            f"{trend.n_points} points ({trend.n_points - 2} degree{'s' if trend.n_points != 3 else ''} of freedom)")
+    fewest = min(seeds_per_point)
+    if trend.n_points < MIN_SEEDS:
+        return Verdict(VerdictKind.TOO_FEW_SEEDS, f"too few points ({trend.n_points}; a verdict needs {MIN_SEEDS}): {span}")
+    if fewest < MIN_SEEDS:
+        kind = VerdictKind.SINGLE_RUN if fewest == 1 else VerdictKind.TOO_FEW_SEEDS
+        return Verdict(kind, f"{kind.value} (the fewest seeds behind a point: {fewest}; a verdict needs {MIN_SEEDS}): {span}")
+    if low <= 0 <= high:
+        return Verdict(VerdictKind.INCONCLUSIVE, f"inconclusive: {span} includes 0")
+    if (low > 0) == (direction > 0):
+        return Verdict(VerdictKind.SUPPORTED, f"supported: {span} excludes 0, on the claim's side")
+    return Verdict(VerdictKind.CONTRADICTS, f"contradicts: {span} excludes 0, opposite to the claim")
