@@ -4,7 +4,10 @@ records about its composition (Hydra's group choices, the command as typed).
 - :data:`CONFIG_DIR`: the repository's configs/ (``train.py``'s ``@hydra.main`` reads it too).
 - :func:`compose`: configs/train.yaml + overrides, for tests and notebooks, with Hydra's runtime
   (``${hydra:runtime.choices...}``, :func:`hydra_choices`) set as in a real run.
-- :func:`unknown_key_hint`: the valid keys when a command-line override names one that does not exist.
+- :func:`compose_option`: one option of a config group (``loss``, ``loss/sampler``) composed alone,
+  its ``defaults:`` list included (``softmax_zoo.hf.use_head`` builds heads from them).
+- :func:`unknown_key_hint`: the valid keys when a command-line override names one that does not exist;
+  :func:`unknown_name`: the message for an unknown name, listing the valid ones and the closest.
 - :func:`command_line`, :func:`hydra_choices`: what :func:`softmax_zoo.records.make_record` keeps.
 - :func:`run_id`: the one rule that names runs (parts + the overrides they do not name);
   :func:`run_name`: the name a job of given overrides gets (make: ``python -m softmax_zoo.config
@@ -18,9 +21,12 @@ records about its composition (Hydra's group choices, the command as typed).
 
 from __future__ import annotations
 
+import contextlib
+import difflib
 import fnmatch
 import hashlib
 import sys
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -45,7 +51,8 @@ def compose(overrides: list[str] = (), config_dir: str | Path | None = None) -> 
     The ``${hydra:runtime.choices...}`` interpolations of the config resolve as in a real run, and
     :func:`hydra_choices` gives this composition's choices.
     """
-    from hydra import compose as hydra_compose, initialize_config_dir
+    from hydra import compose as hydra_compose
+    from hydra import initialize_config_dir
     from hydra.core.global_hydra import GlobalHydra
     from hydra.core.hydra_config import HydraConfig
     from omegaconf import open_dict
@@ -58,6 +65,87 @@ def compose(overrides: list[str] = (), config_dir: str | Path | None = None) -> 
     with open_dict(cfg):
         del cfg["hydra"]
     return cfg
+
+
+GIVEN_OPTION = "_given"  # the name a config handed to compose_option is stored under while it is composed
+
+
+def compose_option(group: str, option: str | dict, config_dir: str | Path | None = None) -> dict[str, Any]:
+    """The option ``option`` of the config group ``group`` composed alone, as a plain resolved dict.
+
+    Args:
+        group: a config group, e.g. ``"loss"`` or ``"loss/sampler"``.
+        option: the name of ``configs/<group>/<name>.yaml``, or a config (a dict) whose ``defaults:``
+            list names options relative to ``group`` as a file there would (``- sampler: uniform``
+            in a loss config: configs/loss/sampler/uniform.yaml).
+        config_dir: the config folder (default: the repository's configs/).
+
+    Raises:
+        ValueError: ``option`` (or an option its defaults list names) is not in its group; the
+            message lists the group's options (:func:`unknown_name`).
+
+    The caller's Hydra state (a running ``@hydra.main`` app, an earlier :func:`compose`) is restored afterwards.
+    """
+    from hydra import compose as hydra_compose
+    from hydra import initialize_config_dir
+    from hydra.core.config_store import ConfigStore
+    from hydra.errors import MissingConfigException
+
+    config_dir = str(config_dir or CONFIG_DIR)
+    name = option if isinstance(option, str) else GIVEN_OPTION
+    with _hydra_state_kept(), initialize_config_dir(config_dir=config_dir, version_base="1.3"):
+        if not isinstance(option, str):
+            ConfigStore.instance().store(group=group, name=GIVEN_OPTION, node=dict(option))
+        try:
+            cfg = hydra_compose(None, overrides=[f"+{group}={name}"])
+        except MissingConfigException as e:
+            missing = (e.missing_cfg_file or "").rsplit("/", 1)
+            options = group_options(missing[0] if len(missing) == 2 else group, config_dir)
+            raise ValueError(unknown_name(f"{missing[0] if len(missing) == 2 else group} option", missing[-1], options)) from e
+        finally:
+            _unstore(group, GIVEN_OPTION)
+    return OmegaConf.to_container(OmegaConf.select(cfg, group.replace("/", ".")), resolve=True)
+
+
+def group_options(group: str, config_dir: str | Path | None = None) -> list[str]:
+    """The option names of the config group ``group`` (``"loss/sampler"``: quadratic, ..., unigram), sorted."""
+    folder = Path(config_dir or CONFIG_DIR) / group
+    return sorted(p.stem for p in folder.glob("*.yaml"))
+
+
+def unknown_name(kind: str, name: str, valid: Iterable[str]) -> str:
+    """The message for an unknown ``name``: "unknown sampler 'unigramm' (did you mean 'unigram'?); valid: ...".
+
+    The suggestion is the closest valid name (:func:`difflib.get_close_matches`), left out when none is close.
+    """
+    valid = sorted(valid)
+    close = difflib.get_close_matches(name, valid, n=1)
+    hint = f" (did you mean {close[0]!r}?)" if close else ""
+    return f"unknown {kind} {name!r}{hint}; valid: {', '.join(valid)}"
+
+
+@contextlib.contextmanager
+def _hydra_state_kept() -> Iterator[None]:
+    """Clear Hydra's global state for a composition, restoring the caller's (its app, its HydraConfig) afterwards."""
+    from hydra.core.global_hydra import GlobalHydra
+    from hydra.core.hydra_config import HydraConfig
+
+    saved_cfg, saved_hydra = HydraConfig.instance().cfg, GlobalHydra.instance().hydra
+    GlobalHydra.instance().clear()
+    try:
+        yield
+    finally:
+        HydraConfig.instance().cfg, GlobalHydra.instance().hydra = saved_cfg, saved_hydra
+
+
+def _unstore(group: str, name: str) -> None:
+    """Remove ``<group>/<name>`` from Hydra's ConfigStore (where it is absent: nothing)."""
+    from hydra.core.config_store import ConfigStore
+
+    node = ConfigStore.instance().repo
+    for part in group.split("/"):
+        node = node.get(part, {})
+    node.pop(f"{name}.yaml", None)
 
 
 def hydra_choices() -> dict[str, str | None]:
@@ -249,15 +337,9 @@ def run_name(overrides: Sequence[str], config_dir: str | Path | None = None) -> 
 
 def _composed(overrides: Sequence[str], config_dir: str | Path | None = None) -> DictConfig:
     """:data:`NAME_KEYS` of :func:`compose`'s config, resolved; the caller's Hydra state is restored after."""
-    from hydra.core.global_hydra import GlobalHydra
-    from hydra.core.hydra_config import HydraConfig
-
-    saved_cfg, saved_hydra = HydraConfig.instance().cfg, GlobalHydra.instance().hydra
-    try:
+    with _hydra_state_kept():
         cfg = compose(list(overrides), config_dir)
         return OmegaConf.create({key: cfg[key] for key in NAME_KEYS})  # resolved while this composition's Hydra state is set
-    finally:
-        HydraConfig.instance().cfg, GlobalHydra.instance().hydra = saved_cfg, saved_hydra
 
 
 def with_changes(overrides: Sequence[str], changes: Sequence[str]) -> list[str]:

@@ -42,6 +42,7 @@ import torch
 from omegaconf import DictConfig, OmegaConf
 from torch import nn
 
+from .config import accepted_arguments, compose_option, group_options, unknown_name
 from .losses import LinearHead, variants
 
 __all__ = ["use_head", "remove_head", "head_of", "tied_variants"]
@@ -75,15 +76,20 @@ def use_head(model: nn.Module, loss: str | dict | DictConfig | None = None, **he
         model: a transformers ``PreTrainedModel``, causal LM or masked LM, whose
             ``get_output_embeddings()`` is its (C, d) output layer.
         loss: a variant name (``"softmax"``, ``"stable_softmax"``, ``"sparse_softmax"``,
-            ``"sampled_softmax"``), or a loss config (``_target_`` + keyword arguments, e.g. a
-            configs/loss/*.yaml file loaded with OmegaConf; ``auto`` values are filled as
-            :func:`softmax_zoo.models.heads.build_head` fills them). None: the head recorded in
+            ``"sampled_softmax"``): its loss config configs/loss/<name>.yaml, composed (for
+            ``sampled_softmax`` its ``defaults:`` list picks the uniform sampler and m = 16); or a
+            loss config (``_target_`` + keyword arguments, e.g. a configs/loss/*.yaml file loaded
+            with OmegaConf, a ``defaults:`` list composed as Hydra would; ``auto`` values are filled
+            as :func:`softmax_zoo.models.heads.build_head` fills them). None: the head recorded in
             ``model.config.softmax_zoo_head`` by an earlier ``use_head`` (e.g. before
             ``save_pretrained``).
         **head_options: the head's keyword arguments (``chunk_size``, ``k``, ``label_smoothing``,
-            ``ignore_index``, ``sampler``, ``num_samples``, ...), over the config's;
-            ``class_counts`` (C,) goes to ``build_head`` for ``counts: auto``. ``bias`` and
-            ``reduction`` are the model's (its output bias; the transformers mean) and refused.
+            ``ignore_index``, ``sampler``, ``num_samples``, ...), over the config's; an unknown one
+            is a ``ValueError`` naming it and listing the head's. ``sampler`` is a ``Sampler``, a
+            sampler config, or the name of one of configs/loss/sampler/*.yaml (``"uniform"``,
+            ``"unigram"``, ``"quadratic"``, ``"quadratic_centred"``, ``"softmax"``).
+            ``class_counts`` (C,) goes to ``build_head`` for ``counts: auto`` (``sampler="unigram"``).
+            ``bias`` and ``reduction`` are the model's (its output bias; the transformers mean) and refused.
 
     Calling it again replaces the head. For ``SparseSoftmaxHead(full_softmax_steps=...)`` give
     the Trainer ``softmax_zoo.trainer.TrainingStepToHeads(head_of(model))``.
@@ -160,30 +166,57 @@ def _objective(model: nn.Module) -> str:
 
 def _build_head(loss: str | dict, options: dict, layer: nn.Module) -> LinearHead:
     """The head for ``loss`` tied to ``layer``'s weight (C, d) and bias (C,) or None, summing its loss."""
+    from .models.heads import SEARCH_KEY, build_head  # imports hydra
+
     num_classes, in_features = layer.weight.shape
     options = dict(options)
     counts = options.pop("class_counts", None)
-    if isinstance(loss, str):
-        if loss in REFUSED:
-            raise ValueError(REFUSED[loss])
-        heads = tied_variants()
-        if loss not in heads:
-            raise ValueError(f"unknown variant {loss!r}; choose one of {sorted(heads)} or pass a loss config")
-        head = heads[loss](in_features, num_classes, weight=layer.weight, bias=False, reduction="sum", **options)
-    else:
-        from .models.heads import build_head  # imports hydra: only for configs
-
-        target = str(loss.get("_target_", ""))
-        if target.rsplit(".", 1)[-1] == "AdaptiveSoftmaxHead":
-            raise ValueError(REFUSED["adaptive_softmax"])
-        cfg = {**loss, **options, "bias": False, "reduction": "sum"}
-        cfg.pop("cutoffs_search", None)
-        head = build_head(cfg, in_features, num_classes, weight=layer.weight, class_counts=counts)
+    cfg = _loss_config(loss)
+    if str(cfg.get("_target_", "")).rsplit(".", 1)[-1] == "AdaptiveSoftmaxHead":
+        raise ValueError(REFUSED["adaptive_softmax"])
+    if isinstance(options.get("sampler"), str):
+        options["sampler"] = compose_option("loss/sampler", options["sampler"])
+    given = {k: v for k, v in options.items() if _is_json(v)}  # config values; objects (a Sampler) go as they are
+    cfg = {**cfg, **given, "bias": False, "reduction": "sum"}
+    cfg.pop(SEARCH_KEY, None)
+    objects = {k: v for k, v in options.items() if k not in given}
+    _check_options(cfg, options)
+    for key in objects:
+        cfg.pop(key, None)
+    head = build_head(cfg, in_features, num_classes, weight=layer.weight, class_counts=counts, objects=objects)
     if not isinstance(head, LinearHead):
         raise ValueError(f"{type(head).__name__} has no single (C, d) projection to tie to the model's output layer")
     if getattr(layer, "bias", None) is not None:
         head.bias = layer.bias  # the same Parameter: trained once, saved once
     return head
+
+
+def _loss_config(loss: str | dict) -> dict:
+    """The loss config of ``loss``: a variant's configs/loss/<name>.yaml (or, for a variant registered
+    without one, its class alone), or the config given; its ``defaults:`` list composed."""
+    if isinstance(loss, dict):
+        return compose_option("loss", loss) if "defaults" in loss else dict(loss)
+    if loss in REFUSED:
+        raise ValueError(REFUSED[loss])
+    if loss in group_options("loss"):
+        return compose_option("loss", loss)
+    heads = tied_variants()
+    if loss not in heads:
+        raise ValueError(unknown_name("variant", loss, heads) + "; or pass a loss config")
+    return {"_target_": f"{heads[loss].__module__}.{heads[loss].__qualname__}"}
+
+
+def _check_options(cfg: dict, options: dict) -> None:
+    """Every key of the loss config and of ``options`` is an argument of the head (``class_counts`` aside)."""
+    target = cfg.get("_target_")
+    if not target:
+        raise ValueError(f"the loss config needs a _target_ (a head class), got keys {sorted(cfg)}")
+    accepted = accepted_arguments(target) | {"class_counts"}
+    for key in [*cfg, *options]:
+        hydra_key = key.startswith("_") and key.endswith("_")  # _target_, _convert_, ...
+        if key not in accepted and not hydra_key:
+            settable = accepted - {"in_features", "num_classes", *SET_BY_USE_HEAD}
+            raise ValueError(unknown_name(f"option of {target.rpartition('.')[2]}", key, settable))
 
 
 def _current_head(model: nn.Module) -> LinearHead:

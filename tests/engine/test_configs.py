@@ -179,6 +179,25 @@ def test_unknown_key_hint_lists_the_valid_keys():
     assert unknown_key_hint(["loss=sparse_softmax", "loss.k=3", "-m"], CONFIGS) is None
 
 
+@pytest.mark.parametrize("option", names("loss/sampler"))
+def test_compose_option_composes_one_option_of_a_group(option):
+    assert config.compose_option("loss/sampler", option, CONFIGS) == OmegaConf.to_container(
+        OmegaConf.load(CONFIGS / "loss" / "sampler" / f"{option}.yaml"))
+
+
+def test_compose_option_composes_a_defaults_list_and_keeps_the_callers_hydra_state():
+    from hydra.core.hydra_config import HydraConfig
+
+    config.compose(["loss=sparse_softmax"], CONFIGS)
+    before = HydraConfig.get().runtime.choices.loss
+    node = {"defaults": [{"sampler": "quadratic"}], "_target_": "softmax_zoo.losses.SampledSoftmaxHead", "num_samples": 4}
+    composed = config.compose_option("loss", node, CONFIGS)
+    assert composed["sampler"]["_target_"] == "softmax_zoo.losses.QuadraticKernelSampler" and "defaults" not in composed
+    assert HydraConfig.get().runtime.choices.loss == before == "sparse_softmax"
+    with pytest.raises(ValueError, match=r"unknown loss/sampler option 'quadratik' \(did you mean 'quadratic'\?\); valid: "):
+        config.compose_option("loss", {**node, "defaults": [{"sampler": "quadratik"}]}, CONFIGS)
+
+
 def test_a_long_override_suffix_stays_a_valid_file_name():
     overrides = [f"task.{k}={v}" for k, v in (("n_train", 640), ("n_validation", 320), ("n_test", 320), ("dim", 24),
                                                ("separation", 2.5), ("noise", 1.5), ("zipf", 1.1), ("data_seed", 7))]

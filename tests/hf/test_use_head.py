@@ -9,15 +9,16 @@ float64 logits (and is checked against the model's own loss at float32 precision
 from __future__ import annotations
 
 import copy
+from pathlib import Path
 
 import pytest
 import torch
 import torch.nn.functional as F
 from omegaconf import OmegaConf
-from transformers import AutoModelForCausalLM, AutoModelForMaskedLM, BertForSequenceClassification, BertConfig
+from transformers import AutoModelForCausalLM, AutoModelForMaskedLM, BertConfig, BertForSequenceClassification
 
 from softmax_zoo.hf import CONFIG_KEY, head_of, remove_head, use_head
-from softmax_zoo.losses import SoftmaxSampler, sparse_softmax_cross_entropy, stable_cross_entropy
+from softmax_zoo.losses import QuadraticKernelSampler, SoftmaxSampler, UniformSampler, sparse_softmax_cross_entropy, stable_cross_entropy
 
 from .conftest import VOCAB, batch, make_model
 
@@ -204,7 +205,7 @@ def test_trainer_steps_equal_the_models_own_loss(tmp_path, trainer_cls):
 
     cls = Trainer if trainer_cls == "transformers" else ZooTrainer
     ids, labels = batch("llama", batch_size=4)
-    rows = [{"input_ids": i, "labels": l} for i, l in zip(ids, labels)]
+    rows = [{"input_ids": i, "labels": y} for i, y in zip(ids, labels)]
 
     def train(model):
         args = TrainingArguments(tmp_path / model.__class__.__name__, max_steps=2, per_device_train_batch_size=2,
@@ -240,3 +241,60 @@ def test_refusals_say_why():
     capped.config.final_logit_softcapping = 30.0
     with pytest.raises(ValueError, match="transforms its logits"):
         use_head(capped, "softmax")
+
+
+SAMPLER_CONFIGS = sorted(Path("configs/loss/sampler").glob("*.yaml"))
+
+
+def _class_of(config_file: Path) -> str:
+    return OmegaConf.load(config_file)._target_.rpartition(".")[2]
+
+
+def test_sampled_softmax_by_name_takes_its_configs_default_sampler_and_samples():
+    cfg = OmegaConf.load("configs/loss/sampled_softmax.yaml")
+    (default,) = [entry["sampler"] for entry in cfg.defaults if "sampler" in entry]
+    head = head_of(use_head(make_model("gpt2"), "sampled_softmax"))
+    assert type(head.sampler).__name__ == _class_of(Path(f"configs/loss/sampler/{default}.yaml")) == "UniformSampler"
+    assert head.num_samples == cfg.num_samples
+
+
+@pytest.mark.parametrize("config_file", SAMPLER_CONFIGS, ids=lambda p: p.stem)
+def test_every_sampler_config_names_a_sampler(config_file):
+    counts = torch.arange(VOCAB, 0, -1).double()
+    model = use_head(make_model("gpt2"), "sampled_softmax", sampler=config_file.stem, num_samples=4, class_counts=counts)
+    assert type(head_of(model).sampler).__name__ == _class_of(config_file)
+    ids, labels = batch("gpt2")
+    assert torch.isfinite(model.train()(input_ids=ids, labels=labels).loss)
+    assert model.config.softmax_zoo_head["options"]["sampler"] == config_file.stem  # restored by use_head(model)
+
+
+def test_a_loss_config_with_a_defaults_list_is_composed():
+    cfg = OmegaConf.load("configs/loss/sampled_softmax.yaml")
+    assert "defaults" in cfg
+    assert isinstance(head_of(use_head(make_model("gpt2"), cfg)).sampler, UniformSampler)
+    head = head_of(use_head(make_model("gpt2"), cfg, sampler="quadratic", num_samples=3))
+    assert isinstance(head.sampler, QuadraticKernelSampler) and head.num_samples == 3
+
+
+@pytest.mark.parametrize("variant, typo, close", [
+    ("sparse_softmax", "kk", "k"),
+    ("softmax", "chunksize", "chunk_size"),
+    ("stable_softmax", "label_smothing", "label_smoothing"),
+    ("sampled_softmax", "num_sample", "num_samples"),
+])
+def test_an_unknown_option_is_named_with_the_valid_ones_and_the_closest(variant, typo, close):
+    with pytest.raises(ValueError) as error:
+        use_head(make_model("llama"), variant, **{typo: 3})
+    message = str(error.value)
+    assert f"{typo!r} (did you mean {close!r}?)" in message and "valid: " in message and "ignore_index" in message
+
+
+def test_unknown_names_list_the_valid_ones():
+    with pytest.raises(ValueError, match="unknown option of SoftmaxHead 'zzz'; valid: chunk_size"):
+        use_head(make_model("llama"), "softmax", zzz=1)  # nothing close: no suggestion
+    with pytest.raises(ValueError, match=r"'unigramm' \(did you mean 'unigram'\?\); valid: quadratic, quadratic_centred"):
+        use_head(make_model("llama"), "sampled_softmax", sampler="unigramm")
+    with pytest.raises(ValueError, match=r"unknown variant 'softmaxx' \(did you mean 'softmax'\?\)"):
+        use_head(make_model("llama"), "softmaxx")
+    with pytest.raises(ValueError, match="no class counts were given"):
+        use_head(make_model("llama"), "sampled_softmax", sampler="unigram")

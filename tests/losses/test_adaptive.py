@@ -6,12 +6,10 @@ import pytest
 import torch
 from torch.func import functional_call
 
-from softmax_zoo.losses import AdaptiveSoftmaxHead
-from softmax_zoo.losses import adaptive
-
+from softmax_zoo.losses import AdaptiveSoftmaxHead, adaptive
 from softmax_zoo.losses.reference.adaptive import make_pair, reference_loss, zipf_targets
 
-D, C, CUTOFFS = 32, 300, [20, 60, 150]  # tail widths 8, 2, 0 at div 4 -> use div 2: 16, 8, 4
+D, C, CUTOFFS = 32, 300, [20, 60, 150]  # tail widths 16, 8, 4 at div 2 (at div 4: 8, 2, 1, torch's 8, 2, 0)
 DIV = 2.0
 REDUCTIONS = ["mean", "sum", "none"]
 
@@ -201,8 +199,6 @@ def test_bad_input():
         AdaptiveSoftmaxHead(D, C, [2.5, 10], div_value=DIV)
     with pytest.raises(ValueError, match=r"got \[\]"):
         AdaptiveSoftmaxHead(D, C, [], div_value=DIV)
-    with pytest.raises(ValueError, match=r"tail cluster 2 .* 0 dimensions"):
-        AdaptiveSoftmaxHead(D, C, CUTOFFS, div_value=4.0)
     with pytest.raises(TypeError):
         AdaptiveSoftmaxHead(D, C, CUTOFFS, div_value=DIV, weight=torch.zeros(C, D))
     head = AdaptiveSoftmaxHead(D, C, CUTOFFS, div_value=DIV)
@@ -237,3 +233,19 @@ def test_in_place_softmax_writes_into_the_scratch_buffer(dtype, gen):
     expected = torch.softmax(z, 1)
     assert torch.softmax(z, 1, out=z).data_ptr() == z.data_ptr()
     torch.testing.assert_close(z, expected)
+
+
+def test_a_small_hidden_size_keeps_every_tail_cluster_a_projection():
+    # d = 32 at div 4 with three clusters: d // 4**3 = 0, which torch would take as it is.
+    counts = torch.arange(C, 0, -1).double()
+    cost = adaptive.MatmulCost(c_m=1e-5, lam=1e-11, w0=1e6)
+    cutoffs = adaptive.optimal_cutoffs(counts, D, num_clusters=3, batch_size=4096, cost=cost, div_value=4.0)
+    head = AdaptiveSoftmaxHead(D, C, cutoffs=cutoffs)  # the README's line, default div_value 4
+    assert [proj.out_features for proj, _ in head.tail] == adaptive.tail_widths(D, 3, 4.0) == [8, 2, 1]
+    hidden, target = torch.randn(50, D), zipf_targets(50, C, 1.0, torch.Generator().manual_seed(0))
+    loss = head(hidden, target)
+    loss.backward()
+    assert torch.isfinite(loss) and head.tail[2][0].weight.grad is not None
+    torch.testing.assert_close(head.log_probs(hidden).exp().sum(-1), torch.ones(50))
+    with pytest.raises(ValueError, match=r"project to \[8, 2, 0\] dimensions"):
+        AdaptiveSoftmaxHead.from_torch(torch.nn.AdaptiveLogSoftmaxWithLoss(D, C, CUTOFFS, div_value=4.0))

@@ -104,7 +104,7 @@ def test_bad_counts_and_sizes():
         optimal_cutoffs(good, 8, 0, 4, cost=COST)
     with pytest.raises(ValueError, match=r"batch_size must be >= 1, got 0"):
         optimal_cutoffs(good, 8, 1, 0, cost=COST)
-    with pytest.raises(ValueError, match=r"0 dimensions"):
-        optimal_cutoffs(good, 8, 2, 4, cost=COST, div_value=4.0)
+    with pytest.raises(ValueError, match=r"div_value must be > 0, got 0"):
+        optimal_cutoffs(good, 8, 2, 4, cost=COST, div_value=0.0)
     with pytest.raises(ValueError, match=r"1-D"):
         optimal_cutoffs(np.ones((2, 5)), 8, 1, 4, cost=COST)

@@ -6,13 +6,12 @@ from __future__ import annotations
 import json
 
 import pytest
-
 from omegaconf import OmegaConf
 
 from softmax_zoo.config import CONFIG_DIR
 from softmax_zoo.data.prepare.cli import main as prepare_main
 from softmax_zoo.reports import __main__ as cli
-from softmax_zoo.reports._sweep import build_sweep, is_diagnostic, primary_metric, swept_keys, sweep_table
+from softmax_zoo.reports._sweep import build_sweep, computes_nothing, is_diagnostic, primary_metric, sweep_table, swept_keys
 
 
 def fake_record(folder, loss: str, k: int | None, seed: int, f1: float) -> dict:
@@ -132,3 +131,66 @@ def test_every_task_declares_a_primary_metric_that_is_not_a_diagnostic():
         assert str(task.get("primary_metric", "")).startswith("test/"), path.name
         assert not is_diagnostic(task.primary_metric), path.name
         assert isinstance(task.get("metric_higher_is_better"), bool), path.name
+
+
+def test_sweep_of_an_experiment_takes_results_dir(sweep_folder, tmp_path, capsys):
+    results_dir = sweep_folder.parents[1]  # <tmp>/runs/ksweep
+    assert cli.main(["sweep", "ksweep", f"results_dir={results_dir}", f"out={tmp_path / 'out'}"]) == 0
+    assert "| sparse_softmax | 20 | 3 |" in capsys.readouterr().out
+    assert cli.main(["sweep", "ksweep", f"results_dir={tmp_path / 'elsewhere'}"]) == 2
+    assert f"{tmp_path / 'elsewhere' / 'runs' / 'ksweep'}" in capsys.readouterr().err
+
+
+def multirun_job(multirun, num: int, cwd, results_dir: str) -> None:
+    """A Hydra job folder as `python -m softmax_zoo.train -m ...` leaves it: its config and Hydra's."""
+    hydra = multirun / str(num) / ".hydra"
+    hydra.mkdir(parents=True)
+    (hydra / "config.yaml").write_text(f"reproduction: false\nresults_dir: {results_dir}\nscale:\n  name: smoke\n")
+    (hydra / "hydra.yaml").write_text(f"hydra:\n  runtime:\n    cwd: {cwd}\n")
+
+
+def test_a_multirun_folder_finds_its_records_where_its_jobs_wrote_them(tmp_path, monkeypatch):
+    launch, multirun = tmp_path / "launch", tmp_path / "launch" / "multirun" / "2026-01-01" / "12-00-00"
+    multirun_job(multirun, 0, launch, "elsewhere")  # results_dir=elsewhere, relative to where it was launched
+    multirun_job(multirun, 1, launch, "${zoo.results_dir:${reproduction},${scale.name}}")  # the default: scratch
+    for folder, k in ((launch / "elsewhere" / "runs" / "default", 5), (launch / "scratch" / "runs" / "default", 20)):
+        folder.mkdir(parents=True)
+        fake_record(folder, "sparse_softmax", k, 0, 0.5)
+    for path in launch.rglob("*.json"):
+        record = json.loads(path.read_text())
+        path.write_text(json.dumps({**record, "job": {**record["job"], "sweep_dir": str(multirun)}}))
+    fake_record(launch / "scratch" / "runs" / "default", "softmax", None, 0, 0.9)  # another launch's record
+    monkeypatch.chdir(tmp_path)  # not where it was launched
+    text = build_sweep(str(multirun.relative_to(tmp_path)), out=tmp_path / "out")
+    assert "Swept: loss.k;" in text and "| 5 | 1 |" in text and "| 20 | 1 |" in text and "softmax |" not in text
+
+
+def task_record(folder, task: str, k: int, seed: int, metrics: dict, extra: tuple[str, ...] = ()) -> None:
+    record = {"run_name": f"{task}_k{k}_s{seed}", "metrics": metrics, "config": {"task": {"name": task}},
+              "job": {"overrides": [f"task={task}", f"loss.k={k}", f"seed={seed}", *extra]}}
+    (folder / f"{record['run_name']}.json").write_text(json.dumps(record))
+
+
+def test_records_of_several_tasks_get_a_table_each_with_its_primary_metric(tmp_path):
+    folder = tmp_path / "runs" / "mixed"
+    folder.mkdir(parents=True)
+    for k in (5, 20):
+        task_record(folder, "clinc_oos", k, 0, {"test/micro_f1": 0.8, "test/bleu1_beam1": 1.0})
+        task_record(folder, "gigaword", k, 0, {"test/rouge1_beam1": 30.0 + k, "test/bleu1_beam1": 20.0})
+    declared = {t: OmegaConf.load(CONFIG_DIR / "task" / f"{t}.yaml").primary_metric for t in ("clinc_oos", "gigaword")}
+    text = build_sweep(str(folder), out=tmp_path / "out")
+    assert text.count("| loss.k | n |") == 2 and "## Task clinc_oos" in text and "## Task gigaword" in text
+    for task, metric in declared.items():
+        section = text.split(f"## Task {task}")[1].split("## Task")[0]
+        assert f"First column and plot: {metric} (the task's primary metric" in section
+        assert f"| loss.k | n | {metric} |" in section  # not test/bleu1_beam1, the first metric by name
+        assert "Swept: loss.k;" in section and (tmp_path / "out" / f"sweep_{str(folder).strip('/').replace('/', '_')}_{task}.png").is_file()
+
+
+def test_keys_that_change_nothing_computed_are_not_swept():
+    records = [{"job": {"overrides": [f"loss.k={k}", f"logger={logger}", f"train.progress={progress}",
+                                      f"results_dir=r{k}", f"train.max_steps={steps}", "seed=0"]}, "metrics": {}}
+               for k, logger, progress, steps in ((5, "none", "bar", 10), (20, "wandb", "log", 20))]
+    assert swept_keys(records) == ["loss.k", "train.max_steps"]  # a longer budget is another result
+    assert computes_nothing("logger") and computes_nothing("logger.mode") and computes_nothing("task.data_dir")
+    assert not computes_nothing("loss") and not computes_nothing("task") and not computes_nothing("loss.k")

@@ -247,7 +247,8 @@ class AdaptiveSoftmaxHead(OutputHead):
         num_classes: C; class ids must be sorted by decreasing frequency (0 = most frequent).
         cutoffs: c_0 < ... < c_{J-1} in (0, C): shortlist [0, c_0), cluster i = [c_i, c_{i+1}).
             :func:`optimal_cutoffs` chooses them with the paper's cost model.
-        div_value: tail cluster i projects to ``in_features // div_value**(i+1)`` dimensions.
+        div_value: tail cluster i projects to ``max(1, in_features // div_value**(i+1))`` dimensions
+            (:func:`~softmax_zoo.losses.adaptive_cutoffs.tail_widths`; torch's would be 0 at small d).
         head_bias: give the head a bias (torch's default and the paper's: no bias).
         ignore_index, reduction: see :class:`~softmax_zoo.losses.head.OutputHead`.
     """
@@ -285,6 +286,12 @@ class AdaptiveSoftmaxHead(OutputHead):
             module: a ``torch.nn.AdaptiveLogSoftmaxWithLoss``.
             **kwargs: ``ignore_index``, ``reduction``.
         """
+        torch_widths = [proj.out_features for proj, _ in module.tail]
+        if 0 in torch_widths:
+            raise ValueError(
+                f"the torch module's tail clusters project to {torch_widths} dimensions; a 0-dimensional cluster "
+                "(equally likely classes) has no counterpart here, where every cluster projects to at least 1"
+            )
         weight = module.head.weight
         head = cls(
             module.in_features, module.n_classes, module.cutoffs[:-1], module.div_value, module.head_bias, **kwargs

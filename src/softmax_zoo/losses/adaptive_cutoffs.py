@@ -60,17 +60,15 @@ def check_cutoffs(cutoffs: Sequence[int], num_classes: int) -> list[int]:
 
 
 def tail_widths(in_features: int, num_clusters: int, div_value: float) -> list[int]:
-    """Projection width of each tail cluster, d // div^(i+1) (as torch); raise if one is 0."""
+    """Projection width of each tail cluster: max(1, d // div^(i+1)).
+
+    torch's ``AdaptiveLogSoftmaxWithLoss`` takes d // div^(i+1) as it is, so a small d (32 at div 4:
+    8, 2, 0) leaves a late cluster a 0-dimensional projection, whose classes are then equally likely
+    whatever the hidden state; here such a cluster keeps a rank-1 projection.
+    """
     if div_value <= 0:
         raise ValueError(f"div_value must be > 0, got {div_value}")
-    widths = [int(in_features // (div_value ** (i + 1))) for i in range(num_clusters)]
-    for i, w in enumerate(widths):
-        if w < 1:
-            raise ValueError(
-                f"tail cluster {i} would project to in_features // div_value**{i + 1} = "
-                f"{in_features} // {div_value}**{i + 1} = 0 dimensions; use fewer cutoffs or a smaller div_value"
-            )
-    return widths
+    return [max(1, int(in_features // (div_value ** (i + 1)))) for i in range(num_clusters)]
 
 
 @dataclass(frozen=True)
@@ -223,7 +221,7 @@ def optimal_cutoffs(
         batch_size: B, rows per step (tokens per batch for a language model).
         cost: matmul constants; measured on ``device`` by :func:`measure_matmul_cost` if None.
         div_value: None (default) for the paper's model, every cluster at full width d; a number
-            to model :class:`AdaptiveSoftmaxHead`'s reduced widths d // div_value**(i+1).
+            to model :class:`AdaptiveSoftmaxHead`'s reduced widths max(1, d // div_value**(i+1)).
         grid: candidate boundaries: all positions when C − 1 ≤ grid, else the first 64 and
             ``grid`` log-spaced ones.
         device: where to measure the cost (default: cuda if available, else cpu).

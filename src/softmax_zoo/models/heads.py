@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import inspect
 import logging
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import hydra
@@ -48,6 +48,7 @@ def build_head(
     *,
     weight: torch.Tensor | None = None,
     class_counts: Sequence[float] | torch.Tensor | None = None,
+    objects: Mapping[str, Any] | None = None,
 ) -> OutputHead:
     """Instantiate the head described by ``loss_cfg``.
 
@@ -58,6 +59,7 @@ def build_head(
         weight: a (C, d) parameter to tie the projection to. Passing it demands tying: a head
             whose constructor takes no ``weight`` (adaptive softmax) raises ``ValueError``.
         class_counts: (C,) class frequencies, required by ``counts: auto`` / ``cutoffs: auto``.
+        objects: constructor arguments a config cannot hold (e.g. a built ``Sampler``), passed as they are.
 
     Returns:
         The head, an :class:`~softmax_zoo.losses.OutputHead`.
@@ -75,7 +77,7 @@ def build_head(
     if "cutoffs" in cfg:
         cfg.cutoffs = _cutoffs(cfg.cutoffs, num_classes, in_features, counts, search)
         log.info("%s: cutoffs %s", cfg._target_, list(cfg.cutoffs))
-    kwargs: dict[str, Any] = {"in_features": in_features, "num_classes": num_classes, **overrides}
+    kwargs: dict[str, Any] = {"in_features": in_features, "num_classes": num_classes, **overrides, **(objects or {})}
     if weight is not None:
         if not _accepts(head_cls, "weight"):
             raise ValueError(
@@ -109,7 +111,7 @@ def _fill_auto(
             node[key] = num_classes
         elif value == AUTO and key == "counts":
             if counts is None:
-                raise ValueError(f"{where}.counts is auto but the task provides no class counts")
+                raise ValueError(f"{where}.counts is auto but no class counts were given (class_counts)")
             node[key] = None
             overrides[key] = counts
         elif value == AUTO and key not in own:
@@ -124,7 +126,7 @@ def _cutoffs(
     """``auto`` -> ``optimal_cutoffs``; fractions of C -> class ids; ints stay (checked by the head)."""
     if value == AUTO:
         if counts is None:
-            raise ValueError("loss.cutoffs is auto but the task provides no class counts")
+            raise ValueError("loss.cutoffs is auto but no class counts were given (class_counts)")
         search = hydra.utils.instantiate(search, _convert_="all")  # e.g. a MatmulCost under cost:
         return [int(c) for c in optimal_cutoffs(counts, in_features, **search)]
     out = []

@@ -10,8 +10,8 @@
 - ``python -m softmax_zoo.reports --check [page ...]`` rebuilds pages (default: all) into a
   temporary folder instead and exits 1 if any file differs from the committed one in results/.
 - ``python -m softmax_zoo.reports sweep <records folder | experiment | multirun folder> [metric=NAME]
-  [diagnostics=true] [out=DIR]``: any sweep as a table and a plot, the task's primary metric first
-  (:mod:`softmax_zoo.reports._sweep`).
+  [diagnostics=true] [results_dir=DIR] [out=DIR]``: any sweep as a table and a plot, the task's primary
+  metric first, one table per task (:mod:`softmax_zoo.reports._sweep`).
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ from softmax_zoo.reports._pages import CLAIMS_FILE
 
 USAGE = (
     "usage: python -m softmax_zoo.reports <page> [results_dir=DIR] [out=DIR] [wandb=offline|online] | --check [page ...] "
-    "| sweep <records folder|experiment|multirun folder> [metric=NAME] [diagnostics=true] [out=DIR]"
+    "| sweep <records folder|experiment|multirun folder> [metric=NAME] [diagnostics=true] [results_dir=DIR] [out=DIR]"
 )
 PAGE = Parser("python -m softmax_zoo.reports", [
     Option("results_dir", None, "folder of the run records, <results_dir>/runs (default: the page's own, results)", kind=str),
@@ -44,6 +44,7 @@ CHECK = Parser("python -m softmax_zoo.reports --check", [], synopsis="[page ...]
 SWEEP = Parser("python -m softmax_zoo.reports sweep", [
     Option("metric", None, "the metric to tabulate first and plot (default: the task's primary_metric)", kind=str),
     Option("diagnostics", False, "also tabulate the diagnostic metrics (top-k regime, counts, throughput)"),
+    Option("results_dir", None, "folder of an experiment's records, <results_dir>/runs (default: results, then scratch)", kind=str),
     Option("out", None, "folder of the table and plot", kind=str),
 ], synopsis="<records folder | experiment | multirun folder>")
 

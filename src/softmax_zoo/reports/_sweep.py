@@ -2,11 +2,14 @@
 
 The records of a sweep are found by what the argument names: a folder of records
 (``scratch/runs/default``), an experiment (``fig2_clinc_oos``: ``<results_dir>/runs/<experiment>``,
-looked up in results/ and scratch/), or a Hydra multirun folder (``multirun/2025-01-01/12-00-00``:
-the records whose ``job.sweep_dir`` it is). The swept keys are read from the records, not
-configured: every command-line override whose value differs between records (the seed aside). Seeds
-are pooled: each metric is the mean ± 95% Student-t interval over the runs of one swept value, with
-their number n.
+looked up in ``results_dir=`` if given, else results/ and scratch/), or a Hydra multirun folder
+(``multirun/2025-01-01/12-00-00``: the records whose ``job.sweep_dir`` it is, looked up where its
+jobs wrote them: the ``results_dir`` each job's saved config, ``<job>/.hydra/config.yaml``, names).
+The swept keys are read from the records, not configured: every command-line override whose value
+differs between records, the seed aside and the keys that change nothing a run computes aside
+(:func:`computes_nothing`: logger, progress, folders, ...). Seeds are pooled: each metric is the
+mean ± 95% Student-t interval over the runs of one swept value, with their number n. Records of
+several tasks get one table (and plot) per task, each with its task's primary metric first.
 
 The table's first metric, and the one plotted (``metric=`` chooses another), is the task's primary
 metric: ``primary_metric`` and ``metric_higher_is_better`` of configs/task/<task>.yaml, read from
@@ -21,6 +24,7 @@ its variant's registered label (:func:`softmax_zoo.losses.variant_label`, e.g. `
 
 from __future__ import annotations
 
+import fnmatch
 import math
 import re
 from collections.abc import Sequence
@@ -29,8 +33,9 @@ from typing import Any
 
 from omegaconf import OmegaConf
 
-from ..config import CONFIG_DIR, SCRATCH_DIR
+from ..config import CHOICE_GROUPS, CONFIG_DIR, SCRATCH_DIR, name_exclude_keys
 from ..losses.registry import variant_label
+from ..preflight import EXTENDS_A_RUN
 from ..records import get, load_records, runs_dir, write_text
 from ._pages import line_plot, markdown_table, provenance
 from ._stats import mean_ci
@@ -45,7 +50,10 @@ DIAGNOSTIC = re.compile(
 )
 
 
-def find_records(target: str, results_dirs: Sequence[str | Path] = ("results", SCRATCH_DIR)) -> list[dict[str, Any]]:
+RESULTS_DIRS = ("results", SCRATCH_DIR)  # where an experiment's records are looked up by default
+
+
+def find_records(target: str, results_dirs: Sequence[str | Path] = RESULTS_DIRS) -> list[dict[str, Any]]:
     """The records ``target`` names (see the module docstring).
 
     Raises:
@@ -61,12 +69,34 @@ def find_records(target: str, results_dirs: Sequence[str | Path] = ("results", S
         if folder.is_dir():
             return load_records(folder)
     if path.is_dir():  # a Hydra multirun folder
-        sweep = str(path.absolute())
-        found = [r for d in results_dirs if runs_dir(d).is_dir() for r in load_records(runs_dir(d))
-                 if (r.get("job") or {}).get("sweep_dir") == sweep]
+        sweep = path.resolve()
+        folders = list(dict.fromkeys([*job_runs_dirs(path), *(runs_dir(d) for d in results_dirs)]))
+        looked += [f"{f} (records of the multirun)" for f in folders]
+        found = [r for f in folders if f.is_dir() for r in load_records(f)
+                 if (r.get("job") or {}).get("sweep_dir") and Path(r["job"]["sweep_dir"]).resolve() == sweep]
         if found:
             return found
-    raise FileNotFoundError(f"no run records for {target!r}: looked in {', '.join(looked)} (and for records of a multirun folder)")
+    raise FileNotFoundError(f"no run records for {target!r}: looked in {', '.join(looked)}")
+
+
+def job_runs_dirs(multirun: Path) -> list[Path]:
+    """The records folders the jobs of the Hydra multirun folder ``multirun`` wrote to, in job order.
+
+    Each job folder keeps its config (``.hydra/config.yaml``, whose ``results_dir`` resolves without
+    Hydra) and Hydra's own (``.hydra/hydra.yaml``: ``hydra.runtime.cwd``, the folder a relative
+    ``results_dir`` is relative to). A job whose ``results_dir`` does not resolve is skipped.
+    """
+    folders = []
+    for saved in sorted(multirun.glob("*/.hydra/config.yaml")):
+        try:
+            results_dir = OmegaConf.select(OmegaConf.load(saved), "results_dir", throw_on_resolution_failure=True)
+        except Exception:  # noqa: BLE001 - an interpolation only a running job resolves: look elsewhere
+            continue
+        hydra_file = saved.with_name("hydra.yaml")
+        cwd = OmegaConf.select(OmegaConf.load(hydra_file), "hydra.runtime.cwd") if hydra_file.is_file() else None
+        if results_dir is not None:
+            folders.append(runs_dir(Path(cwd or ".") / str(results_dir)))
+    return list(dict.fromkeys(folders))
 
 
 def overrides(record: dict[str, Any]) -> dict[str, str]:
@@ -75,11 +105,39 @@ def overrides(record: dict[str, Any]) -> dict[str, str]:
     return dict(item.lstrip("+~").split("=", 1) for item in items if "=" in item)
 
 
+def computes_nothing(key: str) -> bool:
+    """Whether the override ``key`` changes nothing a run computes (logger, train.progress, folders, ...).
+
+    Those are the keys run names leave out (configs/hydra/default.yaml's exclude_keys,
+    :func:`softmax_zoo.config.name_exclude_keys`) but for the ones run names leave out because their
+    base already holds them, the config groups every record keeps the choice of
+    (:data:`softmax_zoo.config.CHOICE_GROUPS`: task, loss, ...) and the seed, and the keys that
+    extend a run (:data:`softmax_zoo.preflight.EXTENDS_A_RUN`: a longer budget is another result).
+    """
+    if key in CHOICE_GROUPS.values() or key in POOLED or key in EXTENDS_A_RUN:
+        return False
+    return any(fnmatch.fnmatchcase(key, pattern) for pattern in name_exclude_keys())
+
+
 def swept_keys(records: Sequence[dict[str, Any]]) -> list[str]:
-    """Override keys whose value is not the same in every record, pooled keys aside, in first-seen order."""
+    """Override keys whose value is not the same in every record, in first-seen order; pooled keys and
+    keys that change nothing a run computes (:func:`computes_nothing`) aside."""
     per_run = [overrides(r) for r in records]
     keys = list(dict.fromkeys(k for o in per_run for k in o))
-    return [k for k in keys if k not in POOLED and len({o.get(k) for o in per_run}) > 1]
+    return [k for k in keys if k not in POOLED and not computes_nothing(k) and len({o.get(k) for o in per_run}) > 1]
+
+
+def task_of(record: dict[str, Any]) -> str | None:
+    """The task a record ran (its config's ``task.name``, else its Hydra choice of task), or None."""
+    return get(record, "config.task.name") or (record.get("choices") or {}).get("task")
+
+
+def by_task(records: Sequence[dict[str, Any]]) -> dict[str | None, list[dict[str, Any]]]:
+    """The records grouped by :func:`task_of`, in first-seen order."""
+    groups: dict[str | None, list[dict[str, Any]]] = {}
+    for r in records:
+        groups.setdefault(task_of(r), []).append(r)
+    return groups
 
 
 def metric_names(records: Sequence[dict[str, Any]]) -> list[str]:
@@ -230,33 +288,50 @@ def _metric_line(metric: str | None, primary: tuple[str, bool | None] | None, le
     return line + ".\n\n"
 
 
-def build_sweep(target: str, out: str | Path | None = None, metric: str | None = None, diagnostics: bool = False) -> str:
+def build_sweep(target: str, out: str | Path | None = None, metric: str | None = None, diagnostics: bool = False,
+                results_dir: str | Path | None = None) -> str:
     """Write ``<out>/sweep_<name>.md`` (+ .png) for the sweep ``target`` names; return the page's text.
 
     ``metric`` (default: the task's primary metric, else the first metric that is not a diagnostic)
     is the table's first column and the plot's; ``diagnostics`` adds the diagnostic metrics to the
-    table. ``out`` defaults to scratch/sweeps (git-ignored): a sweep page is a look at runs, not a
-    committed result.
+    table. ``results_dir`` is where an experiment's records are looked up (default: results/, then
+    scratch/). ``out`` defaults to scratch/sweeps (git-ignored): a sweep page is a look at runs, not
+    a committed result. Records of several tasks get a section each (their own table, primary
+    metric and plot ``sweep_<name>_<task>.png``).
     """
-    records = find_records(target)
+    records = find_records(target, (results_dir,) if results_dir else RESULTS_DIRS)
     name = re.sub(r"[^A-Za-z0-9_.=-]+", "_", str(target).strip("/")).strip("_") or "sweep"
     out = Path(out or Path(SCRATCH_DIR) / "sweeps")
+    tasks = by_task(records)
+    if len(tasks) == 1:
+        body = _section(records, metric, diagnostics, out / f"sweep_{name}.png")
+    else:
+        listed = ", ".join(f"{task} ({len(runs)})" for task, runs in tasks.items())
+        body = (f"The records are of {len(tasks)} tasks, {listed} runs: one table per task, each with its own "
+                "primary metric.\n\n")
+        body += "".join(f"## Task {task}\n\n" + _section(runs, metric, diagnostics, out / f"sweep_{name}_{task}.png") + "\n"
+                        for task, runs in tasks.items())
+    text = f"# Sweep: {target}\n\n{provenance(f'sweep {target}', records)}\n" + body
+    write_text(out / f"sweep_{name}.md", text)
+    return text
+
+
+def _section(records: Sequence[dict[str, Any]], metric: str | None, diagnostics: bool, plot_path: Path) -> str:
+    """The swept keys, the table and the plot of records of one task."""
     names = metric_names(records)
     primary = primary_metric(records)
     if metric is None:
         metric = primary[0] if primary else next((m for m in names if not is_diagnostic(m)), names[0] if names else None)
     elif metric not in names:
-        raise ValueError(f"metric={metric!r} is not a metric of these records; they have {names}")
+        task = task_of(records[0])
+        raise ValueError(f"metric={metric!r} is not a metric of these records{f' (task {task})' if task else ''}; they have {names}")
     columns = table_metrics(records, metric, diagnostics)
     header, rows = sweep_table(records, columns)
-    plot = sweep_plot(records, metric, out / f"sweep_{name}.png") if metric else None
-    text = (
-        f"# Sweep: {target}\n\n{provenance(f'sweep {target}', records)}\n"
+    plot = sweep_plot(records, metric, plot_path) if metric else None
+    return (
         f"Swept: {', '.join(swept_keys(records)) or 'nothing (one configuration)'}; seeds pooled "
         f"(mean ± 95% Student-t interval over the n runs of a row). "
         + _metric_line(metric, primary, len(names) - len(columns)) + markdown_table(header, rows)
         + (f"\n{labels}" if (labels := loss_labels(records)) else "")
         + (f"\n![{metric}]({plot.name})\n" if plot else "")
     )
-    write_text(out / f"sweep_{name}.md", text)
-    return text
