@@ -12,8 +12,10 @@ records about its composition (Hydra's group choices, the command as typed).
 - :func:`run_id`: the one rule that names runs (parts + the overrides they do not name);
   :func:`run_name`: the name a job of given overrides gets (make: ``python -m softmax_zoo.config
   run_name|output_dir <overrides>``; reports: ``run_name(record["job"]["overrides"])``).
-- :func:`register_families`: each task family's file (configs/families/<family>.yaml) as the Hydra
-  configs ``family/<family>`` and ``family_scale/<family>_<scale>`` (registered on import).
+- :func:`register_families`: each task family's file (<config folder>/families/<family>.yaml) as the Hydra
+  configs ``family/<family>`` and ``family_scale/<family>_<scale>``: configs/'s on import, and those of
+  every folder a composition reads (:func:`config_sources`: the primary one and each ``hydra.searchpath``
+  folder) when :func:`compose` or ``python -m softmax_zoo.train`` (:func:`command_line_sources`) composes.
 - Resolvers the configs use (registered on import): ``${zoo.run_id:[parts],[named]}`` (:func:`job_run_id`),
   ``${zoo.run_of:changes...}`` (another job's name, :func:`run_of`), ``${zoo.group:...}`` (:func:`run_group`) and
   ``${zoo.results_dir:...}`` (:func:`results_dir`), ``${zoo.epoch_checkpoint:...}`` (:func:`epoch_checkpoint`).
@@ -58,7 +60,7 @@ def compose(overrides: list[str] = (), config_dir: str | Path | None = None) -> 
     from omegaconf import open_dict
 
     GlobalHydra.instance().clear()
-    register_families(config_dir or CONFIG_DIR)
+    register_families(config_sources(config_dir, overrides))
     with initialize_config_dir(config_dir=str(config_dir or CONFIG_DIR), version_base="1.3"):
         cfg = hydra_compose("train", overrides=list(overrides), return_hydra_config=True)
     HydraConfig.instance().set_config(cfg)
@@ -362,7 +364,16 @@ def run_of(*changes: str) -> str:
     How one run names another (the run it starts from): by the same function and configs, not by a
     copy of the other's name template. See :func:`with_changes` for the changes.
     """
-    return str(_composed(with_changes(_job_overrides(), changes), _job_config_dir()).run_name)
+    return str(_composed(with_changes(_job_overrides(), changes) + _job_searchpath(), _job_config_dir()).run_name)
+
+
+def _job_searchpath() -> list[str]:
+    """This Hydra job's ``hydra.searchpath`` override, if it has one, so that another composition reads the same folders."""
+    from hydra.core.hydra_config import HydraConfig
+
+    if not HydraConfig.initialized():
+        return []
+    return [o for o in HydraConfig.get().overrides.hydra if o.split("=", 1)[0] == SEARCHPATH]
 
 
 def _job_config_dir() -> str | None:
@@ -437,10 +448,18 @@ def family_files(config_dir: str | Path | None = None) -> dict[str, DictConfig]:
     return {path.stem: OmegaConf.load(path) for path in sorted(folder.glob("*.yaml"))}
 
 
-def family_configs(config_dir: str | Path | None = None) -> dict[str, DictConfig]:
-    """The Hydra configs of the family files: ``"family/lm"`` (the shared keys), ``"family_scale/lm_cpu"`` (``scales.cpu``), ..."""
+def family_configs(config_dirs: str | Path | Sequence[str | Path] | None = None) -> dict[str, DictConfig]:
+    """The Hydra configs of the family files: ``"family/lm"`` (the shared keys), ``"family_scale/lm_cpu"`` (``scales.cpu``), ...
+
+    Args:
+        config_dirs: a config folder or several, in Hydra's search order (a family in two: the
+            first one's, as Hydra picks a config); default configs/.
+    """
+    files: dict[str, DictConfig] = {}
+    for folder in _as_folders(config_dirs):
+        files = {**family_files(folder), **files}
     configs = {}
-    for name, file in family_files(config_dir).items():
+    for name, file in sorted(files.items()):
         shared = OmegaConf.masked_copy(file, [k for k in file if k not in FAMILY_ONLY])
         configs[f"{FAMILY_GROUPS['shared']}/{name}"] = shared
         for scale, keys in (file.get("scales") or {}).items():
@@ -448,20 +467,61 @@ def family_configs(config_dir: str | Path | None = None) -> dict[str, DictConfig
     return configs
 
 
-def register_families(config_dir: str | Path | None = None) -> None:
-    """Store :func:`family_configs` of ``config_dir`` in Hydra's ConfigStore (at the root package), replacing any stored before.
+def _as_folders(config_dirs: str | Path | Sequence[str | Path] | None) -> list[Path]:
+    if config_dirs is None:
+        return [CONFIG_DIR]
+    return [Path(config_dirs)] if isinstance(config_dirs, (str, Path)) else [Path(d) for d in config_dirs]
+
+
+def register_families(config_dirs: str | Path | Sequence[str | Path] | None = None) -> None:
+    """Store :func:`family_configs` of ``config_dirs`` in Hydra's ConfigStore (at the root package), replacing any stored before.
 
     train.yaml selects them as it would files: ``family: <family>`` (a task file's choice) and
-    ``optional family_scale: ${family}_${scale}``.
+    ``optional family_scale: ${family}_${scale}``. Give every folder the job composes from
+    (:func:`config_sources`), so that a family file in any of them is found.
     """
     from hydra.core.config_store import ConfigStore
 
     store = ConfigStore.instance()
     for group in FAMILY_GROUPS.values():
         store.repo.pop(group, None)
-    for path, node in family_configs(config_dir).items():
+    for path, node in family_configs(config_dirs).items():
         group, name = path.split("/")
         store.store(name=name, node=node, group=group, package="_global_")
+
+
+SEARCHPATH = "hydra.searchpath"
+
+
+def config_sources(config_dir: str | Path | None = None, overrides: Sequence[str] = ()) -> list[Path]:
+    """The config folders a composition reads, in Hydra's search order: the primary ``config_dir``
+    (default configs/), then each folder of ``hydra.searchpath`` (the override's in ``overrides``,
+    else the primary train.yaml's), as Hydra takes them. ``pkg://`` entries hold no family files here
+    and are left out."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    primary = Path(config_dir or CONFIG_DIR)
+    given = [o for o in OverridesParser.create().parse_overrides(list(overrides)) if o.get_key_element() == SEARCHPATH]
+    if given:
+        searchpath = given[0].value()
+    else:
+        train = primary / "train.yaml"
+        searchpath = OmegaConf.select(OmegaConf.load(train), SEARCHPATH) if train.is_file() else None
+    folders = [entry.removeprefix("file://") for entry in searchpath or () if not str(entry).startswith("pkg://")]
+    return [primary, *(Path(folder) for folder in folders)]
+
+
+def command_line_sources(argv: Sequence[str]) -> list[Path]:
+    """:func:`config_sources` of a ``python -m softmax_zoo.train`` command line: ``--config-path``/``-cp``
+    (else configs/), ``--config-dir``/``-cd`` and the ``hydra.searchpath`` override, read with Hydra's own parser."""
+    from hydra._internal.utils import get_args_parser
+
+    args, _ = get_args_parser().parse_known_args(list(argv))
+    primary = args.config_path
+    if primary is not None and not Path(primary).is_absolute():  # Hydra: relative to the @hydra.main module (train.py)
+        primary = Path(__file__).parent / primary
+    sources = config_sources(primary, args.overrides)
+    return sources[:1] + ([Path(args.config_dir)] if args.config_dir else []) + sources[1:]
 
 
 def register_resolvers() -> None:

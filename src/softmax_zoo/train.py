@@ -5,7 +5,10 @@ an optional experiment), then :func:`softmax_zoo.engine.run` trains, evaluates a
 results/runs/<experiment_name>/<run_name>.json. Sweeps: ``-m`` (Hydra multirun). Several GPUs:
 ``torchrun --nproc_per_node=N -m softmax_zoo.train ...`` (the Trainer runs DDP; rank 0 records).
 The configs are read from the repository's configs/ (an editable install); from a wheel, point
-Hydra at a copy: ``python -m softmax_zoo.train --config-path /abs/path/to/configs ...``.
+Hydra at a copy: ``python -m softmax_zoo.train --config-path /abs/path/to/configs ...``. Configs of
+your own (a loss, a task, a task family's families/<family>.yaml) may also sit in another folder:
+``hydra.searchpath=[file:///abs/path/to/folder]``. The family files of every folder Hydra composes
+from are registered before it composes (:func:`softmax_zoo.config.command_line_sources`).
 
 A run that fails prints its error alone (``ValueError: k must be >= 1, got 0``) and where the
 traceback is (the job's log file); ``HYDRA_FULL_ERROR=1`` prints the whole traceback instead (Hydra's switch).
@@ -22,7 +25,7 @@ from hydra.errors import CompactHydraException
 from omegaconf import DictConfig
 
 from . import engine
-from .config import CONFIG_DIR, unknown_key_hint
+from .config import CONFIG_DIR, command_line_sources, register_families, unknown_key_hint
 
 log = logging.getLogger(__name__)
 FULL_ERROR = "HYDRA_FULL_ERROR"  # Hydra's own switch: "1" shows every traceback in full
@@ -59,6 +62,7 @@ def main(cfg: DictConfig) -> None:
 
 
 if __name__ == "__main__":
+    register_families(command_line_sources(sys.argv[1:]))
     try:
         main()
     except SystemExit as exit_:

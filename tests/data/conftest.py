@@ -1,4 +1,9 @@
-"""Small generated releases, in the exact file formats of each dataset's release."""
+"""Small generated releases, in the exact file formats of each dataset's release.
+
+:data:`BUILDERS` holds the releases that the format tests (test_data_preparers, test_data_atomic,
+test_data_errors) read; a task without one is still tested through its own ``generate``
+(test_data_atomic). Tests taking ``release_task`` run once per task of :data:`BUILDERS`.
+"""
 
 from __future__ import annotations
 
@@ -168,6 +173,11 @@ BUILDERS = {
     "ptb": make_ptb,
     "wikitext2": make_wikitext2,
 }
+
+
+def pytest_generate_tests(metafunc):
+    if "release_task" in metafunc.fixturenames:
+        metafunc.parametrize("release_task", sorted(BUILDERS))
 
 
 @pytest.fixture

@@ -6,22 +6,32 @@ import stat
 
 import pytest
 
-from softmax_zoo.data.prepare import writer
-from softmax_zoo.data.prepare import TASKS, prepare_task
+from softmax_zoo.data.layout import read_json
+from softmax_zoo.data.prepare import TASKS, prepare_task, writer
 
 
 def _snapshot(folder):
     return {p.name: p.read_bytes() for p in sorted(folder.iterdir())}
 
 
-@pytest.mark.parametrize("task", sorted(TASKS))
-def test_preparing_twice_is_byte_identical(task, raw_root, out_dir):
+def test_preparing_twice_is_byte_identical(release_task, raw_root, out_dir):
+    task = release_task
     prepare_task(task, raw_root_dir=raw_root, out_dir=out_dir)
     first = _snapshot(out_dir / task)
     prepare_task(task, raw_root_dir=raw_root, out_dir=out_dir)
     assert _snapshot(out_dir / task) == first
     assert "meta.json" in first
     assert [p.name for p in out_dir.iterdir()] == [task]  # no temporary folders left behind
+
+
+@pytest.mark.parametrize("task", sorted(TASKS))
+def test_every_preparer_generates_its_kind_byte_identically(task, tmp_path):
+    """Each registered preparer's ``generate`` (what the dry runs read) writes a folder of its KIND, the same twice."""
+    (tmp_path / "a").mkdir(), (tmp_path / "b").mkdir()
+    first = _snapshot(TASKS[task].generate(tmp_path / "a"))
+    folder = TASKS[task].generate(tmp_path / "b")
+    assert _snapshot(folder) == first and folder == tmp_path / "b" / task
+    assert read_json(folder / "meta.json")["kind"] == TASKS[task].KIND
 
 
 def test_interrupted_run_leaves_no_folder(raw_root, out_dir, monkeypatch):

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from softmax_zoo.data.layout import missing_split_message
-from softmax_zoo.data.prepare import prepare_all, prepare_task
+from softmax_zoo.data.prepare import TASKS, prepare_all, prepare_task
 from softmax_zoo.data.tokenizers import CharTokenizer, WordVocab
 
 
@@ -183,14 +183,19 @@ def test_prepare_all_skips_missing_folders(raw_root, out_dir):
 
     shutil.rmtree(raw_root / "ptb")
     metas = prepare_all(raw_root, out_dir)
-    assert "ptb" not in metas and set(metas) == {"clinc_oos", "wos", "iflytek", "gigaword", "squad_qg", "lm1b", "wikitext2"}
+    released = {task for task, spec in TASKS.items() if (raw_root / spec.RAW_NAME).is_dir()}
+    assert "ptb" not in metas and set(metas) == released and len(released) >= 7
     assert sorted(p.name for p in out_dir.iterdir()) == sorted(metas)
 
 
 def test_every_preparer_module_registers_itself():
-    from softmax_zoo.data.prepare import TASKS, clinc_oos, lm_corpora
+    """Every module of the package imports (none left out); TASKS is the registry, each task's preparer from one of them."""
+    from softmax_zoo.data.prepare import clinc_oos, lm_corpora, registry
 
-    assert set(TASKS) == {"clinc_oos", "wos", "iflytek", "gigaword", "squad_qg", "lm1b", "ptb", "wikitext2"}
+    assert registry.failed_modules() == {}
+    assert TASKS == registry.preparers() and len(TASKS) >= 8
+    owners = {getattr(p, "__name__", None) or type(p).__module__ for p in TASKS.values()}
+    assert owners <= set(registry.preparer_modules())
     assert TASKS["clinc_oos"] is clinc_oos and TASKS["lm1b"] is lm_corpora.LM1B
 
 
@@ -199,7 +204,7 @@ def test_register_rejects_an_incomplete_or_second_preparer():
 
     from softmax_zoo.data.prepare import clinc_oos, registry
 
-    with pytest.raises(TypeError, match=r"lacks \['load_local', 'hub_spec', 'from_hub'\]"):
+    with pytest.raises(TypeError, match=r"half_done.*lacks \['KIND', 'load_local', 'hub_spec', 'from_hub'\]"):
         registry.register("half_done", types.SimpleNamespace(RAW_NAME="x", OPTIONS={}))
     with pytest.raises(ValueError, match="already has a preparer"):
         registry.register("wos", clinc_oos)

@@ -1,38 +1,38 @@
 """A variant defined outside the package: a module and a loss config, and nothing else.
 
-A temperature-scaled softmax head (CE of z / T) is written to a throwaway module and its
-configs/loss/<name>.yaml to an extra config dir. With no edit to softmax_zoo or the tests it
-(a) passes the shared head tests (``pytest -p <module>`` registers it before collection),
-(b) trains at smoke scale through the real entry point (``hydra.searchpath`` finds its config,
-``build_head`` imports its ``_target_``), and (c) its registered label reaches the pages.
+A temperature-scaled softmax (the cross-entropy of softmax(z / T), which is also its distribution)
+is written as README "Extend it" names it, my_variant.py and conf/loss/my_softmax.yaml, in a folder
+outside the repository. README's commands, as written, run the shared head tests on its cases
+alone, train it at smoke scale beside softmax and show its label on the sweep page. The in-process
+tests check its math, that a row loss without a distribution is refused, and that the shared tests
+fail a variant whose evaluation ignores its loss or whose loss ignores label smoothing.
 """
 
 from __future__ import annotations
 
-import json
-import os
 import re
-import subprocess
 import sys
 import textwrap
-from pathlib import Path
 
 import pytest
 import torch
 
-from softmax_zoo.losses import registry, variant_label, variant_title, variants
+from softmax_zoo.losses import SoftmaxHead, registry, variant_label, variant_title, variants
+from softmax_zoo.losses.row_loss import RowLoss
 from softmax_zoo.reports._sweep import build_sweep
 
-REPO = Path(__file__).resolve().parents[2]
-MODULE, NAME = "toy_temperature_softmax", "temperature_softmax"
+from . import test_head_common
 
-TOY_MODULE = '''
-"""Temperature-scaled softmax CE: loss = logsumexp(z/T) − (1 − ε)·z_t/T − ε·mean_j z_j/T."""
+MODULE, NAME = "my_variant", "my_softmax"
+
+VARIANT_MODULE = '''
+"""Temperature-scaled softmax CE: loss = −(1 − ε)·log p_t − ε·mean_j log p_j with p = softmax(z / T)."""
 import torch
 
 from softmax_zoo.losses import SoftmaxHead, register_variant
 from softmax_zoo.losses._core import compute_dtype
 from softmax_zoo.losses.row_loss import RowLoss
+from softmax_zoo.reports._sweep import build_sweep
 
 
 class TemperatureRows(RowLoss):
@@ -40,9 +40,11 @@ class TemperatureRows(RowLoss):
         super().__init__(label_smoothing)
         self.temperature = temperature
 
+    def log_probs(self, z):
+        return torch.log_softmax(z.to(compute_dtype(z.dtype)) / self.temperature, dim=-1)
+
     def rows(self, z, target, keep):
-        s = z.to(compute_dtype(z.dtype)) / self.temperature  # (N, C)
-        eps, logp = self.label_smoothing, torch.log_softmax(s, dim=1)
+        eps, logp = self.label_smoothing, self.log_probs(z)  # (N, C)
         loss = -(1 - eps) * logp.gather(1, target.unsqueeze(1)).squeeze(1) - eps * logp.mean(dim=1)
         return loss.masked_fill(~keep, 0.0), (logp,)
 
@@ -53,7 +55,7 @@ class TemperatureRows(RowLoss):
         return g.scatter_add(1, target.unsqueeze(1), -(1 - eps) * w)
 
 
-@register_variant("temperature_softmax", label="temperature", title="temperature-scaled softmax")
+@register_variant("my_softmax", label="temperature", title="temperature-scaled softmax")
 class TemperatureSoftmaxHead(SoftmaxHead):
     def __init__(self, in_features, num_classes, *, temperature=2.0, **kwargs):
         super().__init__(in_features, num_classes, **kwargs)
@@ -63,7 +65,7 @@ class TemperatureSoftmaxHead(SoftmaxHead):
         return TemperatureRows(self.temperature, self.label_smoothing)
 '''
 
-TOY_CONFIG = f"""
+VARIANT_CONFIG = f"""
 _target_: {MODULE}.TemperatureSoftmaxHead
 temperature: 2.0
 bias: true
@@ -73,28 +75,23 @@ label_smoothing: 0.0
 chunk_size: null
 """
 
-SHARED_HEAD_TESTS = ["test_chunked.py", "test_lean_inference.py", "test_edge_inputs.py", "test_head_common.py"]
-
 
 @pytest.fixture
-def toy(tmp_path, monkeypatch):
-    """The module (importable here and in subprocesses) and a config dir with loss/<NAME>.yaml.
+def folder(tmp_path, monkeypatch):
+    """The user's folder: my_variant.py and conf/loss/my_softmax.yaml, the module importable here too.
 
-    What the test registers here is forgotten afterwards (the registry and sys.modules are restored).
+    What a test registers is forgotten afterwards (the registry and sys.modules are restored).
     """
     monkeypatch.setattr(registry, "_VARIANTS", dict(registry._VARIANTS))
-    (tmp_path / "code").mkdir()
-    (tmp_path / "code" / f"{MODULE}.py").write_text(textwrap.dedent(TOY_MODULE))
+    (tmp_path / f"{MODULE}.py").write_text(textwrap.dedent(VARIANT_MODULE))
     (tmp_path / "conf" / "loss").mkdir(parents=True)
-    (tmp_path / "conf" / "loss" / f"{NAME}.yaml").write_text(TOY_CONFIG)
-    monkeypatch.syspath_prepend(str(tmp_path / "code"))
-    path = os.pathsep.join([str(tmp_path / "code"), str(REPO / "src"), os.environ.get("PYTHONPATH", "")])
-    env = {**os.environ, "PYTHONPATH": path, "HF_HUB_OFFLINE": "1", "WANDB_MODE": "disabled", "CUDA_VISIBLE_DEVICES": ""}
-    yield {"env": env, "conf": tmp_path / "conf", "cwd": tmp_path}
+    (tmp_path / "conf" / "loss" / f"{NAME}.yaml").write_text(VARIANT_CONFIG)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    yield tmp_path
     sys.modules.pop(MODULE, None)
 
 
-def test_registered_on_import_with_a_label_and_chunk_size_auto(toy):
+def test_registered_on_import_with_a_label_and_its_own_distribution(folder):
     assert NAME not in variants()
     module = __import__(MODULE)
     v = variants()[NAME]
@@ -107,36 +104,81 @@ def test_registered_on_import_with_a_label_and_chunk_size_auto(toy):
     loss = head(hidden, target)
     (grad,) = torch.autograd.grad(loss, hidden)
     h = hidden.detach().clone().requires_grad_(True)
-    ref = torch.nn.functional.cross_entropy((h @ head.weight.T + head.bias) / 3.0, target, label_smoothing=0.1)
+    logits = h @ head.weight.T + head.bias
+    ref = torch.nn.functional.cross_entropy(logits / 3.0, target, label_smoothing=0.1)
     ref.backward()
     torch.testing.assert_close(loss, ref, rtol=1e-12, atol=1e-12)
     torch.testing.assert_close(grad, h.grad, rtol=1e-12, atol=1e-12)
+    # Evaluation follows the loss: log_probs is softmax(z / T), also chunked (no lean path for it).
+    expected = torch.log_softmax(logits.detach() / 3.0, dim=-1)
+    torch.testing.assert_close(head.log_probs(hidden.detach()), expected, rtol=1e-12, atol=1e-12)
+    head.chunk_size = 2
+    assert not head.streams_inference()
+    ids = torch.arange(9)
+    torch.testing.assert_close(head.class_log_probs(hidden.detach(), ids), expected, rtol=1e-12, atol=1e-12)
 
 
-def test_passes_the_shared_head_tests(toy):
-    """The shared head tests, collected with the module loaded as a plugin: only its cases run."""
-    cmd = [sys.executable, "-m", "pytest", "-v", "-p", "no:cacheprovider", "-p", MODULE, "-k", NAME,
-           *(str(REPO / "tests" / "losses" / f) for f in SHARED_HEAD_TESTS)]  # fmt: skip
-    done = subprocess.run(cmd, env=toy["env"], cwd=REPO, capture_output=True, text=True, timeout=600)
-    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
-    ran = re.findall(rf"tests/losses/(test_\w+\.py)::(\w+)\[[^\]]*{NAME}[^\]]*\] PASSED", done.stdout)
-    assert {file for file, _ in ran} == set(SHARED_HEAD_TESTS)  # every file ran the variant's cases
-    for test in ("test_gradcheck_float64", "test_equals_plain_head_float64", "test_all_ignored_head", "test_nan_hidden_row"):
-        assert test in {name for _, name in ran}
-    assert len(ran) >= 100 and "FAILED" not in done.stdout
+def test_a_row_loss_without_its_distribution_is_refused():
+    """A RowLoss must say which distribution its loss is the cross-entropy of: one without log_probs
+    cannot be built, so a head using it fails at its first forward, naming the class and the method."""
+
+    class NoDistributionRows(RowLoss):
+        def rows(self, z, target, keep):
+            raise AssertionError("never reached")
+
+        def grad(self, state, target, row_weight, shape, dtype):
+            raise AssertionError("never reached")
+
+    class Head(SoftmaxHead):
+        def row_loss(self):
+            return NoDistributionRows(self.label_smoothing)
+
+    with pytest.raises(TypeError, match="NoDistributionRows.*log_probs"):
+        Head(4, 6)(torch.randn(3, 4), torch.tensor([0, 1, 2]))
 
 
-def test_trains_at_smoke_scale_and_the_sweep_page_shows_its_label(toy):
-    """loss=softmax,<toy> as a Hydra multirun through the real entry point, then the sweep page."""
-    cmd = [sys.executable, "-m", "softmax_zoo.train", "-m", "task=synthetic", "scale=smoke", f"loss=softmax,{NAME}",
-           f"hydra.searchpath=[file://{toy['conf']}]", "hydra.sweep.dir=sweep"]  # fmt: skip
-    done = subprocess.run(cmd, env=toy["env"], cwd=toy["cwd"], capture_output=True, text=True, timeout=600)
-    assert done.returncode == 0, done.stderr[-3000:]
-    folder = toy["cwd"] / "scratch" / "runs" / "default"
-    records = {r["choices"]["loss"]: r for r in (json.loads(p.read_text()) for p in folder.glob("*.json"))}
-    assert set(records) == {"softmax", NAME}
-    toy_record = records[NAME]
-    assert toy_record["config"]["loss"]["_target_"] == f"{MODULE}.TemperatureSoftmaxHead"
-    assert 0.0 <= toy_record["metrics"]["test/micro_f1"] <= 1.0
-    page = build_sweep(str(folder), out=toy["cwd"] / "pages")
-    assert f"| {NAME} |" in page and f"`{NAME}`: temperature" in page
+def _rows_class(module, mistake):
+    """TemperatureRows with one mistake: "plain softmax distribution" (its loss the temperature one, its
+    log_probs softmax(z)) or "label smoothing ignored"."""
+
+    class Wrong(module.TemperatureRows):
+        def __init__(self, temperature, label_smoothing=0.0):
+            super().__init__(temperature, 0.0 if mistake == "label smoothing ignored" else label_smoothing)
+            self.right = module.TemperatureRows(temperature, self.label_smoothing)
+
+        def rows(self, z, target, keep):
+            return self.right.rows(z, target, keep)
+
+        def log_probs(self, z):
+            return torch.log_softmax(z.double(), dim=-1) if mistake == "plain softmax distribution" else self.right.log_probs(z)
+
+    return Wrong
+
+
+@pytest.mark.parametrize("mistake, shared_test", [
+    ("plain softmax distribution", test_head_common.test_loss_is_the_cross_entropy_of_log_probs),
+    ("label smoothing ignored", test_head_common.test_label_smoothing_spreads_over_the_support),
+])  # fmt: skip
+def test_the_shared_tests_fail_a_wrong_variant(folder, mistake, shared_test, gen):
+    module = __import__(MODULE)
+    rows = _rows_class(module, mistake)
+
+    class WrongHead(module.TemperatureSoftmaxHead):
+        def row_loss(self):
+            return rows(self.temperature, self.label_smoothing)
+
+    shared_test(module.TemperatureSoftmaxHead, {}, gen)  # the right one passes
+    with pytest.raises(AssertionError):
+        shared_test(WrongHead, {}, gen)
+
+
+def test_readme_recipe_runs_the_shared_tests_trains_and_labels_the_page(folder, run_readme_recipe):
+    """README's variant recipe from a folder outside the repository: the shared head tests run its
+    cases alone (every shared file), it trains beside softmax, and the sweep page shows its label."""
+    done = run_readme_recipe("# a softmax variant", folder)
+    summary = re.search(r"(\d+) passed, (\d+) deselected", done.stdout)
+    assert summary and "failed" not in done.stdout, done.stdout[-2000:]
+    assert 100 <= int(summary.group(1)) < int(summary.group(2))  # its cases alone, of every shared file
+    records = folder / "scratch" / "runs" / "default"
+    page = build_sweep(str(records), out=folder / "pages")
+    assert f"| {NAME} |" in page and f"`{NAME}`: temperature" in page  # both arms trained; its label

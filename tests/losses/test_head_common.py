@@ -102,3 +102,45 @@ def test_gradcheck_float64(cls, extra, reduction, gen):
     logits = (torch.randn(5, C, generator=gen, dtype=torch.float64) * 3).requires_grad_(True)
     on_logits = lambda z: head.row_loss().on_logits(z, target, reduction=reduction)  # noqa: E731
     assert torch.autograd.gradcheck(on_logits, (logits,))
+
+
+
+def _head(cls, extra, eps):
+    """The float64 head of seed 0 with label smoothing ``eps`` (reduction "none")."""
+    torch.manual_seed(0)
+    return cls(D, C, reduction="none", label_smoothing=eps, **extra).double()
+
+
+def _inputs(cls, extra, gen):
+    """hidden (12, D) and targets, every other one the most probable class (inside any top-k support)."""
+    hidden = torch.randn(12, D, generator=gen, dtype=torch.float64) * 3
+    target = torch.randint(0, C, (12,), generator=gen)
+    target[::2] = _head(cls, extra, 0.0).log_probs(hidden[::2]).argmax(dim=1)
+    return hidden, target
+
+
+@pytest.mark.parametrize("cls, extra", HEADS)
+def test_loss_is_the_cross_entropy_of_log_probs(cls, extra, gen):
+    """At ε = 0 each row's loss is −log p_t of the head's own log_probs wherever p_t > 0: a variant's
+    evaluation (log_probs, predict, NLL) follows its loss."""
+    hidden, target = _inputs(cls, extra, gen)
+    head = _head(cls, extra, 0.0)
+    loss, logp = head(hidden, target), head.log_probs(hidden)
+    logp_t = logp.gather(1, target[:, None]).squeeze(1)
+    inside = logp_t.isfinite()
+    assert inside[::2].all()
+    torch.testing.assert_close(loss[inside], -logp_t[inside], rtol=1e-10, atol=1e-10)
+
+
+@pytest.mark.parametrize("cls, extra", HEADS)
+def test_label_smoothing_spreads_over_the_support(cls, extra, gen):
+    """loss_ε = (1 − ε)·loss_0 + ε·mean_{p_j > 0}(−log p_j) under the head's own distribution
+    (RowLoss's smoothing rule); a variant that ignores label_smoothing fails."""
+    hidden, target = _inputs(cls, extra, gen)
+    head = _head(cls, extra, 0.0)
+    loss_0, logp = head(hidden, target), head.log_probs(hidden)
+    loss_eps = _head(cls, extra, 0.2)(hidden, target)
+    support = logp.isfinite()
+    uniform = -(logp.where(support, 0.0)).sum(dim=1) / support.sum(dim=1)  # (N,) mean of −log p over the support
+    torch.testing.assert_close(loss_eps, 0.8 * loss_0 + 0.2 * uniform, rtol=1e-10, atol=1e-10)
+    assert not torch.allclose(loss_eps, loss_0)

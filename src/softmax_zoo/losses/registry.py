@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import importlib
 import string
+import warnings
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -130,7 +131,8 @@ def variant_label(name: str, options: Mapping[str, Any] | None = None, choices: 
     Returns:
         e.g. "sparse", "sampled (quadratic, m=64)"; ``name`` itself if no variant is registered as
         it, even after importing the options' ``_target_`` (where a variant defined outside this
-        package registers).
+        package registers). A ``_target_`` whose module does not import warns, naming the module
+        and the error.
     """
     if name not in _VARIANTS and (options or {}).get("_target_"):
         _import_module_of(options["_target_"])
@@ -143,12 +145,17 @@ def variant_label(name: str, options: Mapping[str, Any] | None = None, choices: 
 
 
 def _import_module_of(target: str) -> None:
-    """Import the module of a dotted class path, which registers its variants; quietly skip one
-    that cannot be imported here (a page then shows the config name)."""
+    """Import the module of a dotted class path, which registers its variants; one that cannot be
+    imported here warns, naming the module and its error (a page then shows the config name)."""
+    module = target.rpartition(".")[0]
     try:
-        importlib.import_module(target.rpartition(".")[0])
-    except (ImportError, ValueError):  # ValueError: no module part
-        pass
+        importlib.import_module(module)
+    except (ImportError, ValueError) as error:  # ValueError: no module part
+        warnings.warn(
+            f"loss target {target!r}: cannot import module {module!r} ({type(error).__name__}: {error}), so its "
+            "variant's label is unknown and pages show the loss config's name (put the module on PYTHONPATH)",
+            stacklevel=3,
+        )
 
 
 def _qualified(cls: type) -> str:

@@ -1,16 +1,20 @@
 """A logit-level loss written once: per-row values and their logit gradient.
 
-A variant (softmax, stable, sparse, ...) is a :class:`RowLoss` with two methods,
+A variant (softmax, stable, sparse, ...) is a :class:`RowLoss` with three methods,
 
     rows(z, target, keep)                  -> loss (N,), state      the forward
     grad(state, target, w, shape, dtype)   -> ∂(Σ_i w_i·loss_i)/∂z   the backward, (N, C)
+    log_probs(z)                           -> (..., C)               the distribution the loss is the cross-entropy of
 
 and every path of the package runs that one definition:
 
 - the whole matrix, ``RowLoss.on_logits``: the (N, C) logits through :class:`_RowLossFunction`,
   whose backward is ``grad`` with w = the upstream gradient (0 at ignored rows);
 - the chunked head (``chunked.py``): ``loss_and_grad`` on ``chunk_size`` rows at a time, with w
-  = the reduction's weights, so that the (N, C) logits never exist.
+  = the reduction's weights, so that the (N, C) logits never exist;
+- inference (``SoftmaxHead.log_probs``, hence ``predict`` and the evaluation NLL): ``log_probs``.
+  A subclass that leaves one of the three out cannot be instantiated (they are abstract), so a
+  variant cannot change its loss and silently keep another distribution.
 
 ``rows`` receives the logits as given (the whole-matrix path) or already in the compute dtype
 (the chunked path) and computes in ``_core.compute_dtype``; ``grad`` may return the compute
@@ -20,21 +24,32 @@ place: it is called once per ``rows``.
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
+
 import torch
 
 from ._core import check_ce_inputs, reduce_loss
 
 
-class RowLoss:
-    """A logit-level loss: subclasses implement :meth:`rows` and :meth:`grad`.
+class RowLoss(ABC):
+    """A logit-level loss: subclasses implement :meth:`rows`, :meth:`grad` and :meth:`log_probs`.
 
     Args:
-        label_smoothing: ε in [0, 1], each variant's own smoothing rule.
+        label_smoothing: ε in [0, 1], spread uniformly over the support of :meth:`log_probs`
+            (the classes of nonzero probability): loss_ε = (1 − ε)·loss_0 + ε·mean_{p_j > 0}(−log p_j),
+            which the shared head tests check.
     """
+
+    #: True when :meth:`log_probs` is the softmax of the logits over the head's ``support_k`` (all
+    #: classes, or the top-k), which a chunked head's ``predict``, ``class_log_probs`` and
+    #: ``topk_log_probs`` stream over class blocks (``lean_inference.py``); otherwise they use
+    #: :meth:`log_probs` of the full logits.
+    softmax_of_logits = False
 
     def __init__(self, label_smoothing: float = 0.0) -> None:
         self.label_smoothing = float(label_smoothing)
 
+    @abstractmethod
     def rows(self, z: torch.Tensor, target: torch.Tensor, keep: torch.Tensor):
         """Per-row loss of ``z`` (N, C); target (N,) long with ignored rows at class 0, keep (N,) bool.
 
@@ -43,8 +58,15 @@ class RowLoss:
         """
         raise NotImplementedError
 
+    @abstractmethod
     def grad(self, state, target: torch.Tensor, row_weight: torch.Tensor, shape: torch.Size, dtype: torch.dtype):
         """d Σ_i w_i·loss_i / dz, (N, C) = ``shape``, from :meth:`rows`' state; w = ``row_weight`` (N,)."""
+        raise NotImplementedError
+
+    @abstractmethod
+    def log_probs(self, z: torch.Tensor) -> torch.Tensor:
+        """Logits (..., C) -> (..., C) log-probabilities in the compute dtype: the distribution whose
+        cross-entropy :meth:`rows` is at ε = 0 (loss_i = −log p_i,t wherever p_i,t > 0)."""
         raise NotImplementedError
 
     def loss_and_grad(self, z, target, keep, row_weight=None):

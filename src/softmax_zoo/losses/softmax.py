@@ -9,7 +9,9 @@ gradient has the logits' dtype. The chunked head (``chunk_size``) runs the same 
 reference it is tested against.
 
 :class:`SoftmaxHead` is also the base of every logit-level variant: a subclass registers itself
-(``registry.register_variant``) and overrides :meth:`SoftmaxHead.row_loss`, nothing else.
+(``registry.register_variant``) and overrides :meth:`SoftmaxHead.row_loss`, nothing else: its
+:class:`~softmax_zoo.losses.row_loss.RowLoss` gives the loss, its gradient and the distribution
+``log_probs`` returns.
 """
 
 from __future__ import annotations
@@ -49,6 +51,11 @@ def softmax_cross_entropy(
     )
 
 
+def softmax_log_probs(logits: torch.Tensor) -> torch.Tensor:
+    """log_softmax of logits (..., C) in their compute dtype (float32 for float16/bfloat16, else theirs)."""
+    return torch.log_softmax(logits.to(compute_dtype(logits.dtype)), dim=-1)
+
+
 class SoftmaxRows(RowLoss):
     """Softmax CE as a :class:`RowLoss`: what the chunked path runs (the whole matrix runs
     ``F.cross_entropy``, :meth:`on_logits`).
@@ -57,6 +64,8 @@ class SoftmaxRows(RowLoss):
     ``stable.py``; d Σ_i w_i·loss_i / dz_ij = w_i·(softmax_ij − (1 − ε)·[j = t_i] − ε/C).
     One exp per logit: the probabilities are exp(z − max) / their sum, normalised in place.
     """
+
+    softmax_of_logits = True
 
     def rows(self, z, target, keep):
         eps = self.label_smoothing
@@ -77,6 +86,9 @@ class SoftmaxRows(RowLoss):
         p.div_(total).sub_(eps / p.shape[1]).mul_(w)
         return p.scatter_add_(1, target.unsqueeze(1), -(1.0 - eps) * w)
 
+    def log_probs(self, z):
+        return softmax_log_probs(z)
+
     def on_logits(self, logits, target, *, ignore_index=-100, reduction="mean"):
         return softmax_cross_entropy(
             logits, target, ignore_index=ignore_index, reduction=reduction, label_smoothing=self.label_smoothing
@@ -88,11 +100,11 @@ class SoftmaxHead(LinearHead):
     """Linear projection + full softmax cross-entropy (see :class:`LinearHead` for the arguments).
 
     The base of every logit-level variant: a subclass changes the loss by overriding
-    :meth:`row_loss` alone, which both the plain path (the whole (N, C) logits) and the
-    ``chunk_size`` path run.
+    :meth:`row_loss` alone, which the plain path (the whole (N, C) logits), the ``chunk_size``
+    path and inference (:meth:`log_probs`, the row loss's distribution) run.
 
     Args:
-        label_smoothing: ε for training; ``log_probs`` is always the plain softmax.
+        label_smoothing: ε for training; ``log_probs`` does not depend on it.
         chunk_size: None: the loss from the full (N, C) logits. An int: the loss and all its
             gradients are computed in the forward, ``chunk_size`` rows at a time, never holding
             the (N, C) logits (``chunked.py``); values and gradients equal the plain path's.
@@ -123,18 +135,28 @@ class SoftmaxHead(LinearHead):
         """Classes the inference distribution normalises over: None for all of them."""
         return None
 
+    def log_probs(self, hidden: torch.Tensor) -> torch.Tensor:
+        """hidden (..., d) -> (..., C): the row loss's distribution (:meth:`RowLoss.log_probs`) of the logits."""
+        return self.row_loss().log_probs(self.logits(hidden))
+
+    def streams_inference(self) -> bool:
+        """Whether ``predict``, ``class_log_probs`` and ``topk_log_probs`` run over class blocks:
+        chunk_size is set and the distribution is one ``lean_inference.py`` streams
+        (:attr:`RowLoss.softmax_of_logits`)."""
+        return self.chunk_size is not None and self.row_loss().softmax_of_logits
+
     def predict(self, hidden: torch.Tensor) -> torch.Tensor:
-        if self.chunk_size is None:
+        if not self.streams_inference():
             return super().predict(hidden)
         return lean_predict(self, hidden)
 
     def class_log_probs(self, hidden: torch.Tensor, classes) -> torch.Tensor:
-        if self.chunk_size is None:
+        if not self.streams_inference():
             return super().class_log_probs(hidden, classes)
         return lean_class_log_probs(self, hidden, classes)
 
     def topk_log_probs(self, hidden: torch.Tensor, k: int, exclude=None) -> tuple[torch.Tensor, torch.Tensor]:
-        if self.chunk_size is None:
+        if not self.streams_inference():
             return super().topk_log_probs(hidden, k, exclude)
         return lean_topk_log_probs(self, hidden, k, exclude)
 

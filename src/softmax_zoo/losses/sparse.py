@@ -88,6 +88,8 @@ class SparseRows(RowLoss):
         k: support size, 1 <= k < C. smoothing_over, target_in_support: the module docstring's options.
     """
 
+    softmax_of_logits = True  # over the top-k: the head's support_k
+
     def __init__(self, k: int, label_smoothing: float = 0.0, smoothing_over: str = "support", target_in_support: bool = False):
         super().__init__(label_smoothing)
         check_smoothing_over(smoothing_over)
@@ -133,6 +135,10 @@ class SparseRows(RowLoss):
         # own softmax weight when it joined the support).
         at_target = -(1.0 - eps) + torch.where(added, torch.exp(zt - lse) - on_support, 0.0)  # (N,)
         return grad.scatter_add_(1, target.unsqueeze(1), (at_target * w).to(dtype).unsqueeze(1))
+
+    def log_probs(self, z):
+        """:func:`sparse_log_softmax` over the top-k (the support at inference, whatever ``target_in_support``)."""
+        return sparse_log_softmax(z, self.k)
 
     def on_logits(self, logits, target, *, ignore_index=-100, reduction="mean"):
         keep, safe_target = check_ce_inputs(logits, target, ignore_index, reduction, self.label_smoothing)

@@ -27,7 +27,7 @@ import torch.nn.functional as F
 from ._core import compute_dtype
 from .registry import register_variant
 from .row_loss import RowLoss
-from .softmax import SoftmaxHead
+from .softmax import SoftmaxHead, softmax_log_probs
 
 
 def _sigmoid(a: torch.Tensor) -> torch.Tensor:
@@ -38,7 +38,13 @@ def _sigmoid(a: torch.Tensor) -> torch.Tensor:
 
 
 class StableRows(RowLoss):
-    """Stable CE as a :class:`RowLoss` (the module docstring's formulas), both paths."""
+    """Stable CE as a :class:`RowLoss` (the module docstring's formulas), both paths; the
+    distribution is the plain softmax (only the loss's form differs)."""
+
+    softmax_of_logits = True
+
+    def log_probs(self, z):
+        return softmax_log_probs(z)
 
     def rows(self, z, target, keep):
         """One pass makes E = exp(z − max_j z_j) with the target's entry zeroed, so S = Σ_j E_j is

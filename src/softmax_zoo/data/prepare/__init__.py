@@ -3,7 +3,8 @@
 ``python -m softmax_zoo.data.prepare <task|all|list> key=value ...`` (see :mod:`.cli`), or
 :func:`prepare_task` from Python. One module per dataset loads the release into a
 :class:`~.writer.Prepared`, which :mod:`.writer` checks and writes; each registers itself by task
-name (:mod:`.registry`), so a new task's preparer is one new module. The runtime
+name (:mod:`.registry`), so a new task's preparer is one new module: in this package (with its line
+below), or anywhere importable and named in ``$SOFTMAX_ZOO_PREPARERS`` (no line here). The runtime
 (:mod:`softmax_zoo.data`) never imports this package.
 
 Modules::
@@ -15,7 +16,7 @@ Modules::
     squad_qg     SQuAD 1.1 question generation, Du et al. (2017) split
     lm_corpora   One Billion Word (lm1b), Penn Treebank, WikiText-2
     generated    generated data for tests and dry runs: the shared generators, and every preparer's ``generate`` (no preparer)
-    registry     the preparers by task name; each preparer module registers itself
+    registry     the preparers by task name; each preparer module registers itself ($SOFTMAX_ZOO_PREPARERS: modules outside)
     cli          prepare_task, prepare_all and the command line
     __main__     ``python -m softmax_zoo.data.prepare``
     raw          a dataset's release folder: its files by name, every file read recorded with sha256

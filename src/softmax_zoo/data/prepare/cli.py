@@ -15,6 +15,8 @@ Command line (``key=value`` arguments, no dashes, like Hydra overrides)::
   ``hub``) instead of release files; both give the same prepared format.
 - ``all`` prepares every task whose release folder exists under ``raw_root`` and skips the others.
 - Task options (``train_size=10000``, ``oos=false``, ...) are listed by ``list`` and in data/README.md.
+- A preparer outside this package: ``SOFTMAX_ZOO_PREPARERS=my_module`` (its dotted module, on
+  PYTHONPATH), which :func:`~.registry.preparers` imports beside this package's own.
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ from typing import Any
 
 from softmax_zoo.cli_args import ArgumentError, Arguments, Option, Parser
 from softmax_zoo.data.prepare.raw import RawDir
-from softmax_zoo.data.prepare.registry import preparers
+from softmax_zoo.data.prepare.registry import PREPARER_MODULES, failed_modules, preparers
 from softmax_zoo.data.prepare.writer import write_prepared
 
 log = logging.getLogger(__name__)
@@ -73,7 +75,9 @@ def resolve_options(task: str, given: dict[str, Any]) -> dict[str, Any]:
 
 def _task(task: str):
     if task not in TASKS:
-        raise ValueError(f"task must be one of {sorted(TASKS)}, got {task!r}")
+        failed = "".join(f"; preparer module {m} failed to import: {e}" for m, e in failed_modules().items())
+        hint = f" (a preparer outside softmax_zoo: name its module in ${PREPARER_MODULES})" if not failed else ""
+        raise ValueError(f"task must be one of {sorted(TASKS)}, got {task!r}{hint}{failed}")
     return TASKS[task]
 
 
