@@ -7,7 +7,8 @@
 - Each command line of a ```bash block or of an indented block: ``python -m softmax_zoo.train
   <overrides>`` composes (Hydra, :func:`softmax_zoo.config.compose`; a sweep's first values), any
   other ``python -m softmax_zoo.<module>`` answers ``--help``, and ``make <target>`` names a target
-  of the Makefile. Nothing is trained.
+  of the Makefile. Nothing is trained. The bash blocks of "Extend it" need the reader's own files:
+  the extension tests run them whole, as written (tests/conftest.py's ``run_readme_recipe``).
 
 The blocks are read from README.md each run, so blocks added later are covered without editing this file.
 """
@@ -37,6 +38,7 @@ FENCE = re.compile(r"^```(\w*)\n(.*?)^```", re.M | re.S)
 COMMAND = re.compile(r"^(python -m softmax_zoo\.|make )")
 PLACEHOLDER = "path/to/"  # a README's stand-in for the reader's own model folder
 AUTO_MODELS = {"AutoModelForCausalLM": "llama", "AutoModelForMaskedLM": "bert"}
+RECIPES = "## Extend it"  # the heading of the section whose blocks the extension tests run
 
 
 def blocks(language: str) -> list[tuple[int, str]]:
@@ -45,13 +47,23 @@ def blocks(language: str) -> list[tuple[int, str]]:
     return [(text.count("\n", 0, m.start()) + 1, m.group(2)) for m in FENCE.finditer(text) if m.group(1) == language]
 
 
+def recipe_lines() -> range:
+    """The line numbers of README's "Extend it" section, whose bash blocks the extension tests run whole, in a
+    folder of the reader's files (tests/conftest.py's ``run_readme_recipe``), so they are not composed here."""
+    lines = README.read_text(encoding="utf-8").splitlines()
+    start = lines.index(RECIPES) + 1
+    end = next((i for i in range(start, len(lines)) if lines[i].startswith("## ")), len(lines))
+    return range(start + 1, end + 1)
+
+
 def command_lines() -> list[tuple[int, str]]:
-    """(line number, command) of each ``python -m softmax_zoo.…`` or ``make …`` line of a bash or indented block."""
+    """(line number, command) of each ``python -m softmax_zoo.…`` or ``make …`` line of a bash or indented block
+    outside :func:`recipe_lines`."""
     found = [(start + i + 1, line.strip()) for start, text in blocks("bash") + blocks("sh")
              for i, line in enumerate(text.splitlines())]
     outside = FENCE.sub(lambda m: "\n" * m.group(0).count("\n"), README.read_text(encoding="utf-8"))
     found += [(i + 1, line.strip()) for i, line in enumerate(outside.splitlines()) if line.startswith("    ")]
-    return sorted((n, line) for n, line in found if COMMAND.match(line))
+    return sorted((n, line) for n, line in found if COMMAND.match(line) and n not in recipe_lines())
 
 
 def free_names(source: str) -> set[str]:
