@@ -61,32 +61,34 @@ def is_reproduction(cfg: DictConfig) -> bool:
     return bool(cfg.get("reproduction")) and cfg.scale.name in COMMITTED_SCALES
 
 
-def dirty_refusal(commit: str, paths: list[str]) -> str:
-    """The message refusing a reproduction from uncommitted code, naming the first changed files."""
-    shown = ", ".join(paths[:SHOWN_PATHS]) + (f" and {len(paths) - SHOWN_PATHS} more" if len(paths) > SHOWN_PATHS else "")
+def dirty_refusal(state: dict[str, Any]) -> str:
+    """The message refusing a reproduction from uncommitted code (a :func:`softmax_zoo.records.git_state`), naming the first changed files."""
+    paths, total = state["dirty_paths"], len(state["dirty_paths"]) + state["dirty_paths_more"]
+    shown = ", ".join(paths[:SHOWN_PATHS]) + (f" and {total - SHOWN_PATHS} more" if total > SHOWN_PATHS else "")
     return (
-        f"a reproduction starts from committed code, and {len(paths)} tracked file(s) under "
-        f"{', '.join(records.RUN_INPUTS)} differ from commit {commit[:7]}: {shown}; nothing was trained: "
-        "commit them, or add allow_dirty=true (the record keeps git.allow_dirty and the changed paths)"
+        f"a reproduction starts from committed code, and {total} file(s) under "
+        f"{', '.join(records.RUN_INPUTS)} are not as in commit {state['commit'][:7]} (changed or untracked): {shown}; "
+        "nothing was trained: commit them (or remove the untracked ones), or add allow_dirty=true "
+        "(the record keeps git.allow_dirty and the changed paths)"
     )
 
 
 def check_provenance(cfg: DictConfig) -> dict[str, Any]:
     """The record's ``git``: the code's commit (:func:`softmax_zoo.records.git_state`) and ``allow_dirty``.
 
-    Only tracked files under :data:`softmax_zoo.records.RUN_INPUTS` count: pages and records that
-    other runs write, and untracked files, never stop a run. Outside a git checkout there is no
-    commit to compare with, and no refusal.
+    Only files under :data:`softmax_zoo.records.RUN_INPUTS` count, tracked ones that changed and
+    untracked ones alike: pages and records that other runs write never stop a run. Outside a git
+    checkout there is no commit to compare with, and no refusal.
 
     Raises:
         ValueError: a reproduction (:func:`is_reproduction`) without ``allow_dirty=true`` from code
             that differs from its commit; the message names the changed files.
     """
-    state = records.git_state(cap=None)
+    state = records.git_state()
     allow_dirty = bool(cfg.get("allow_dirty", False))
-    if is_reproduction(cfg) and state["dirty_paths"] and not allow_dirty:
-        raise ValueError(dirty_refusal(state["commit"], state["dirty_paths"]))
-    return {**state, "dirty_paths": state["dirty_paths"][: records.DIRTY_PATHS_KEPT], "allow_dirty": allow_dirty}
+    if is_reproduction(cfg) and state["dirty"] and not allow_dirty:
+        raise ValueError(dirty_refusal(state))
+    return {**state, "allow_dirty": allow_dirty}
 
 
 # ---------------------------------------------------------------- writable outputs
