@@ -12,10 +12,13 @@ that is set (``scale=smoke``: 200; the log line of each split says so), and writ
 Checkpoints: ``cfg.output_dir/checkpoint-<step>`` every ``train.save_steps`` optimiser steps (the
 newest ``train.save_total_limit`` kept), with model weights in safetensors (tied weights saved
 once, see :class:`ZooTrainer`), optimiser, scheduler, RNG states and the trainer state (which
-holds the per-step training loss) and the resolved config (``run_config.json``). ``resume=true``
-continues from the newest one that loads, also with a longer budget (``train.max_steps``,
-``train.epochs``: not part of run names), and refuses one written under another config, naming
-each key that differs (:mod:`softmax_zoo.preflight`). A run that saves nothing leaves no ``output_dir``.
+holds the per-step training loss), the resolved config (``run_config.json``) and
+:class:`~softmax_zoo.trainer.ResumeState`'s file (state outside the weights, e.g. an LSTM's
+carried hidden state, and the run's segments). ``resume=true`` continues from the newest one that
+loads, to the same step losses and metrics as an uninterrupted run, also with a longer budget
+(``train.max_steps``, ``train.epochs``: not part of run names), and refuses one written under
+another config, naming each key that differs (:mod:`softmax_zoo.preflight`). The record of a
+resumed run counts the whole run (:func:`training_timing`). A run that saves nothing leaves no ``output_dir``.
 
 Before anything is built: a reproduction refuses uncommitted code (unless ``allow_dirty=true``), the
 prepared data is checked against its meta.json, ``results_dir`` and
@@ -49,7 +52,16 @@ from .losses import OutputHead
 from .models.distill import maybe_distill
 from .tasks.base import Batches, Task
 from .trainer import (
-    BarsOnly, EpochEval, NonFiniteLossError, NonFiniteLossGuard, TrainingStepToHeads, ZooTrainer, training_arguments,
+    BarsOnly,
+    EpochEval,
+    NonFiniteLossError,
+    NonFiniteLossGuard,
+    ResumeState,
+    TrainingStepToHeads,
+    ZooTrainer,
+    resume_state_holders,
+    segments_line,
+    training_arguments,
 )
 
 log = logging.getLogger(__name__)
@@ -191,6 +203,26 @@ def evaluate_splits(task: Task, model: torch.nn.Module, eval_datasets: dict[str,
     return metrics, timing, rows
 
 
+def training_timing(segments: list[dict[str, Any]], examples_per_step: int) -> dict[str, Any]:
+    """The record's timing over the whole run, every segment (:class:`~softmax_zoo.trainer.ResumeState`) counted.
+
+    ``wall_s`` (each earlier segment until its last checkpoint, the last one until now),
+    ``train_s`` and ``train_examples_per_s`` (examples per optimiser step x steps / seconds, the
+    last, partial batch counted whole) count the segments whose time is known; ``segments`` lists
+    them all, ``resumed_from_step`` is where the last one started (0: never interrupted).
+    """
+    timed = [s for s in segments if s["train_s"] is not None]
+    seconds = sum(s["train_s"] for s in timed)
+    steps = sum(s["to_step"] - s["from_step"] for s in timed)
+    return {
+        "wall_s": sum(s["wall_s"] for s in segments if s["wall_s"] is not None),
+        "train_s": seconds,
+        "train_examples_per_s": steps * examples_per_step / seconds if seconds > 0 else None,
+        "resumed_from_step": segments[-1]["from_step"],
+        "segments": segments,
+    }
+
+
 def first_missing(folder: Path) -> Path | None:
     """The outermost folder of ``folder`` and its parents that does not exist yet (None: it exists)."""
     missing = None
@@ -257,17 +289,17 @@ def run(cfg: DictConfig, callbacks: Iterable[TrainerCallback] = ()) -> dict[str,
     choices = hydra_choices()
     tracker = tracking.start(cfg, choices, args.to_dict())
     guard = NonFiniteLossGuard()
-    extra = [guard, tracking.StepLog(tracker), preflight.SaveRunConfig(cfg), TrainingStepToHeads(task.model)]
+    resume = ResumeState(resume_state_holders(task.model, task.callbacks), checkpoint, started=start)
+    extra = [guard, resume, tracking.StepLog(tracker), preflight.SaveRunConfig(cfg), TrainingStepToHeads(task.model)]
     extra += [*task.callbacks, *callbacks]
     subset = cfg.train.get("eval_subset")
     eval_datasets = evaluation_datasets(task, subset)
     extra += [EpochEval(task, eval_datasets, tracker)] if cfg.train.eval_each_epoch else []
     try:
         trainer = make_trainer(task, args, extra)
-        steps_before = 0 if checkpoint is None else int(Path(checkpoint).name.split("-")[-1])
-        t0 = time.perf_counter()
         trainer.train(resume_from_checkpoint=checkpoint)
-        train_s = time.perf_counter() - t0
+        segments = resume.segments(trainer.state.global_step)
+        log.info("trained in %s", segments_line(segments))
         if guard.bad_step is not None:
             last = get_last_checkpoint(args.output_dir) if os.path.isdir(args.output_dir) else None
             raise NonFiniteLossError(
@@ -290,7 +322,6 @@ def run(cfg: DictConfig, callbacks: Iterable[TrainerCallback] = ()) -> dict[str,
     tracking.finish(tracker)
     if evaluated is None:
         return None
-    steps = trainer.state.global_step - steps_before  # optimiser steps of this session
     effective_batch = args.per_device_train_batch_size * args.gradient_accumulation_steps * args.world_size
     record = records.make_record(
         cfg,
@@ -301,12 +332,9 @@ def run(cfg: DictConfig, callbacks: Iterable[TrainerCallback] = ()) -> dict[str,
         task_info=task.info,
         model_info=describe_model(model),
         timing={
-            "wall_s": time.perf_counter() - start,
-            "train_s": train_s,
+            # this process's wall time runs on to the record, its training time ended with train()
+            **training_timing([*segments[:-1], {**segments[-1], "wall_s": time.perf_counter() - start}], effective_batch),
             "global_steps": trainer.state.global_step,
-            "resumed_from_step": steps_before,
-            # effective batch x steps of this session / its time (the last, partial batch counted whole)
-            "train_examples_per_s": steps * effective_batch / train_s if train_s > 0 else None,
             "eval": eval_timing,
         },
         device={

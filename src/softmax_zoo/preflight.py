@@ -10,7 +10,8 @@
   loads, written under the same config (:data:`CONFIG_FILE` inside it, see :class:`SaveRunConfig`)
   but for the keys that only extend a run (:data:`EXTENDS_A_RUN`); with no checkpoint there, an
   unfinished run beside it that this command asks to change (``resume=true loss.k=10`` after an
-  interrupted ``loss.k=5``) is refused by name rather than silently started afresh.
+  interrupted ``loss.k=5``) is refused by name rather than silently started afresh, and a new run
+  that starts says so in a warning naming the nearest run beside it and the keys that differ.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ import os
 import tempfile
 import zipfile
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from omegaconf import DictConfig, OmegaConf
 from transformers import TrainerCallback
@@ -60,32 +61,34 @@ def is_reproduction(cfg: DictConfig) -> bool:
     return bool(cfg.get("reproduction")) and cfg.scale.name in COMMITTED_SCALES
 
 
-def dirty_refusal(commit: str, paths: list[str]) -> str:
-    """The message refusing a reproduction from uncommitted code, naming the first changed files."""
-    shown = ", ".join(paths[:SHOWN_PATHS]) + (f" and {len(paths) - SHOWN_PATHS} more" if len(paths) > SHOWN_PATHS else "")
+def dirty_refusal(state: dict[str, Any]) -> str:
+    """The message refusing a reproduction from uncommitted code (a :func:`softmax_zoo.records.git_state`), naming the first changed files."""
+    paths, total = state["dirty_paths"], len(state["dirty_paths"]) + state["dirty_paths_more"]
+    shown = ", ".join(paths[:SHOWN_PATHS]) + (f" and {total - SHOWN_PATHS} more" if total > SHOWN_PATHS else "")
     return (
-        f"a reproduction starts from committed code, and {len(paths)} tracked file(s) under "
-        f"{', '.join(records.RUN_INPUTS)} differ from commit {commit[:7]}: {shown}; nothing was trained: "
-        "commit them, or add allow_dirty=true (the record keeps git.allow_dirty and the changed paths)"
+        f"a reproduction starts from committed code, and {total} file(s) under "
+        f"{', '.join(records.RUN_INPUTS)} are not as in commit {state['commit'][:7]} (changed or untracked): {shown}; "
+        "nothing was trained: commit them (or remove the untracked ones), or add allow_dirty=true "
+        "(the record keeps git.allow_dirty and the changed paths)"
     )
 
 
 def check_provenance(cfg: DictConfig) -> dict[str, Any]:
     """The record's ``git``: the code's commit (:func:`softmax_zoo.records.git_state`) and ``allow_dirty``.
 
-    Only tracked files under :data:`softmax_zoo.records.RUN_INPUTS` count: pages and records that
-    other runs write, and untracked files, never stop a run. Outside a git checkout there is no
-    commit to compare with, and no refusal.
+    Only files under :data:`softmax_zoo.records.RUN_INPUTS` count, tracked ones that changed and
+    untracked ones alike: pages and records that other runs write never stop a run. Outside a git
+    checkout there is no commit to compare with, and no refusal.
 
     Raises:
         ValueError: a reproduction (:func:`is_reproduction`) without ``allow_dirty=true`` from code
             that differs from its commit; the message names the changed files.
     """
-    state = records.git_state(cap=None)
+    state = records.git_state()
     allow_dirty = bool(cfg.get("allow_dirty", False))
-    if is_reproduction(cfg) and state["dirty_paths"] and not allow_dirty:
-        raise ValueError(dirty_refusal(state["commit"], state["dirty_paths"]))
-    return {**state, "dirty_paths": state["dirty_paths"][: records.DIRTY_PATHS_KEPT], "allow_dirty": allow_dirty}
+    if is_reproduction(cfg) and state["dirty"] and not allow_dirty:
+        raise ValueError(dirty_refusal(state))
+    return {**state, "allow_dirty": allow_dirty}
 
 
 # ---------------------------------------------------------------- writable outputs
@@ -259,33 +262,66 @@ def is_under(key: str, asked: list[str]) -> bool:
     return any(key == a or key.startswith(a + ".") for a in asked)
 
 
-def changed_run(cfg: DictConfig, output_dir: Path) -> tuple[Path, dict[str, Any], list[str]] | None:
-    """An unfinished run beside ``output_dir`` that this single run's overrides change (the run meant to be resumed).
+class Sibling(NamedTuple):
+    """Another run folder of the same experiment, as its newest loadable checkpoint tells it."""
 
-    Candidates are the other run folders of ``output_dir``'s parent whose newest loadable checkpoint keeps
-    its config and whose record is not written (an interrupted run). One is returned when every key that
-    differs (besides names, folders and :data:`EXTENDS_A_RUN`) is a key this job sets on the command line,
-    e.g. only ``loss.k`` for ``resume=true loss.k=10`` after ``loss.k=5``; a differing seed never counts.
-    Sweeps (``-m``) are left alone: a new value there is a new job. None when nothing fits.
+    checkpoint: Path
+    saved: dict[str, Any]  # the config it was written with
+    keys: list[str]  # the keys whose value differs from this run's (names, folders and EXTENDS_A_RUN left out)
+    record: Path  # its record, written once it finished
+
+
+def siblings(cfg: DictConfig, output_dir: Path) -> list[Sibling]:
+    """The other run folders beside ``output_dir`` of the same replicate (the same seed), by folder name.
+
+    Each is represented by its newest checkpoint that loads and keeps its config (:data:`CONFIG_FILE`);
+    a folder without one is left out.
+    """
+    if not output_dir.parent.is_dir():
+        return []
+    current = OmegaConf.to_container(cfg, resolve=True)
+    found = []
+    for folder in sorted(output_dir.parent.iterdir()):
+        if folder == output_dir or not folder.is_dir():
+            continue
+        checkpoint = next((c for c in checkpoints_newest_first(folder) if not checkpoint_problem(c) and (c / CONFIG_FILE).is_file()), None)
+        if checkpoint is None:
+            continue
+        saved = json.loads((checkpoint / CONFIG_FILE).read_text())
+        keys = differing_keys(saved, current, (*RESUME_IGNORED, "output_dir"))
+        if keys and REPLICATE_KEY not in keys:
+            record = records.record_path(records.runs_dir(saved.get("results_dir", "")), str(saved.get("experiment_name")), str(saved.get("run_name")))
+            found.append(Sibling(checkpoint, saved, keys, record))
+    return found
+
+
+def changed_run(cfg: DictConfig, found: list[Sibling]) -> Sibling | None:
+    """The unfinished run of ``found`` (:func:`siblings`) that this single run's overrides change (the run meant to be resumed).
+
+    One is returned when its record is not written (an interrupted run) and every key that differs is a
+    key this job sets on the command line, e.g. only ``loss.k`` for ``resume=true loss.k=10`` after
+    ``loss.k=5``. Sweeps (``-m``) are left alone: a new value there is a new job. None when nothing fits.
     """
     job = hydra_job()
-    if job.get("mode") == "MULTIRUN" or not output_dir.parent.is_dir():
+    if job.get("mode") == "MULTIRUN":
         return None
     asked = [k for k in asked_keys(job.get("overrides") or []) if k != "resume"]
-    current = OmegaConf.to_container(cfg, resolve=True)
-    for sibling in sorted(output_dir.parent.iterdir()):
-        if sibling == output_dir or not sibling.is_dir():
-            continue
-        for checkpoint in checkpoints_newest_first(sibling):
-            if checkpoint_problem(checkpoint) or not (checkpoint / CONFIG_FILE).is_file():
-                continue
-            saved = json.loads((checkpoint / CONFIG_FILE).read_text())
-            record = records.runs_dir(saved.get("results_dir", "")) / str(saved.get("experiment_name")) / f"{saved.get('run_name')}.json"
-            keys = differing_keys(saved, current, (*RESUME_IGNORED, "output_dir"))
-            if not record.is_file() and keys and REPLICATE_KEY not in keys and all(is_under(k, asked) for k in keys):
-                return checkpoint, saved, keys
-            break  # only the newest loadable checkpoint of a run speaks for it
-    return None
+    return next((s for s in found if not s.record.is_file() and all(is_under(k, asked) for k in s.keys)), None)
+
+
+def new_run_warning(folder: Path, nearest: Sibling | None, current: dict[str, Any]) -> str:
+    """What ``resume=true`` says when it starts a new run: that it does, and the nearest run beside it with its differing keys."""
+    message = f"resume=true found no checkpoint in {folder}: this is a NEW run, from step 0"
+    if nearest is None:
+        return message
+    a, b = flatten(nearest.saved), flatten(current)
+    state = f"finished, record {nearest.record}" if nearest.record.is_file() else "unfinished"
+    back = " ".join(setting(k, a) if k in a else f"~{k}" for k in nearest.keys)
+    return (
+        f"{message}. The nearest run beside it, {nearest.checkpoint.parent.name} ({state}), has {nearest.checkpoint.name} "
+        f"written with {', '.join(setting(k, a) for k in nearest.keys)}, this run asks {', '.join(setting(k, b) for k in nearest.keys)}; "
+        f"to continue that run instead, set {back}"
+    )
 
 
 def resume_checkpoint(cfg: DictConfig, output_dir: str | Path) -> str | None:
@@ -293,6 +329,11 @@ def resume_checkpoint(cfg: DictConfig, output_dir: str | Path) -> str | None:
 
     Checkpoints are tried newest first; one that would not load (:func:`checkpoint_problem`, e.g. a
     truncated model.safetensors after a killed save) is skipped with a warning naming it.
+
+    With no checkpoint to resume, the run starts afresh, and a warning says so and names the
+    nearest run beside it (:func:`siblings`: the fewest differing keys) with the keys that differ
+    and how to continue it instead (:func:`new_run_warning`): a finished run beside a new job of a
+    sweep or a study's chain is no run to resume.
 
     Raises:
         ValueError: the checkpoint found was written under another config, or there is none and an
@@ -318,8 +359,10 @@ def resume_checkpoint(cfg: DictConfig, output_dir: str | Path) -> str | None:
             raise ValueError(refusal(checkpoint, saved, current, keys))
         log.info("resume: continuing from %s", checkpoint)
         return str(checkpoint)
-    changed = changed_run(cfg, folder)
+    found = siblings(cfg, folder)
+    changed = changed_run(cfg, found)
     if changed is not None:
-        raise ValueError(refusal(changed[0], changed[1], current, changed[2]))
-    log.warning("resume=true but no loadable checkpoint in %s: starting from scratch", folder)
+        raise ValueError(refusal(changed.checkpoint, changed.saved, current, changed.keys))
+    nearest = min(found, key=lambda s: len(s.keys), default=None)
+    log.warning("%s", new_run_warning(folder, nearest, current))
     return None

@@ -3,7 +3,7 @@
 Records: each run writes ``<results_dir>/runs/<experiment_name>/<run_name>.json``. A record holds
 the resolved config and Hydra's group choices (``choices``: task, model, loss, sampler, scale,
 experiment, start), the Hydra job (``job``: overrides, sweep folder), the wandb run (``wandb``:
-path, id, group), git (commit, dirty flag, the changed files the run is made from, allow_dirty), seed, data (meta.json, and under ``data.read`` the
+path, id, group), git (commit, dirty flag, the changed and untracked files the run is made from, allow_dirty), seed, data (meta.json, and under ``data.read`` the
 sha256 of each prepared file read, checked against meta.json; ``data.examples`` per split), metrics, the heads as built
 and the parameter count, per-step training loss, timings (wall, train, examples/s for training
 and each evaluated split), device, versions and command line (:func:`make_record`). Per-example
@@ -98,10 +98,10 @@ def runs_dir(results_dir: str | Path = "results") -> Path:
     return Path(results_dir) / "runs"
 
 
-# The tracked files a run is made from: its code, its configs and its dependencies. Pages and
-# records (results/), other tracked files and untracked files are not among them.
+# The files a run is made from: its code, its configs and its dependencies. Pages and records
+# (results/) and every other file are not among them.
 RUN_INPUTS = ("src", "configs", "pyproject.toml")
-DIRTY_PATHS_KEPT = 20  # a record keeps the first 20 changed paths of RUN_INPUTS
+DIRTY_PATHS_KEPT = 20  # a record keeps the first 20 changed paths of RUN_INPUTS, and the count of the rest
 
 
 def _git(repo: Path, *args: str) -> str:
@@ -109,25 +109,28 @@ def _git(repo: Path, *args: str) -> str:
 
 
 def git_state(repo: Path = REPO_ROOT, cap: int | None = DIRTY_PATHS_KEPT) -> dict[str, Any]:
-    """The commit of the code: ``{"commit", "dirty", "dirty_paths"}`` of the git checkout ``repo``.
+    """The commit of the code: ``{"commit", "dirty", "dirty_paths", "dirty_paths_more"}`` of the git checkout ``repo``.
 
-    ``dirty``: some tracked file differs from the commit (untracked files do not count).
-    ``dirty_paths``: the tracked files under :data:`RUN_INPUTS` that differ from it, staged or not
-    (the first ``cap``; None: all). When ``repo`` is not the top of a git checkout (an installed
-    package, a source tarball, or one inside somebody else's checkout): commit and dirty None,
-    dirty_paths empty.
+    ``dirty_paths``: the files under :data:`RUN_INPUTS` that are not the commit's, sorted: tracked
+    files that differ from it (staged or not, deleted ones too) and untracked files that git does not
+    ignore (a new module the code imports); the first ``cap`` (None: all), and ``dirty_paths_more``
+    counts the rest. ``dirty``: there is one, so a dirty record always names its changed files;
+    changes elsewhere (README, results/) change nothing a run computes and do not count. When
+    ``repo`` is not the top of a git checkout (an installed package, a source tarball, or one
+    inside somebody else's checkout): commit and dirty None, dirty_paths empty.
     """
-    unknown = {"commit": None, "dirty": None, "dirty_paths": []}
+    unknown = {"commit": None, "dirty": None, "dirty_paths": [], "dirty_paths_more": 0}
     try:
         if Path(_git(repo, "rev-parse", "--show-toplevel").strip()).resolve() != repo.resolve():
             return unknown
         commit = _git(repo, "rev-parse", "HEAD").strip()
-        status = _git(repo, "status", "--porcelain", "--untracked-files=no")
         changed = _git(repo, "diff", "--name-only", "-z", "HEAD", "--", *RUN_INPUTS).split("\0")
+        untracked = _git(repo, "ls-files", "--others", "--exclude-standard", "-z", "--", *RUN_INPUTS).split("\0")
     except (OSError, subprocess.CalledProcessError):
         return unknown
-    paths = sorted(p for p in changed if p)
-    return {"commit": commit, "dirty": bool(status.strip()), "dirty_paths": paths[:cap]}
+    paths = sorted({p for p in (*changed, *untracked) if p})
+    kept = paths if cap is None else paths[:cap]
+    return {"commit": commit, "dirty": bool(paths), "dirty_paths": kept, "dirty_paths_more": len(paths) - len(kept)}
 
 
 def versions() -> dict[str, str]:

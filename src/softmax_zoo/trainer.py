@@ -1,10 +1,14 @@
 """The transformers ``Trainer`` as the engine runs it: a subclass that saves tied weights once, the
-callbacks every run gets, and ``TrainingArguments`` from ``cfg.train`` (names as in transformers 5.x)."""
+callbacks every run gets (among them :class:`ResumeState`, what a checkpoint keeps beyond the
+Trainer's own files), and ``TrainingArguments`` from ``cfg.train`` (names as in transformers 5.x)."""
 
 from __future__ import annotations
 
+import logging
 import math
 import os
+import time
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -14,12 +18,15 @@ import torch
 from omegaconf import DictConfig
 from transformers import PreTrainedModel, Trainer, TrainerCallback, TrainingArguments
 from transformers.trainer_callback import ProgressCallback
+from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
 from transformers.utils import SAFE_WEIGHTS_NAME
 
-from . import progress, tracking
+from . import progress, records, tracking
 from .tasks.base import Task
 
+log = logging.getLogger(__name__)
 TRAINING_ARGS_NAME = "training_args.bin"
+RESUME_STATE = "resume_state_{process}.pt"  # ResumeState's file, one per process in each checkpoint folder
 
 
 class NonFiniteLossError(FloatingPointError):
@@ -97,6 +104,82 @@ class TrainingStepToHeads(TrainerCallback):
     def on_step_begin(self, args, state, control, **kwargs):
         for m in self.modules:
             m.training_step = state.global_step
+
+
+def resume_state_holders(model: torch.nn.Module, callbacks: Iterable[Any]) -> dict[str, Any]:
+    """What holds state outside the weights that a checkpoint must keep, by name: each module of
+    ``model`` and each of ``callbacks`` with ``resume_state()`` and ``load_resume_state(state)``
+    (a stream LM's carried context and token counts, the LM validation curve's training time)."""
+    holders = {f"model.{name}" if name else "model": m for name, m in model.named_modules() if hasattr(m, "resume_state")}
+    holders.update({f"callback.{type(c).__name__}": c for c in callbacks if hasattr(c, "resume_state")})
+    return holders
+
+
+def segments_line(segments: list[dict[str, Any]]) -> str:
+    """``"2 segments: steps 1-3 (0.4 s), steps 4-6 (0.3 s)"``: the optimiser steps and training time of each."""
+    def one(segment: dict[str, Any]) -> str:
+        start, end, seconds = segment["from_step"], segment["to_step"], segment["train_s"]
+        steps = f"steps {start + 1}-{end}" if end > start else "no step"
+        return f"{steps} ({'time unknown' if seconds is None else f'{seconds:.1f} s'})"
+
+    return f"{len(segments)} segment{'s' if len(segments) != 1 else ''}: " + ", ".join(one(s) for s in segments)
+
+
+class ResumeState(TrainerCallback):
+    """What a checkpoint keeps beyond the Trainer's own files, so that a resumed run goes on as the
+    uninterrupted one would and its record counts the whole run.
+
+    The Trainer's checkpoint restores the weights, optimiser, scheduler, RNG states and the data
+    position (it skips the batches already trained). This callback adds, in
+    :data:`RESUME_STATE` (one file per process: each carries its own streams):
+
+    - ``holders``: the ``resume_state()`` of each holder (:func:`resume_state_holders`), given
+      back to its ``load_resume_state`` before the resumed run's first step;
+    - ``segments``: ``{"from_step", "to_step", "train_s", "wall_s"}`` of each process run
+      (``train()`` call) whose steps the checkpoint holds: one unless the run was resumed;
+      ``train_s`` from the start of training, ``wall_s`` from ``started``, until the checkpoint.
+
+    Args:
+        holders: name -> holder (:func:`resume_state_holders`).
+        checkpoint: the checkpoint the run resumes from (None: a fresh run).
+        started: when this process started the run (a ``time.perf_counter()``).
+    """
+
+    def __init__(self, holders: dict[str, Any], checkpoint: str | None, started: float) -> None:
+        self.holders = holders
+        self.checkpoint = checkpoint
+        self.started = started
+        self.earlier: list[dict[str, Any]] = []  # the run's segments before this one
+        self.start_step, self.t0 = 0, time.perf_counter()
+
+    def on_train_begin(self, args, state, control, **kwargs):
+        self.start_step, self.t0 = state.global_step, time.perf_counter()
+        if self.checkpoint is not None:
+            self.earlier = self.load(Path(self.checkpoint) / RESUME_STATE.format(process=args.process_index), state.global_step)
+            log.info("resume: step %d of the run, after %s", state.global_step, segments_line(self.earlier))
+        return control
+
+    def load(self, path: Path, step: int) -> list[dict[str, Any]]:
+        """Give each holder its state from ``path``; return the earlier segments (one of unknown time without the file)."""
+        if not path.is_file():
+            log.warning("resume: %s is missing, so the carried states start afresh and the time of the first %d steps is unknown", path, step)
+            return [{"from_step": 0, "to_step": step, "train_s": None, "wall_s": None}]
+        saved = torch.load(path, map_location="cpu", weights_only=True)
+        for name, holder in self.holders.items():
+            if name in saved["holders"]:
+                holder.load_resume_state(saved["holders"][name])
+        return list(saved["segments"])
+
+    def segments(self, step: int) -> list[dict[str, Any]]:
+        """The run's segments up to optimiser step ``step``, this one last (timed until now)."""
+        now = time.perf_counter()
+        return [*self.earlier, {"from_step": self.start_step, "to_step": step, "train_s": now - self.t0, "wall_s": now - self.started}]
+
+    def on_save(self, args, state, control, **kwargs):
+        folder = Path(args.output_dir) / f"{PREFIX_CHECKPOINT_DIR}-{state.global_step}"
+        saved = {"segments": self.segments(state.global_step), "holders": {n: h.resume_state() for n, h in self.holders.items()}}
+        records.atomic_write(folder / RESUME_STATE.format(process=args.process_index), lambda tmp: torch.save(saved, tmp))
+        return control
 
 
 class EpochEval(TrainerCallback):

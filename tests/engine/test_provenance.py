@@ -47,22 +47,32 @@ def head(repo: Path) -> str:
 # ---------------------------------------------------------------- what counts as changed code
 
 
-def test_only_tracked_changes_to_code_configs_and_pyproject_count(checkout):
+def test_only_changes_to_code_configs_and_pyproject_count(checkout):
     (checkout / "results" / "table5.md").write_text("rebuilt by another run\n")  # tracked, not a run input
     (checkout / "README.md").write_text("edited\n")
-    (checkout / "src" / "scratch.py").write_text("untracked\n")
-    state = REAL_GIT_STATE(checkout)
-    assert state == {"commit": head(checkout), "dirty": True, "dirty_paths": []}
+    (checkout / "notes.txt").write_text("untracked, not a run input\n")
+    (checkout / ".gitignore").write_text("*.pyc\n")
+    (checkout / "src" / "engine.pyc").write_text("ignored\n")
+    assert REAL_GIT_STATE(checkout) == {"commit": head(checkout), "dirty": False, "dirty_paths": [], "dirty_paths_more": 0}
 
     (checkout / "configs" / "train.yaml").write_text("changed\n")
     (checkout / "src" / "softmax_zoo" / "engine.py").write_text("changed\n")
     git(checkout, "add", "src/softmax_zoo/engine.py")  # staged but not committed counts too
     assert REAL_GIT_STATE(checkout)["dirty_paths"] == ["configs/train.yaml", "src/softmax_zoo/engine.py"]
-    assert REAL_GIT_STATE(checkout, cap=1)["dirty_paths"] == ["configs/train.yaml"]
+
+
+def test_untracked_code_makes_the_record_dirty_and_is_listed_with_a_count_of_the_rest(checkout):
+    (checkout / "src" / "softmax_zoo" / "helper.py").write_text("imported by engine.py, never committed\n")
+    state = REAL_GIT_STATE(checkout)
+    assert state == {"commit": head(checkout), "dirty": True, "dirty_paths": ["src/softmax_zoo/helper.py"], "dirty_paths_more": 0}
+    (checkout / "configs" / "new.yaml").write_text("untracked\n")
+    (checkout / "configs" / "train.yaml").write_text("changed\n")
+    capped = REAL_GIT_STATE(checkout, cap=2)
+    assert capped["dirty_paths"] == ["configs/new.yaml", "configs/train.yaml"] and capped["dirty_paths_more"] == 1
 
 
 def test_outside_a_git_checkout_there_is_no_commit(tmp_path):
-    assert REAL_GIT_STATE(tmp_path) == {"commit": None, "dirty": None, "dirty_paths": []}
+    assert REAL_GIT_STATE(tmp_path) == {"commit": None, "dirty": None, "dirty_paths": [], "dirty_paths_more": 0}
     inside = tmp_path / "repo" / "site-packages"  # an installed package inside somebody else's checkout
     inside.mkdir(parents=True)
     git(tmp_path / "repo", "init", "-q")
@@ -80,20 +90,40 @@ def test_a_reproduction_from_changed_code_is_refused_naming_the_files(code_at, m
     with pytest.raises(ValueError) as refused:
         preflight.check_provenance(cfg)
     message = str(refused.value)
-    assert f"7 tracked file(s) under src, configs, pyproject.toml differ from commit {head(code_at)[:7]}" in message
+    assert f"7 file(s) under src, configs, pyproject.toml are not as in commit {head(code_at)[:7]} (changed or untracked)" in message
     assert "src/softmax_zoo/m0.py, src/softmax_zoo/m1.py, src/softmax_zoo/m2.py, src/softmax_zoo/m3.py, src/softmax_zoo/m4.py and 2 more" in message
-    assert "commit them, or add allow_dirty=true" in message
+    assert "commit them (or remove the untracked ones), or add allow_dirty=true" in message
+
+
+@pytest.mark.parametrize("untracked", ["src/softmax_zoo/helper.py", "configs/loss/new.yaml"])
+def test_a_reproduction_from_untracked_code_or_configs_is_refused(code_at, make_cfg, untracked):
+    (code_at / untracked).parent.mkdir(parents=True, exist_ok=True)
+    (code_at / untracked).write_text("not committed\n")
+    with pytest.raises(ValueError, match=rf"1 file\(s\) under .* \(changed or untracked\): {untracked}; nothing was trained"):
+        preflight.check_provenance(make_cfg("experiment=table5_softmax", "scale=cpu"))
+
+
+def test_more_changed_files_than_a_record_keeps_are_counted_and_all_refused(code_at, make_cfg, monkeypatch):
+    monkeypatch.setattr(records, "DIRTY_PATHS_KEPT", 3)
+    monkeypatch.setattr(records, "git_state", lambda repo=None, cap=None: REAL_GIT_STATE(code_at, 3))
+    for i in range(7):
+        (code_at / "src" / "softmax_zoo" / f"m{i}.py").write_text("")
+    state = preflight.check_provenance(make_cfg("experiment=table5_softmax", "scale=cpu", "allow_dirty=true"))
+    assert state["dirty_paths"] == ["src/softmax_zoo/m0.py", "src/softmax_zoo/m1.py", "src/softmax_zoo/m2.py"]
+    assert state["dirty_paths_more"] == 4
+    with pytest.raises(ValueError, match=r"7 file\(s\) under .* and 2 more"):
+        preflight.check_provenance(make_cfg("experiment=table5_softmax", "scale=cpu"))
 
 
 def test_allow_dirty_starts_it_and_the_git_fields_say_so(code_at, make_cfg):
     (code_at / "pyproject.toml").write_text("changed\n")
     state = preflight.check_provenance(make_cfg("experiment=table5_softmax", "scale=paper", "allow_dirty=true"))
-    assert state == {"commit": head(code_at), "dirty": True, "dirty_paths": ["pyproject.toml"], "allow_dirty": True}
+    assert state == {"commit": head(code_at), "dirty": True, "dirty_paths": ["pyproject.toml"], "dirty_paths_more": 0, "allow_dirty": True}
 
 
 def test_committed_code_and_runs_that_are_not_reproductions_never_refuse(code_at, make_cfg):
     clean = preflight.check_provenance(make_cfg("experiment=table5_softmax", "scale=cpu"))
-    assert clean == {"commit": head(code_at), "dirty": False, "dirty_paths": [], "allow_dirty": False}
+    assert clean == {"commit": head(code_at), "dirty": False, "dirty_paths": [], "dirty_paths_more": 0, "allow_dirty": False}
     (code_at / "configs" / "train.yaml").write_text("changed\n")
     for overrides in (["experiment=table5_softmax", "scale=smoke"], ["task=synthetic", "scale=cpu"]):
         assert preflight.check_provenance(make_cfg(*overrides))["dirty_paths"] == ["configs/train.yaml"]
@@ -109,10 +139,12 @@ def test_the_engine_refuses_before_anything_is_written(code_at, make_cfg):
 
 def test_a_run_with_allow_dirty_keeps_it_in_its_record(code_at, make_cfg):
     (code_at / "src" / "softmax_zoo" / "engine.py").write_text("changed\n")
+    (code_at / "src" / "softmax_zoo" / "helper.py").write_text("untracked\n")
     cfg = make_cfg("task=synthetic", "scale=cpu", "reproduction=true", "allow_dirty=true", "train.max_steps=2", "train.save_steps=0")
     record = engine.run(cfg)
     on_disk = json.loads(records.record_path(Path(cfg.results_dir) / "runs", cfg.experiment_name, cfg.run_name).read_text())
-    expected = {"commit": head(code_at), "dirty": True, "dirty_paths": ["src/softmax_zoo/engine.py"], "allow_dirty": True}
+    expected = {"commit": head(code_at), "dirty": True, "dirty_paths": ["src/softmax_zoo/engine.py", "src/softmax_zoo/helper.py"],
+                "dirty_paths_more": 0, "allow_dirty": True}
     assert record["git"] == on_disk["git"] == expected
 
 

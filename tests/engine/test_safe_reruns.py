@@ -72,13 +72,28 @@ def test_resume_with_a_changed_setting_names_it(make_cfg, tmp_path):
     assert not Path(cfg.output_dir).exists()
 
 
-def test_resume_of_a_new_job_beside_finished_or_other_seed_runs_starts_fresh(make_cfg, tmp_path):
+def test_resume_of_a_new_job_beside_finished_or_other_seed_runs_starts_fresh_and_says_so(make_cfg, tmp_path, caplog):
     """A chain of jobs (softmax_zoo.studies) runs each new job with resume=true: finished runs beside it
-    and runs of another seed are other jobs, not the run meant."""
+    and runs of another seed are other jobs, not the run meant. The warning says a new run starts and
+    names the nearest finished run of the same seed with the keys that differ."""
     interrupted(make_cfg, tmp_path, "loss=sparse_softmax", "loss.k=5", "seed=1")
-    engine.run(named_run(make_cfg, tmp_path, *COMMON, "loss=sparse_softmax", "loss.k=20"))
-    fresh = engine.run(named_run(make_cfg, tmp_path, *COMMON, "loss=sparse_softmax", "loss.k=10", "resume=true"))
+    done = engine.run(named_run(make_cfg, tmp_path, *COMMON, "loss=sparse_softmax", "loss.k=20"))
+    cfg = named_run(make_cfg, tmp_path, *COMMON, "loss=sparse_softmax", "loss.k=10", "resume=true")
+    with caplog.at_level(logging.WARNING, logger="softmax_zoo.preflight"):
+        fresh = engine.run(cfg)
     assert fresh["timing"]["resumed_from_step"] == 0 and fresh["config"]["loss"]["k"] == 10
+    record = Path(done["config"]["results_dir"]) / "runs" / done["experiment"] / f"{done['run_name']}.json"
+    expected = (f"resume=true found no checkpoint in {cfg.output_dir}: this is a NEW run, from step 0. The nearest run "
+                f"beside it, {done['run_name']} (finished, record {record}), has checkpoint-4 written with loss.k=20, "
+                "this run asks loss.k=10; to continue that run instead, set loss.k=20")
+    assert expected in caplog.text
+
+
+def test_resume_with_nothing_beside_it_warns_of_a_new_run(make_cfg, tmp_path, caplog):
+    cfg = named_run(make_cfg, tmp_path, *COMMON, "resume=true")
+    with caplog.at_level(logging.WARNING, logger="softmax_zoo.preflight"):
+        assert preflight.resume_checkpoint(cfg, cfg.output_dir) is None
+    assert f"resume=true found no checkpoint in {cfg.output_dir}: this is a NEW run, from step 0\n" in caplog.text + "\n"
 
 
 def test_resume_skips_a_truncated_newest_checkpoint(make_cfg, tmp_path, finished, caplog):

@@ -10,8 +10,8 @@ import pytest
 import torch
 
 from softmax_zoo import engine, trainer
-from softmax_zoo.tasks.base import require_prepared
 from softmax_zoo.models.mlp import MLPClassifier
+from softmax_zoo.tasks.base import require_prepared
 
 from .test_configs import FIXED_COST, names
 
@@ -163,6 +163,8 @@ def test_torchrun_two_cpu_processes_write_one_record(tmp_path):
     assert record["device"]["world_size"] == 2 and record["train_loss"]["step"] == [1, 2]
     assert record["command"].startswith("python -m softmax_zoo.train scale=smoke")
     assert (tmp_path / "ckpt" / "checkpoint-2" / "model.safetensors").is_file()
+    states = sorted(p.name for p in (tmp_path / "ckpt" / "checkpoint-2").glob("resume_state_*.pt"))
+    assert states == ["resume_state_0.pt", "resume_state_1.pt"]  # each process carries its own streams
 
 
 @pytest.mark.cuda

@@ -1,5 +1,10 @@
 """What the language models of the LM pipelines share: a carried context per mode (training,
-evaluation), the head on their hidden states, and the training tokens/second they report."""
+evaluation), the head on their hidden states, and the training tokens/second they report.
+
+The training context and the token counts are the model's state outside its weights: a checkpoint
+keeps them (:meth:`StreamLanguageModel.resume_state`, saved by :class:`softmax_zoo.trainer.ResumeState`),
+so that a resumed run reads its next segment from the context an uninterrupted one has and counts
+the tokens and the training time of the whole run."""
 
 from __future__ import annotations
 
@@ -19,7 +24,8 @@ class TokenRate:
     The time from the first forward to the last covers every step but the last (its forward,
     backward and update are not yet done), so the tokens of every step but the last are counted.
     Time spent meanwhile on something else (a validation curve point) is taken out with
-    :meth:`exclude`.
+    :meth:`exclude`. A resumed run starts from the counts of the run's earlier segments
+    (:meth:`load_resume_state`); the step before each interruption is then not timed either.
     """
 
     def __init__(self) -> None:
@@ -30,6 +36,8 @@ class TokenRate:
         self.pending = 0  # tokens of the latest step, counted once the next step starts
         self.timed_tokens = 0
         self.total_tokens = 0
+        self.earlier_tokens = 0  # timed tokens and seconds of the run's earlier segments (a resumed run)
+        self.earlier_seconds = 0.0
 
     def update(self, tokens: int) -> None:
         now = time.perf_counter()
@@ -48,12 +56,26 @@ class TokenRate:
         if self.first is not None:
             self.pending_excluded += seconds
 
+    def timed(self) -> tuple[int, float]:
+        """Tokens timed and their seconds, over the whole run (earlier segments included)."""
+        seconds = 0.0 if self.first is None else self.last - self.first - self.excluded
+        return self.earlier_tokens + self.timed_tokens, self.earlier_seconds + seconds
+
     @property
     def tokens_per_second(self) -> float:
         """nan until two steps have been timed."""
-        if self.first is None or self.timed_tokens == 0:
-            return float("nan")
-        return self.timed_tokens / (self.last - self.first - self.excluded)
+        tokens, seconds = self.timed()
+        return tokens / seconds if tokens else float("nan")
+
+    def resume_state(self) -> dict[str, int | float]:
+        """The counts a resumed run goes on from: tokens seen, tokens timed and their seconds."""
+        tokens, seconds = self.timed()
+        return {"total_tokens": self.total_tokens, "timed_tokens": tokens, "timed_seconds": seconds}
+
+    def load_resume_state(self, state: dict[str, int | float]) -> None:
+        """Count on from a checkpoint's :meth:`resume_state` (before the first step of the resumed run)."""
+        self.total_tokens = int(state["total_tokens"])
+        self.earlier_tokens, self.earlier_seconds = int(state["timed_tokens"]), float(state["timed_seconds"])
 
 
 class StreamLanguageModel(nn.Module):
@@ -84,6 +106,18 @@ class StreamLanguageModel(nn.Module):
     def tokens_trained(self) -> int:
         """Labelled training tokens seen so far."""
         return self.rate.total_tokens
+
+    def resume_state(self) -> dict[str, Any]:
+        """What a checkpoint keeps besides the weights: the training streams' carried context and the token counts."""
+        return {"carried": self.carried.get(True), "rate": self.rate.resume_state()}
+
+    def load_resume_state(self, state: dict[str, Any]) -> None:
+        """Go on from a checkpoint's :meth:`resume_state`: its carried context (on the model's device) and counts."""
+        device = next(self.parameters()).device
+        carried = state["carried"]
+        if carried is not None:
+            self.carried[True] = carried.to(device) if torch.is_tensor(carried) else tuple(t.to(device) for t in carried)
+        self.rate.load_resume_state(state["rate"])
 
     def exclude_time(self, seconds: float) -> None:
         """Leave ``seconds`` spent outside training (e.g. a validation point) out of the tokens/second."""

@@ -17,7 +17,7 @@ evaluation count only the last T). A token thus sees between T and 2T - 1 tokens
 strided sliding-window evaluation. Rows flagged ``reset`` (and the first window) mask the carried
 window out and start their positions at 0, which gives exactly the window read alone. Training and
 evaluation carry separate windows, so an evaluation during training does not disturb the training
-streams; the carried window is not saved in checkpoints.
+streams; checkpoints keep the training window (:meth:`StreamLanguageModel.resume_state`).
 """
 
 from __future__ import annotations

@@ -140,7 +140,8 @@ class ValidationCurve(TrainerCallback):
     Each point goes into the Trainer's ``log_history`` (hence the run record's ``history``) as
     ``{"step", "train_wall_s", "train/tokens", "val/curve_perplexity", "val/curve_tokens"}``;
     ``train_wall_s`` is training time so far without the time spent on these evaluations, which
-    is also taken out of the model's tokens/second. Evaluated on the main process only.
+    is also taken out of the model's tokens/second; a resumed run counts on from the checkpoint's
+    (:meth:`resume_state`). Evaluated on the main process only.
     """
 
     def __init__(self, stream: LMStream, every: int, tokens: int) -> None:
@@ -151,13 +152,26 @@ class ValidationCurve(TrainerCallback):
         self.tokens = tokens
         self.start = 0.0
         self.spent = 0.0
+        self.earlier = 0.0  # training seconds of the run's earlier segments (a resumed run)
+
+    def training_seconds(self, now: float) -> float:
+        """Training time of the run until ``now`` (a ``time.perf_counter()``), these evaluations left out."""
+        return self.earlier + now - self.start - self.spent
+
+    def resume_state(self) -> dict[str, float]:
+        """What a checkpoint keeps for a resumed run: the training time so far."""
+        return {"train_wall_s": self.training_seconds(time.perf_counter())}
+
+    def load_resume_state(self, state: dict[str, float]) -> None:
+        """Count the training time on from a checkpoint's :meth:`resume_state`."""
+        self.earlier = float(state["train_wall_s"])
 
     def point(self, state, model: LSTMLanguageModel) -> None:
         t0 = time.perf_counter()
         total, count = split_nll(model, self.stream, max_tokens=self.tokens)
         state.log_history.append({
             "step": state.global_step,
-            "train_wall_s": t0 - self.start - self.spent,
+            "train_wall_s": self.training_seconds(t0),
             "train/tokens": model.tokens_trained,
             "val/curve_perplexity": perplexity(total, count),
             "val/curve_tokens": count,
