@@ -17,7 +17,8 @@ continues from the newest one that loads, also with a longer budget (``train.max
 ``train.epochs``: not part of run names), and refuses one written under another config, naming
 each key that differs (:mod:`softmax_zoo.preflight`). A run that saves nothing leaves no ``output_dir``.
 
-Before anything is built: a reproduction refuses uncommitted code (unless ``allow_dirty=true``), the
+Before anything is built: the config's values are checked (seed, logger, loss options:
+:func:`softmax_zoo.preflight.check_config`), a reproduction refuses uncommitted code (unless ``allow_dirty=true``), the
 prepared data is checked against its meta.json, ``results_dir`` and
 ``output_dir`` are checked writable, and the checkpoint to resume is chosen. The run log (config,
 per-step loss, metrics, record path) goes through Python logging, which Hydra also writes to the
@@ -48,9 +49,7 @@ from .config import command_line, hydra_choices, hydra_job
 from .losses import OutputHead
 from .models.distill import maybe_distill
 from .tasks.base import Batches, Task
-from .trainer import (
-    BarsOnly, EpochEval, NonFiniteLossError, NonFiniteLossGuard, TrainingStepToHeads, ZooTrainer, training_arguments,
-)
+from .trainer import BarsOnly, EpochEval, NonFiniteLossError, NonFiniteLossGuard, SaveRunConfig, StepLog, TrainingStepToHeads, ZooTrainer, training_arguments
 
 log = logging.getLogger(__name__)
 def describe_model(model: torch.nn.Module) -> dict[str, Any]:
@@ -148,13 +147,6 @@ def make_trainer(task: Task, args: TrainingArguments, callbacks: list[TrainerCal
     return trainer
 
 
-def check_seed(seed: Any) -> int:
-    """``seed`` as an int; a ValueError naming ``seed`` otherwise (``seed=abc``, ``seed=1.5``, ``seed=true``)."""
-    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
-        raise ValueError(f"seed must be an integer >= 0 (e.g. seed=0), got seed={seed!r}")
-    return seed
-
-
 def evaluation_datasets(task: Task, subset: int | None) -> dict[str, Any]:
     """The splits to evaluate: ``task.eval_datasets``, each cut to its first ``subset`` examples
     (``train.eval_subset``, with ``task.subset``) unless ``subset`` is None."""
@@ -236,7 +228,7 @@ def run(cfg: DictConfig, callbacks: Iterable[TrainerCallback] = ()) -> dict[str,
             config (before any training).
     """
     start = time.perf_counter()
-    check_seed(cfg.seed)
+    preflight.check_config(cfg)
     progress.configure(cfg.train.progress)
     transformers.utils.logging.disable_default_handler()
     transformers.utils.logging.enable_propagation()  # the Trainer's warnings go to the run log too
@@ -248,7 +240,6 @@ def run(cfg: DictConfig, callbacks: Iterable[TrainerCallback] = ()) -> dict[str,
     preflight.check_writable(results_dir=runs / cfg.experiment_name, output_dir=output_dir)
     checkpoint = preflight.resume_checkpoint(cfg, output_dir)
     created = first_missing(Path(output_dir))
-    tracking.check_logger(cfg)
     transformers.set_seed(cfg.seed)
     task = build_task(cfg)
     if cfg.get("init_from"):
@@ -257,7 +248,7 @@ def run(cfg: DictConfig, callbacks: Iterable[TrainerCallback] = ()) -> dict[str,
     choices = hydra_choices()
     tracker = tracking.start(cfg, choices, args.to_dict())
     guard = NonFiniteLossGuard()
-    extra = [guard, tracking.StepLog(tracker), preflight.SaveRunConfig(cfg), TrainingStepToHeads(task.model)]
+    extra = [guard, StepLog(tracker), SaveRunConfig(cfg), TrainingStepToHeads(task.model)]
     extra += [*task.callbacks, *callbacks]
     subset = cfg.train.get("eval_subset")
     eval_datasets = evaluation_datasets(task, subset)

@@ -16,7 +16,7 @@ from typing import Any
 
 PREPARER_API = ("RAW_NAME", "OPTIONS", "load_local", "hub_spec", "from_hub")
 _REGISTRY: dict[str, Any] = {}
-_NOT_PREPARERS = {"__main__", "cli"}
+_NOT_PREPARERS = {"__main__", "cli", "generated"}  # modules that register no preparer
 
 
 def register(task: str, preparer: Any) -> Any:
