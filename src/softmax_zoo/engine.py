@@ -20,7 +20,8 @@ loads, to the same step losses and metrics as an uninterrupted run, also with a 
 another config, naming each key that differs (:mod:`softmax_zoo.preflight`). The record of a
 resumed run counts the whole run (:func:`training_timing`). A run that saves nothing leaves no ``output_dir``.
 
-Before anything is built: a reproduction refuses uncommitted code (unless ``allow_dirty=true``), the
+Before anything is built: the config's values are checked (seed, logger, loss options:
+:func:`softmax_zoo.preflight.check_config`), a reproduction refuses uncommitted code (unless ``allow_dirty=true``), the
 prepared data is checked against its meta.json, ``results_dir`` and
 ``output_dir`` are checked writable, and the checkpoint to resume is chosen. The run log (config,
 per-step loss, metrics, record path) goes through Python logging, which Hydra also writes to the
@@ -57,6 +58,8 @@ from .trainer import (
     NonFiniteLossError,
     NonFiniteLossGuard,
     ResumeState,
+    SaveRunConfig,
+    StepLog,
     TrainingStepToHeads,
     ZooTrainer,
     resume_state_holders,
@@ -160,13 +163,6 @@ def make_trainer(task: Task, args: TrainingArguments, callbacks: list[TrainerCal
     return trainer
 
 
-def check_seed(seed: Any) -> int:
-    """``seed`` as an int; a ValueError naming ``seed`` otherwise (``seed=abc``, ``seed=1.5``, ``seed=true``)."""
-    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
-        raise ValueError(f"seed must be an integer >= 0 (e.g. seed=0), got seed={seed!r}")
-    return seed
-
-
 def evaluation_datasets(task: Task, subset: int | None) -> dict[str, Any]:
     """The splits to evaluate: ``task.eval_datasets``, each cut to its first ``subset`` examples
     (``train.eval_subset``, with ``task.subset``) unless ``subset`` is None."""
@@ -268,7 +264,7 @@ def run(cfg: DictConfig, callbacks: Iterable[TrainerCallback] = ()) -> dict[str,
             config (before any training).
     """
     start = time.perf_counter()
-    check_seed(cfg.seed)
+    preflight.check_config(cfg)
     progress.configure(cfg.train.progress)
     transformers.utils.logging.disable_default_handler()
     transformers.utils.logging.enable_propagation()  # the Trainer's warnings go to the run log too
@@ -280,7 +276,6 @@ def run(cfg: DictConfig, callbacks: Iterable[TrainerCallback] = ()) -> dict[str,
     preflight.check_writable(results_dir=runs / cfg.experiment_name, output_dir=output_dir)
     checkpoint = preflight.resume_checkpoint(cfg, output_dir)
     created = first_missing(Path(output_dir))
-    tracking.check_logger(cfg)
     transformers.set_seed(cfg.seed)
     task = build_task(cfg)
     if cfg.get("init_from"):
@@ -290,7 +285,7 @@ def run(cfg: DictConfig, callbacks: Iterable[TrainerCallback] = ()) -> dict[str,
     tracker = tracking.start(cfg, choices, args.to_dict())
     guard = NonFiniteLossGuard()
     resume = ResumeState(resume_state_holders(task.model, task.callbacks), checkpoint, started=start)
-    extra = [guard, resume, tracking.StepLog(tracker), preflight.SaveRunConfig(cfg), TrainingStepToHeads(task.model)]
+    extra = [guard, resume, StepLog(tracker), SaveRunConfig(cfg), TrainingStepToHeads(task.model)]
     extra += [*task.callbacks, *callbacks]
     subset = cfg.train.get("eval_subset")
     eval_datasets = evaluation_datasets(task, subset)

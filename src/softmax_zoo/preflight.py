@@ -1,5 +1,7 @@
 """Checks before training, so that a run fails in seconds rather than after hours of compute.
 
+- :func:`check_config`: the composed config's values that need no data: the seed, the logger and the
+  loss options (``loss.k=0``); ``python -m softmax_zoo.train`` runs it before it imports the training stack.
 - :func:`check_provenance`: a reproduction (``reproduction: true`` at cpu or paper scale, whose
   records are committed) starts only from committed code, or with ``allow_dirty=true``; returns
   what the record keeps about the code's commit.
@@ -7,7 +9,7 @@
 - :func:`verify_prepared`: the prepared files a task reads still match the sha256 its meta.json
   holds (``make data`` wrote both); returns what the record keeps about the files read.
 - :func:`resume_checkpoint`: for ``resume=true``, the newest checkpoint of ``output_dir`` that
-  loads, written under the same config (:data:`CONFIG_FILE` inside it, see :class:`SaveRunConfig`)
+  loads, written under the same config (:data:`CONFIG_FILE` inside it, see :class:`softmax_zoo.trainer.SaveRunConfig`)
   but for the keys that only extend a run (:data:`EXTENDS_A_RUN`); with no checkpoint there, an
   unfinished run beside it that this command asks to change (``resume=true loss.k=10`` after an
   interrupted ``loss.k=5``) is refused by name rather than silently started afresh, and a new run
@@ -26,10 +28,8 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from omegaconf import DictConfig, OmegaConf
-from transformers import TrainerCallback
-from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
 
-from . import records
+from . import records, tracking
 from .config import COMMITTED_SCALES, hydra_job
 from .data.layout import sha256_file
 
@@ -49,6 +49,29 @@ RESUME_IGNORED = (
 )
 REPLICATE_KEY = "seed"  # another seed is another replicate, never a changed setting of the same run
 ABSENT = "<absent>"  # a key one of two compared configs lacks
+
+
+# ---------------------------------------------------------------- the config's values
+
+
+def check_seed(seed: Any) -> int:
+    """``seed`` as an int; a ValueError naming ``seed`` otherwise (``seed=abc``, ``seed=1.5``, ``seed=true``)."""
+    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+        raise ValueError(f"seed must be an integer >= 0 (e.g. seed=0), got seed={seed!r}")
+    return seed
+
+
+def check_config(cfg: DictConfig) -> None:
+    """Raise ``ValueError`` naming a bad ``seed``, ``logger`` or loss option (``loss.k=0``) of the composed config.
+
+    These checks need no data, no model and no Trainer; the loss options are the head's own checks
+    (:func:`softmax_zoo.models.heads.check_loss_options`), which import torch, so they come last.
+    """
+    check_seed(cfg.seed)
+    tracking.check_logger(cfg)
+    from .models.heads import check_loss_options
+
+    check_loss_options(cfg.loss)
 
 
 # ---------------------------------------------------------------- provenance
@@ -156,19 +179,6 @@ def verify_prepared(data_dir: str | Path, task: str) -> dict[str, Any] | None:
 # ---------------------------------------------------------------- checkpoints
 
 
-class SaveRunConfig(TrainerCallback):
-    """Write the run's resolved config into each checkpoint folder, last, once the checkpoint is saved."""
-
-    def __init__(self, cfg: DictConfig) -> None:
-        self.config = OmegaConf.to_container(cfg, resolve=True)
-
-    def on_save(self, args, state, control, **kwargs):
-        if state.is_world_process_zero:
-            folder = Path(args.output_dir) / f"{PREFIX_CHECKPOINT_DIR}-{state.global_step}"
-            records.write_text(folder / CONFIG_FILE, json.dumps(self.config, indent=1, default=str))
-        return control
-
-
 def checkpoint_problem(folder: Path) -> str | None:
     """Why a checkpoint folder would not load (None: it looks whole).
 
@@ -244,6 +254,8 @@ def checkpoints_newest_first(folder: Path) -> list[Path]:
     """The ``checkpoint-<step>`` folders of ``folder``, the highest step first ([] when there is none)."""
     if not folder.is_dir():
         return []
+    from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
+
     found = (p for p in folder.glob(f"{PREFIX_CHECKPOINT_DIR}-*") if p.is_dir() and p.name.split("-")[-1].isdigit())
     return sorted(found, key=lambda p: int(p.name.split("-")[-1]), reverse=True)
 

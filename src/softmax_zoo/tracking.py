@@ -8,7 +8,7 @@ apart and grouped the way the configs say (configs/logger/wandb.yaml):
 - tags: Hydra's choices of task, model, loss and scale (+ the sampler, + ``logger.tags``);
   job_type: ``logger.job_type``;
 - config: the resolved Hydra config, with the Trainer's own arguments apart under ``trainer_args``;
-- the per-step ``train/...`` values (:class:`StepLog`) and the ``val/...``/``test/...`` metrics
+- the per-step ``train/...`` values (:class:`softmax_zoo.trainer.StepLog`) and the ``val/...``/``test/...`` metrics
   against ``train/global_step``; the final metrics also go to the run summary, so that a sweep's
   summary table and parallel-coordinates panel plot a metric against any config key.
 
@@ -24,7 +24,6 @@ from pathlib import Path
 from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
-from transformers import TrainerCallback
 
 WANDB_MODES = ("online", "offline", "disabled")
 TAG_GROUPS = ("task", "model", "loss", "sampler", "scale")
@@ -90,25 +89,6 @@ def run_info(run: Any | None) -> dict[str, Any] | None:
         "mode": run.settings.mode,
         "dir": run.dir,
     }
-
-
-class StepLog(TrainerCallback):
-    """Each Trainer log (the training loss of every ``train.logging_steps`` steps) into the run log and wandb.
-
-    The run log is Python logging, which Hydra writes to the job's ``<job>.log`` (multirun/ or
-    outputs/) as well as to the terminal.
-    """
-
-    def __init__(self, run: Any | None) -> None:
-        self.run = run
-
-    def on_log(self, args, state, control, logs=None, **kwargs):
-        values = {k: v for k, v in (logs or {}).items() if k in STEP_KEYS}
-        if set(values) - {"epoch"} and state.is_world_process_zero:  # not the end-of-training summary
-            log.info("step %d/%d: %s", state.global_step, state.max_steps, ", ".join(f"{k}={v:.5g}" for k, v in values.items()))
-            if self.run is not None:
-                self.run.log({**{f"train/{k}": v for k, v in values.items()}, "train/global_step": state.global_step})
-        return control
 
 
 def log_metrics(run: Any | None, metrics: dict[str, float], step: int) -> None:

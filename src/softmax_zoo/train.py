@@ -10,6 +10,10 @@ your own (a loss, a task, a task family's families/<family>.yaml) may also sit i
 ``hydra.searchpath=[file:///abs/path/to/folder]``. The family files of every folder Hydra composes
 from are registered before it composes (:func:`softmax_zoo.config.command_line_sources`).
 
+The composed config's values are checked (:func:`softmax_zoo.preflight.check_config`) before the
+training stack (transformers' Trainer, datasets, wandb) is imported, so a bad value
+(``loss.k=0``, ``seed=abc``) is reported in seconds.
+
 A run that fails prints its error alone (``ValueError: k must be >= 1, got 0``) and where the
 traceback is (the job's log file); ``HYDRA_FULL_ERROR=1`` prints the whole traceback instead (Hydra's switch).
 """
@@ -24,7 +28,7 @@ import hydra
 from hydra.errors import CompactHydraException
 from omegaconf import DictConfig
 
-from . import engine
+from . import preflight
 from .config import CONFIG_DIR, command_line_sources, register_families, unknown_key_hint
 
 log = logging.getLogger(__name__)
@@ -54,6 +58,9 @@ def short_error(error: Exception) -> RunFailed:
 def main(cfg: DictConfig) -> None:
     """Train one run of the composed config."""
     try:
+        preflight.check_config(cfg)
+        from . import engine  # the training stack, imported once the config is known to be good
+
         engine.run(cfg)
     except Exception as error:
         if os.environ.get(FULL_ERROR) == "1":

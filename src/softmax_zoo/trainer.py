@@ -4,6 +4,7 @@ Trainer's own files), and ``TrainingArguments`` from ``cfg.train`` (names as in 
 
 from __future__ import annotations
 
+import json
 import logging
 import math
 import os
@@ -15,13 +16,14 @@ from typing import Any
 import hydra
 import safetensors.torch
 import torch
-from omegaconf import DictConfig
+from omegaconf import DictConfig, OmegaConf
 from transformers import PreTrainedModel, Trainer, TrainerCallback, TrainingArguments
 from transformers.trainer_callback import ProgressCallback
 from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
 from transformers.utils import SAFE_WEIGHTS_NAME
 
 from . import progress, records, tracking
+from .preflight import CONFIG_FILE
 from .tasks.base import Task
 
 log = logging.getLogger(__name__)
@@ -204,8 +206,41 @@ class EpochEval(TrainerCallback):
         return control
 
 
+class StepLog(TrainerCallback):
+    """Each Trainer log (the training loss of every ``train.logging_steps`` steps) into the run log and wandb.
+
+    The run log is Python logging, which Hydra writes to the job's ``<job>.log`` (multirun/ or
+    outputs/) as well as to the terminal.
+    """
+
+    def __init__(self, run: Any | None) -> None:
+        self.run = run
+
+    def on_log(self, args, state, control, logs=None, **kwargs):
+        values = {k: v for k, v in (logs or {}).items() if k in tracking.STEP_KEYS}
+        if set(values) - {"epoch"} and state.is_world_process_zero:  # not the end-of-training summary
+            tracking.log.info("step %d/%d: %s", state.global_step, state.max_steps, ", ".join(f"{k}={v:.5g}" for k, v in values.items()))
+            if self.run is not None:
+                self.run.log({**{f"train/{k}": v for k, v in values.items()}, "train/global_step": state.global_step})
+        return control
+
+
+class SaveRunConfig(TrainerCallback):
+    """Write the run's resolved config into each checkpoint folder, last, once the checkpoint is saved
+    (:func:`softmax_zoo.preflight.resume_checkpoint` compares it with the config resuming it)."""
+
+    def __init__(self, cfg: DictConfig) -> None:
+        self.config = OmegaConf.to_container(cfg, resolve=True)
+
+    def on_save(self, args, state, control, **kwargs):
+        if state.is_world_process_zero:
+            folder = Path(args.output_dir) / f"{PREFIX_CHECKPOINT_DIR}-{state.global_step}"
+            records.write_text(folder / CONFIG_FILE, json.dumps(self.config, indent=1, default=str))
+        return control
+
+
 class BarsOnly(ProgressCallback):
-    """The Trainer's progress bars without its per-step printout (:class:`tracking.StepLog` logs each step)."""
+    """The Trainer's progress bars without its per-step printout (:class:`StepLog` logs each step)."""
 
     def on_log(self, args, state, control, logs=None, **kwargs):
         return control

@@ -54,13 +54,13 @@ def check_positive(**sizes: int) -> None:
             raise ValueError(f"{name} must be >= 1, got {value}")
 
 
-def check_k(k: int, num_classes: int) -> None:
-    """Raise ``ValueError`` unless 1 <= k <= num_classes."""
+def check_k(k: int, num_classes: int | None) -> None:
+    """Raise ``ValueError`` unless 1 <= k <= num_classes (None: the classes are not known yet, k >= 1)."""
     if isinstance(k, bool) or not isinstance(k, numbers.Integral):
         raise ValueError(f"k must be an int, got {k!r}")
     if k < 1:
         raise ValueError(f"k must be >= 1, got {k}")
-    if k > num_classes:
+    if num_classes is not None and k > num_classes:
         raise ValueError(f"k must be <= the number of classes {num_classes}, got {k}")
 
 

@@ -88,6 +88,16 @@ class OutputHead(nn.Module):
         self.ignore_index = ignore_index
         self.reduction = reduction
 
+    @classmethod
+    def check_options(cls, *, reduction: str = "mean", **options) -> None:
+        """Raise ``ValueError`` for a constructor option that is bad whatever the sizes (``k=0``), so that
+        a loss config is checked before any data or model is built (the constructor checks them too).
+
+        Each head checks its own options and passes the rest on to its base class; options this
+        check does not know are left to the constructor.
+        """
+        check_reduction(reduction)
+
     def check_hidden(self, hidden: torch.Tensor, weight: torch.Tensor) -> None:
         """Raise ``ValueError`` if ``hidden`` (..., d) does not fit ``weight`` (·, d)."""
         if hidden.shape[-1] != weight.shape[-1]:

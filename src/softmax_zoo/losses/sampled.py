@@ -40,6 +40,7 @@ the loss and ``log_probs`` are the full softmax, so evaluation numbers compare a
 from __future__ import annotations
 
 import math
+import numbers
 
 import torch
 import torch.nn.functional as F
@@ -58,6 +59,19 @@ SHARED_GEMM_RATIO = 64.0
 
 def _sampled_examples(num_classes: int) -> dict[str, dict]:
     return {"sampled": {"sampler": UniformSampler(num_classes), "num_samples": 3}}
+
+
+def check_num_samples(num_samples: int, num_classes: int | None) -> None:
+    """Raise ``ValueError`` unless 1 <= num_samples < num_classes (None: the classes are not known yet, num_samples >= 1)."""
+    if isinstance(num_samples, bool) or not isinstance(num_samples, numbers.Integral):
+        raise ValueError(f"num_samples must be an integer, got {num_samples!r}")
+    if num_classes is None and num_samples < 1:
+        raise ValueError(f"num_samples must be >= 1, got {num_samples}")
+    if num_classes is not None and not 1 <= num_samples < num_classes:
+        raise ValueError(
+            f"num_samples must be in [1, num_classes) = [1, {num_classes}), got {num_samples}; "
+            "for num_samples >= num_classes use the full softmax (SoftmaxHead)"
+        )
 
 
 @register_variant("sampled_softmax", label="sampled ({sampler}, m={num_samples})", title="sampled softmax",
@@ -98,11 +112,7 @@ class SampledSoftmaxHead(LinearHead):
         **kwargs,
     ) -> None:
         super().__init__(in_features, num_classes, weight=weight, bias=bias, **kwargs)
-        if not 1 <= num_samples < num_classes:
-            raise ValueError(
-                f"num_samples must be in [1, num_classes) = [1, {num_classes}), got {num_samples}; "
-                "for num_samples >= num_classes use the full softmax (SoftmaxHead)"
-            )
+        check_num_samples(num_samples, num_classes)
         if sampler.num_classes is not None and sampler.num_classes != num_classes:
             raise ValueError(
                 f"the sampler is built for {sampler.num_classes} classes but the head has {num_classes}"
@@ -110,6 +120,11 @@ class SampledSoftmaxHead(LinearHead):
         self.sampler = sampler
         self.num_samples = num_samples
         self._refreshed_at: tuple[int, int] | None = None  # (data_ptr, _version) of the last refresh
+
+    @classmethod
+    def check_options(cls, *, num_samples: int, **options) -> None:
+        super().check_options(**options)
+        check_num_samples(num_samples, None)
 
     def loss_from_logits(self, logits: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
         """Eval mode: the full softmax cross-entropy."""

@@ -124,6 +124,12 @@ class SoftmaxHead(LinearHead):
         self.label_smoothing = label_smoothing
         self.chunk_size = chunk_size
 
+    @classmethod
+    def check_options(cls, *, label_smoothing: float = 0.0, chunk_size=None, **options) -> None:
+        super().check_options(**options)
+        check_label_smoothing(label_smoothing)
+        check_chunk_size(chunk_size)
+
     def forward(self, hidden: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
         """hidden (..., d), target (...) -> loss (scalar, or target's shape for reduction="none")."""
         if self.chunk_size is None:

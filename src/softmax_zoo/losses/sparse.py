@@ -81,6 +81,11 @@ def check_smoothing_over(smoothing_over: str) -> None:
         raise ValueError(f"smoothing_over must be one of {SMOOTHING_OVER}, got {smoothing_over!r}")
 
 
+def check_full_softmax_steps(full_softmax_steps: int) -> None:
+    if full_softmax_steps < 0:
+        raise ValueError(f"full_softmax_steps must be >= 0, got {full_softmax_steps}")
+
+
 class SparseRows(RowLoss):
     """Sparse-softmax CE as a :class:`RowLoss` (the module docstring's loss and options), k < C.
 
@@ -208,13 +213,19 @@ class SparseSoftmaxHead(SoftmaxHead):
         super().__init__(in_features, num_classes, **kwargs)
         check_k(k, num_classes)
         check_smoothing_over(smoothing_over)
-        if full_softmax_steps < 0:
-            raise ValueError(f"full_softmax_steps must be >= 0, got {full_softmax_steps}")
+        check_full_softmax_steps(full_softmax_steps)
         self.k = k
         self.smoothing_over = smoothing_over
         self.target_in_support = bool(target_in_support)
         self.full_softmax_steps = int(full_softmax_steps)
         self.training_step: int | None = None
+
+    @classmethod
+    def check_options(cls, *, k: int, smoothing_over: str = "support", full_softmax_steps: int = 0, **options) -> None:
+        super().check_options(**options)
+        check_k(k, None)
+        check_smoothing_over(smoothing_over)
+        check_full_softmax_steps(full_softmax_steps)
 
     def full_softmax_now(self) -> bool:
         """Whether the training loss is still the full softmax's (``full_softmax_steps``)."""

@@ -9,7 +9,7 @@ hook through which every model receives its output layer: ``make_head(in_feature
 Modules::
 
     build        build_model, head_factory (the ``make_head`` hook) and the evaluation-mode helper
-    heads        build_head: a model's output head from the ``loss`` config (auto counts and cutoffs)
+    heads        build_head: a model's output head from the ``loss`` config (auto counts and cutoffs); its options checked early
     classifier   text classifier: a BERT-style encoder, pooling, an optional MLP and any head
     unilm        a BERT encoder used as a UniLM sequence-to-sequence model
     decoding     UniLM incremental decoding: beam search with a key/value cache

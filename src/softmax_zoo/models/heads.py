@@ -17,6 +17,9 @@ are written ``auto`` and filled here from the task:
   decreasing frequency (the data preparers number them that way).
 - ``chunk_size: auto`` goes to the head as is (``losses.SoftmaxHead`` sizes its chunks itself).
 
+:func:`check_loss_options` checks the options that are bad whatever the task (``loss.k=0``) before
+any data or model is built (``preflight.check_config``, at the start of every run).
+
 Which of a head's own options may be ``auto`` (``cutoffs``, ``chunk_size``) is what its variant
 registered (``losses.registry.auto_options``); importing the ``_target_`` registers it.
 """
@@ -91,6 +94,21 @@ def build_head(
         if isinstance(e.__cause__, (ValueError, TypeError)):
             raise e.__cause__  # the losses module's own message ("k must be <= ...")
         raise
+
+
+def check_loss_options(loss_cfg: DictConfig | dict) -> None:
+    """Raise ``ValueError`` for an option of ``loss_cfg`` that is bad whatever the task (``loss.k=0``),
+    before any data or model is built: the head class's ``check_options``
+    (:meth:`~softmax_zoo.losses.OutputHead.check_options`) with the options known now (not ``auto``,
+    not a nested config such as a sampler). A ``_target_`` that is no :class:`OutputHead` is left to :func:`build_head`.
+    """
+    plain = OmegaConf.to_container(loss_cfg, resolve=True) if isinstance(loss_cfg, DictConfig) else dict(loss_cfg)
+    target = plain.pop("_target_", None)
+    head_cls = hydra.utils.get_class(target) if target else None
+    if not (isinstance(head_cls, type) and issubclass(head_cls, OutputHead)):
+        return
+    plain.pop(SEARCH_KEY, None)
+    head_cls.check_options(**{k: v for k, v in plain.items() if v != AUTO and not isinstance(v, dict)})
 
 
 def _fill_auto(

@@ -38,14 +38,12 @@ from pathlib import Path
 from typing import Any
 
 import torch
-import transformers
 from omegaconf import OmegaConf
 from torch.utils.data import DataLoader
 
 from ..cli_args import ArgumentError, Option, Parser, fail
 from ..config import compose, hydra_choices
 from ..data.layout import IGNORE_INDEX
-from ..engine import build_task, training_arguments
 from ..records import write_text
 from ..timing import load_average, machine, time_interleaved, utc_now
 
@@ -66,6 +64,10 @@ PARSER = Parser(COMMAND, [
 
 def model_and_optimizer(cfg) -> tuple[torch.nn.Module, torch.optim.Optimizer]:
     """The model the run of ``cfg`` trains (seeded as engine.run seeds it) and the optimiser the Trainer would give it."""
+    import transformers  # the training stack, imported once the options are known to be good
+
+    from ..engine import build_task, training_arguments
+
     transformers.set_seed(cfg.seed)
     model = build_task(cfg).model
     optimizer_cls, kwargs = transformers.Trainer.get_optimizer_cls_and_kwargs(training_arguments(cfg), model)
@@ -94,6 +96,8 @@ def training_step(model: torch.nn.Module, optimizer: torch.optim.Optimizer, max_
 
 def first_batches(cfg, n: int) -> list[dict[str, torch.Tensor]]:
     """The first ``n`` batches of the training stream of ``cfg``'s task (as the Trainer's loader batches it)."""
+    from ..engine import build_task
+
     task = build_task(cfg)
     loader = DataLoader(task.train_dataset, batch_size=task.train_dataset.batch_size, collate_fn=task.collator)
     out = list(itertools.islice(loader, n))

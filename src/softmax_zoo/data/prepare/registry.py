@@ -31,7 +31,7 @@ PREPARER_API = ("RAW_NAME", "KIND", "OPTIONS", "load_local", "hub_spec", "from_h
 PREPARER_MODULES = "SOFTMAX_ZOO_PREPARERS"  # env var: preparer modules outside this package
 _REGISTRY: dict[str, Any] = {}
 _FAILED: dict[str, str] = {}  # module -> its import error
-_NOT_PREPARERS = {"__main__", "cli"}
+_NOT_PREPARERS = {"__main__", "cli", "generated"}  # modules that register no preparer
 
 
 def register(task: str, preparer: Any) -> Any:
