@@ -1,4 +1,5 @@
-"""Shared fixtures: a seeded generator, the devices to run the device-parametrised tests on, a generated LM corpus."""
+"""Shared fixtures: a seeded generator, the devices to run the device-parametrised tests on, a generated LM corpus,
+a CPU without a bfloat16 LSTM."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ from pathlib import Path
 
 import pytest
 import torch
+import torch.utils._pytree as pytree
 
 from softmax_zoo.data.prepare import generated
 
@@ -35,3 +37,23 @@ def device(request) -> torch.device:
 def lm_corpus(tmp_path_factory) -> Path:
     """A generated LM task folder (:func:`softmax_zoo.data.prepare.generated.lm_corpus`): {train,validation,test}.txt, vocab.txt, meta.json."""
     return generated.lm_corpus(tmp_path_factory.mktemp("lmdata"))
+
+
+# oneDNN's error where a CPU has no bfloat16 LSTM (no AVX512-BF16/AMX, e.g. an AVX2-only CPU).
+NO_BF16_LSTM = "could not create a primitive descriptor for the LSTM forward propagation primitive"
+
+
+@pytest.fixture
+def cpu_without_bf16_lstm(monkeypatch):
+    """The CPU LSTM raises oneDNN's RuntimeError when it would run in bfloat16 (under CPU bf16 autocast,
+    or on a bfloat16 tensor), as on a CPU without AVX512-BF16 or AMX; float32 LSTMs run as usual."""
+    real = torch._VF.lstm
+
+    def lstm(*args, **kwargs):
+        autocast = torch.is_autocast_enabled("cpu") and torch.get_autocast_dtype("cpu") == torch.bfloat16
+        tensors = [t for t in pytree.tree_leaves((args, kwargs)) if isinstance(t, torch.Tensor)]
+        if any(t.device.type == "cpu" for t in tensors) and (autocast or any(t.dtype == torch.bfloat16 for t in tensors)):
+            raise RuntimeError(NO_BF16_LSTM)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(torch._VF, "lstm", lstm)
