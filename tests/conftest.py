@@ -1,5 +1,5 @@
 """Shared fixtures: a seeded generator, the devices to run the device-parametrised tests on, a generated LM corpus,
-and :func:`run_readme_recipe` (a README "Extend it" recipe run as written)."""
+a CPU without a bfloat16 LSTM, and :func:`run_readme_recipe` (a README "Extend it" recipe run as written)."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 import torch
+import torch.utils._pytree as pytree
 
 from softmax_zoo.data.prepare import generated
 
@@ -71,3 +72,23 @@ def run_readme_recipe():
         return done
 
     return run
+
+
+# oneDNN's error where a CPU has no bfloat16 LSTM (no AVX512-BF16/AMX, e.g. an AVX2-only CPU).
+NO_BF16_LSTM = "could not create a primitive descriptor for the LSTM forward propagation primitive"
+
+
+@pytest.fixture
+def cpu_without_bf16_lstm(monkeypatch):
+    """The CPU LSTM raises oneDNN's RuntimeError when it would run in bfloat16 (under CPU bf16 autocast,
+    or on a bfloat16 tensor), as on a CPU without AVX512-BF16 or AMX; float32 LSTMs run as usual."""
+    real = torch._VF.lstm
+
+    def lstm(*args, **kwargs):
+        autocast = torch.is_autocast_enabled("cpu") and torch.get_autocast_dtype("cpu") == torch.bfloat16
+        tensors = [t for t in pytree.tree_leaves((args, kwargs)) if isinstance(t, torch.Tensor)]
+        if any(t.device.type == "cpu" for t in tensors) and (autocast or any(t.dtype == torch.bfloat16 for t in tensors)):
+            raise RuntimeError(NO_BF16_LSTM)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(torch._VF, "lstm", lstm)

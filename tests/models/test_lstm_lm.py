@@ -108,3 +108,32 @@ def test_padding_only_batch_gives_a_zero_loss_with_zero_gradients(gen):
     loss.backward()
     assert loss.item() == 0.0
     assert all(p.grad is not None and not p.grad.any() for p in model.parameters())
+
+
+def test_the_simulated_cpu_refuses_a_bfloat16_lstm(cpu_without_bf16_lstm, gen):
+    """The fixture the tests below run under fails a bfloat16 LSTM as an AVX2-only CPU does, and runs a float32 one."""
+    lstm = torch.nn.LSTM(4, 4, batch_first=True)
+    x = torch.randn(2, 3, 4, generator=gen)
+    with torch.autocast("cpu", dtype=torch.bfloat16), pytest.raises(RuntimeError, match="LSTM forward propagation primitive"):
+        lstm(x)
+    with pytest.raises(RuntimeError, match="LSTM forward propagation primitive"):
+        lstm.to(torch.bfloat16)(x.to(torch.bfloat16))
+    assert lstm.float()(x)[0].dtype == torch.float32
+
+
+def test_under_cpu_bf16_autocast_the_lstm_is_float32_and_the_logits_bfloat16(cpu_without_bf16_lstm, gen):
+    """On a CPU without a bfloat16 LSTM the model still trains under bf16 autocast: the LSTM's output is
+    float32, equal to that of a float32 forward, and only the head's logits are bfloat16."""
+    model = softmax_lm()
+    x = torch.randint(0, V, (3, 6), generator=gen)
+    plain = model(x)["hidden"]
+    model.reset_state()
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        hidden = model(x)["hidden"]
+        logits = model.head.logits(hidden)
+        model.reset_state()
+        loss = model(x, labels=x)["loss"]
+    torch.testing.assert_close(hidden, plain, rtol=0, atol=0)
+    assert hidden.dtype == torch.float32 and logits.dtype == torch.bfloat16
+    loss.backward()
+    assert torch.isfinite(loss) and all(torch.isfinite(p.grad).all() for p in model.lstm.parameters())

@@ -33,7 +33,7 @@ def test_three_seeds_decide_and_the_teacher_is_not_a_student(tmp_path):
     assert row["verdict"].startswith("supported (seeds 0, 1, 2)"), row["verdict"]
     assert "standard: 250.00, 252.00, 249.00 (seeds 0, 1, 2)" in row["ours"]
     text = kd.section(tmp_path)
-    assert "| student, stable KL (bfloat16) | seeds 0, 1, 2 | 200.00, 201.00, 199.00 | 2.0, 2.0, 2.0 |" in text
+    assert "| student, stable KL (bfloat16 logits) | seeds 0, 1, 2 | 200.00, 201.00, 199.00 | 2.0, 2.0, 2.0 |" in text
     assert "the teacher's 64 largest logits" in text
 
 

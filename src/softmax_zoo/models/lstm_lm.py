@@ -15,6 +15,12 @@ middle of training does not disturb the training streams. The state is not saved
 (a resumed run restarts its rows from zero state: a few segments of slightly worse context).
 ``torch.nn.DataParallel`` (several GPUs in one process) would lose the state on its replicas: use
 one process per GPU (torchrun), as the Trainer does with DDP.
+
+Precision under autocast (``train.precision=bf16|fp16``): on the CPU the embedding and the LSTM run in
+float32 (the parameters' dtype) on every CPU alike, and only the head under autocast: its logits are in
+autocast's dtype (each loss's docstring says in which dtype it computes on them). oneDNN has a bfloat16
+LSTM only on CPUs with AVX512-BF16 or AMX, so a bfloat16 LSTM would make whether a run works, and its
+numbers, depend on the CPU. On a GPU, CUDA autocast applies to the LSTM as to any module.
 """
 
 from __future__ import annotations
@@ -120,7 +126,8 @@ class LSTMLanguageModel(StreamLanguageModel):
             ``{"hidden": (B, T, d)}``, the head's input.
         """
         state = self.initial_state(input_ids, reset)
-        out, (h, c) = self.lstm(self.drop(self.embedding(input_ids)), state)  # out: (B, T, d)
+        with torch.autocast("cpu", enabled=False):  # float32 on every CPU (module docstring: Precision)
+            out, (h, c) = self.lstm(self.drop(self.embedding(input_ids)), state)  # out: (B, T, d)
         self.carried[self.training] = (h.detach(), c.detach())
         hidden = self.drop(out)
         return self.output(hidden, labels)

@@ -1,7 +1,7 @@
 """The stable page's part on distillation in the training pipeline: self-distillation on Penn Treebank.
 
-A float32 full-softmax LSTM teacher, then students of the same model from a fresh initialisation, trained in
-bfloat16 on α·T²·KL(teacher ‖ student) + (1 − α)·CE with the KL in the standard form (kl_div of two
+A float32 full-softmax LSTM teacher, then students of the same model from a fresh initialisation, trained with
+bfloat16 logits (CPU autocast; the LSTM in float32) on α·T²·KL(teacher ‖ student) + (1 − α)·CE with the KL in the standard form (kl_div of two
 log-softmaxes) or the stable expm1 form (configs/experiment/stable_kd_ptb.yaml). The two forms are compared
 on the students' test perplexity, seed by seed, with Welch's interval over seeds on its log.
 """
@@ -52,7 +52,7 @@ def ours(students: dict[str, dict[int, dict[str, Any]]]) -> str:
         return "—"
     per_form = "; ".join(f"{form}: {', '.join(f'{perplexity_of(r):.2f}' for _, r in sorted(runs.items()))} "
                          f"({seeds_label(sorted(runs))})" for form, runs in students.items())
-    return f"student test perplexity per seed, bfloat16 students: {per_form} (verdict on log perplexity)"
+    return f"student test perplexity per seed, students with bfloat16 logits: {per_form} (verdict on log perplexity)"
 
 
 def claim_row(results_dir: str | Path) -> dict[str, str]:
@@ -70,7 +70,7 @@ def section(results_dir: str | Path) -> str:
              ", ".join(f"{perplexity_of(t):.2f}" for t in teachers), ", ".join(f"{t['timing']['wall_s'] / 60:.1f}" for t in teachers)]]
     for form, runs in students.items():
         ordered = [r for _, r in sorted(runs.items())]
-        rows.append([f"student, {form} KL (bfloat16)", seeds_label(sorted(runs)), ", ".join(f"{perplexity_of(r):.2f}" for r in ordered),
+        rows.append([f"student, {form} KL (bfloat16 logits)", seeds_label(sorted(runs)), ", ".join(f"{perplexity_of(r):.2f}" for r in ordered),
                      ", ".join(f"{r['timing']['wall_s'] / 60:.1f}" for r in ordered)])
     sample = next((r for runs in students.values() for r in runs.values()), teachers[0] if teachers else None)
     d = get(sample, "config.distill") or {}
@@ -84,7 +84,7 @@ def section(results_dir: str | Path) -> str:
             f"Made by `make reproduce-stable-kd-ptb` (records in {shown_path(runs_dir(results_dir) / EXPERIMENT)}/, from "
             f"{commits(teachers + [r for runs in students.values() for r in runs.values()])}). {setting}. The setting is ours: "
             "the paper names no pipeline; bfloat16 is the precision where it expects the two forms to differ. Under CPU "
-            "autocast the students' logits are bfloat16 for both forms; the standard KL computes in bfloat16 and the stable "
+            "autocast the students' LSTM runs in float32 and their logits are bfloat16, for both forms; the standard KL computes in bfloat16 and the stable "
             "one, like the package's stable functions, in float32, so this comparison does not separate the rewrite from "
             "the float32 compute (the toy study's cast arm does).\n\n"
             f"{table}\n\nVerdict (stable's test perplexity below standard's, Welch's 95% interval over seeds on log "
