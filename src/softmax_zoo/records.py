@@ -133,6 +133,21 @@ def git_state(repo: Path = REPO_ROOT, cap: int | None = DIRTY_PATHS_KEPT) -> dic
     return {"commit": commit, "dirty": bool(paths), "dirty_paths": kept, "dirty_paths_more": len(paths) - len(kept)}
 
 
+def cpu_info() -> dict[str, str]:
+    """The CPU a run computed on: its model name and the instruction set torch's CPU kernels chose
+    (``torch.backends.cpu.get_cpu_capability()``: "AVX2", "AVX512", ...). CPU results can depend on
+    it: oneDNN picks its kernels, and so its rounding, by the instruction set."""
+    import torch
+
+    model = platform.processor()
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as f:
+            model = next((line.split(":", 1)[1].strip() for line in f if line.startswith("model name")), model)
+    except OSError:
+        pass
+    return {"model": model or "unknown", "capability": torch.backends.cpu.get_cpu_capability()}
+
+
 def versions() -> dict[str, str]:
     """Python, torch, transformers and softmax_zoo versions."""
     import torch

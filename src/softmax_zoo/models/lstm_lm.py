@@ -11,8 +11,9 @@ Truncated BPTT with the transformers ``Trainer``: the model is *stateful*. The s
 k, and flags the rows where a stream starts (``reset``). The model keeps the last (h, c) of each
 row, detached (gradients stop at the segment boundary), and zeroes the rows flagged ``reset``
 before the next segment. Training and evaluation keep separate states, so an evaluation in the
-middle of training does not disturb the training streams. The state is not saved in checkpoints
-(a resumed run restarts its rows from zero state: a few segments of slightly worse context).
+middle of training does not disturb the training streams. Each checkpoint keeps the training state
+(:class:`softmax_zoo.models.stream_lm.StreamLanguageModel`'s ``resume_state``), so a resumed run reads
+on from the context an uninterrupted one has.
 ``torch.nn.DataParallel`` (several GPUs in one process) would lose the state on its replicas: use
 one process per GPU (torchrun), as the Trainer does with DDP.
 
