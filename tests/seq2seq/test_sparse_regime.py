@@ -110,6 +110,7 @@ def test_regime_chain_at_smoke_scale_builds_the_page(tmp_path, monkeypatch):
     trend = read_claims(tmp_path / "scratch" / "claims.md")["sparse-regime-trend-k20"]
     assert trend["verdict"].startswith("too few points (2; a verdict needs 3)")
     assert "below UniLM's own 34.21" in text and "All starts are epochs of one start run (seed 0)" in text
+    assert "a schedule of `regime.epochs` = 1 epochs, then continued to `train.epochs` = 2 by resuming it" in text
 
 
 def test_a_longer_job_continues_its_record_and_needs_its_checkpoints(tmp_path, monkeypatch):
