@@ -131,11 +131,17 @@ def verdict(delta: SeedAwareDelta | UnpairedSeedDelta, direction: int, *, digits
     span = f"{_span(delta.mean, low, high, digits)}, {level} interval over seeds"
     if delta.n_seeds < MIN_SEEDS:
         return Verdict(VerdictKind.TOO_FEW_SEEDS, f"too few seeds ({delta.label}; a verdict needs {MIN_SEEDS}): {span}")
+    return by_interval(low, high, direction, span, f" ({delta.label})")
+
+
+def by_interval(low: float, high: float, direction: int, span: str, who: str = "") -> Verdict:
+    """Inconclusive, supported or contradicts, by where the interval [low, high] lies against 0 and the claimed sign:
+    "<kind><who>: <span> includes 0" / "excludes 0, on the claim's side" / "excludes 0, opposite to the claim"."""
     if low <= 0 <= high:
-        return Verdict(VerdictKind.INCONCLUSIVE, f"inconclusive ({delta.label}): {span} includes 0")
+        return Verdict(VerdictKind.INCONCLUSIVE, f"inconclusive{who}: {span} includes 0")
     if (low > 0) == (direction > 0):
-        return Verdict(VerdictKind.SUPPORTED, f"supported ({delta.label}): {span} excludes 0, on the claim's side")
-    return Verdict(VerdictKind.CONTRADICTS, f"contradicts ({delta.label}): {span} excludes 0, opposite to the claim")
+        return Verdict(VerdictKind.SUPPORTED, f"supported{who}: {span} excludes 0, on the claim's side")
+    return Verdict(VerdictKind.CONTRADICTS, f"contradicts{who}: {span} excludes 0, opposite to the claim")
 
 
 def seed_summary(delta: SeedAwareDelta, *, digits: int = 2) -> str:
@@ -191,8 +197,4 @@ def trend_verdict(trend: LinearTrend, seeds_per_point: Sequence[int], direction:
     if fewest < MIN_SEEDS:
         kind = VerdictKind.SINGLE_RUN if fewest == 1 else VerdictKind.TOO_FEW_SEEDS
         return Verdict(kind, f"{kind.value} (the fewest seeds behind a point: {fewest}; a verdict needs {MIN_SEEDS}): {span}")
-    if low <= 0 <= high:
-        return Verdict(VerdictKind.INCONCLUSIVE, f"inconclusive: {span} includes 0")
-    if (low > 0) == (direction > 0):
-        return Verdict(VerdictKind.SUPPORTED, f"supported: {span} excludes 0, on the claim's side")
-    return Verdict(VerdictKind.CONTRADICTS, f"contradicts: {span} excludes 0, opposite to the claim")
+    return by_interval(low, high, direction, span)
