@@ -1,6 +1,7 @@
 """Benchmark rows: our chunked heads beside torch's own ``F.linear_cross_entropy`` (torch >= 2.13).
 
-    python scripts/bench_losses.py --only torch-lce      # -> results/bench_losses_<device>_torch-lce.{md,json}
+    python scripts/bench_losses.py --only torch-lce                   # every size -> results/bench_losses_<device>_torch-lce.{md,json}
+    python scripts/bench_losses.py --only "torch-lce N=4096 C=32000"  # one size, its own page
 
 Sizes: N = 4,096 and 8,192 rows, d = 512, C = 32,000 and 128,000, float32, forward + backward with
 gradients for the hidden states (N, d) and the weight (C, d). Rows of a group share the inputs:
@@ -76,7 +77,7 @@ def cases(quick: bool) -> list[Case]:
     sweep = (32, 64) if quick else CHUNK_SWEEP
     out = []
     for n, d, c in sizes:
-        group = f"torch-lce: our heads beside F.linear_cross_entropy (N={n}, d={d}, C={c}, float32)"
+        group = f"torch-lce N={n} C={c}: our heads beside F.linear_cross_entropy (d={d}, float32)"
         repeats = 3 if c <= 32_000 else 2
         out += [head_case(group, OURS, n, d, c, repeats=repeats)]
         out += [head_case(group, name, n, d, c, target=("<=", 1.1), repeats=repeats) for name in list(HEADS)[1:]]
