@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import json
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -171,13 +172,13 @@ def main() -> None:
     # --only runs a part: it gets its own page, and the full report stays whole
     slug = "" if args.only is None else "_" + "".join(ch if ch.isalnum() else "-" for ch in args.only.lower())
     out = ROOT / "results" / f"bench_losses_{kind}{slug}.md"
-    command = "python scripts/bench_losses.py " + " ".join(sys.argv[1:])
+    command = shlex.join(["python", "scripts/bench_losses.py", *sys.argv[1:]])
     meta = {"command": command.strip(), "machine": machine(), "date": utc_now(),
             "load_average_start": load_at_start, "load_average_end": load_average(), "warmup": args.warmup}
     header = [
         f"# Losses benchmark ({kind})",
         "",
-        f"- command: `{meta['command']}` (or `make bench`)",
+        f"- command: `{meta['command']}`" + ("" if len(sys.argv) > 1 else " (or `make bench`)"),
         f"- machine: {meta['machine']}",
         f"- date: {meta['date']}; load average at start / end: "
         f"{meta['load_average_start']} / {meta['load_average_end']} (other processes share the cores)",
