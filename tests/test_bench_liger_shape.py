@@ -13,7 +13,7 @@ import torch.nn.functional as F
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT / "scripts")]
 
-from bench_cases import gpu_linear_ce  # noqa: E402
+from bench_cases import gpu_linear_ce
 
 pytestmark = pytest.mark.skipif(not hasattr(F, "linear_cross_entropy"), reason="torch < 2.13 has no F.linear_cross_entropy")
 
@@ -31,6 +31,6 @@ def test_torch_rows_compute_the_baseline_loss_on_cpu():
 def test_liger_shape_skips_without_cuda(tmp_path):
     out = tmp_path / "page.md"
     cmd = [sys.executable, str(ROOT / "scripts" / "bench_cases" / "gpu_linear_ce.py"), "--liger-shape", "--out", str(out)]
-    run = subprocess.run(cmd, capture_output=True, text=True)
+    run = subprocess.run(cmd, capture_output=True, text=True, check=False)
     assert run.returncode == 0 and "CUDA only" in run.stdout, run.stdout + run.stderr
     assert not out.exists()

@@ -73,7 +73,7 @@ def link_distributions(dists: list[metadata.Distribution], folder: Path) -> None
 
 
 def run(*cmd, **kw) -> subprocess.CompletedProcess:
-    out = subprocess.run([str(c) for c in cmd], capture_output=True, text=True, **kw)
+    out = subprocess.run([str(c) for c in cmd], capture_output=True, text=True, check=False, **kw)
     assert out.returncode == 0, f"{cmd}: {out.stdout[-2000:]}\n{out.stderr[-4000:]}"
     return out
 

@@ -51,7 +51,7 @@ from torch import nn
 from .config import accepted_arguments, compose_option, group_options, unknown_name
 from .losses import LinearHead, variants
 
-__all__ = ["use_head", "remove_head", "head_of", "tied_variants", "projection"]
+__all__ = ["head_of", "projection", "remove_head", "tied_variants", "use_head"]
 
 # Registered variants that cannot share the model's output layer, and why.
 REFUSED = {
