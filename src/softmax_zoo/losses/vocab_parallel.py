@@ -222,8 +222,8 @@ class ShardSoftmaxRows(ShardRows, SoftmaxRows):
         p, total, local_t, owned = state
         eps = self.label_smoothing
         w = row_weight.to(p.dtype).unsqueeze(1)  # (N, 1)
-        p.div_(total).sub_(eps / self.num_classes).mul_(w)
-        return p.scatter_add_(1, local_t[:, None], -(1.0 - eps) * w * owned[:, None])
+        g = torch.div(p, total).sub_(eps / self.num_classes).mul_(w)  # a new buffer: the plain path's state stays intact
+        return g.scatter_add_(1, local_t[:, None], -(1.0 - eps) * w * owned[:, None])
 
     def log_probs(self, z):
         return self.global_log_softmax(z)
