@@ -14,8 +14,17 @@ import torch.distributed as dist
 from torch.testing import assert_close
 
 from softmax_zoo.losses import (
-    AdaptiveSoftmaxHead, CentredQuadraticKernelSampler, QuadraticKernelSampler, SampledSoftmaxHead, SoftmaxHead,
-    SoftmaxSampler, SparseSoftmaxHead, StableSoftmaxHead, UniformSampler, UnigramSampler, stable_kd_loss,
+    AdaptiveSoftmaxHead,
+    CentredQuadraticKernelSampler,
+    QuadraticKernelSampler,
+    SampledSoftmaxHead,
+    SoftmaxHead,
+    SoftmaxSampler,
+    SparseSoftmaxHead,
+    StableSoftmaxHead,
+    UniformSampler,
+    UnigramSampler,
+    stable_kd_loss,
 )
 from softmax_zoo.losses.vocab_parallel import VocabShard
 from softmax_zoo.losses.vocab_parallel_head import VocabParallelHead

@@ -13,7 +13,10 @@ from softmax_zoo.losses.softmax import SoftmaxRows
 from softmax_zoo.losses.sparse import SparseRows
 from softmax_zoo.losses.stable import StableRows
 from softmax_zoo.losses.vocab_parallel import (
-    VocabShard, copy_to_shards, reduce_from_shards, vocab_parallel_linear_cross_entropy,
+    VocabShard,
+    copy_to_shards,
+    reduce_from_shards,
+    vocab_parallel_linear_cross_entropy,
 )
 from softmax_zoo.losses.vocab_parallel_kd import vocab_parallel_stable_kd_loss
 

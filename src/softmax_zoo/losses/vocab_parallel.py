@@ -37,7 +37,12 @@ import torch.distributed as dist
 import torch.nn.functional as F
 
 from ._core import (
-    check_label_smoothing, check_reduction, check_target_dtype, check_target_range, compute_dtype, reduce_loss,
+    check_label_smoothing,
+    check_reduction,
+    check_target_dtype,
+    check_target_range,
+    compute_dtype,
+    reduce_loss,
 )
 from .chunked import _ChunkedLinearLoss, auto_chunk_size, chunked_pass
 from .row_loss import RowLoss

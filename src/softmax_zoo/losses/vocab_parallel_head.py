@@ -42,7 +42,12 @@ from .softmax import SoftmaxHead, SoftmaxRows
 from .sparse import SparseRows
 from .streaming import topk_lowest_index
 from .vocab_parallel import (
-    VocabShard, _all_gather, _all_reduce, copy_to_shards, reduce_from_shards, shard_row_loss,
+    VocabShard,
+    _all_gather,
+    _all_reduce,
+    copy_to_shards,
+    reduce_from_shards,
+    shard_row_loss,
     vocab_parallel_linear_cross_entropy,
 )
 from .vocab_parallel_sampled import check_sampler, draw_negatives
