@@ -131,12 +131,13 @@ def main() -> None:
     parser.add_argument("--rows", type=int, default=512)
     parser.add_argument("--world-size", type=int, default=2)
     parser.add_argument("--steps", type=int, default=3)
+    parser.add_argument("--heads", nargs="+", default=list(HEADS), choices=list(HEADS))
     parser.add_argument("--out", default="results/bench_vocab_parallel_cpu")
     args = parser.parse_args()
     data = {"settings": {"classes": args.classes, "dim": args.dim, "rows": args.rows, "world_size": args.world_size,
                          "steps": args.steps, "machine": f"{os.cpu_count()} CPU cores, torch {torch.__version__}"},
             "heads": {}}
-    for name in HEADS:
+    for name in args.heads:
         data["heads"][name] = {"one": run(name, 1, args), "split": run(name, args.world_size, args)}
         print(name, json.dumps(data["heads"][name]))
     write_text(Path(args.out + ".json"), json.dumps(data, indent=1) + "\n")

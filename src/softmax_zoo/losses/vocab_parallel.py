@@ -393,7 +393,6 @@ def vocab_parallel_linear_cross_entropy(
     bias: torch.Tensor | None = None,
     loss: RowLoss | None = None,
     chunk_size=None,
-    widest: int | None = None,
     ignore_index: int = -100,
     reduction: str = "mean",
 ) -> torch.Tensor:
@@ -404,9 +403,9 @@ def vocab_parallel_linear_cross_entropy(
         weight: (stop − start, d) this rank's rows. bias: (stop − start,) or None.
         target: (N,) global class ids. shard, num_classes, loss: as :func:`vocab_parallel_cross_entropy`.
         chunk_size: None: this rank's whole (N, C_r) logits at once; an int or "auto": ``chunk_size``
-            rows at a time through ``chunked.py`` ("auto": chunks of at most ``_core.CHUNK_LOGITS``
-            logits of the widest shard, so that every rank cuts the same chunks).
-        widest: the widest shard's size (from :meth:`VocabShard.check`), for "auto".
+            rows at a time through ``chunked.py``. "auto" cuts the rows as one process would for all
+            C classes (``_core.CHUNK_LOGITS`` logits a chunk), so every rank cuts the same chunks
+            and holds 1/P of one process's chunk.
 
     Returns:
         The loss, the same on every rank ("none": (N,)).
@@ -419,7 +418,7 @@ def vocab_parallel_linear_cross_entropy(
     check_target_dtype(target)
     keep = check_target_range(target, num_classes, ignore_index)
     t = target.long().masked_fill(~keep, 0)
-    chunk_rows = auto_chunk_size(h.shape[0], widest or shard.size) if chunk_size == "auto" else chunk_size
+    chunk_rows = auto_chunk_size(h.shape[0], num_classes) if chunk_size == "auto" else chunk_size
     params = (h, weight, bias)
     if torch.is_grad_enabled() and any(p is not None and p.requires_grad for p in params):
         return _ChunkedLinearLoss.apply(rows.loss_and_grad, t, keep, reduction, chunk_rows, *params)

@@ -97,8 +97,7 @@ class VocabParallelHead(OutputHead):
         else:
             loss = vocab_parallel_linear_cross_entropy(
                 h, self.weight, t, self.shard, self.num_classes, bias=self.bias, loss=self._train_rows(),
-                chunk_size=getattr(self.head, "chunk_size", None), widest=max(b - a for a, b in self.spans),
-                ignore_index=self.ignore_index, reduction=self.reduction,
+                chunk_size=getattr(self.head, "chunk_size", None), ignore_index=self.ignore_index, reduction=self.reduction,
             )
         return loss.reshape(target.shape) if self.reduction == "none" else loss
 
