@@ -8,6 +8,8 @@ uneven (one holds a single class) and one case puts every target outside the fir
 
 from __future__ import annotations
 
+import math
+
 import pytest
 import torch
 import torch.distributed as dist
@@ -146,6 +148,26 @@ def check_sampled_distributions(rank, world_size):
         q = full.log_prob(h, weight, all_ids, exclude=t).double().exp()  # (2, C)
         freq = torch.stack([torch.bincount(row, minlength=C) for row in ids]).double() / ids.shape[1]
         assert float((freq - q).abs().sum(dim=1).max()) / 2 < 0.05  # total variation, ~0.02 expected at 4000 draws
+    # The kernel-sampled head: its loss and gradients are the one-process ones for the same draws.
+    torch.manual_seed(0)
+    full_head = SampledSoftmaxHead(D, C, sampler=QuadraticKernelSampler(leaf_size=2), num_samples=3).double()
+    torch.manual_seed(0)
+    vp = VocabParallelHead(SampledSoftmaxHead(D, C, sampler=QuadraticKernelSampler(leaf_size=2), num_samples=3).double(), shard)
+    hidden, target = _inputs(SPANS[world_size], away_from_first=False)
+    x = hidden.clone().requires_grad_()
+    torch.manual_seed(2)
+    vp(x, target).backward()
+    keep = target != -100
+    vp.head.sampler.refresh(vp.weight.detach())
+    torch.manual_seed(2)
+    neg, log_q = draw_negatives(vp.head.sampler, hidden[keep], vp.weight.detach(), None, target[keep], 3, shard)
+    y = hidden.clone().requires_grad_()
+    cand = torch.cat([target[keep][:, None], neg], dim=1)
+    logits = (y[keep][:, None, :] * full_head.weight[cand]).sum(-1)  # (n, 1 + m)
+    logits = torch.cat([logits[:, :1], logits[:, 1:] - log_q.double() - math.log(3)], dim=1)
+    (logits.logsumexp(dim=1) - logits[:, 0]).mean().backward()
+    assert_close(x.grad, y.grad)
+    assert_close(vp.weight.grad, full_head.weight.grad[start:stop])
     # The exact softmax sampler's sampled loss is the full cross-entropy for every draw (Blanc & Rendle 2018).
     torch.manual_seed(0)
     full_head = SampledSoftmaxHead(D, C, sampler=SoftmaxSampler(), num_samples=3, bias=True, reduction="none").double()
