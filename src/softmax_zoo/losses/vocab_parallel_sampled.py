@@ -78,7 +78,8 @@ def draw_negatives(sampler, hidden, weight, bias, target, num_samples: int, shar
     devices = [hidden.device] if hidden.device.type == "cuda" else []
     with torch.random.fork_rng(devices=devices):  # the ranks' local descents use their own streams
         torch.manual_seed(seed + dist.get_rank(group))
-        ids, local_log_q = _local_draws(sampler, hidden, weight, bias, local_t, owned, num_samples)
+        ids, local_log_q = _local_draws(sampler, hidden, weight, bias, local_t, owned, log_mass > float("-inf"),
+                                        num_samples)
     mine = rank_of == dist.get_rank(group)
     log_q = local_log_q.double() + (log_mass[:, None].double() - log_total)
     ids = torch.where(mine, ids + shard.start, 0)
@@ -98,12 +99,13 @@ def _log_mass(sampler, hidden, weight, bias, local_t, owned) -> torch.Tensor:
     return torch.where(owned, sampler._log_z(h, q_t), sampler._log_z(h, None))
 
 
-def _local_draws(sampler, hidden, weight, bias, local_t, owned, num_samples):
-    """Local ids (n, m) and log q̃ (n, m) from this rank's classes, excluding the target where owned."""
+def _local_draws(sampler, hidden, weight, bias, local_t, owned, alive, num_samples):
+    """Local ids (n, m) and log q̃ (n, m) from this rank's classes, excluding the target where owned;
+    rows without mass here (``alive`` False: a one-class shard holding the target) draw nothing."""
     n = hidden.shape[0]
     ids = torch.zeros(n, num_samples, dtype=torch.long, device=hidden.device)
     log_q = torch.zeros(n, num_samples, dtype=torch.float32, device=hidden.device)
-    for rows, exclude in ((owned, local_t[owned]), (~owned, None)):
+    for rows, exclude in ((owned & alive, local_t[owned & alive]), (~owned & alive, None)):
         if bool(rows.any()):
             i, q = sampler.sample(hidden[rows], weight, num_samples, exclude=exclude, bias=bias)
             ids[rows], log_q[rows] = i, q.float()
