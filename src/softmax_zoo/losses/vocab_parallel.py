@@ -23,9 +23,11 @@ all_reduce of the gradient backward), so hidden.grad is the full gradient Σ_r G
 rank; a sum of per-rank parts enters through :func:`reduce_from_shards` (all_reduce forward,
 identity backward). The weight shard's gradient is G_r^T h, its own rows only.
 
-Ties at the sparse support's k-th value go to the lowest class ids (``streaming.topk_lowest_index``);
-the single-process path leaves them to ``torch.topk``, so the two agree wherever the k-th value
-is not tied.
+Ties at the sparse support's k-th value: among the candidates each rank's ``torch.topk`` offers,
+the lowest class ids win (``streaming.topk_lowest_index`` on the gathered (N, P·k) values); the
+single-process path leaves them to ``torch.topk``, so the two agree wherever the k-th value is not
+tied. Inference (``VocabParallelHead.topk_log_probs``, ``predict``) takes the lowest ids among all
+ties, as the single-process heads do.
 """
 
 from __future__ import annotations
@@ -284,7 +286,7 @@ class ShardSparseRows(ShardRows, SparseRows):
         """The global top-k of the logits: values (N, k) in the compute dtype and class ids (N, k)."""
         k, shard = self.k, self.shard
         z = z.to(compute_dtype(z.dtype))
-        values, index = topk_lowest_index(z, min(k, shard.size))  # (N, k_r)
+        values, index = z.topk(min(k, shard.size), dim=1)  # (N, k_r); no (N, C_r) temporaries but its output
         pad = k - values.shape[1]  # a shard narrower than k pads with −inf at ids past every class
         values = F.pad(values, (0, pad), value=float("-inf"))
         ids = F.pad(index + shard.start, (0, pad), value=self.num_classes)
