@@ -280,10 +280,10 @@ def run(cfg: DictConfig, callbacks: Iterable[TrainerCallback] = ()) -> dict[str,
         vocab_parallel_training.start(cfg)
     transformers.set_seed(cfg.seed)
     task = build_task(cfg)
-    if vocab_parallel_training.enabled(cfg):
-        vocab_parallel_training.shard_heads(task.model)
     if cfg.get("init_from"):
         initialise_from(task.model, cfg.init_from)
+    if vocab_parallel_training.enabled(cfg):
+        vocab_parallel_training.shard_heads(task.model)  # after init_from: each rank keeps its rows of the whole head
     args = training_arguments(cfg)
     choices = hydra_choices()
     tracker = tracking.start(cfg, choices, args.to_dict())
