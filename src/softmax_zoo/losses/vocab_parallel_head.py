@@ -65,7 +65,7 @@ class VocabParallelHead(OutputHead):
 
     def __init__(self, head: OutputHead, shard: VocabShard) -> None:
         if not isinstance(head, (SoftmaxHead, SampledSoftmaxHead)):
-            raise ValueError(
+            raise TypeError(
                 f"{type(head).__name__} has no vocabulary-parallel form: only heads with one (C, d) output weight "
                 "split by rows (softmax, stable, sparse, sampled); the adaptive softmax's clusters have their own "
                 "projections of other widths, so it would be split by clusters, not by rows"

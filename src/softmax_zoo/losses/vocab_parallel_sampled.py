@@ -34,14 +34,14 @@ PER_SHARD = (QuadraticKernelSampler, SoftmaxSampler)  # q from the weight: rank 
 
 
 def check_sampler(sampler: Sampler) -> None:
-    """Raise ``ValueError`` for a sampler without a vocabulary-parallel draw, with the reason."""
+    """Raise ``TypeError`` for a sampler without a vocabulary-parallel draw, with the reason."""
     if isinstance(sampler, CentredQuadraticKernelSampler):
-        raise ValueError(
+        raise TypeError(
             "CentredQuadraticKernelSampler has no vocabulary-parallel form: its kernel is centred on the mean "
             "row of the whole weight, which no rank holds; use QuadraticKernelSampler"
         )
     if not isinstance(sampler, WHOLE_VOCABULARY + PER_SHARD):
-        raise ValueError(
+        raise TypeError(
             f"{type(sampler).__name__} has no vocabulary-parallel draw; supported: "
             f"{[c.__name__ for c in WHOLE_VOCABULARY + PER_SHARD]}"
         )
