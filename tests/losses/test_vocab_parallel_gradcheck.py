@@ -16,6 +16,7 @@ from softmax_zoo.losses.vocab_parallel import (
     VocabShard,
     copy_to_shards,
     reduce_from_shards,
+    shard_row_loss,
     vocab_parallel_linear_cross_entropy,
 )
 from softmax_zoo.losses.vocab_parallel_kd import vocab_parallel_stable_kd_loss
@@ -83,3 +84,12 @@ def test_copy_and_reduce(group):
     x = torch.randn(4, 3, dtype=torch.float64, requires_grad=True)
     assert torch.autograd.gradcheck(lambda x: copy_to_shards(x, None) * 2, (x,))
     assert torch.autograd.gradcheck(lambda x: reduce_from_shards(x, None) * 2, (x,))
+
+
+def test_unsupported_row_loss_options_are_refused(group):
+    rows = SoftmaxRows(0.1)
+    rows.z_loss = 0.0  # an option the sharded form does not know, off: harmless
+    assert shard_row_loss(rows, VocabShard(0, C), C).label_smoothing == 0.1
+    rows.z_loss = 1e-4
+    with pytest.raises(ValueError, match=r"SoftmaxRows options \['z_loss'\] have no vocabulary-parallel form"):
+        shard_row_loss(rows, VocabShard(0, C), C)

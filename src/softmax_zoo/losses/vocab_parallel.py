@@ -353,10 +353,16 @@ def shard_row_loss(row_loss: RowLoss, shard: VocabShard, num_classes: int) -> Sh
         raise ValueError(
             f"{type(row_loss).__name__} has no vocabulary-parallel form; sharded: {[c.__name__ for c in SHARDED_ROWS]}"
         )
-    unknown = set(vars(row_loss)) - set(cls.options)
-    if unknown:  # an option added to the row loss that its sharded form does not implement
-        raise ValueError(f"{type(row_loss).__name__} options {sorted(unknown)} have no vocabulary-parallel form yet")
-    return cls(shard, num_classes, **vars(row_loss))
+    options = vars(row_loss)
+    unsupported = sorted(k for k in set(options) - set(cls.options) if not _unset(options[k]))
+    if unsupported:  # an option of the row loss, set, that its sharded form does not implement
+        raise ValueError(f"{type(row_loss).__name__} options {unsupported} have no vocabulary-parallel form yet")
+    return cls(shard, num_classes, **{k: options[k] for k in cls.options})
+
+
+def _unset(value) -> bool:
+    """Whether an option is off: None, False or 0 (an option the sharded forms do not know is then harmless)."""
+    return value is None or (isinstance(value, (bool, int, float)) and not value)
 
 
 def vocab_parallel_cross_entropy(
