@@ -23,11 +23,6 @@ DEFAULT_RESULTS = "results"  # the committed pages' results_dir
 # A claim's regime (share of targets inside the top-k) when its records carry no top-k diagnostics.
 REGIME_NOT_MEASURED = "not measured (the records carry no top-k diagnostics)"
 CLAIMS_HEADER = ("id", "claim", "paper", "ours", "verdict", "source")
-CLAIMS_INTRO = (
-    "# Claims ledger\n\n"
-    "Each paper claim we test, the paper's number, ours and a verdict. Rows are keyed by id and "
-    "owned by the report named in `source` (`python -m softmax_zoo.reports <source>` rebuilds them).\n\n"
-)
 
 
 # ---------------------------------------------------------------- tables and pages
@@ -174,8 +169,9 @@ def update_claims(rows: Iterable[dict[str, str]], path: str | Path = "results/cl
         if missing:
             raise ValueError(f"claim row {row.get('id', row)} lacks {missing}")
         ledger[str(row["id"])] = {k: str(row[k]) for k in CLAIMS_HEADER}
-    table = markdown_table(CLAIMS_HEADER, ([r[k] for k in CLAIMS_HEADER] for _, r in sorted(ledger.items())))
-    return write_text(path, CLAIMS_INTRO + table)
+    from ._render import render
+
+    return write_text(path, render("claims.md.j2", header=CLAIMS_HEADER, rows=[[r[k] for k in CLAIMS_HEADER] for _, r in sorted(ledger.items())]))
 
 
 def bench_table(path: Path, heading: str) -> tuple[str, list[tuple[str, float]]]:

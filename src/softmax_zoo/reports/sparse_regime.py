@@ -19,7 +19,7 @@ from typing import Any
 
 from ..records import choice, get, load_records, read_predictions, runs_dir
 from ._pages import markdown_table, page_command, provenance, pyplot, save_figure, shown_path, write_page
-from ._seq2seq import BOOTSTRAP_SAMPLES, SOFTMAX, SPARSE, fmt_delta, per_seed_scores, stutters
+from ._seq2seq import BOOTSTRAP_SAMPLES, SOFTMAX, SPARSE, per_seed_scores, stutters
 from ._seq2seq_settings import PAPER as PAPER_SETTINGS, seq2seq_settings
 from ._settings import settings_part, shown
 from ._stats import SEED_INTERVAL_NOTE, LinearTrend, SeedAwareDelta, mean, paired_bootstrap
@@ -47,6 +47,11 @@ STUDY_REASONS = {
     "sparse-softmax k": "the paper's best classification k (Fig. 2) and one well above it",
     "seeds": "the study's budget (the grid line above); a verdict needs more seeds",
 }
+
+
+def fmt_delta(d: dict[str, float]) -> str:
+    """"+0.10 [-0.20, +0.40]" of one bootstrap (:func:`softmax_zoo.reports._stats.paired_bootstrap`'s dict)."""
+    return f"{d['delta']:+.2f} [{d['low']:+.2f}, {d['high']:+.2f}]"
 
 
 def no_records(runs: Path, results_dir: str | Path) -> str:
