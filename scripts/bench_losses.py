@@ -1,6 +1,6 @@
 """Benchmark every softmax variant beside its reference: forward+backward time and peak memory.
 
-    make bench                                   # full sizes, writes results/bench_losses_<device>.md
+    make bench                                   # full sizes, writes results/bench_losses_<device>.md and .json
     python scripts/bench_losses.py --quick       # small sizes, prints only (a check that it runs)
     python scripts/bench_losses.py --only sparse # groups whose title contains "sparse" -> results/bench_losses_<device>_sparse.md
 
@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -118,12 +119,13 @@ def main() -> None:
         "| variant | time (ms) | × baseline | peak mem (MiB) | target |",
         "|---|---:|---:|---:|---|",
     ]
-    report = []
+    report, measured = [], []
     for group, rows in groups.items():
         repeats = 2 if args.quick else (args.repeats or rows[0].repeats)
         med = time_group(rows, repeats=repeats, warmup=2)
         report += [f"\n### {group}\n", *lines]
         mems: dict[str, float | None] = {}
+        measured_rows: list[dict[str, object]] = []
         for c in rows:
             base = med.get(c.baseline) if c.baseline else None
             ratio = med[c.name] / base if base else None
@@ -136,6 +138,9 @@ def main() -> None:
             )
             report.append(row)
             print(f"[{group}] {row}", flush=True)
+            measured_rows.append({"variant": c.name, "ms": med[c.name] * 1e3, "ratio": ratio, "mem_mib": mem,
+                                  "target": verdict(c, ratio, mem_ratio)})
+        measured.append({"title": group, "rows": measured_rows})
 
     if args.quick:
         return
@@ -158,7 +163,17 @@ def main() -> None:
         "  one fresh subprocess per row.",
     ]
     write_text(out, "\n".join(header + report) + "\n")
-    print(f"wrote {out.relative_to(ROOT)}")
+    write_json(out.with_suffix(".json"), command=command.strip(), machine=machine(), date=utc_now(),
+               load_average={"start": load_at_start, "end": load_average()}, groups=measured)
+    print(f"wrote {out.relative_to(ROOT)} and its .json")
+
+
+def write_json(path: Path, **report: object) -> None:
+    """The report's data beside its Markdown (``results/bench_losses_<device>.json``): the pages read it, not the Markdown.
+
+    Keys: command, machine, date, load_average {start, end}, groups [{title, rows [{variant, ms, ratio, mem_mib, target}]}].
+    """
+    write_text(path, json.dumps(report, indent=1, ensure_ascii=False) + "\n")
 
 
 if __name__ == "__main__":

@@ -3,6 +3,7 @@ the title's "Faster" from the benchmark, and sentences that must stay true for t
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -18,24 +19,20 @@ from softmax_zoo.reports._settings import AS_THE_PAPER, NOT_STATED, Setting, set
 RESULTS = Path(__file__).resolve().parents[2] / "results"
 PAGES = ("fig2", "table5", "table3", "sparse_regime")
 
-BENCH = """# Losses benchmark (cpu)
+def bench_rows(*rows: tuple[str, float]) -> list[dict]:
+    return [{"variant": v, "ms": ms, "ratio": None, "mem_mib": None, "target": ""} for v, ms in rows]
 
-- date: 2026-01-01 00:00 UTC; load average at start / end: 1.00 2.00 3.00 / 4.00 5.00 6.00 (other processes share the cores)
 
-### cross-entropy (N=64, C=1000)
+# scripts/bench_losses.py's JSON: two groups, the cross-entropy one first
+BENCH = {"load_average": {"start": "1.00 2.00 3.00", "end": "4.00 5.00 6.00"}, "groups": [
+    {"title": "cross-entropy (N=64, C=1000)",
+     "rows": bench_rows(("F.cross_entropy", 30.0), ("softmax_cross_entropy", 20.0), ("sparse_softmax_cross_entropy (k=10)", 5.0))},
+    {"title": "SparseSoftmaxHead, chunk_size (N=64, d=8, C=1000)", "rows": bench_rows(("softmax_cross_entropy", 999.0))},
+]}
 
-| variant | time (ms) | × baseline | peak mem (MiB) | target |
-|---|---:|---:|---:|---|
-| F.cross_entropy | 30.0 | 1.00 | 10 |  |
-| softmax_cross_entropy | 20.0 | 0.67 | 10 |  |
-| sparse_softmax_cross_entropy (k=10) | 5.0 | 0.17 | 5 |  |
 
-### SparseSoftmaxHead, chunk_size (N=64, d=8, C=1000)
-
-| variant | time (ms) | × baseline | peak mem (MiB) | target |
-|---|---:|---:|---:|---|
-| softmax_cross_entropy | 999.0 | 1.00 | 10 |  |
-"""
+def write_bench(folder: Path, report: dict) -> None:
+    (folder / BENCH_FILE).with_suffix(".json").write_text(json.dumps(report))
 
 
 def row(rows: list[list[str]], name: str) -> list[str]:
@@ -43,7 +40,7 @@ def row(rows: list[list[str]], name: str) -> list[str]:
 
 
 def test_speed_row_parses_the_cross_entropy_group_side_by_side(tmp_path):
-    (tmp_path / BENCH_FILE).write_text(BENCH)
+    write_bench(tmp_path, BENCH)
     claim = speed_claim(tmp_path)
     assert claim["id"] == "sparse-faster-timing" and claim["source"] == "fig2"
     assert claim["claim"].startswith('"Sparse-softmax: A Simpler and Faster Alternative Softmax Transformation"')
@@ -58,15 +55,15 @@ def test_speed_row_without_a_timing_says_not_measured_and_names_the_command(tmp_
     claim = speed_claim(tmp_path)
     assert claim["ours"] == "not measured"
     assert claim["verdict"].startswith("not tested") and "`python scripts/bench_losses.py`" in claim["verdict"]
-    (tmp_path / BENCH_FILE).write_text(BENCH.replace("sparse_softmax_cross_entropy", "other_loss"))
+    write_bench(tmp_path, json.loads(json.dumps(BENCH).replace("sparse_softmax_cross_entropy", "other_loss")))
     assert speed_claim(tmp_path)["ours"] == "not measured"
 
 
 def test_committed_speed_row_is_the_committed_benchmarks_ratio():
     claim = read_claims(RESULTS / "claims.md")["sparse-faster-timing"]
-    text = (RESULTS / BENCH_FILE).read_text()
-    group = text[text.index("### cross-entropy ("):]
-    ms = {name: float(t) for name, t in re.findall(r"^\| (\S+(?: \(k=\d+\))?) \| ([\d.]+) \|", group, re.M)}
+    report = json.loads((RESULTS / BENCH_FILE).with_suffix(".json").read_text())
+    group = next(g for g in report["groups"] if g["title"].startswith("cross-entropy ("))
+    ms = {r["variant"]: r["ms"] for r in group["rows"]}
     sparse = next(n for n in ms if n.startswith("sparse_softmax_cross_entropy"))
     assert f"{ms['softmax_cross_entropy'] / ms[sparse]:.2f}x faster" in claim["ours"]
     assert claim["verdict"].startswith("single run (one benchmark timing")

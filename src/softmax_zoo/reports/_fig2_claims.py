@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from ._fig2_summary import Groups, best_k, compare, first_epoch, jitters, metric, sparse_ks, task_name
-from ._pages import REGIME_NOT_MEASURED, bench_table
+from ._pages import REGIME_NOT_MEASURED, bench_group
 from ._stats import mean, mean_ci, seeds_label
 from ._verdicts import MIN_SEEDS, Verdict, VerdictKind, not_tested
 
@@ -41,8 +41,8 @@ APART = "95% intervals over seeds apart"
 TITLE_QUOTE = "\"Sparse-softmax: A Simpler and Faster Alternative Softmax Transformation\""
 # The losses benchmark (scripts/bench_losses.py, `make bench`) under results_dir: its logit-level cross-entropy group
 # times sparse_softmax_cross_entropy beside softmax_cross_entropy and F.cross_entropy, interleaved in one process.
-BENCH_FILE = "bench_losses_cpu.md"
-BENCH_GROUP = "### cross-entropy ("
+BENCH_FILE = "bench_losses_cpu.md"  # under results_dir: scripts/bench_losses.py's page; its data is the .json beside it
+BENCH_GROUP = "cross-entropy ("
 BENCH_COMMAND = "python scripts/bench_losses.py"
 SPARSE_ROW, SOFTMAX_ROW, TORCH_ROW = "sparse_softmax_cross_entropy", "softmax_cross_entropy", "F.cross_entropy"
 
@@ -133,9 +133,9 @@ def speed_claim(results_dir: str | Path) -> dict[str, str]:
     "ours" is the measured ratio at the benchmark's shape, parsed from ``<results_dir>/bench_losses_cpu.md``;
     without that timing the row says "not measured" and names the command that measures it.
     """
-    path = Path(results_dir) / BENCH_FILE
-    title, rows = bench_table(path, BENCH_GROUP)
-    times = dict(rows)
+    path = (Path(results_dir) / BENCH_FILE).with_suffix(".json")
+    group, report = bench_group(path, BENCH_GROUP)
+    title, times = group.get("title", ""), {r["variant"]: r["ms"] for r in group.get("rows", ())}
     sparse = next((name for name in times if name.startswith(SPARSE_ROW)), None)
     row = {
         "id": "sparse-faster-timing",
@@ -149,7 +149,7 @@ def speed_claim(results_dir: str | Path) -> dict[str, str]:
                 "verdict": str(not_tested(f"{BENCH_FILE} holds no sparse-vs-softmax timing; `{BENCH_COMMAND}` "
                                           "(`make bench`) measures it"))}
     shape = re.search(r"\((.*)\)", title)
-    load = re.search(r"load average at start / end: ([\d. ]+?) /", path.read_text(encoding="utf-8"))
+    load = report.get("load_average", {}).get("start")
     ratio = times[SOFTMAX_ROW] / times[sparse]
     torch_part = (f"; {TORCH_ROW} {times[TORCH_ROW]:.1f} ms, {times[TORCH_ROW] / times[sparse]:.2f}x"
                   if TORCH_ROW in times else "")
@@ -158,7 +158,7 @@ def speed_claim(results_dir: str | Path) -> dict[str, str]:
     k_note = f", k={k.group(1)}, not the paper's k={PAPER_K}" if k and int(k.group(1)) != PAPER_K else ""
     ours = (f"{sparse} {times[sparse]:.1f} ms against {SOFTMAX_ROW} {times[SOFTMAX_ROW]:.1f} ms per forward + backward "
             f"on {where}: {ratio:.2f}x faster{torch_part} (the loss alone, timed side by side in one process; "
-            f"{BENCH_FILE}, seed 0 inputs" + (f", load average {load.group(1)} at the start" if load else "") + f"{k_note})")
+            f"{BENCH_FILE}, seed 0 inputs" + (f", load average {load} at the start" if load else "") + f"{k_note})")
     verdict = Verdict(VerdictKind.SINGLE_RUN,
                       f"single run (one benchmark timing, seed 0 inputs): sparse-softmax's loss {ratio:.2f}x faster than the "
                       f"full softmax's at {where}; one timing on a shared CPU decides nothing, and the logit projection "

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from ..records import choice
-from ._pages import bench_table
+from ._pages import bench_group
 from ._stats import UnpairedSeedDelta, mean, seeds_label
 from ._verdicts import MIN_SEEDS, Verdict, VerdictKind, no_interval_verdict, not_tested, verdict
 
@@ -28,8 +28,8 @@ QUOTE_FEW_SAMPLES = ("\"Even with minimal sampling (e.g., m ≈ 10–50), kernel
                      "comparable to full softmax\"")
 QUOTE_LOG_TIME = "\"The proposed divide-and-conquer sampling algorithm runs in O(D log n) time\""
 FEW_SAMPLES = (10, 50)  # the review's m ≈ 10–50
-BENCH_FILE = "bench_losses_cpu.md"  # under results_dir: scripts/bench_losses.py's page, with the tree's time against C
-BENCH_SECTION = "### sampled softmax: tree sampling time vs C"
+BENCH_FILE = "bench_losses_cpu.md"  # under results_dir: scripts/bench_losses.py's page; its data is the .json beside it
+BENCH_SECTION = "sampled softmax: tree sampling time vs C"
 
 
 def collect(records: list[dict[str, Any]]) -> tuple[list[float], dict[str, dict[int, list[float]]]]:
@@ -148,9 +148,9 @@ def review_claims(records: list[dict[str, Any]], experiment: str) -> list[dict[s
 
 def log_time_claim(results_dir: str | Path) -> dict[str, str]:
     """The O(D log n) row, from the benchmark's tree sampling time at two class counts (one timing, seed-0 inputs)."""
-    path = Path(results_dir) / BENCH_FILE
-    _, rows = bench_table(path, BENCH_SECTION)
-    sizes = [(int(m.group(1).replace(",", "")), ms) for name, ms in rows if (m := re.search(r"C=([\d,]+)", name))]
+    path = (Path(results_dir) / BENCH_FILE).with_suffix(".json")
+    group, _ = bench_group(path, BENCH_SECTION)
+    sizes = [(int(m.group(1).replace(",", "")), r["ms"]) for r in group.get("rows", ()) if (m := re.search(r"C=([\d,]+)", r["variant"]))]
     row = {"id": "kernel-sampling-log-n", "claim": QUOTE_LOG_TIME, "paper": "O(D log n) time (D: the kernel space's dimension, n: classes)",
            "source": EXPERIMENT}
     if len(sizes) < 2:
