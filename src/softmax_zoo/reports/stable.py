@@ -48,14 +48,8 @@ def load(results_dir: str | Path) -> list[dict[str, Any]]:
 
 
 def as_run(record: dict[str, Any]) -> dict[str, Any]:
-    """One run as the page reads it: its arms (study, form, dtype, start), seed, setting, curve, final numbers, seconds.
-
-    A record in the training records' schema (:func:`softmax_zoo.records.study_record`) keeps
-    these under ``config``, ``history``, ``metrics`` and ``timing.wall_s``; a record of the study's
-    earlier flat layout (no ``schema`` key) holds them at its top level and is read as it is.
-    """
-    if "schema" not in record:
-        return record
+    """One run as the page reads it: its arms (study, form, dtype, start), seed, setting, curve, final numbers, seconds,
+    from a record in the training records' schema (:func:`softmax_zoo.records.study_record`)."""
     return {**record["config"], "run": record["run_name"], "curve": record["history"], "final": record["metrics"],
             "seconds": record["timing"]["wall_s"], "git": record.get("git"), "created": record.get("created")}
 
