@@ -1,8 +1,12 @@
 """Result pages built from run records: one module per page, each with ``build(results_dir, out)``.
 
 Each page writes ``results/<page>.md`` (+ .png) and its rows of ``results/claims.md``. Build one
-with ``python -m softmax_zoo.reports <page>``; a new page is one module here (found by name,
-:func:`softmax_zoo.reports.__main__.pages`) and its committed ``results/<page>.md``.
+with ``python -m softmax_zoo.reports <page>``. A page is ``summarise(results_dir) -> plain data``
+(numbers, rows, :class:`._verdicts.Verdict` objects; its comparisons declared as
+:class:`._compare.Comparison`) plus its template ``templates/<page>.md.j2``, which holds every word
+of the page and, as the macros claim / paper / ours / verdict, of its claims rows. A new page is its
+module here (found by name, :func:`softmax_zoo.reports.__main__.pages`), its template and its
+committed ``results/<page>.md``.
 
 Modules::
 
@@ -15,9 +19,12 @@ Modules::
     stable          softmax collapse and KD cancellation in training
     __main__        the command line: ``python -m softmax_zoo.reports <page> [results_dir=DIR] [out=DIR]``
     _pages          what every page shares: folders, Markdown tables, figures, the claims ledger
+    _render         the Jinja2 environment over templates/ and its number formats (one filter per format)
+    _compare        the comparison engine: arms, metric, design (paired by item / by seed, unpaired) -> Δ, interval, method
+    _status         README.md's generated results status table (``python -m softmax_zoo.reports readme``)
     _stats          Student-t intervals over seeds, paired bootstraps over examples
     _verdicts       the claims ledger's verdict vocabulary
-    _seq2seq        what table5 and table3 share: softmax/sparse-softmax pairs, pooled per-example scores
+    _seq2seq        what table5 and table3 share: softmax/sparse-softmax pairs, per-seed item scores, a setting's data
     _sweep          any sweep as a table and a plot (``python -m softmax_zoo.reports sweep ...``)
     _fig2_summary   the fig2 records summarised by task and arm
     _fig2_claims    the fig2 claims of Sun et al. 2021 and our verdicts on them
