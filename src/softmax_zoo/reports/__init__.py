@@ -34,13 +34,11 @@ Modules::
     _seq2seq_settings  the UniLM fine-tuning settings of Sun et al. 2021's Tables 5 and 3 beside ours
     _stable_tables  the stable page's tables and seed-by-seed comparisons
     _kernel_bias_claims  the kernel-bias claims the page's table does not decide (unigram, m ≈ 10–50, O(D log n))
-    _lm1b_summary   the lm1b records summarised per model and head, the speed-up, the LSTM table
-    _lm1b_models    the lm1b figure and the sections of models other than the LSTM
+    _lm1b_summary   the lm1b records summarised per model and head, the speed-up, the table rows, the figure
     _stable_plots   the stable page's figures (one line style per arm, none hidden)
     _stable_settings     the stable page's "what the paper states, what we chose"
     _stable_examples     the fix paper's FP32 minimal examples and its equivalence, computed (deterministic rows)
     _stable_kd_ptb       the stable page's PTB self-distillation in the training pipeline (standard vs stable KL)
     _kernel_bias_review  the review's diminishing returns, deviation vs bias and design rows
     _kernel_bias_settings  the kernel-bias page's "what the review states, what we chose"
-    _lm1b_settings  the lm1b page's "what the abstract states, what we chose", the GPU and cutoffs rows
 """

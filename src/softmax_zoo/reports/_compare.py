@@ -104,7 +104,11 @@ def compare(spec: Comparison, a: Records = (), b: Records = (), *, items: Mappin
         if items is None:
             raise ValueError(f"{spec.design.name} needs the per-item scores of each seed")
         return Compared(spec, paired_seed_deltas(items, num_samples=num_samples, bootstrap=bootstrap))
-    va, vb = per_seed(a, spec.metric, spec.log), per_seed(b, spec.metric, spec.log)
+    return compare_values(spec, per_seed(a, spec.metric, spec.log), per_seed(b, spec.metric, spec.log))
+
+
+def compare_values(spec: Comparison, va: Mapping[int, float], vb: Mapping[int, float]) -> Compared:
+    """Δ = B − A by ``spec``'s design (``PAIRED_BY_SEED`` or ``UNPAIRED``) from each arm's seed -> value."""
     if spec.design is Design.UNPAIRED:
         return Compared(spec, UnpairedSeedDelta.from_values(va, vb))
     seeds = sorted(set(va) & set(vb))

@@ -39,6 +39,11 @@ def pct(share: float, digits: int = 0) -> str:
     return f"{per100(share, digits)}%"
 
 
+def fmt(x: Any, spec: str) -> str:
+    """``format(x, spec)``: a format that has no filter of its own (".3g", ",")."""
+    return format(x, spec)
+
+
 def code(text: Any) -> str:
     """"`text`": a path or a name in code type."""
     return f"`{text}`"
@@ -69,7 +74,7 @@ ENV = jinja2.Environment(
     keep_trailing_newline=True,
     autoescape=False,
 )
-ENV.filters.update(signed=signed, fixed=fixed, pct=pct, per100=per100, code=code,
+ENV.filters.update(signed=signed, fixed=fixed, pct=pct, per100=per100, code=code, fmt=fmt,
                    seed_summary=seed_summary, detectability=detectability, span=span, table=table, prefixed=prefixed, seeds=seeds_label,
                    mean_ci=format_mean_ci)
 
