@@ -36,7 +36,6 @@ Modules::
     _kernel_bias_claims  the kernel-bias claims the page's table does not decide (unigram, m ≈ 10–50, O(D log n))
     _lm1b_summary   the lm1b records summarised per model and head, the speed-up, the table rows, the figure
     _stable_plots   the stable page's figures (one line style per arm, none hidden)
-    _stable_settings     the stable page's "what the paper states, what we chose"
     _stable_examples     the fix paper's FP32 minimal examples and its equivalence, computed (deterministic rows)
     _stable_kd_ptb       the stable page's PTB self-distillation in the training pipeline (standard vs stable KL)
     _kernel_bias_review  the review's diminishing returns, deviation vs bias and design rows

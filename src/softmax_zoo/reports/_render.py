@@ -16,7 +16,7 @@ import jinja2
 
 from ._pages import markdown_table
 from ._stats import SEED_INTERVAL_NOTE, format_mean_ci, seeds_label
-from ._verdicts import VERDICT_RULES, detectability, seed_summary
+from ._verdicts import NON_SEED_RULES, VERDICT_RULES, detectability, seed_summary
 
 
 def signed(x: float, digits: int = 2) -> str:
@@ -42,6 +42,11 @@ def pct(share: float, digits: int = 0) -> str:
 def fmt(x: Any, spec: str) -> str:
     """``format(x, spec)``: a format that has no filter of its own (".3g", ",")."""
     return format(x, spec)
+
+
+def pick(row: dict[str, Any], keys: Sequence[str]) -> list[Any]:
+    """The values of ``keys`` in ``row``, as a table row."""
+    return [row[k] for k in keys]
 
 
 def code(text: Any) -> str:
@@ -74,12 +79,12 @@ ENV = jinja2.Environment(
     keep_trailing_newline=True,
     autoescape=False,
 )
-ENV.filters.update(signed=signed, fixed=fixed, pct=pct, per100=per100, code=code, fmt=fmt,
+ENV.filters.update(signed=signed, fixed=fixed, pct=pct, per100=per100, code=code, fmt=fmt, pick=pick,
                    seed_summary=seed_summary, detectability=detectability, span=span, table=table, prefixed=prefixed, seeds=seeds_label,
                    mean_ci=format_mean_ci)
 
 
-ENV.globals.update(SEED_INTERVAL_NOTE=SEED_INTERVAL_NOTE, VERDICT_RULES=VERDICT_RULES)
+ENV.globals.update(SEED_INTERVAL_NOTE=SEED_INTERVAL_NOTE, VERDICT_RULES=VERDICT_RULES, NON_SEED_RULES=NON_SEED_RULES)
 
 
 def render(template: str, **data: Any) -> str:
