@@ -4,7 +4,6 @@ the title's "Faster" from the benchmark, and sentences that must stay true for t
 from __future__ import annotations
 
 import json
-import re
 from pathlib import Path
 
 import pytest
