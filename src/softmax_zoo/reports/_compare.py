@@ -116,3 +116,8 @@ def compare_values(spec: Comparison, va: Mapping[int, float], vb: Mapping[int, f
         raise ValueError(f"arms {spec.a} and {spec.b} share no seed: {sorted(va)} and {sorted(vb)}")
     nan = (math.nan, math.nan)
     return Compared(spec, SeedAwareDelta(tuple(seeds), tuple(vb[s] - va[s] for s in seeds), (nan,) * len(seeds), (0,) * len(seeds)))
+
+
+def unpaired(a: Mapping[int, float], b: Mapping[int, float]) -> UnpairedSeedDelta:
+    """Δ = mean(B) − mean(A) of two arms not paired by seed, from each arm's seed -> value (:data:`Design.UNPAIRED`, Welch)."""
+    return compare_values(Comparison("A", "B", "", Design.UNPAIRED), a, b).delta  # type: ignore[return-value]

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from ..records import choice
+from ._compare import unpaired
 from ._pages import bench_group
 from ._stats import UnpairedSeedDelta, mean, seeds_label
 from ._verdicts import MIN_SEEDS, Verdict, VerdictKind, no_interval_verdict, not_tested, verdict
@@ -64,7 +65,7 @@ def fewer_samples_pairs(records: list[dict[str, Any]], kernel: str, ratio: float
     for m_k in sorted(m for m, seeds in kern.items() if len(seeds) >= MIN_SEEDS):
         partners = [m for m in sorted(uni) if m >= ratio * m_k and len(uni[m]) >= MIN_SEEDS]
         if partners:
-            pairs.append((m_k, partners[0], UnpairedSeedDelta.from_values(kern[m_k], uni[partners[0]])))
+            pairs.append((m_k, partners[0], unpaired(kern[m_k], uni[partners[0]])))
     return pairs
 
 
@@ -112,7 +113,7 @@ def review_claims(records: list[dict[str, Any]], experiment: str) -> list[dict[s
         gaps = "; ".join(f"m={m}: quadratic {mean(kernel[m]) - base:+.3f}, unigram {mean(unigram[m]) - base:+.3f}" for m in shared)
         wins = [m for m in shared if mean(unigram[m]) < mean(kernel[m])]
         by_seed = {name: losses_by_seed(records, name) for name in ("quadratic", "unigram")}
-        deltas = {m: UnpairedSeedDelta.from_values(by_seed["quadratic"][m], by_seed["unigram"][m]) for m in shared}
+        deltas = {m: unpaired(by_seed["quadratic"][m], by_seed["unigram"][m]) for m in shared}
         if len(seeds) == 1:  # Δ = unigram − quadratic validation loss; the claim is Δ > 0
             per_m = str(Verdict(VerdictKind.SINGLE_RUN, f"single run ({label}): Δ unigram − quadratic validation loss "
                                 + ", ".join(f"m={m} {d.mean:+.3f}" for m, d in deltas.items()) + "; one run per arm decides nothing"))

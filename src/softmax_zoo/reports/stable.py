@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from ..records import runs_dir
+from ._compare import unpaired
 from ._pages import commits, page_command, shown_path, write_page
 from ._render import render
 from ._stable_examples import example_rows
@@ -25,7 +26,7 @@ from ._stable_plots import plots
 from ._stable_tables import (
     accuracy_lines, ce_table, comparisons, finals, group, kd_table, ratio_text, reading, saturate_table, sci,
 )
-from ._stats import UnpairedSeedDelta, mean, seeds_label
+from ._stats import mean, seeds_label
 from ._verdicts import not_tested, verdict
 
 EXPERIMENT = "stable"
@@ -58,7 +59,7 @@ def seconds_of(records, study: str) -> float:
 
 def delta(a: dict[int, float], b: dict[int, float]):
     """Δ = mean(B) − mean(A) of two arms' per-seed values (Welch)."""
-    return UnpairedSeedDelta.from_values(a, b)
+    return unpaired(a, b)
 
 
 def share_peak(runs, key: str) -> dict[int, float]:
