@@ -1,6 +1,6 @@
 """Benchmark every softmax variant beside its reference: forward+backward time and peak memory.
 
-    make bench                                   # full sizes, writes results/bench_losses_<device>.md
+    make bench                                   # full sizes, writes results/bench_losses_<device>.md and .json
     python scripts/bench_losses.py --quick       # small sizes, prints only (a check that it runs)
     python scripts/bench_losses.py --only sparse # groups whose title contains "sparse" -> results/bench_losses_<device>_sparse.md
 
@@ -136,14 +136,14 @@ def main() -> None:
         "| variant | time (ms) | × baseline | peak mem (MiB) | target |",
         "|---|---:|---:|---:|---|",
     ]
-    report, data = [], []
+    report, measured = [], []
     for group, rows in groups.items():
         repeats = 2 if args.quick else (args.repeats or rows[0].repeats)
         times = time_interleaved({c.name: c.setup() for c in rows}, repeats=repeats, warmup=args.warmup)
         med = medians(times)
         report += [f"\n### {group}\n", *lines]
         mems: dict[str, float | None] = {}
-        records = []
+        measured_rows: list[dict[str, object]] = []
         for c in rows:
             base = med.get(c.baseline) if c.baseline else None
             ratio = med[c.name] / base if base else None
@@ -155,16 +155,15 @@ def main() -> None:
                 f"{'' if mem is None else f'{mem:.0f}'} | {verdict(c, ratio, mem_ratio)} |"
             )
             report.append(row)
-            records.append({"name": c.name, "seconds": times[c.name], "median_s": med[c.name], "baseline": c.baseline,
-                            "ratio": ratio, "peak_mib": mem, "memory_ratio": mem_ratio, "sweep": c.sweep,
-                            "target": None if c.target is None else list(c.target), "memory_target": c.memory_target,
-                            "verdict": verdict(c, ratio, mem_ratio)})
+            measured_rows.append({"variant": c.name, "ms": med[c.name] * 1e3, "ratio": ratio, "mem_mib": mem,
+                                  "target": verdict(c, ratio, mem_ratio), "baseline": c.baseline,
+                                  "memory_ratio": mem_ratio, "sweep": c.sweep, "seconds": times[c.name]})
             print(f"[{group}] {row}", flush=True)
         sweeps = sweep_lines(rows, med, mems)
         if sweeps:
             report += ["", *sweeps]
             print("\n".join(sweeps), flush=True)
-        data.append({"group": group, "repeats": repeats, "rows": records})
+        measured.append({"title": group, "repeats": repeats, "rows": measured_rows})
 
     if args.quick:
         return
@@ -189,9 +188,21 @@ def main() -> None:
         "  one fresh subprocess per row.",
         f"- data: {out.with_suffix('.json').name} (every timed call, per row).",
     ]
-    write_text(out.with_suffix(".json"), json.dumps({**meta, "device": kind, "groups": data}, indent=1) + "\n")
     write_text(out, "\n".join(header + report) + "\n")
-    print(f"wrote {out.relative_to(ROOT)} and {out.with_suffix('.json').name}")
+    write_json(out.with_suffix(".json"), command=meta["command"], machine=meta["machine"], date=meta["date"], device=kind,
+               load_average={"start": meta["load_average_start"], "end": meta["load_average_end"]},
+               warmup=args.warmup, groups=measured)
+    print(f"wrote {out.relative_to(ROOT)} and its .json")
+
+
+def write_json(path: Path, **report: object) -> None:
+    """The report's data beside its Markdown (``results/bench_losses_<device>.json``): the pages read it, not the Markdown.
+
+    Keys: command, machine, date, device, load_average {start, end}, warmup, groups [{title, repeats, rows [{variant,
+    ms (the median), ratio, mem_mib, target, baseline, memory_ratio, sweep, seconds (every timed call)}]}]; a page
+    migrated from its Markdown has the first five row fields only.
+    """
+    write_text(path, json.dumps(report, indent=1, ensure_ascii=False) + "\n")
 
 
 if __name__ == "__main__":

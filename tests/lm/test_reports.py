@@ -9,6 +9,7 @@ import pytest
 from softmax_zoo import records
 from softmax_zoo.reports._pages import read_claims
 from softmax_zoo.reports import kernel_bias, lm1b
+from softmax_zoo.reports._verdicts import VerdictKind
 
 def record(experiment: str, name: str, loss: str, metrics: dict, seed: int = 0, history=(), sampler=None, m=None) -> dict:
     return {
@@ -56,18 +57,23 @@ def test_lm1b_report(tmp_path):
     assert claims["lm1b-adaptive-speed-ppl"]["verdict"].startswith("too few seeds (seeds 0, 1): speed and perplexity within the claim (5.00x, ppl 1.0")
 
 
-@pytest.mark.parametrize("adaptive, expected", [
-    ([105.0], "single run (seed 0): speed and perplexity within the claim (7.00x, ppl 1.050x)"),
-    ([104.0, 105.0, 106.0], "supported (seeds 0, 1, 2): speed and perplexity within the claim (7.00x, ppl 1.050x), ppl ratio 95% interval [1.0"),
-    ([80.0, 105.0, 130.0], "inconclusive (seeds 0, 1, 2): speed and perplexity within the claim (7.00x, ppl 1.050x), ppl ratio 95% interval [0."),
-    ([125.0, 126.0, 127.0], "contradicts (seeds 0, 1, 2): speed or perplexity outside the claim (7.00x, ppl 1.260x)"),
+@pytest.mark.parametrize("adaptive, kind, within, low", [
+    ([105.0], VerdictKind.SINGLE_RUN, True, None),  # one seed: no interval
+    ([104.0, 105.0, 106.0], VerdictKind.SUPPORTED, True, (1.0, 1.1)),  # the ratio's interval lies within 1.10
+    ([80.0, 105.0, 130.0], VerdictKind.INCONCLUSIVE, True, (0.0, 1.0)),
+    ([125.0, 126.0, 127.0], VerdictKind.CONTRADICTS, False, (1.1, 2.0)),
 ])
-def test_the_trade_off_verdict_needs_three_seeds_and_an_interval_within_the_bound(adaptive, expected):
+def test_the_trade_off_needs_three_seeds_and_an_interval_within_the_bound(adaptive, kind, within, low):
     seeds = list(range(len(adaptive)))
     softmax = [100.0] * len(seeds)
     ratio = (sum(adaptive) / len(adaptive)) / (sum(softmax) / len(softmax))
     summary = {"softmax": {"seeds": seeds, "test": softmax}, "adaptive": {"seeds": seeds, "test": adaptive}}
-    assert lm1b.trade_off_verdict(summary, seeds, 7.0, ratio).startswith(expected)
+    decided = lm1b.trade_off(summary, seeds, 7.0, ratio)
+    assert (decided["kind"], decided["within"], decided["ratio"]) == (kind, within, pytest.approx(ratio))
+    if low is None:
+        assert decided["interval"] is None
+    else:
+        assert low[0] < decided["interval"][0] < low[1] and decided["interval"][0] < ratio < decided["interval"][1]
 
 
 def speed_measurement(hidden_size: int = 8) -> dict:
@@ -124,12 +130,17 @@ def test_lm1b_report_ignores_a_measurement_of_another_model(tmp_path):
     assert "was measured at (scale, embedding, LSTM) ('cpu', 8, 16), the records have [('cpu', 8, 8)]" in text
 
 
-def test_kernel_cost_clause():
-    assert lm1b.kernel_cost_clause({"sampled (quadratic, m=8)": 0.5, "sampled (uniform, m=8)": 3.0}) == (
-        "; on this CPU the kernel sampler's tree makes its step 6.0x slower than the uniform sampler's "
-        "(slower than the full softmax itself).")
-    assert "(1.50x the full softmax's speed)" in lm1b.kernel_cost_clause({"sampled (quadratic, m=8)": 1.5, "sampled (uniform, m=8)": 3.0})
-    assert lm1b.kernel_cost_clause({"sampled (quadratic, m=8)": 0.5}) == "."
+def test_kernel_cost_is_the_quadratic_and_uniform_heads_speed_ups(tmp_path):
+    more = lm1b_records() + [record("lm1b", "su", "sampled_softmax", {"val/perplexity": 300.0, "test/perplexity": 300.0,
+                                                                      "train/tokens_per_second": 600.0, "train/tokens": 1000.0},
+                                    seed, (), "uniform", 8) for seed in (0, 1)]
+    for r in more:
+        records.write_record(r, records.runs_dir(tmp_path))
+    decided = lm1b.summarise(tmp_path)["decided"]
+    assert decided["kernel"] == pytest.approx((3.0, 6.0))  # quadratic 300, uniform 600 tokens/s over softmax's 100
+    for r in lm1b_records():  # no uniform head: no kernel cost
+        records.write_record(r, records.runs_dir(tmp_path / "two"))
+    assert lm1b.summarise(tmp_path / "two")["decided"]["kernel"] is None
 
 
 def kernel_records(quadratic_gaps: dict[int, float], seeds=(0,)):

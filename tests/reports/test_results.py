@@ -205,11 +205,12 @@ def test_log_time_claim_reads_the_benchmarks_tree_timing(tmp_path):
     from softmax_zoo.reports._kernel_bias_claims import BENCH_FILE, log_time_claim
 
     assert log_time_claim(tmp_path)["verdict"].startswith("not tested")
-    (tmp_path / BENCH_FILE).write_text(
-        "### sampled softmax: tree sampling time vs C (N=1024, m=64, d=64)\n\n| variant | time (ms) | × baseline |\n|---|---:|---:|\n"
-        "| QuadraticKernelSampler tree (C=1,000) | 100.0 | 1.00 |\n| QuadraticKernelSampler tree (C=1,000,000) | 200.0 | 2.00 |\n\n### next\n"
-        "| QuadraticKernelSampler tree (C=5) | 9.0 | 1.00 |\n"
-    )
+    (tmp_path / BENCH_FILE).with_suffix(".json").write_text(json.dumps({"groups": [
+        {"title": "sampled softmax: tree sampling time vs C (N=1024, m=64, d=64)",
+         "rows": [{"variant": "QuadraticKernelSampler tree (C=1,000)", "ms": 100.0},
+                  {"variant": "QuadraticKernelSampler tree (C=1,000,000)", "ms": 200.0}]},
+        {"title": "next", "rows": [{"variant": "QuadraticKernelSampler tree (C=5)", "ms": 9.0}]},
+    ]}))
     row = log_time_claim(tmp_path)
     assert row["verdict"].startswith("single run (seed 0)")
     assert "2.00x for 1000x the classes, against 2.00x for log n" in row["ours"]

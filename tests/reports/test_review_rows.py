@@ -13,8 +13,6 @@ import pytest
 from softmax_zoo.reports._kernel_bias_review import (
     DESIGN, FLAT_GAIN, deviation_row, diminishing_row, flat_from, gains_per_doubling, gaps_by_m, spearman,
 )
-from softmax_zoo.reports._lm1b_settings import UNVERIFIED
-from softmax_zoo.reports._lm1b_settings import design_rows as lm1b_design_rows
 from softmax_zoo.reports._pages import read_claims
 from softmax_zoo.reports._stable_examples import cancellation_example, collapse_example, equivalence, example_rows
 from softmax_zoo.reports._verdicts import VerdictKind, by_construction, deterministic
@@ -104,12 +102,6 @@ def test_design_rows_name_tests_that_exist(row):
         assert re.search(rf"^def {name}\(", (REPO / path).read_text(), re.M), f"{node} does not exist"
 
 
-def test_lm1b_design_rows_read_the_cutoffs_from_the_records():
-    records = [{"choices": {"loss": "adaptive_softmax"}, "config": {"loss": {"cutoffs": [100, 500]}}}]
-    gpu, cutoffs = lm1b_design_rows(records)
-    assert gpu["verdict"].startswith("not tested") and "[100, 500]" in cutoffs["verdict"]
-
-
 def test_committed_ledger_has_the_review_rows_and_marks_unverified_numbers():
     rows = read_claims(LEDGER)
     kinds = {
@@ -121,4 +113,4 @@ def test_committed_ledger_has_the_review_rows_and_marks_unverified_numbers():
     for id_, kind in kinds.items():
         assert rows[id_]["verdict"].startswith(kind), (id_, rows[id_]["verdict"])
     for id_ in ("lm1b-adaptive-43.9", "lm1b-adaptive-speed-ppl"):
-        assert UNVERIFIED in rows[id_]["paper"]
+        assert rows[id_]["paper"].endswith("unverified)") or "unverified);" in rows[id_]["paper"]

@@ -3,7 +3,7 @@ the title's "Faster" from the benchmark, and sentences that must stay true for t
 
 from __future__ import annotations
 
-import re
+import json
 from pathlib import Path
 
 import pytest
@@ -13,38 +13,33 @@ from softmax_zoo.reports._fig2_claims import BENCH_FILE, speed_claim
 from softmax_zoo.reports._fig2_settings import fig2_settings
 from softmax_zoo.reports._pages import read_claims
 from softmax_zoo.reports._seq2seq_settings import seq2seq_settings
-from softmax_zoo.reports._settings import AS_THE_PAPER, NOT_STATED, Setting, settings_table, shown
+from softmax_zoo.reports._settings import AS_THE_PAPER, NOT_STATED, Setting, settings_rows, shown
 
 RESULTS = Path(__file__).resolve().parents[2] / "results"
 PAGES = ("fig2", "table5", "table3", "sparse_regime")
 
-BENCH = """# Losses benchmark (cpu)
-
-- date: 2026-01-01 00:00 UTC; load average at start / end: 1.00 2.00 3.00 / 4.00 5.00 6.00 (other processes share the cores)
-
-### cross-entropy (N=64, C=1000)
-
-| variant | time (ms) | × baseline | peak mem (MiB) | target |
-|---|---:|---:|---:|---|
-| F.cross_entropy | 30.0 | 1.00 | 10 |  |
-| softmax_cross_entropy | 20.0 | 0.67 | 10 |  |
-| sparse_softmax_cross_entropy (k=10) | 5.0 | 0.17 | 5 |  |
-
-### SparseSoftmaxHead, chunk_size (N=64, d=8, C=1000)
-
-| variant | time (ms) | × baseline | peak mem (MiB) | target |
-|---|---:|---:|---:|---|
-| softmax_cross_entropy | 999.0 | 1.00 | 10 |  |
-"""
+def bench_rows(*rows: tuple[str, float]) -> list[dict]:
+    return [{"variant": v, "ms": ms, "ratio": None, "mem_mib": None, "target": ""} for v, ms in rows]
 
 
-def row(table: str, name: str) -> list[str]:
-    line = next(line for line in table.splitlines() if line.startswith(f"| {name} |"))
-    return [c.strip() for c in line.strip("|").split("|")]
+# scripts/bench_losses.py's JSON: two groups, the cross-entropy one first
+BENCH = {"load_average": {"start": "1.00 2.00 3.00", "end": "4.00 5.00 6.00"}, "groups": [
+    {"title": "cross-entropy (N=64, C=1000)",
+     "rows": bench_rows(("F.cross_entropy", 30.0), ("softmax_cross_entropy", 20.0), ("sparse_softmax_cross_entropy (k=10)", 5.0))},
+    {"title": "SparseSoftmaxHead, chunk_size (N=64, d=8, C=1000)", "rows": bench_rows(("softmax_cross_entropy", 999.0))},
+]}
+
+
+def write_bench(folder: Path, report: dict) -> None:
+    (folder / BENCH_FILE).with_suffix(".json").write_text(json.dumps(report))
+
+
+def row(rows: list[list[str]], name: str) -> list[str]:
+    return next(r for r in rows if r[0] == name)
 
 
 def test_speed_row_parses_the_cross_entropy_group_side_by_side(tmp_path):
-    (tmp_path / BENCH_FILE).write_text(BENCH)
+    write_bench(tmp_path, BENCH)
     claim = speed_claim(tmp_path)
     assert claim["id"] == "sparse-faster-timing" and claim["source"] == "fig2"
     assert claim["claim"].startswith('"Sparse-softmax: A Simpler and Faster Alternative Softmax Transformation"')
@@ -59,15 +54,15 @@ def test_speed_row_without_a_timing_says_not_measured_and_names_the_command(tmp_
     claim = speed_claim(tmp_path)
     assert claim["ours"] == "not measured"
     assert claim["verdict"].startswith("not tested") and "`python scripts/bench_losses.py`" in claim["verdict"]
-    (tmp_path / BENCH_FILE).write_text(BENCH.replace("sparse_softmax_cross_entropy", "other_loss"))
+    write_bench(tmp_path, json.loads(json.dumps(BENCH).replace("sparse_softmax_cross_entropy", "other_loss")))
     assert speed_claim(tmp_path)["ours"] == "not measured"
 
 
 def test_committed_speed_row_is_the_committed_benchmarks_ratio():
     claim = read_claims(RESULTS / "claims.md")["sparse-faster-timing"]
-    text = (RESULTS / BENCH_FILE).read_text()
-    group = text[text.index("### cross-entropy ("):]
-    ms = {name: float(t) for name, t in re.findall(r"^\| (\S+(?: \(k=\d+\))?) \| ([\d.]+) \|", group, re.M)}
+    report = json.loads((RESULTS / BENCH_FILE).with_suffix(".json").read_text())
+    group = next(g for g in report["groups"] if g["title"].startswith("cross-entropy ("))
+    ms = {r["variant"]: r["ms"] for r in group["rows"]}
     sparse = next(n for n in ms if n.startswith("sparse_softmax_cross_entropy"))
     assert f"{ms['softmax_cross_entropy'] / ms[sparse]:.2f}x faster" in claim["ours"]
     assert claim["verdict"].startswith("single run (one benchmark timing")
@@ -77,11 +72,11 @@ def test_a_setting_equal_to_the_papers_says_so_and_another_gives_its_reason():
     records = [{"config": {"scale": {"name": "cpu"}, "train": {"epochs": 30, "batch_size": 8}}}]
     settings = [Setting("epochs", "30", lambda rs: shown(rs, "config.train.epochs"), "a reason"),
                 Setting("batch size", "64", lambda rs: shown(rs, "config.train.batch_size"), "the budget")]
-    table = settings_table(settings, {"cpu": records})
+    table = settings_rows(settings, {"cpu": records})
     assert row(table, "epochs") == ["epochs", "30", "30", AS_THE_PAPER]
     assert row(table, "batch size") == ["batch size", "64", "8", "the budget"]
     paper_scale = [{"config": {"scale": {"name": "paper"}, "train": {"epochs": 30, "batch_size": 32}}}]
-    mixed = settings_table(settings, {"cpu": records, "paper": paper_scale})
+    mixed = settings_rows(settings, {"cpu": records, "paper": paper_scale})
     assert row(mixed, "batch size")[-1] == "scale=cpu: the budget; scale=paper: the task config's `scales.paper` block"
 
 
@@ -91,7 +86,7 @@ def test_classification_settings_read_ours_from_the_records():
                          "task": {"max_length": 48}, "loss": {"k": 30},
                          "model": {"name": "minilm", "pretrained": "minilm", "cache_features": True, "mlp_layers": 2}},
               "task_info": {"examples": {"train": 123}, "num_classes": 45}}
-    table = settings_table(fig2_settings(), {"T": [record]})
+    table = settings_rows(fig2_settings(), {"T": [record]})
     assert row(table, "epochs")[:3] == ["epochs", NOT_STATED, "7"]
     assert row(table, "learning rate")[2] == "0.002" and row(table, "sparse-softmax k")[2] == "30"
     assert row(table, "training data")[2] == "123 training examples, 45 classes"
@@ -111,14 +106,14 @@ def test_seq2seq_settings_state_the_papers_values_and_read_ours():
                             "truncation": {"train": {"examples": 10000, "source_truncated": 2},
                                            "test": {"examples": 1951, "source_truncated": 1}}},
               "timing": {"global_steps": 939}}
-    table = settings_table(seq2seq_settings("gigaword"), {"scale=cpu": [record]})
+    table = settings_rows(seq2seq_settings("gigaword"), {"scale=cpu": [record]})
     assert row(table, "epochs")[1:3] == ["30", "3 (939 optimiser steps)"]
     assert row(table, "batch size") == ["batch size", "64", "64", AS_THE_PAPER]
     assert row(table, "beams")[-1] == AS_THE_PAPER and row(table, "masking probability")[-1] == AS_THE_PAPER
     assert row(table, "learning rate")[1] == NOT_STATED and row(table, "learning rate")[2].startswith("0.0001")
     assert row(table, "maximum length")[2] == "source 96, target 32 tokens; 3 of 11951 sources cut"
     assert "no UniLM checkpoint is reachable" in row(table, "model")[-1]
-    squad = settings_table(seq2seq_settings("squad_qg"), {"scale=cpu": [record]})
+    squad = settings_rows(seq2seq_settings("squad_qg"), {"scale=cpu": [record]})
     assert row(squad, "learning rate")[1] == "2e-5" and "464 tokens" in row(squad, "maximum length")[1]
     with pytest.raises(ValueError, match="no such settings"):
         seq2seq_settings("gigaword", {"epoch": "typo"})

@@ -9,9 +9,8 @@ from softmax_zoo.reports.table3 import corpus_bootstrap
 from softmax_zoo import records
 from softmax_zoo.reports import table5
 from softmax_zoo.reports._pages import read_claims
-from softmax_zoo.reports._seq2seq import (
-    SOFTMAX, SPARSE, constraint_line, lone_seeds, paired_runs, paper_verdict, setting_line, stutters,
-)
+from softmax_zoo.reports._compare import Compared, Comparison, Design
+from softmax_zoo.reports._seq2seq import SOFTMAX, SPARSE, inits, lone_seeds, output_shares, paired_runs, stutters
 from softmax_zoo.reports._stats import SeedAwareDelta
 from softmax_zoo.reports._verdicts import VerdictKind
 
@@ -72,7 +71,7 @@ def test_init_runs_are_paired_only_with_each_other():
     pairs = paired_runs(records)
     assert sorted(pairs) == ["cpu", "cpu+init"] and [len(v) for v in pairs.values()] == [1, 1]
     assert all(r["config"]["init_from"] == "ckpt/a" for r in pairs["cpu+init"][0])
-    assert setting_line(pairs["cpu"]) == "" and "`ckpt/a`" in setting_line(pairs["cpu+init"])
+    assert inits(pairs["cpu"]) == [] and inits(pairs["cpu+init"]) == ["ckpt/a"]
 
 
 def test_init_runs_and_lone_seeds():
@@ -82,6 +81,10 @@ def test_init_runs_and_lone_seeds():
     records_ = [rec(SOFTMAX, 0), rec(SPARSE, 0), rec(SOFTMAX, 1), rec(SPARSE, 2), rec(SOFTMAX, 0, "ckpt/a"), rec(SPARSE, 0, "ckpt/a")]
     assert lone_seeds(records_) == {"cpu": {1: "softmax", 2: "sparse"}}  # the init setting has both arms of its seed
     assert [p[0]["seed"] for p in paired_runs(records_)["cpu"]] == [0]
+
+
+def paper_verdict(delta, paper):
+    return Compared(Comparison("softmax", "sparse", "rouge1", Design.PAIRED_BY_ITEM), delta).verdict(paper)
 
 
 def test_paper_verdict_uses_the_vocabulary():
@@ -166,17 +169,17 @@ def test_stutters_flags_a_word_three_times_in_a_row():
     assert not stutters("")
 
 
-def test_constraint_line_needs_the_new_fields_and_gives_shares_per_system():
+def test_constraint_shares_need_the_new_fields_and_are_given_per_system():
     old = {"softmax": [{"beam1": {"prediction": "a"}}], "sparse": [{"beam1": {"prediction": "a"}}]}
-    assert constraint_line(old, [1]) == ""  # records from before the fields: the page is unchanged
+    assert output_shares(old, [1])["altered"] is None  # records from before the fields: the page is unchanged
 
     def row(steps, ended):
         return {"beam1": {"prediction": "a", "constraint_steps": steps, "ended_by_constraint": ended}}
 
     rows = {"softmax": [row(0, False), row(0, True)], "sparse": [row(2, True), row(1, False), row(0, False), row(0, False)]}
-    line = constraint_line(rows, [1])
-    assert "altered by a search constraint" in line and "softmax 0; sparse 50." in line  # 0 of 2, 2 of 4
-    assert "ended by a constraint" in line and "softmax 50; sparse 25." in line  # 1 of 2, 1 of 4
+    shares = output_shares(rows, [1])
+    assert shares["altered"] == {"softmax": [0.0], "sparse": [0.5]}  # 0 of 2, 2 of 4
+    assert shares["ended"] == {"softmax": [0.5], "sparse": [0.25]}  # 1 of 2, 1 of 4
 
 
 def test_init_runs_of_every_seed_form_one_setting_though_each_starts_from_its_own_seeds_run():

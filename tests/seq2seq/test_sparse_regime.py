@@ -147,8 +147,9 @@ def regime_point(start: int, seed: int, delta: float, share: float) -> dict:
 def test_claim_takes_the_seeds_of_the_strongest_start_together(deltas, verdict):
     pts = [regime_point(1, seed, -1.0, 0.40 + seed / 100) for seed in deltas]  # a weaker start
     pts += [regime_point(4, seed, d, 0.50 + seed / 100) for seed, d in deltas.items()]
-    row = page.claim(pts)
-    assert row["verdict"].startswith(verdict) and row["verdict"].endswith("not tested here (needs scale=paper)")
+    row = page.headline(pts)
+    assert str(row["verdict"]).startswith(verdict) and row["k"] == 20
     label = "seed 0" if len(deltas) == 1 else "seeds 0, 1, 2"
-    assert row["ours"].startswith(f"k=20: Δ R-1 at the strongest start ({100 * (0.50 + (len(deltas) - 1) / 200):.1f}%")
-    assert f"-1.00 ({label})" in row["ours"]  # the weakest start, named by its seeds
+    assert row["top_share"] == pytest.approx(0.50 + (len(deltas) - 1) / 200)  # the strongest start: its seeds' mean share
+    assert row["top"].deltas == pytest.approx(tuple(deltas.values()))
+    assert row["first"].mean == pytest.approx(-1.0) and row["first"].label == label  # the weakest start, named by its seeds

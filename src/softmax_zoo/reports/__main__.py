@@ -8,7 +8,10 @@
 - ``python -m softmax_zoo.reports`` alone lists the pages; ``--help`` lists the options
   (:mod:`softmax_zoo.cli_args`, the parser every entry point shares).
 - ``python -m softmax_zoo.reports --check [page ...]`` rebuilds pages (default: all) into a
-  temporary folder instead and exits 1 if any file differs from the committed one in results/.
+  temporary folder instead and exits 1 if any file differs from the committed one in results/;
+  without page names it also checks README.md's results status block.
+- ``python -m softmax_zoo.reports readme`` rewrites README.md's results status block from results/
+  (:mod:`softmax_zoo.reports._status`).
 - ``python -m softmax_zoo.reports sweep <records folder | experiment | multirun folder> [metric=NAME]
   [diagnostics=true] [results_dir=DIR] [out=DIR]``: any sweep as a table and a plot, the task's primary
   metric first, one table per task (:mod:`softmax_zoo.reports._sweep`).
@@ -32,7 +35,7 @@ from softmax_zoo.cli_args import ArgumentError, Option, Parser
 from softmax_zoo.reports._pages import CLAIMS_FILE
 
 USAGE = (
-    "usage: python -m softmax_zoo.reports <page> [results_dir=DIR] [out=DIR] [wandb=offline|online] | --check [page ...] "
+    "usage: python -m softmax_zoo.reports <page> [results_dir=DIR] [out=DIR] [wandb=offline|online] | --check [page ...] | readme "
     "| sweep <records folder|experiment|multirun folder> [metric=NAME] [diagnostics=true] [results_dir=DIR] [out=DIR]"
 )
 PAGE = Parser("python -m softmax_zoo.reports", [
@@ -105,6 +108,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not argv:
         print(f"{USAGE}\npages: {', '.join(available) or '(none yet)'}")
         return 0
+    if argv == ["readme"]:
+        from softmax_zoo.reports._status import write_readme
+
+        print(f"wrote the results status of {write_readme()}")
+        return 0
     if argv[0] == "sweep":
         from softmax_zoo.reports._sweep import build_sweep
 
@@ -133,6 +141,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         build_page(names[0], **given(args.options))
         return 0
     failed = {page: diff for page in names or available if (diff := differences(page))}
+    if not names:
+        from softmax_zoo.reports._status import readme_differs
+
+        if readme_differs():
+            failed["readme"] = ["README.md's results status block (python -m softmax_zoo.reports readme)"]
     for page, diff in failed.items():
         print(f"{page}: rebuilt {', '.join(diff)} differ(s) from results/", file=sys.stderr)
     print("every page rebuilds identically" if not failed else f"{len(failed)} page(s) differ", file=sys.stderr)

@@ -3,7 +3,7 @@
 The paper's text names its datasets, its best k and that k's micro-F1, and no training setting:
 model, epochs, batch, learning rate, length and seeds are all :data:`~._settings.NOT_STATED`.
 Ours are read from each task's records (:func:`fig2_settings`, rows of
-:func:`softmax_zoo.reports._settings.settings_table`).
+:func:`softmax_zoo.reports._settings.settings_rows`).
 """
 
 from __future__ import annotations

@@ -10,7 +10,8 @@ from pathlib import Path
 from typing import Any
 
 from ..records import choice
-from ._pages import bench_table
+from ._compare import unpaired
+from ._pages import bench_group
 from ._stats import UnpairedSeedDelta, mean, seeds_label
 from ._verdicts import MIN_SEEDS, Verdict, VerdictKind, no_interval_verdict, not_tested, verdict
 
@@ -28,8 +29,8 @@ QUOTE_FEW_SAMPLES = ("\"Even with minimal sampling (e.g., m ≈ 10–50), kernel
                      "comparable to full softmax\"")
 QUOTE_LOG_TIME = "\"The proposed divide-and-conquer sampling algorithm runs in O(D log n) time\""
 FEW_SAMPLES = (10, 50)  # the review's m ≈ 10–50
-BENCH_FILE = "bench_losses_cpu.md"  # under results_dir: scripts/bench_losses.py's page, with the tree's time against C
-BENCH_SECTION = "### sampled softmax: tree sampling time vs C"
+BENCH_FILE = "bench_losses_cpu.md"  # under results_dir: scripts/bench_losses.py's page; its data is the .json beside it
+BENCH_SECTION = "sampled softmax: tree sampling time vs C"
 
 
 def collect(records: list[dict[str, Any]]) -> tuple[list[float], dict[str, dict[int, list[float]]]]:
@@ -64,7 +65,7 @@ def fewer_samples_pairs(records: list[dict[str, Any]], kernel: str, ratio: float
     for m_k in sorted(m for m, seeds in kern.items() if len(seeds) >= MIN_SEEDS):
         partners = [m for m in sorted(uni) if m >= ratio * m_k and len(uni[m]) >= MIN_SEEDS]
         if partners:
-            pairs.append((m_k, partners[0], UnpairedSeedDelta.from_values(kern[m_k], uni[partners[0]])))
+            pairs.append((m_k, partners[0], unpaired(kern[m_k], uni[partners[0]])))
     return pairs
 
 
@@ -112,7 +113,7 @@ def review_claims(records: list[dict[str, Any]], experiment: str) -> list[dict[s
         gaps = "; ".join(f"m={m}: quadratic {mean(kernel[m]) - base:+.3f}, unigram {mean(unigram[m]) - base:+.3f}" for m in shared)
         wins = [m for m in shared if mean(unigram[m]) < mean(kernel[m])]
         by_seed = {name: losses_by_seed(records, name) for name in ("quadratic", "unigram")}
-        deltas = {m: UnpairedSeedDelta.from_values(by_seed["quadratic"][m], by_seed["unigram"][m]) for m in shared}
+        deltas = {m: unpaired(by_seed["quadratic"][m], by_seed["unigram"][m]) for m in shared}
         if len(seeds) == 1:  # Δ = unigram − quadratic validation loss; the claim is Δ > 0
             per_m = str(Verdict(VerdictKind.SINGLE_RUN, f"single run ({label}): Δ unigram − quadratic validation loss "
                                 + ", ".join(f"m={m} {d.mean:+.3f}" for m, d in deltas.items()) + "; one run per arm decides nothing"))
@@ -148,9 +149,9 @@ def review_claims(records: list[dict[str, Any]], experiment: str) -> list[dict[s
 
 def log_time_claim(results_dir: str | Path) -> dict[str, str]:
     """The O(D log n) row, from the benchmark's tree sampling time at two class counts (one timing, seed-0 inputs)."""
-    path = Path(results_dir) / BENCH_FILE
-    _, rows = bench_table(path, BENCH_SECTION)
-    sizes = [(int(m.group(1).replace(",", "")), ms) for name, ms in rows if (m := re.search(r"C=([\d,]+)", name))]
+    path = (Path(results_dir) / BENCH_FILE).with_suffix(".json")
+    group, _ = bench_group(path, BENCH_SECTION)
+    sizes = [(int(m.group(1).replace(",", "")), r["ms"]) for r in group.get("rows", ()) if (m := re.search(r"C=([\d,]+)", r["variant"]))]
     row = {"id": "kernel-sampling-log-n", "claim": QUOTE_LOG_TIME, "paper": "O(D log n) time (D: the kernel space's dimension, n: classes)",
            "source": EXPERIMENT}
     if len(sizes) < 2:

@@ -1,5 +1,5 @@
 """The lm1b records summarised: per model and head, metrics over seeds, the speed-up over the full softmax
-(from the side-by-side measurement when it matches the records), and the LSTM head table."""
+(from the side-by-side measurement when it matches the records), the table's rows and the figure."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ from typing import Any
 
 from ..losses.registry import variant_label
 from ..records import choice, get
-from ._pages import markdown_table
-from ._stats import format_mean_ci, mean
+from ._pages import line_plot
+from ._stats import mean
 
 EXPERIMENT = "lm1b"
 # Numbers quoted for Grave et al. 2017 on One Billion Word. Neither the abstract we hold nor the README of the
@@ -64,34 +64,24 @@ def summarize(records: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     return out
 
 
-def side_by_side(results_dir: str | Path, records: list[dict[str, Any]]) -> tuple[dict[str, Any] | None, str]:
-    """The side-by-side speed measurement if it matches the records, and a sentence on where the speed-up comes from.
+def side_by_side(results_dir: str | Path, records: list[dict[str, Any]]) -> tuple[dict[str, Any] | None, dict[str, Any]]:
+    """The side-by-side speed measurement if it matches the records, and where the speed-up comes from.
 
     The measurement is used when ``<results_dir>/diagnostics/lm1b_speed.json`` exists and its scale,
     embedding and LSTM sizes are the records'; otherwise the speed-up is the ratio of the runs' own
-    throughputs, and the sentence says why.
+    throughputs. Returns (the measurement or None, ``{"file", "found", "theirs", "ours"}``).
     """
     path = Path(results_dir) / SPEED_FILE
+    source: dict[str, Any] = {"file": SPEED_FILE, "found": path.is_file(), "theirs": None, "ours": None}
     if not path.is_file():
-        return None, (f"Speed-up = the runs' own training tokens/second over the full softmax's (no {SPEED_FILE}; "
-                      "run `python -m softmax_zoo.studies.lm_speed` for a side-by-side measurement).")
+        return None, source
     measured = json.loads(path.read_text(encoding="utf-8"))
     st = measured["settings"]
     ours = {(get(r, "choices.scale"), get(r, "config.model.embedding_dim"), get(r, "config.model.hidden_size")) for r in records}
     theirs = (st["scale"], st["embedding_dim"], st["hidden_size"])
     if ours != {theirs}:
-        return None, (f"Speed-up = the runs' own training tokens/second over the full softmax's: {SPEED_FILE} was "
-                      f"measured at (scale, embedding, LSTM) {theirs}, the records have {sorted(ours, key=str)}.")
-    return measured, (
-        f"Speed-up = tokens/second of each head's whole-model training step (forward, backward, clipping, "
-        f"{st['optim']} step; batch {st['batch_size']} x BPTT {st['bptt']}) over the full softmax's, measured side "
-        f"by side: the heads' steps interleaved in one process, {st['warmup']} warm-up rounds, then the median of "
-        f"{st['repeats']} rounds in rotated order on the first {st['batches']} training batches "
-        f"(`{measured['command']}`, {measured['date']}; {measured['machine']}; load average "
-        f"{measured['load_average_start']} before the timing, {measured['load_average_end']} at its end, its own threads included). "
-        "Run tokens/s is each run's own throughput in its record (the Trainer's whole loop, timed alone, "
-        "at its own time and load), so ratios of that column also carry the change of load between runs."
-    )
+        return None, source | {"theirs": theirs, "ours": sorted(ours, key=str)}
+    return measured, source
 
 
 def speedups(summary: dict[str, dict[str, Any]], measured: dict[str, Any] | None = None) -> dict[str, float]:
@@ -112,26 +102,34 @@ def step_tokens_per_second(measured: dict[str, Any]) -> dict[str, float]:
     return {head_label(row): row["tokens_per_s"] for row in measured["rows"]}
 
 
-def table(summary: dict[str, dict[str, Any]], measured: dict[str, Any] | None = None) -> str:
+def head_rows(summary: dict[str, dict[str, Any]], measured: dict[str, Any] | None = None,
+              lstm: dict[str, dict[str, Any]] | None = None) -> list[dict[str, Any]]:
+    """The table's rows, softmax first: per head its perplexities over seeds, speed (side by side when
+    ``measured``), minutes and tokens; with ``lstm`` (another model's table) the LSTM's test perplexity of the head."""
     speed = speedups(summary, measured)
     step_tps = step_tokens_per_second(measured) if measured is not None else {}
-    rows = []
-    for head, s in sorted(summary.items(), key=lambda kv: (kv[0] != "softmax", kv[0])):
-        run_tps = f"{mean(s['tps']):.0f}"
-        speed_cells = [run_tps, f"{speed[head]:.2f}x"]
-        if measured is not None:
-            speed_cells = [f"{step_tps.get(head, math.nan):.0f}", f"{speed[head]:.2f}x", run_tps]
-        rows.append([
-            head,
-            format_mean_ci(s["val"], digits=1),
-            format_mean_ci(s["test"], digits=1),
-            *speed_cells,
-            f"{mean(s['train_s']) / 60:.1f}",
-            f"{mean(s['tokens']):.3g}",
-        ])
-    if measured is not None:
-        speed_header = ["step tokens/s (side by side)", "speed-up vs softmax (side by side)", "run tokens/s (own record)"]
-    else:
-        speed_header = ["run tokens/s (own record)", "speed-up vs softmax (separate runs)"]
-    header = ["head", "val ppl", "test ppl", *speed_header, "train min", "train tokens"]
-    return markdown_table(header, rows)
+    return [{"head": head, "val": s["val"], "test": s["test"], "step_tps": step_tps.get(head, math.nan), "speed": speed[head],
+             "run_tps": mean(s["tps"]), "train_min": mean(s["train_s"]) / 60, "tokens": mean(s["tokens"]),
+             "lstm_test": mean(lstm[head]["test"]) if lstm and head in lstm else None}
+            for head, s in sorted(summary.items(), key=lambda kv: (kv[0] != "softmax", kv[0]))]
+
+
+LINESTYLES = ("-", "--", ":", "-.")  # one per model, in by_model's order
+
+
+def plot(summaries: dict[str, dict[str, dict[str, Any]]], path: Path) -> None:
+    """Validation curves of every run: one colour per head, one line style per model."""
+    heads = sorted({head for summary in summaries.values() for head in summary})
+    sizes = sorted({n for summary in summaries.values() for s in summary.values() for n in s["curve_tokens"]})
+    on = f"first {sizes[0]:,} validation tokens" if len(sizes) == 1 else "a validation prefix"
+    with line_plot(path, xlabel="training tokens (the same budget for every head)", ylabel=f"validation perplexity ({on})",
+                   title="One Billion Word subset: validation perplexity vs training tokens", legend_outside=True) as ax:
+        for style, (model, summary) in zip(LINESTYLES, summaries.items()):
+            for head, s in sorted(summary.items()):
+                label = head if model == LSTM else f"{head}, {model}"
+                for i, curve in enumerate(s["curves"]):
+                    if curve:
+                        xs, ys = zip(*curve)
+                        ax.plot(xs, ys, marker=".", linestyle=style, color=f"C{heads.index(head)}",
+                                label=label if i == 0 else None)
+        ax.set_yscale("log")

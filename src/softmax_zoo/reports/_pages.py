@@ -9,6 +9,7 @@ and the commits its records come from (:func:`commits`; :func:`provenance` says 
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
@@ -23,11 +24,6 @@ DEFAULT_RESULTS = "results"  # the committed pages' results_dir
 # A claim's regime (share of targets inside the top-k) when its records carry no top-k diagnostics.
 REGIME_NOT_MEASURED = "not measured (the records carry no top-k diagnostics)"
 CLAIMS_HEADER = ("id", "claim", "paper", "ours", "verdict", "source")
-CLAIMS_INTRO = (
-    "# Claims ledger\n\n"
-    "Each paper claim we test, the paper's number, ours and a verdict. Rows are keyed by id and "
-    "owned by the report named in `source` (`python -m softmax_zoo.reports <source>` rebuilds them).\n\n"
-)
 
 
 # ---------------------------------------------------------------- tables and pages
@@ -174,24 +170,15 @@ def update_claims(rows: Iterable[dict[str, str]], path: str | Path = "results/cl
         if missing:
             raise ValueError(f"claim row {row.get('id', row)} lacks {missing}")
         ledger[str(row["id"])] = {k: str(row[k]) for k in CLAIMS_HEADER}
-    table = markdown_table(CLAIMS_HEADER, ([r[k] for k in CLAIMS_HEADER] for _, r in sorted(ledger.items())))
-    return write_text(path, CLAIMS_INTRO + table)
+    from ._render import render
+
+    return write_text(path, render("claims.md.j2", header=CLAIMS_HEADER, rows=[[r[k] for k in CLAIMS_HEADER] for _, r in sorted(ledger.items())]))
 
 
-def bench_table(path: Path, heading: str) -> tuple[str, list[tuple[str, float]]]:
-    """(the group's heading, [(variant, time in ms), ...]) of the first table under a heading starting
-    with ``heading`` on a page of ``scripts/bench_losses.py``; ("", []) when the file or the group is missing."""
+def bench_group(path: Path, title: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(the first group whose title starts with ``title``, the whole report) of ``scripts/bench_losses.py``'s JSON
+    at ``path``: a group is ``{"title", "rows": [{"variant", "ms", ...}]}``; ({}, {}) when the file or the group is missing."""
     if not path.is_file():
-        return "", []
-    lines = path.read_text(encoding="utf-8").splitlines()
-    start = next((i for i, line in enumerate(lines) if line.startswith(heading)), None)
-    if start is None:
-        return "", []
-    rows = []
-    for line in lines[start + 1:]:
-        if line.startswith("#"):
-            break
-        cells = [c.strip() for c in line.strip().strip("|").split("|")]
-        if line.startswith("| ") and len(cells) >= 2 and re.fullmatch(r"[\d.]+", cells[1]):
-            rows.append((cells[0], float(cells[1])))
-    return lines[start].lstrip("# "), rows
+        return {}, {}
+    report = json.loads(path.read_text(encoding="utf-8"))
+    return next((g for g in report["groups"] if g["title"].startswith(title)), {}), report

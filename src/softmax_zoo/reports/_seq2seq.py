@@ -9,26 +9,22 @@ one arm is left out of the deltas and named on the page (:func:`lone_seeds`).
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
 from ..losses.registry import variant_label
-from ..records import choice, get, load_records, read_predictions
-from ._pages import REGIME_NOT_MEASURED
-from ._stats import SeedAwareDelta, format_mean_ci, seeds_label
-from ._verdicts import Verdict, VerdictKind, claimed_direction, detectability, not_tested, seed_summary, verdict
+from ..records import choice, get, load_records, read_predictions, runs_dir
+from ._compare import Compared
+from ._pages import commits, page_command, shown_path
+from ._verdicts import VerdictKind, not_tested
 
 SOFTMAX, SPARSE = "softmax", "sparse_softmax"  # the two arms, as configs/loss/ names them
 ARMS = (variant_label(SOFTMAX), variant_label(SPARSE))  # their registered labels, "softmax" and "sparse"
 BOOTSTRAP_SAMPLES = 2000
 Pair = tuple[dict[str, Any], dict[str, Any]]  # (softmax record, sparse-softmax record)
-# The columns :func:`delta_cells` fills, after a page's own leading columns.
-DELTA_HEADER = [
-    "softmax (ours)", "sparse-softmax (ours)", "Δ per seed [95% over test items]", "Δ mean [95% over seeds]",
-    "between-seed SD of Δ / item-bootstrap half-width", "smallest Δ one run per arm detects (our scale)", "Δ paper", "verdict",
-]
 
 
 def _settings(records: list[dict[str, Any]]) -> dict[str, dict[tuple[str, int], dict[str, Any]]]:
@@ -90,62 +86,10 @@ def per_seed_scores(pairs: list[Pair], runs: Path, key: Callable[[dict], Any]) -
     return out
 
 
-def paper_verdict(delta: SeedAwareDelta, paper: float | None) -> Verdict | None:
-    """The vocabulary's verdict (:func:`softmax_zoo.reports._verdicts.verdict`) on the paper's sign; None without a paper value."""
-    return None if paper is None else verdict(delta, claimed_direction(paper))
-
-
-def fmt_delta(d: dict[str, float]) -> str:
-    """"+0.10 [-0.20, +0.40]" of one bootstrap (:func:`softmax_zoo.reports._stats.paired_bootstrap`'s dict)."""
-    return f"{d['delta']:+.2f} [{d['low']:+.2f}, {d['high']:+.2f}]"
-
-
-def seeds_mean(records: list[dict], metric: str) -> str:
-    """"mean ± half (n=k)" of ``metric`` over the records' seeds (Student-t)."""
-    return format_mean_ci([r["metrics"][metric] for r in records])
-
-
-def delta_cells(pairs: list[Pair], metric: str, delta: SeedAwareDelta, paper: float | None) -> list[str]:
-    """The :data:`DELTA_HEADER` cells of one metric; every cell names its seed count."""
-    n = f"n={delta.n_seeds}"
-    per_seed = ", ".join(f"{d:+.2f} [{lo:+.2f}, {hi:+.2f}]" for d, (lo, hi) in zip(delta.deltas, delta.item_intervals))
-    if delta.n_seeds == 1:
-        over_seeds, sds, detect = f"— ({n}: no interval over seeds)", f"— / {delta.item_half_width:.2f} ({n})", f"— ({n})"
-    else:
-        low, high = delta.interval
-        over_seeds = f"{delta.mean:+.2f} [{low:+.2f}, {high:+.2f}] ({n})"
-        sds = f"{delta.sd:.2f} / {delta.item_half_width:.2f} ({n})"
-        detect = f"{delta.min_detectable_delta:.2f} ({n})"
-    found = paper_verdict(delta, paper)
-    return [
-        seeds_mean([p[0] for p in pairs], metric), seeds_mean([p[1] for p in pairs], metric),
-        f"{per_seed} ({delta.label})", over_seeds, sds, detect,
-        "" if paper is None else f"{paper:+.2f}", "no paper value" if found is None else str(found),
-    ]
-
-
-def delta_claim(
-    claim_id: str, claim: str, paper: float, delta: SeedAwareDelta, scale: str, pairs: list[Pair], *, source: str
-) -> dict[str, str]:
-    """A claims-ledger row for one of the paper's deltas: per-seed Δ, the interval over seeds, what one run detects.
-
-    A decided verdict below scale=paper says that it holds at that scale only: the paper's fine-tuned UniLM
-    may sit in another regime (its share of targets inside the top k is not known).
-    """
-    found = verdict(delta, claimed_direction(paper))
-    said = str(found)
-    if found.kind in (VerdictKind.SUPPORTED, VerdictKind.CONTRADICTS) and not scale.startswith("paper"):
-        said += f"; at scale={scale} only: whether the paper's setting is in this regime is not measured (needs scale=paper)"
-    return {
-        "id": claim_id, "claim": claim, "paper": f"{paper:+.2f}",
-        "ours": f"{seed_summary(delta)} ({scale}{regime(pairs)}); {detectability(delta, paper)}",
-        "verdict": said, "source": source,
-    }
-
-
-def setting_columns(by_setting: dict[str, list[Pair]]) -> dict[str, list[dict[str, Any]]]:
-    """The settings table's columns (:func:`softmax_zoo.reports._settings.settings_table`): each setting's records, both arms."""
-    return {f"scale={setting}": [r for pair in pairs for r in pair] for setting, pairs in by_setting.items()}
+def delta_row(pairs: list[Pair], metric: str, compared: Compared, paper: float | None, lead: Sequence[Any]) -> dict[str, Any]:
+    """One table row as data: the page's leading cells, each arm's metric per seed, Δ over seeds, the paper's Δ and the verdict."""
+    return {"lead": list(lead), "a": [p[0]["metrics"][metric] for p in pairs], "b": [p[1]["metrics"][metric] for p in pairs],
+            "delta": compared.delta, "method": compared.method, "paper": paper, "verdict": compared.verdict(paper)}
 
 
 def has_regime(pairs: list[Pair]) -> bool:
@@ -153,88 +97,18 @@ def has_regime(pairs: list[Pair]) -> bool:
     return all("test/target_in_topk" in r["metrics"] for p in pairs for r in p)
 
 
-def regime(pairs: list[Pair]) -> str:
-    """"; regime: ..." naming the share of test targets in Ω_k per arm and the start (or that it was not measured)."""
+def regime(pairs: list[Pair]) -> dict[str, Any] | None:
+    """Where the test targets sit among each arm's logits (teacher-forced): per arm the mean over seeds of the
+    share inside the top k, the median target rank and the logits near the k-th; None for records without them."""
     if not has_regime(pairs):
-        return f"; regime: {REGIME_NOT_MEASURED}"
-    share = [np.mean([p[i]["metrics"]["test/target_in_topk"] for p in pairs]) for i in (0, 1)]
-    k = int(pairs[0][1]["metrics"]["test/diagnostics_k"])
+        return None
+
+    def both(metric: str) -> list[float]:
+        return [float(np.mean([p[i]["metrics"][f"test/{metric}"] for p in pairs])) for i in (0, 1)]
+
     start = pairs[0][0]["config"].get("init_from") or pairs[0][0]["config"]["model"]["checkpoint"] or "random init"
-    return f"; regime: test targets in Ω_{k} softmax {100 * share[0]:.0f}%, sparse {100 * share[1]:.0f}%; start {start}"
-
-
-def paper_setting_claims(by_setting: dict[str, list[Pair]], claims: list[dict[str, str]], experiment: str) -> list[dict[str, str]]:
-    """Rows saying the paper's setting is untested, while there are no scale=paper pairs.
-
-    One per paper delta, keyed ``<experiment>_paper_<rest of the id>``.
-    """
-    if "paper" in by_setting:
-        return []
-    rows = {}
-    for c in claims:
-        key = c["id"].split("_", 2)[2]  # "<experiment>_<setting>_<key>": setting names hold no "_"
-        rows[key] = {"id": f"{experiment}_paper_{key}", "claim": c["claim"], "paper": c["paper"], "ours": "",
-                     "verdict": str(not_tested("needs scale=paper")), "source": experiment}
-    return list(rows.values())
-
-
-def section_head(scale: str, pairs: list[Pair], runs: Path, unit: str, lone: dict[int, str] | None = None) -> str:
-    """"## scale=cpu: paired seeds 0, 500 test <unit>s, ... model X (checkpoint)" of one setting's section."""
-    soft = pairs[0][0]
-    model = soft["config"]["model"]
-    left_out = "".join(f" (seed {s}: {arm} arm only, left out)" for s, arm in (lone or {}).items())
-    return (
-        f"## scale={scale}: paired {seeds_label([p[0]['seed'] for p in pairs])}{left_out}, "
-        f"{len(read_predictions(soft, runs))} test {unit}s, "
-        f"{soft['task_info']['sizes']['train']} training {unit}s, {soft['timing']['global_steps']} optimiser steps, "
-        f"model {model['name']} ({model['checkpoint'] or 'random init'})"
-    )
-
-
-def section(
-    scale: str, pairs: list[Pair], runs: Path, *, unit: str, table: str, throughput: str, beams: list[int],
-    verdicts: list[Verdict], paper_model: str, head_suffix: str = "", lone: dict[int, str] | None = None,
-) -> str:
-    """One setting's section of a page: heading, starting point, the table, throughput, degenerate outputs, summary.
-
-    ``paper_model`` names the model of the paper's setting by its strength on this task (the regime line's).
-    """
-    return (
-        section_head(scale, pairs, runs, unit, lone) + head_suffix + "\n\n" + setting_line(pairs) + table + "\n" + throughput
-        + "\n\n" + stutter_line(pairs, runs, beams) + regime_line(pairs, paper_model) + summary(verdicts, scale) + "\n"
-    )
-
-
-def regime_line(pairs: list[Pair], paper_model: str) -> str:
-    """Where the test targets sit among each arm's logits (teacher-forced, every target token); empty for older records.
-
-    ``paper_model``: the paper's setting's model, e.g. "a pre-trained UniLM (its own Gigaword-10k result: ROUGE-1 34.21)".
-    """
-    if not has_regime(pairs):
-        return ""
-
-    def both(metric: str, fmt: str) -> str:
-        return " / ".join(fmt.format(np.mean([p[i]["metrics"][f"test/{metric}"] for p in pairs])) for i in (0, 1))
-
-    k = int(pairs[0][1]["metrics"]["test/diagnostics_k"])
-    return (
-        f"Regime (teacher-forced test targets, softmax / sparse): share inside the top-{k} logits Ω_{k} "
-        f"{both('target_in_topk', '{:.1%}')}; median target rank {both('median_target_rank', '{:.0f}')}; logits within "
-        f"0.1 of the {k}-th {both('logits_near_kth', '{:.0f}')}. The same shares for the paper's setting "
-        f"({paper_model}) are not measured here.\n\n"
-    )
-
-
-def setting_line(pairs: list[Pair]) -> str:
-    """For ``init_from`` settings, what both arms started from (empty otherwise)."""
-    inits = sorted({str(r["config"].get("init_from")) for p in pairs for r in p if r["config"].get("init_from")})
-    start = (f"the weights of {', '.join(f'`{i}`' for i in inits)} (a finished softmax run" if len(inits) == 1 else
-             f"the weights of their seed's finished softmax run ({', '.join(f'`{i}`' for i in inits)}")
-    return (
-        f"Both arms start from {start}: a softmax-trained LM head, as UniLM's pre-trained one) and train the optimiser "
-        "steps given here, with a fresh optimiser.\n\n"
-        if inits else ""
-    )
+    return {"k": int(pairs[0][1]["metrics"]["test/diagnostics_k"]), "share": both("target_in_topk"),
+            "rank": both("median_target_rank"), "near": both("logits_near_kth"), "start": start}
 
 
 def stutters(text: str, run: int = 3) -> bool:
@@ -247,52 +121,73 @@ def stutters(text: str, run: int = 3) -> bool:
     return False
 
 
-def stutter_line(pairs: list[Pair], runs: Path, beams: list[int]) -> str:
-    """Share of test outputs with a word 3+ times in a row, per loss and beam; a caution when it is high.
+def output_shares(rows: dict[str, list[dict[str, Any]]], beams: list[int]) -> dict[str, Any]:
+    """Per arm and beam, the shares of test outputs that are degenerate (:func:`stutters`), and, where the
+    prediction rows say how the search constraints shaped them, altered and ended by a constraint (else None)."""
+    def shares(test: Callable[[dict[str, Any]], bool]) -> dict[str, list[float]]:
+        return {arm: [float(np.mean([test(r[f"beam{b}"]) for r in recs])) for b in beams] for arm, recs in rows.items()}
 
-    When the prediction rows say how the search constraints shaped each output (``constraint_steps``,
-    ``ended_by_constraint``), a second line gives those shares too (:func:`constraint_line`).
-    """
-    shares, rows = {}, {}
-    for i, name in enumerate(ARMS):
-        rows[name] = [r for p in pairs for r in read_predictions(p[i], runs)]  # read once, used for every beam
-        for beam in beams:
-            shares[name, beam] = 100.0 * np.mean([stutters(r[f"beam{beam}"]["prediction"]) for r in rows[name]])
-    text = "Degenerate outputs (a word 3+ times in a row), % of test outputs: " + _per_system(shares, beams)
-    if max(shares.values()) > 50:
-        text += " **Over half of one system's outputs are degenerate: the models are undertrained and the deltas say little.**"
-    return text + "\n\n" + constraint_line(rows, beams)
+    constrained = all("constraint_steps" in r[f"beam{b}"] for recs in rows.values() for r in recs for b in beams)
+    return {"degenerate": shares(lambda o: stutters(o["prediction"])),
+            "altered": shares(lambda o: o["constraint_steps"] > 0) if constrained else None,
+            "ended": shares(lambda o: bool(o["ended_by_constraint"])) if constrained else None}
 
 
-def _per_system(shares: dict[tuple[str, int], float], beams: list[int]) -> str:
-    """"softmax a / b; sparse c / d (beam 1 / 5)." of percentages per system and beam."""
-    return "; ".join(
-        f"{name} " + " / ".join(f"{shares[name, b]:.0f}" for b in beams) for name in ARMS
-    ) + (f" (beam {' / '.join(map(str, beams))})." if len(beams) > 1 else ".")
+def inits(pairs: list[Pair]) -> list[str]:
+    """The checkpoints the runs of ``pairs`` started from (``init_from``), sorted; empty for runs from the model's own start."""
+    return sorted({str(r["config"].get("init_from")) for p in pairs for r in p if r["config"].get("init_from")})
 
 
-def constraint_line(rows: dict[str, list[dict[str, Any]]], beams: list[int]) -> str:
-    """Shares of outputs altered / ended by a search constraint, per system and beam; empty for older rows."""
-    if not all("constraint_steps" in r[f"beam{b}"] for recs in rows.values() for r in recs for b in beams):
-        return ""
-    altered = {(n, b): 100.0 * np.mean([r[f"beam{b}"]["constraint_steps"] > 0 for r in recs])
-               for n, recs in rows.items() for b in beams}
-    ended = {(n, b): 100.0 * np.mean([r[f"beam{b}"]["ended_by_constraint"] for r in recs])
-             for n, recs in rows.items() for b in beams}
-    return (
-        "Outputs altered by a search constraint (a token taken from outside the step's top-k because the "
-        "constraints forbade all of it), % of test outputs: " + _per_system(altered, beams)
-        + " Outputs ended by a constraint (the end forced at the length limit or taken from outside the top-k), %: "
-        + _per_system(ended, beams) + "\n\n"
-    )
+def setting(scale: str, pairs: list[Pair], runs: Path, beams: list[int], lone: dict[int, str] | None,
+            rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """One setting's section as data: who ran, from where, the rows, throughput, output shares, regime, verdict counts."""
+    soft = pairs[0][0]
+    predictions = {arm: [r for p in pairs for r in read_predictions(p[i], runs)] for i, arm in enumerate(ARMS)}
+    verdicts = [r["verdict"] for r in rows if r["verdict"] is not None]
+    return {
+        "scale": scale, "seeds": [p[0]["seed"] for p in pairs], "lone": lone or {},
+        "n_test": len(read_predictions(soft, runs)), "n_train": soft["task_info"]["sizes"]["train"],
+        "steps": soft["timing"]["global_steps"], "model": soft["config"]["model"]["name"],
+        "checkpoint": soft["config"]["model"]["checkpoint"],
+        "inits": inits(pairs),
+        "beams": beams, "rows": rows,
+        "throughput": {arm: [float(np.mean([p[i]["metrics"][f"test/examples_per_s_beam{b}"] for p in pairs])) for b in beams]
+                       for i, arm in enumerate(ARMS)},
+        "outputs": output_shares(predictions, beams), "regime": regime(pairs),
+        "counts": {kind.value: n for kind in VerdictKind if (n := sum(v.kind is kind for v in verdicts))},
+        "n_verdicts": len(verdicts),
+    }
 
 
-def summary(verdicts: list[Verdict], scale: str) -> str:
-    """One sentence: how many of the paper's deltas got each verdict of the vocabulary (:mod:`._verdicts`)."""
-    counts = {kind: sum(v.kind is kind for v in verdicts) for kind in VerdictKind}
-    said = ", ".join(f"{kind.value} {n}" for kind, n in counts.items() if n)
-    return (
-        f"At scale={scale}, the {len(verdicts)} paper deltas: {said or 'none'}. A single run or two seeds decide "
-        "nothing, and where our settings differ from the paper's (the settings table) they limit what this says about "
-        "the paper's setting."
-    )
+def claim(claim_id: str, row: dict[str, Any], section: dict[str, Any], source: str, **words: Any) -> dict[str, Any]:
+    """A claims-ledger row as data (rendered by the page template's ``claim``, ``ours`` and ``verdict`` macros)."""
+    decided = row["verdict"].kind in (VerdictKind.SUPPORTED, VerdictKind.CONTRADICTS)
+    return {"id": claim_id, "source": source, "paper": row["paper"], "delta": row["delta"], "verdict": row["verdict"],
+            "scale": section["scale"], "regime": section["regime"], "untested": False, "below_paper_scale": decided and not section["scale"].startswith("paper"),
+            **words}
+
+
+def paper_setting_claims(by_setting: dict[str, list[Pair]], claims: list[dict[str, Any]], experiment: str) -> list[dict[str, Any]]:
+    """Rows saying the paper's setting is untested while there are no scale=paper pairs: one per paper delta,
+    keyed ``<experiment>_paper_<rest of the id>``."""
+    if "paper" in by_setting:
+        return []
+    rows = {}
+    for c in claims:
+        key = c["id"].split("_", 2)[2]  # "<experiment>_<setting>_<key>": setting names hold no "_"
+        rows[key] = {**c, "id": f"{experiment}_paper_{key}", "verdict": not_tested("needs scale=paper"), "untested": True}
+    return list(rows.values())
+
+
+def setting_columns(by_setting: dict[str, list[Pair]]) -> dict[str, list[dict[str, Any]]]:
+    """The settings table's columns (:func:`softmax_zoo.reports._settings.settings_rows`): each setting's records, both arms."""
+    return {f"scale={setting}": [r for pair in pairs for r in pair] for setting, pairs in by_setting.items()}
+
+
+def page(experiment: str, results_dir: str | Path, sections: list[dict[str, Any]], claims: list[dict[str, Any]],
+         settings: dict[str, Any]) -> dict[str, Any]:
+    """The page's data: where its records are, the sections, the claims rows (with the paper's untested ones)."""
+    runs = runs_dir(results_dir)
+    return {"command": page_command(experiment, results_dir), "folder": shown_path(runs / experiment),
+            "commits": commits(load_records(runs, experiment)), "bootstrap_samples": BOOTSTRAP_SAMPLES,
+            "settings": settings, "sections": sections, "claims": claims}

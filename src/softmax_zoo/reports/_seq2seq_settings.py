@@ -1,6 +1,6 @@
 """The UniLM fine-tuning settings of Sun et al. 2021's Table 5 (Gigaword-10k) and Table 3 (SQuAD QG) beside ours.
 
-:func:`seq2seq_settings` gives the rows of :func:`softmax_zoo.reports._settings.settings_table` for
+:func:`seq2seq_settings` gives the rows of :func:`softmax_zoo.reports._settings.settings_rows` for
 one task: the paper's values as its §4 states them, ours read from a column's records (both arms of
 a setting, or the runs of one start), and the reason for each choice of ours at the cpu scale.
 """

@@ -15,7 +15,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..records import get
-from ._pages import markdown_table
 
 NOT_STATED = "not stated in the paper"
 NOT_RECORDED = "not recorded"
@@ -71,21 +70,24 @@ def why(setting: Setting, scales: set[str]) -> str:
     return f"scale={REASONED_SCALE}: {setting.why}; {pointers}" if REASONED_SCALE in scales else pointers
 
 
-def settings_table(settings: Sequence[Setting], columns: dict[str, Records]) -> str:
-    """The table: setting, the paper's value, ours per column (``columns``: its name -> its records), why ours."""
+def settings_rows(settings: Sequence[Setting], columns: dict[str, Records]) -> list[list[str]]:
+    """The table's rows: setting, the paper's value, ours per column (``columns``: its name -> its records), why ours."""
     scales = {str(s) for recs in columns.values() for s in values(recs, "config.scale.name")}
     rows = []
     for s in settings:
         ours = [s.ours(recs) for recs in columns.values()]
         rows.append([s.name, s.paper, *ours, AS_THE_PAPER if all(v == s.paper for v in ours) else why(s, scales)])
-    return markdown_table(["setting", "the paper states", *(f"ours: {c}" for c in columns), "why ours"], rows)
+    return rows
+
+
+def settings_data(settings: Sequence[Setting], columns: dict[str, Records], paper: str) -> dict[str, Any]:
+    """What the page's "the paper's setting and ours" part shows (templates/_settings.md.j2): who the paper is,
+    the columns of ours and the rows."""
+    return {"paper": paper, "columns": list(columns), "rows": settings_rows(settings, columns), "not_stated": NOT_STATED}
 
 
 def settings_part(settings: Sequence[Setting], columns: dict[str, Records], paper: str) -> str:
-    """The page's part: a heading, one sentence saying what each side is, and :func:`settings_table`."""
-    return (
-        "## The paper's setting and ours\n\n"
-        f"\"The paper states\" is {paper}, quoted or closely paraphrased; \"{NOT_STATED}\" where its text is silent. "
-        "\"Ours\" is read from the records' configs; \"why ours\" is our reason where the two differ.\n\n"
-        + settings_table(settings, columns)
-    )
+    """The part rendered on its own: a heading, one sentence saying what each side is, and the table."""
+    from ._render import render
+
+    return render("_settings_part.md.j2", settings=settings_data(settings, columns, paper))

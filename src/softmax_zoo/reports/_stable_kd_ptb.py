@@ -13,8 +13,9 @@ from pathlib import Path
 from typing import Any
 
 from ..records import get, load_records, runs_dir
+from ._compare import unpaired
 from ._pages import commits, markdown_table, shown_path
-from ._stats import UnpairedSeedDelta, seeds_label
+from ._stats import seeds_label
 from ._verdicts import Verdict, not_tested, verdict
 
 EXPERIMENT = "stable_kd_ptb"
@@ -44,7 +45,7 @@ def kd_verdict(students: dict[str, dict[int, dict[str, Any]]]) -> Verdict:
     if not all(students.values()):
         return not_tested("PTB self-distillation in the training pipeline was not run (make reproduce-stable-kd-ptb)")
     logs = {form: {seed: math.log(perplexity_of(r)) for seed, r in runs.items()} for form, runs in students.items()}
-    return verdict(UnpairedSeedDelta.from_values(logs["stable"], logs["standard"]), +1, digits=4)
+    return verdict(unpaired(logs["stable"], logs["standard"]), +1, digits=4)
 
 
 def ours(students: dict[str, dict[int, dict[str, Any]]]) -> str:

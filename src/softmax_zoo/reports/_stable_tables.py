@@ -15,8 +15,9 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from ._compare import unpaired
 from ._pages import markdown_table
-from ._stats import UnpairedSeedDelta, format_mean_ci, mean, mean_ci, seeds_label
+from ._stats import format_mean_ci, mean, mean_ci, seeds_label
 from ._verdicts import Verdict, verdict
 
 FORM_LABEL = {"standard": "standard", "cast": "standard on float32-cast logits", "stable": "stable"}
@@ -79,10 +80,10 @@ def ratio_text(a_runs, b_runs, key: str) -> tuple[str, Verdict | None]:
     text = f"{', '.join(parts)} ({seeds_label(seeds)})"
     if all(a[s] > 0 and b[s] > 0 for s in seeds):
         log_b, log_a = ({s: math.log10(v[s]) for s in seeds} for v in (b, a))
-        v = verdict(UnpairedSeedDelta.from_values(log_b, log_a), +1)  # Δ = mean log10 A − mean log10 B
+        v = verdict(unpaired(log_b, log_a), +1)  # Δ = mean log10 A − mean log10 B
         return f"{text}; on log10(A/B): {v}", v
     if any(a[s] != b[s] for s in seeds):
-        v = verdict(UnpairedSeedDelta.from_values({s: b[s] for s in seeds}, {s: a[s] for s in seeds}), +1, digits=4)
+        v = verdict(unpaired({s: b[s] for s in seeds}, {s: a[s] for s in seeds}), +1, digits=4)
         return f"{text}; on A − B: {v}", v
     return text, None
 

@@ -16,26 +16,20 @@ from pathlib import Path
 from typing import Any
 
 from ..records import runs_dir
-from ._pages import commits, markdown_table, page_command, shown_path, write_page
+from ._compare import unpaired
+from ._pages import commits, page_command, shown_path, write_page
+from ._render import render
 from ._stable_examples import example_rows
 from ._stable_kd_ptb import claim_row as kd_ptb_row
 from ._stable_kd_ptb import section as kd_ptb_section
 from ._stable_plots import plots
-from ._stable_settings import settings_section
 from ._stable_tables import (
     accuracy_lines, ce_table, comparisons, finals, group, kd_table, ratio_text, reading, saturate_table, sci,
 )
-from ._stats import UnpairedSeedDelta, mean, seeds_label
-from ._verdicts import NON_SEED_RULES, VERDICT_RULES, not_tested, verdict
+from ._stats import mean, seeds_label
+from ._verdicts import not_tested, verdict
 
 EXPERIMENT = "stable"
-
-
-NOT_RUN = """## Not done
-
-Stable vs standard KL in the training pipeline (PTB self-distillation from a full-softmax checkpoint, bfloat16, 3 seeds) was
-not run; its claims row says "not tested".
-"""
 
 
 def load(results_dir: str | Path) -> list[dict[str, Any]]:
@@ -48,14 +42,8 @@ def load(results_dir: str | Path) -> list[dict[str, Any]]:
 
 
 def as_run(record: dict[str, Any]) -> dict[str, Any]:
-    """One run as the page reads it: its arms (study, form, dtype, start), seed, setting, curve, final numbers, seconds.
-
-    A record in the training records' schema (:func:`softmax_zoo.records.study_record`) keeps
-    these under ``config``, ``history``, ``metrics`` and ``timing.wall_s``; a record of the study's
-    earlier flat layout (no ``schema`` key) holds them at its top level and is read as it is.
-    """
-    if "schema" not in record:
-        return record
+    """One run as the page reads it: its arms (study, form, dtype, start), seed, setting, curve, final numbers, seconds,
+    from a record in the training records' schema (:func:`softmax_zoo.records.study_record`)."""
     return {**record["config"], "run": record["run_name"], "curve": record["history"], "final": record["metrics"],
             "seconds": record["timing"]["wall_s"], "git": record.get("git"), "created": record.get("created")}
 
@@ -65,28 +53,13 @@ def setting_of(records, study: str) -> dict[str, Any]:
     return max((r["setting"] for r in group(records, study=study)), key=len, default={})
 
 
-def lines(items) -> str:
-    return "\n".join(f"- {x}" for x in items)
-
-
-def threads_sentence(records) -> str:
-    """The torch threads the runs record (older records hold none)."""
-    counts = sorted({r["torch_threads"] for r in records if r.get("torch_threads") is not None})
-    missing = sum(r.get("torch_threads") is None for r in records)
-    said = f"The runs that record it used {' or '.join(map(str, counts))} torch thread{'s' if counts != [1] else ''}" if counts else ""
-    if not missing:
-        return said.replace("The runs that record it", "Every run") + "."
-    return (said + f"; {missing} older record{'s' if missing > 1 else ''} do not say." if said
-            else "The records do not say how many torch threads they used.")
-
-
 def seconds_of(records, study: str) -> float:
     return sum(r["seconds"] for r in group(records, study=study))
 
 
 def delta(a: dict[int, float], b: dict[int, float]):
     """Δ = mean(B) − mean(A) of two arms' per-seed values (Welch)."""
-    return UnpairedSeedDelta.from_values(a, b)
+    return unpaired(a, b)
 
 
 def share_peak(runs, key: str) -> dict[int, float]:
@@ -95,10 +68,18 @@ def share_peak(runs, key: str) -> dict[int, float]:
 
 def claims_of(records) -> list[dict[str, str]]:
     """The stable-* rows of the claims ledger, each verdict from :mod:`._verdicts` (seeds named)."""
-    rows = []
+    rows: list[dict[str, str]] = []
 
     def row(id_, claim, paper, ours, v):
         rows.append({"id": id_, "claim": claim, "paper": paper, "ours": ours, "verdict": str(v), "source": "stable"})
+
+    collapse_rows(records, row)
+    training_rows(records, row)
+    return rows + example_rows()
+
+
+def collapse_rows(records, row) -> None:
+    """The collapse rows (``row(id, claim, paper, ours, verdict)`` adds one): the saturate regime's zero gradients and loss."""
 
     sat = {(f, d): group(records, study="saturate", form=f, dtype=d) for f, d in (("standard", "float32"), ("stable", "float32"), ("standard", "float64"))}
     if all(sat.values()):
@@ -123,6 +104,10 @@ def claims_of(records) -> list[dict[str, str]]:
     else:
         row("stable-collapse", "with standard CE the target gradient q_t − 1 rounds to 0 once the target dominates (softmax collapse); "
             "the softplus form keeps it", "q_t − 1 = 0 in float32 for logits [18, 0]", "—", not_tested("the saturate runs are missing"))
+
+
+def training_rows(records, row) -> None:
+    """The rows of the bfloat16 rewrite, cancellation, generalisation and zero-sum comparisons."""
     for study, loss, key, what in (("collapse", None, "loss", "final train loss"), ("cancellation", None, "drift", "drift at identical logits")):
         match = {"start": "equal"} if study == "cancellation" else {}
         cast, stb = (group(records, study=study, dtype="bfloat16", form=f, **match) for f in ("cast", "stable"))
@@ -166,7 +151,7 @@ def claims_of(records) -> list[dict[str, str]]:
             row(id_, claim, paper,
                 f"{regime}, float32, final mean |Σ_j ∂L_i/∂z_ij| standard {sci(finals(std, 'zero_sum_violation'))} vs stable "
                 f"{sci(finals(stb, 'zero_sum_violation'))}; standard / stable {text} (verdict on log10 of the ratio)", v or not_tested("no violation in either form"))
-    return rows + example_rows()
+
 
 
 def ratios(a_runs, b_runs, key: str):
@@ -185,123 +170,63 @@ def by(runs, key: str) -> dict[int, float]:
     return {r["seed"]: float(r["final"][key]) for r in runs}
 
 
-def build(results_dir: str | Path = "results", out: str | Path | None = None) -> None:
-    """Write stable.md, its figures and the stable-* rows of claims.md into ``out`` (default ``results_dir``)."""
-    records = load(results_dir)
-    out = Path(out or results_dir)
-    plots(records, out)
-    s, g, sat = setting_of(records, "collapse"), setting_of(records, "generalise"), setting_of(records, "saturate")
-    k = setting_of(records, "cancellation")
-    seeds = sorted({r["seed"] for r in records})
-    minutes = {study: seconds_of(records, study) / 60 for study in ("collapse", "cancellation", "generalise", "saturate")}
-    c_lines = read(*comparisons(records, "collapse", "loss", "final train loss"), "final train loss")
-    k_lines = read(*comparisons(records, "cancellation", "drift", "drift", start="equal"), "drift at identical logits")
-    kf_lines = read(*comparisons(records, "cancellation", "kl", "final KL", start="fresh"), "final KL of a fresh student")
-    gc_lines = read(*comparisons(records, "generalise", "loss", "final train loss", loss="ce"), "final train loss")
-    gk_lines = read(*comparisons(records, "generalise", "kl", "final KL", loss="kd"), "final KL")
-    sat_table, onset = saturate_table(records)
-    memorise = group(records, study="collapse", dtype="float32", form="standard")
-    memorise_peak = max((max(p.get("zero_target_grad_share", 0.0) for p in r["curve"]) for r in memorise), default=None)
-    examples = markdown_table(["id", "claim", "paper", "ours", "verdict"],
-                              [[c["id"], c["claim"], c["paper"], c["ours"], c["verdict"]] for c in example_rows()])
+def saturate_lines(records, onset: dict[int, int]) -> list[str]:
+    """The saturate regime's comparisons: the onset per seed, the largest loss after it, and the arms' final ratios."""
     sat_runs = {f"{f} {d}": group(records, study="saturate", form=f, dtype=d)
                 for f, d in (("standard", "float32"), ("stable", "float32"), ("standard", "float64"))}
-    sat_lines = []
-    if sat_runs["standard float32"]:
-        peaks = {r["seed"]: max(p["target_prob_one_share"] for p in r["curve"]) for r in sat_runs["standard float32"]}
-        sat_lines.append(f"standard float32: first logged step with ≥ 50% of training examples at q_t exactly 1, per seed: "
-                         f"{', '.join(str(onset[x]) for x in sorted(onset))} ({seeds_label(sorted(onset))}); peak share "
-                         f"{', '.join(f'{100 * peaks[x]:.0f}%' for x in sorted(peaks))}")
-        for arm, runs in sat_runs.items():
-            worst = {r["seed"]: max(p["loss"] for p in r["curve"] if p["step"] > onset[r["seed"]]) for r in runs if onset.get(r["seed"]) is not None}
-            if worst:
-                sat_lines.append(f"{arm}: largest train loss after the onset, per seed: {', '.join(f'{worst[x]:.1e}' for x in sorted(worst))}")
-        for a, b in (("standard float32", "stable float32"), ("standard float32", "standard float64"), ("stable float32", "standard float64")):
-            if sat_runs[a] and sat_runs[b]:
-                for key, what in (("loss", "final train loss"), ("param_grad_norm", "final ‖∂L/∂θ‖")):
-                    text, v = ratio_text(sat_runs[a], sat_runs[b], key)
-                    sat_lines.append(f"{what}, A = {a} / B = {b}: {text}")
-    text = f"""# A Fix for Softmax and Cross-Entropy: collapse and cancellation in training
+    if not sat_runs["standard float32"]:
+        return []
+    peaks = {r["seed"]: max(p["target_prob_one_share"] for p in r["curve"]) for r in sat_runs["standard float32"]}
+    out = [f"standard float32: first logged step with ≥ 50% of training examples at q_t exactly 1, per seed: "
+           f"{', '.join(str(onset[x]) for x in sorted(onset))} ({seeds_label(sorted(onset))}); peak share "
+           f"{', '.join(f'{100 * peaks[x]:.0f}%' for x in sorted(peaks))}"]
+    for arm, runs in sat_runs.items():
+        worst = {r["seed"]: max(p["loss"] for p in r["curve"] if p["step"] > onset[r["seed"]]) for r in runs if onset.get(r["seed"]) is not None}
+        if worst:
+            out.append(f"{arm}: largest train loss after the onset, per seed: {', '.join(f'{worst[x]:.1e}' for x in sorted(worst))}")
+    for a, b in (("standard float32", "stable float32"), ("standard float32", "standard float64"), ("stable float32", "standard float64")):
+        if sat_runs[a] and sat_runs[b]:
+            for key, what in (("loss", "final train loss"), ("param_grad_norm", "final ‖∂L/∂θ‖")):
+                text, _ = ratio_text(sat_runs[a], sat_runs[b], key)
+                out.append(f"{what}, A = {a} / B = {b}: {text}")
+    return out
 
-Made by `make reproduce-stable` (`python -m softmax_zoo.studies.stable out={shown_path(runs_dir(results_dir) / EXPERIMENT)} seeds=3`, then
-`{page_command(EXPERIMENT, results_dir)}`) from {len(records)} run records ({commits(records)}), seeds {seeds}. {threads_sentence(records)} Their
-wall times add up to {sum(minutes.values()):.1f} min (collapse {minutes['collapse']:.1f}, cancellation {minutes['cancellation']:.1f},
-generalise {minutes['generalise']:.1f}, saturate {minutes['saturate']:.1f}), on a CPU shared with other jobs.
-Intervals: 95% Student-t over seeds. Two arms are compared seed by seed as the ratio of their final values (losses and
-norms span decades), A / B per seed; the verdict, on the claim A > B, is on log10(A/B) (on A − B where B is exactly 0), with
-Welch's interval over the two arms' seeds. {VERDICT_RULES}
-{NON_SEED_RULES}
-A dash (—) marks a number the arm's records do not hold (the first runs of an arm recorded fewer diagnostics).
 
-Setting: modular addition (a + b mod {s['modulus']}), {s['train_fraction']:.0%} of the pairs for training, an MLP (embedding {s['embed']} per
-operand, one hidden layer of {s['hidden']}), full batch. bfloat16 means the model runs under CPU autocast, so its logits are
-bfloat16; float64 means the model is float64. Loss forms: "standard" is the loss as usually written, in the logits' dtype;
-"standard on float32-cast logits" is the same formula on `logits.float()` (it isolates the float32 compute from the rewrite);
-"stable" is the package's rewritten function (which computes in float32 for bfloat16 logits).
-"float32 q_t exactly 1" is the share of training examples whose softmax target probability, computed in float32 from the
-logits (float64 for float64 logits), is exactly 1.
+def summarise(results_dir: str | Path = "results") -> dict[str, Any]:
+    """The page's data: the study's settings and budget, each regime's tables and comparison lines, the claims rows."""
+    records = load(results_dir)
+    sat_table, onset = saturate_table(records)
+    memorise = group(records, study="collapse", dtype="float32", form="standard")
+    return {
+        "records": records, "folder": shown_path(runs_dir(results_dir) / EXPERIMENT), "command": page_command(EXPERIMENT, results_dir),
+        "commits": commits(records), "seeds": sorted({r["seed"] for r in records}),
+        "threads": sorted({r["torch_threads"] for r in records if r.get("torch_threads") is not None}),
+        "no_threads": sum(r.get("torch_threads") is None for r in records),
+        "minutes": {study: seconds_of(records, study) / 60 for study in ("collapse", "cancellation", "generalise", "saturate")},
+        "s": setting_of(records, "collapse"), "g": setting_of(records, "generalise"), "sat": setting_of(records, "saturate"),
+        "k": setting_of(records, "cancellation"),
+        "memorise_peak": max((max(p.get("zero_target_grad_share", 0.0) for p in r["curve"]) for r in memorise), default=None),
+        "examples": example_rows(), "sat_table": sat_table, "sat_lines": saturate_lines(records, onset),
+        "tables": {"collapse": ce_table(records, "collapse"), "generalise_ce": ce_table(records, "generalise", loss="ce"),
+                   "generalise_kd": kd_table(records, "generalise", starts=("fresh",), loss="kd"),
+                   "cancellation": kd_table(records, "cancellation")},
+        "lines": {
+            "collapse": read(*comparisons(records, "collapse", "loss", "final train loss"), "final train loss"),
+            "cancellation": read(*comparisons(records, "cancellation", "drift", "drift", start="equal"), "drift at identical logits")
+            + read(*comparisons(records, "cancellation", "kl", "final KL", start="fresh"), "final KL of a fresh student"),
+            "generalise_ce": read(*comparisons(records, "generalise", "loss", "final train loss", loss="ce"), "final train loss")
+            + accuracy_lines(records, "generalise", loss="ce"),
+            "generalise_kd": read(*comparisons(records, "generalise", "kl", "final KL", loss="kd"), "final KL")
+            + accuracy_lines(records, "generalise", loss="kd"),
+        },
+        "kd_ptb": kd_ptb_section(results_dir),
+        "claims": [*claims_of(records), kd_ptb_row(results_dir)],
+    }
 
-{settings_section(s, seeds, memorise_peak)}
-## The paper's minimal examples, computed
 
-Computed by the report with torch each time the page is built (no training): the paper's two FP32 examples and its
-"mathematically equivalent" checked against float64 on the same float32 logits.
-
-{examples}
-
-## Softmax collapse (memorise: nothing generalises)
-
-{s['collapse_steps']} steps of Adam at lr {s['collapse_lr']}, no weight decay. Final step:
-
-{ce_table(records, "collapse")}
-
-{lines(c_lines)}
-
-![collapse: share of zero target gradients per dtype, and the loss](stable_collapse.png)
-
-## Softmax collapse in float32 (saturate)
-
-{sat.get('saturate_steps')} steps of Adam at lr {sat.get('saturate_lr')} with β₂ = {sat.get('saturate_beta2')}, no weight decay: with the
-short second-moment memory the margins keep growing, and the float32 target probability rounds to 1. Each arm at the step
-where standard float32 CE first has ≥ 50% of examples at q_t exactly 1 ("onset", that seed's step for every arm of the seed)
-and at the end; means over seeds. Like the memorise regime, this one fits the training set without generalising (test
-accuracy stays near 0); it answers what changes in training once float32 collapse is reached.
-
-{sat_table}
-
-{lines(sat_lines)}
-
-![saturate: q_t exactly 1, loss and gradient norm](stable_saturate.png)
-
-## Where the model generalises
-
-{g.get('generalise_steps')} steps of AdamW at lr {g.get('generalise_lr')}, weight decay {g.get('generalise_weight_decay')}: CE from a
-fresh model, and a fresh student distilled from the teacher below (pure KD, α = 1, T = 1) on the training pairs.
-
-CE:
-
-{ce_table(records, "generalise", loss="ce")}
-
-{lines(gc_lines + accuracy_lines(records, "generalise", loss="ce"))}
-
-Fresh-student distillation:
-
-{kd_table(records, "generalise", starts=("fresh",), loss="kd")}
-
-{lines(gk_lines + accuracy_lines(records, "generalise", loss="kd"))}
-
-![generalise: test accuracy and loss](stable_generalise.png)
-
-## Softmax cancellation (distillation, memorise)
-
-Teacher: the same MLP trained {k['teacher_steps']} steps with AdamW (lr {k['teacher_lr']}, weight decay {k['teacher_weight_decay']}).
-Student: pure KD (α = 1, T = 1), {k['distill_steps']} steps of Adam at lr {k['distill_lr']}, starting equal to the teacher or fresh.
-
-{kd_table(records, "cancellation")}
-
-{lines(k_lines + kf_lines)}
-
-![drift at identical logits](stable_drift.png)
-
-{kd_ptb_section(results_dir) or NOT_RUN}"""
-    write_page(out, "stable", text, [*claims_of(records), kd_ptb_row(results_dir)])
+def build(results_dir: str | Path = "results", out: str | Path | None = None) -> None:
+    """Write stable.md, its figures and the stable-* rows of claims.md into ``out`` (default ``results_dir``)."""
+    data = summarise(results_dir)
+    out = Path(out or results_dir)
+    plots(data["records"], out)
+    write_page(out, "stable", render("stable.md.j2", **data), data["claims"])

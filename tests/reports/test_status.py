@@ -1,0 +1,38 @@
+"""README.md's results status block is generated from the records and the claims ledger, and is current."""
+
+from __future__ import annotations
+
+import pytest
+
+from softmax_zoo import records
+from softmax_zoo.reports._pages import update_claims
+from softmax_zoo.reports._status import BEGIN, END, first_clause, readme_differs, summarise, with_status
+
+
+def test_the_committed_readme_block_is_the_generated_one():
+    assert not readme_differs()  # else: python -m softmax_zoo.reports readme
+
+
+def test_first_clause_stops_at_a_semicolon_outside_parentheses():
+    assert first_clause("contradicts (seeds 0, 1, 2): Δ -8.95; at scale=cpu only") == "contradicts (seeds 0, 1, 2): Δ -8.95"
+    assert first_clause("single run (fewest: 1; needs 3): slope +0.3; caveat") == "single run (fewest: 1; needs 3): slope +0.3"
+    assert first_clause("met") == "met"
+
+
+def test_rows_count_runs_scales_and_seeds_and_take_the_headline_verdict(tmp_path):
+    for seed in (2, 0):
+        records.write_record({"experiment": "table5", "run_name": f"r{seed}", "seed": seed,
+                              "config": {"scale": {"name": "cpu"}}}, tmp_path / "runs")
+    update_claims([{"id": "table5_cpu_beam1_rouge1", "claim": "c", "paper": "+0.67", "ours": "o",
+                    "verdict": "inconclusive (seeds 0, 2): Δ +0.1 [-1.0, +1.2]; a caveat", "source": "table5"}],
+                  tmp_path / "claims.md")
+    (row,) = summarise(tmp_path)
+    assert (row["experiment"], row["runs"], row["scales"], row["seeds"]) == ("table5", 2, ["cpu"], [0, 2])
+    assert row["verdict"] == "inconclusive (seeds 0, 2): Δ +0.1 [-1.0, +1.2]" and row["page"] == "table5"
+
+
+def test_the_block_is_replaced_between_its_markers_only():
+    text = f"a\n{BEGIN}\nold\n{END}\nb\n"
+    assert with_status(text, f"{BEGIN}\nnew\n{END}") == f"a\n{BEGIN}\nnew\n{END}\nb\n"
+    with pytest.raises(ValueError, match="no results status block"):
+        with_status("no markers", "x")
