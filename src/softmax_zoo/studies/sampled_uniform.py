@@ -227,7 +227,7 @@ def compare_with_record(train_loss: dict[str, list], path: Path) -> dict[str, An
         return None
     committed = json.loads(path.read_text(encoding="utf-8"))
     theirs = dict(zip(committed["train_loss"]["step"], committed["train_loss"]["loss"]))
-    shared = [(theirs[s], l) for s, l in zip(train_loss["step"], train_loss["loss"]) if s in theirs]
+    shared = [(theirs[step], loss) for step, loss in zip(train_loss["step"], train_loss["loss"]) if step in theirs]
     return {
         "path": str(path),
         "test_perplexity": committed["metrics"]["test/perplexity"],
@@ -242,15 +242,17 @@ def render(r: dict[str, Any]) -> str:
     c, pts = r["config"], r["points"]
     first, last = pts[0], pts[-1]
     curve = markdown_table(
-        ["step", "sampled loss", "full NLL", "full perplexity", "mean logsumexp", "mean target logit", "never drawn (vocab share)", "mass on never drawn"],
+        ["step", "sampled loss", "full NLL", "full perplexity", "mean logsumexp", "mean target logit", "never drawn (vocab share)",
+         "mass on never drawn"],
         [[p["step"], f"{p['sampled_loss']:.3f}", f"{p['full_nll']:.3f}", f"{p['full_perplexity']:,.0f}", f"{p['logsumexp_mean']:.2f}",
           f"{p['target_logit_mean']:.2f}", f"{p['never_drawn_share_of_vocab']:.4f}", f"{p['mass_on_never_drawn']:.2e}"] for p in pts],
     )
     rows = []
     for p in (first, pts[len(pts) // 2], last):
         for name, b in p["buckets"].items():
-            rows.append([p["step"], name, f"{b['token_share']:.3f}", f"{b['model_mass']:.3f}", f"{b['full_bias_grad']:+.4f}", f"{b['sampled_bias_grad']:+.4f}",
-                         f"{b['bias_mean']:+.2f}", f"{b['row_norm_mean']:.3f}", f"{b['logit_mean']:+.2f} ± {b['logit_sd']:.2f}", f"{b['nll_of_its_tokens']:.2f}"])
+            rows.append([p["step"], name, f"{b['token_share']:.3f}", f"{b['model_mass']:.3f}", f"{b['full_bias_grad']:+.4f}",
+                         f"{b['sampled_bias_grad']:+.4f}", f"{b['bias_mean']:+.2f}", f"{b['row_norm_mean']:.3f}",
+                         f"{b['logit_mean']:+.2f} ± {b['logit_sd']:.2f}", f"{b['nll_of_its_tokens']:.2f}"])
     buckets = markdown_table(
         ["step", "word ids (count rank)", "val token share", "full-softmax mass", "full ∂L/∂b (sum)", "sampled ∂L/∂b (sum)",
          "bias mean", "‖w_j‖ mean", "logit mean ± SD", "NLL of its tokens"], rows,
@@ -270,7 +272,8 @@ def render(r: dict[str, Any]) -> str:
         "",
         f"Full-split validation perplexity at the end: {r['final_val_perplexity_full_split']:,.0f}; last logged training (sampled) loss "
         f"{r['final_train_loss']:.3f}. Accidental hits (a negative equal to its row's target) over {r['training_draws']:,} training draws: "
-        f"{r['accidental_hits']}. Largest |model.log_probs − log_softmax(h·Wᵀ + b)| at the probes: {eval_gap:.1e} (evaluation is the full softmax of the trained weights).",
+        f"{r['accidental_hits']}. Largest |model.log_probs − log_softmax(h·Wᵀ + b)| at the probes: {eval_gap:.1e} "
+        "(evaluation is the full softmax of the trained weights).",
         "",
         "## By word frequency (first, middle and last probe)",
         "",
@@ -302,16 +305,18 @@ def verdict(r: dict[str, Any]) -> list[str]:
         "softmax of the trained weights, and the target is never drawn as a negative (0 accidental hits above).",
         "",
         f"What happens: the sampled loss on the probe falls from {pts[0]['sampled_loss']:.2f} to {low['sampled_loss']:.2f} (step "
-        f"{low['step']}; {last['sampled_loss']:.2f} at step {last['step']}, training loss {r['final_train_loss']:.2f}) while the full-softmax "
-        f"perplexity is lowest at step {best['step']} ({best['full_perplexity']:,.0f}) and then rises to {last['full_perplexity']:,.0f}: the mean "
-        f"logsumexp over the vocabulary grows from {pts[0]['logsumexp_mean']:.2f} to {last['logsumexp_mean']:.2f}, faster than the mean "
+        f"{low['step']}; {last['sampled_loss']:.2f} at step {last['step']}, training loss {r['final_train_loss']:.2f}) while the "
+        f"full-softmax perplexity is lowest at step {best['step']} ({best['full_perplexity']:,.0f}) and then rises to "
+        f"{last['full_perplexity']:,.0f}: the mean logsumexp over the vocabulary grows from {pts[0]['logsumexp_mean']:.2f} to "
+        f"{last['logsumexp_mean']:.2f}, faster than the mean "
         f"target logit ({pts[0]['target_logit_mean']:.2f} → {last['target_logit_mean']:.2f}). With uniform q a non-target word is pushed "
         f"down only when drawn, at most m/(V − 1) = {r['threshold_frequency']:.2e} per row whatever its probability, while it is pushed up "
         f"each time it is a target. So the frequent words' logits grow without the push-down the full softmax would give them: at step "
         f"{last['step']} word ids {top[0]} (the most frequent words) hold {top[1]['model_mass']:.2f} of the full-softmax mass against "
-        f"{top[1]['token_share']:.2f} of the tokens; the full softmax's gradient asks to push them down ({top[1]['full_bias_grad']:+.3f}), "
-        f"the sampled loss's is {top[1]['sampled_bias_grad']:+.3f}. The rarest words (ids {rare[0]}) hold {rare[1]['model_mass']:.4f} of the "
-        f"mass against {rare[1]['token_share']:.3f} of the tokens (full gradient {rare[1]['full_bias_grad']:+.3f}, sampled "
+        f"{top[1]['token_share']:.2f} of the tokens; the full softmax's gradient asks to push them down "
+        f"({top[1]['full_bias_grad']:+.3f}), the sampled loss's is {top[1]['sampled_bias_grad']:+.3f}. The rarest words (ids {rare[0]}) "
+        f"hold {rare[1]['model_mass']:.4f} of the mass against {rare[1]['token_share']:.3f} of the tokens (full gradient "
+        f"{rare[1]['full_bias_grad']:+.3f}, sampled "
         f"{rare[1]['sampled_bias_grad']:+.3f}), and each of their tokens costs {rare[1]['nll_of_its_tokens']:.1f} nats against "
         f"{top[1]['nll_of_its_tokens']:.2f} for the most frequent words'.",
         "",
@@ -326,8 +331,8 @@ def verdict(r: dict[str, Any]) -> list[str]:
     if rec:
         lines[-1] += (f"; the committed record's curve ({', '.join(f'{p:,.0f}' for _, p in rec['curve'])} at steps "
                       f"{', '.join(str(s) for s, _ in rec['curve'])}) goes above V = {c['vocab_size']:,} at times. "
-                      f"This run follows the committed one closely (float rounding apart): the largest |Δ training loss| over {rec['shared_logged_steps']} shared "
-                      f"logged steps is {rec['max_abs_train_loss_diff']:.2e}")
+                      "This run follows the committed one closely (float rounding apart): the largest |Δ training loss| over "
+                      f"{rec['shared_logged_steps']} shared logged steps is {rec['max_abs_train_loss_diff']:.2e}")
     lines[-1] += "."
     lines += [
         "",
