@@ -4,6 +4,9 @@
     python scripts/bench_losses.py --quick       # small sizes, prints only (a check that it runs)
     python scripts/bench_losses.py --only sparse # groups whose title contains "sparse" -> results/bench_losses_<device>_sparse.md
 
+Each page gets its data beside it: the same name with .json (every timed call, medians, ratios,
+peak memory, targets and verdicts per row), for pages and reports to read.
+
 Rows come from ``scripts/bench_cases/*.py`` (each module has ``cases(quick) -> list[Case]``);
 their references are imported from ``softmax_zoo.losses.reference``, as the tests do, so the benchmark times what the tests check.
 Within a group the rows are timed round-robin, in one process, so a ratio compares runs made
@@ -15,6 +18,8 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import json
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -33,11 +38,6 @@ from softmax_zoo.timing import load_average, machine, medians, time_interleaved,
 def load_cases(quick: bool, only: str | None) -> list[Case]:
     cases = [c for m in CASE_MODULES for c in importlib.import_module(f"bench_cases.{m}").cases(quick)]
     return [c for c in cases if only is None or only.lower() in c.group.lower()]
-
-
-def time_group(rows: list[Case], repeats: int, warmup: int) -> dict[str, float]:
-    """Median seconds per call of each row's step, calls interleaved across the rows (:func:`time_interleaved`)."""
-    return medians(time_interleaved({c.name: c.setup() for c in rows}, repeats=repeats, warmup=warmup))
 
 
 def peak_memory_child(group: str, name: str, quick: bool) -> None:
@@ -95,11 +95,29 @@ def verdict(case: Case, ratio: float | None, mem_ratio: float | None = None) -> 
     return "; ".join(out)
 
 
+def sweep_lines(rows: list[Case], med: dict[str, float], mems: dict[str, float | None]) -> list[str]:
+    """Per sweep of the group (rows sharing ``Case.sweep``): its fastest row, and the baseline's ratios to it."""
+    out = []
+    for sweep in dict.fromkeys(c.sweep for c in rows if c.sweep):
+        best = min((c for c in rows if c.sweep == sweep), key=lambda c: med[c.name])
+        base = best.baseline
+        line = f"- fastest {sweep}: {best.name}, {med[best.name] * 1e3:.1f} ms"
+        if mems.get(best.name) is not None:
+            line += f", {mems[best.name]:.0f} MiB"
+        if base in med:
+            line += f"; {base}: {med[base] / med[best.name]:.2f}× its time"
+            if mems.get(base) is not None and mems.get(best.name):
+                line += f", {mems[base] / mems[best.name]:.2f}× its memory"
+        out.append(line)
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quick", action="store_true", help="small sizes; print only, write no report")
     ap.add_argument("--only", help="run the groups whose title contains this text")
     ap.add_argument("--repeats", type=int, default=None)
+    ap.add_argument("--warmup", type=int, default=2, help="untimed rounds before the timed ones (default 2)")
     ap.add_argument("--no-memory", action="store_true", help="skip the per-row memory subprocesses")
     ap.add_argument("--memory-of", nargs=2, metavar=("GROUP", "NAME"), help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -118,12 +136,14 @@ def main() -> None:
         "| variant | time (ms) | × baseline | peak mem (MiB) | target |",
         "|---|---:|---:|---:|---|",
     ]
-    report = []
+    report, data = [], []
     for group, rows in groups.items():
         repeats = 2 if args.quick else (args.repeats or rows[0].repeats)
-        med = time_group(rows, repeats=repeats, warmup=2)
+        times = time_interleaved({c.name: c.setup() for c in rows}, repeats=repeats, warmup=args.warmup)
+        med = medians(times)
         report += [f"\n### {group}\n", *lines]
         mems: dict[str, float | None] = {}
+        records = []
         for c in rows:
             base = med.get(c.baseline) if c.baseline else None
             ratio = med[c.name] / base if base else None
@@ -135,7 +155,16 @@ def main() -> None:
                 f"{'' if mem is None else f'{mem:.0f}'} | {verdict(c, ratio, mem_ratio)} |"
             )
             report.append(row)
+            records.append({"name": c.name, "seconds": times[c.name], "median_s": med[c.name], "baseline": c.baseline,
+                            "ratio": ratio, "peak_mib": mem, "memory_ratio": mem_ratio, "sweep": c.sweep,
+                            "target": None if c.target is None else list(c.target), "memory_target": c.memory_target,
+                            "verdict": verdict(c, ratio, mem_ratio)})
             print(f"[{group}] {row}", flush=True)
+        sweeps = sweep_lines(rows, med, mems)
+        if sweeps:
+            report += ["", *sweeps]
+            print("\n".join(sweeps), flush=True)
+        data.append({"group": group, "repeats": repeats, "rows": records})
 
     if args.quick:
         return
@@ -143,22 +172,26 @@ def main() -> None:
     # --only runs a part: it gets its own page, and the full report stays whole
     slug = "" if args.only is None else "_" + "".join(ch if ch.isalnum() else "-" for ch in args.only.lower())
     out = ROOT / "results" / f"bench_losses_{kind}{slug}.md"
-    command = "python scripts/bench_losses.py " + " ".join(sys.argv[1:])
+    command = shlex.join(["python", "scripts/bench_losses.py", *sys.argv[1:]])
+    meta = {"command": command.strip(), "machine": machine(), "date": utc_now(),
+            "load_average_start": load_at_start, "load_average_end": load_average(), "warmup": args.warmup}
     header = [
         f"# Losses benchmark ({kind})",
         "",
-        f"- command: `{command.strip()}` (or `make bench`)",
-        f"- machine: {machine()}",
-        f"- date: {utc_now()}; load average at start / end: "
-        f"{load_at_start} / {load_average()} (other processes share the cores)",
+        f"- command: `{meta['command']}`" + ("" if len(sys.argv) > 1 else " (or `make bench`)"),
+        f"- machine: {meta['machine']}",
+        f"- date: {meta['date']}; load average at start / end: "
+        f"{meta['load_average_start']} / {meta['load_average_end']} (other processes share the cores)",
         "- time: median over repeats of one call (forward+backward unless the row says otherwise),",
-        "  rows of a group interleaved in one process after two untimed warm-up rounds, the row order",
+        f"  rows of a group interleaved in one process after {args.warmup} untimed warm-up round(s), the row order",
         "  rotated every round; × baseline = this row's time / the baseline row's.",
         "- peak mem: rise of the peak RSS (CPU) or of max_memory_allocated (GPU) over the inputs,",
         "  one fresh subprocess per row.",
+        f"- data: {out.with_suffix('.json').name} (every timed call, per row).",
     ]
+    write_text(out.with_suffix(".json"), json.dumps({**meta, "device": kind, "groups": data}, indent=1) + "\n")
     write_text(out, "\n".join(header + report) + "\n")
-    print(f"wrote {out.relative_to(ROOT)}")
+    print(f"wrote {out.relative_to(ROOT)} and {out.with_suffix('.json').name}")
 
 
 if __name__ == "__main__":

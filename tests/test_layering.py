@@ -26,7 +26,8 @@ LAYERS = (
     ("losses",),
     ("data",),
     ("models",),
-    ("diagnostics", "hf", "preflight"),  # what uses a model: measurements, use_head, checks before a run
+    # on models and heads: measurements, use_head, checks before a run, the vocabulary-parallel training setup
+    ("diagnostics", "hf", "preflight", "vocab_parallel_training"),
     ("tasks", "reports"),  # evaluation of a trained model; pages from records (never the training stack)
     ("trainer",),
     ("engine",),

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 # Modules whose ``cases(quick: bool) -> list[Case]`` make up the benchmark, in report order.
-CASE_MODULES = ("logit_losses", "chunked_heads", "adaptive", "sampled", "hf_lm")
+CASE_MODULES = ("logit_losses", "chunked_heads", "torch_lce", "adaptive", "sampled", "hf_lm")
 
 
 @dataclass
@@ -21,6 +21,8 @@ class Case:
         target: ("<=", 0.8) = time ≤ 0.8× baseline; (">=", 20) = at least 20× faster than baseline.
         repeats: timed calls per row.
         memory_target: 0.5 = peak memory ≤ 0.5× the baseline row's.
+        sweep: rows of a group with the same sweep name are settings of one tunable thing (e.g.
+            torch's batch_chunk_size); the report names the fastest and the baseline's ratios to it.
     """
 
     group: str
@@ -30,3 +32,4 @@ class Case:
     target: tuple[str, float] | None = None
     repeats: int = field(default=5)
     memory_target: float | None = None
+    sweep: str | None = None

@@ -25,6 +25,7 @@ Modules::
     timing        side-by-side timing of several steps interleaved in one process
     tracking      experiment tracking (wandb) and the run log
     train         the training entry point ``python -m softmax_zoo.train``
+    vocab_parallel_training  train.vocab_parallel: the output head split over torchrun's processes
 """
 
 __version__ = "0.1.0"

@@ -47,7 +47,7 @@ from transformers.trainer_callback import PrinterCallback, ProgressCallback
 from transformers.trainer_utils import get_last_checkpoint
 from transformers.utils import SAFE_WEIGHTS_NAME
 
-from . import preflight, progress, records, tracking
+from . import preflight, progress, records, tracking, vocab_parallel_training
 from .config import command_line, hydra_choices, hydra_job
 from .losses import OutputHead
 from .models.distill import maybe_distill
@@ -276,10 +276,14 @@ def run(cfg: DictConfig, callbacks: Iterable[TrainerCallback] = ()) -> dict[str,
     preflight.check_writable(results_dir=runs / cfg.experiment_name, output_dir=output_dir)
     checkpoint = preflight.resume_checkpoint(cfg, output_dir)
     created = first_missing(Path(output_dir))
+    if vocab_parallel_training.enabled(cfg):
+        vocab_parallel_training.start(cfg)
     transformers.set_seed(cfg.seed)
     task = build_task(cfg)
     if cfg.get("init_from"):
         initialise_from(task.model, cfg.init_from)
+    if vocab_parallel_training.enabled(cfg):
+        vocab_parallel_training.shard_heads(task.model)  # after init_from: each rank keeps its rows of the whole head
     args = training_arguments(cfg)
     choices = hydra_choices()
     tracker = tracking.start(cfg, choices, args.to_dict())
@@ -306,7 +310,7 @@ def run(cfg: DictConfig, callbacks: Iterable[TrainerCallback] = ()) -> dict[str,
         evaluated = evaluate_splits(task, model, eval_datasets, trainer.is_world_process_zero(), subset)
         if evaluated is not None:
             metrics, eval_timing, rows = evaluated
-            for split, split_rows in rows.items():
+            for split, split_rows in rows.items() if vocab_parallel_training.is_writer() else ():
                 records.write_predictions(split_rows, runs, cfg.experiment_name, cfg.run_name, split)
             tracking.log_metrics(tracker, metrics, trainer.state.global_step)
     except BaseException:
@@ -315,7 +319,7 @@ def run(cfg: DictConfig, callbacks: Iterable[TrainerCallback] = ()) -> dict[str,
     finally:
         remove_if_empty(Path(output_dir), created)
     tracking.finish(tracker)
-    if evaluated is None:
+    if evaluated is None or not vocab_parallel_training.is_writer():
         return None
     effective_batch = args.per_device_train_batch_size * args.gradient_accumulation_steps * args.world_size
     record = records.make_record(
@@ -336,6 +340,7 @@ def run(cfg: DictConfig, callbacks: Iterable[TrainerCallback] = ()) -> dict[str,
             "type": args.device.type,
             "name": torch.cuda.get_device_name(args.device) if args.device.type == "cuda" else "cpu",
             "world_size": args.world_size,
+            **vocab_parallel_training.describe(model),
             "precision": "bf16" if args.bf16 else "fp16" if args.fp16 else "fp32",
             "cpu": records.cpu_info(),
         },

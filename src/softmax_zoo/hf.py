@@ -13,17 +13,22 @@ its bias if it has one), so the model keeps its parameters, its state dict and i
   head transform (e.g. BERT's ``cls.predictions.transform``); ``ignore_index`` (-100) ignored;
 - the mean over the labelled tokens, or their sum / ``num_items_in_batch`` when the Trainer
   passes it (gradient accumulation), as transformers' own losses;
-- in training mode the head reads the hidden states, the output layer is skipped and the
-  output's ``logits`` is None; with ``chunk_size`` set the logits are never held. In eval
-  mode the model computes its logits as usual and the loss is the head's on them (for sampled
-  softmax: the full softmax), so evaluation returns logits for metrics.
+- in training mode the head reads the hidden states inside the output layer's call, in place of
+  its logits, and the output's ``logits`` is None; with ``chunk_size`` set the logits are never
+  held. In eval mode the model computes its logits as usual and the loss is the head's on them
+  (for sampled softmax: the full softmax), so evaluation returns logits for metrics.
+- the head uses the weight the output layer applies at that moment: under FSDP2
+  (``fully_shard``) the gathered weight, which the layer's own hooks gather for the call and
+  again for the backward; with a peft LoRA adapter on the output layer, ``W + scaling · B A``
+  (:func:`projection`).
 
 Without labels the forward is the model's own, so ``generate()`` is unchanged.
 
 The seam: the model's ``forward`` and its output layer's ``forward`` are replaced on the
 instances (their classes, parameters and state dict stay as they are); in training with labels
-the output layer returns its input, so whatever the model does between its body and the output
-layer (final norm, head transform) runs unchanged and no architecture is patched by hand.
+the output layer returns the head's summed loss in place of its logits, so whatever the model
+does between its body and the output layer (final norm, head transform) runs unchanged, hooks on
+the layer (FSDP2's gather and reshard) wrap the loss, and no architecture is patched by hand.
 transformers' ``model.loss_function`` hook is not used: it is handed the logits, already
 materialised, and BERT-style models do not call it. The variant and its options are kept in
 ``model.config.softmax_zoo_head`` (an extra config.json key that plain transformers loads and
@@ -35,6 +40,7 @@ from __future__ import annotations
 import functools
 import inspect
 import json
+import sys
 import types
 from typing import Any
 
@@ -45,7 +51,7 @@ from torch import nn
 from .config import accepted_arguments, compose_option, group_options, unknown_name
 from .losses import LinearHead, variants
 
-__all__ = ["use_head", "remove_head", "head_of", "tied_variants"]
+__all__ = ["head_of", "projection", "remove_head", "tied_variants", "use_head"]
 
 # Registered variants that cannot share the model's output layer, and why.
 REFUSED = {
@@ -116,7 +122,7 @@ def use_head(model: nn.Module, loss: str | dict | DictConfig | None = None, **he
     model.__dict__["_softmax_zoo"] = {"build": build, "head": head, "objective": objective}
     model.forward = types.MethodType(_forward_with(type(model).forward), model)
     layer.forward = types.MethodType(_output_layer_forward, layer)
-    layer.softmax_zoo_emit_hidden = False
+    layer.softmax_zoo_loss = None
     record = {"loss": loss, "options": {k: v for k, v in head_options.items() if k != "class_counts"}}
     if _is_json(record):
         setattr(model.config, CONFIG_KEY, record)
@@ -131,7 +137,7 @@ def remove_head(model: nn.Module) -> nn.Module:
         return model
     del model.__dict__["_softmax_zoo"], model.__dict__["forward"]
     layer = model.get_output_embeddings()
-    for name in ("forward", "softmax_zoo_emit_hidden"):
+    for name in ("forward", "softmax_zoo_loss"):
         layer.__dict__.pop(name, None)
     if hasattr(model.config, CONFIG_KEY):
         delattr(model.config, CONFIG_KEY)
@@ -229,10 +235,57 @@ def _current_head(model: nn.Module) -> LinearHead:
 
 
 def _output_layer_forward(self: nn.Module, hidden: torch.Tensor) -> torch.Tensor:
-    """The output layer's forward, or its input while the model's forward asks for hidden states."""
-    if self.softmax_zoo_emit_hidden:
-        return hidden
+    """The output layer's forward; while the model's forward computes a head's loss, that loss (a scalar)."""
+    if self.softmax_zoo_loss is not None:
+        return self.softmax_zoo_loss(hidden)
     return type(self).forward(self, hidden)
+
+
+def projection(layer: nn.Module) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """The (C, d) weight and (C,) bias (or None) that ``layer``'s forward applies now, differentiable.
+
+    A plain linear layer: its parameters (under FSDP2, inside the layer's call, the gathered
+    ones). A peft LoRA layer with active, unmerged adapters: ``W + Σ_a scaling_a · B_a A_a``
+    (Hu et al. 2021, "LoRA", eq. 3; peft's own ``get_delta_weight``), so the loss and its
+    gradients reach A and B through the head.
+
+    Raises:
+        ValueError: another peft tuner on the output layer, a LoRA variant (e.g. DoRA), a LoRA bias
+            on B, or LoRA dropout in training (a row-wise mask: no single weight applies to every row).
+    """
+    peft = sys.modules.get("peft")  # a peft layer exists only where peft is imported
+    if peft is None or not isinstance(layer, peft.tuners.tuners_utils.BaseTunerLayer):
+        return layer.weight, getattr(layer, "bias", None)
+    from peft.tuners.lora import LoraLayer
+
+    if not isinstance(layer, LoraLayer) or not isinstance(layer.base_layer, nn.Linear):
+        raise ValueError(f"the output layer is a peft {type(layer).__name__}; use_head supports LoRA on a linear output layer")
+    base = layer.base_layer
+    weight = base.weight
+    if layer.disable_adapters or layer.merged:  # merged: the base weight holds the adapters
+        return weight, base.bias
+    for name in layer.active_adapters:
+        if name not in layer.lora_A:
+            continue
+        if name in getattr(layer, "lora_variant", {}) or layer.lora_B[name].bias is not None:
+            raise ValueError(f"adapter {name!r} is a LoRA variant (e.g. DoRA) or has a bias on B; use_head supports plain LoRA")
+        dropout = layer.lora_dropout[name]
+        if layer.training and isinstance(dropout, nn.Dropout) and dropout.p > 0:
+            raise ValueError(
+                f"adapter {name!r} has lora_dropout={dropout.p} on the output layer: its row-wise mask has no single "
+                "weight for a head to use; give the output layer lora_dropout=0"
+            )
+        weight = weight + layer.get_delta_weight(name).to(weight.dtype)  # (C, d)
+    return weight, base.bias
+
+
+def _head_loss(layer: nn.Module, head: LinearHead, hidden: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+    """The head's summed loss on ``hidden`` (..., d) through the projection ``layer`` applies now."""
+    weight, bias = projection(layer)
+    if weight is head.weight and bias is head.bias:
+        return head(hidden, target)
+    params = {"weight": weight} if bias is None else {"weight": weight, "bias": bias}
+    return torch.func.functional_call(head, params, (hidden, target))
 
 
 def _forward_with(model_forward):
@@ -264,13 +317,12 @@ def _loss_forward(model: nn.Module, model_forward, labels: torch.Tensor, kwargs:
         target = nn.functional.pad(labels, (0, 1), value=head.ignore_index)[..., 1:]
     layer = model.get_output_embeddings()
     if model.training:
-        layer.softmax_zoo_emit_hidden = True
+        layer.softmax_zoo_loss = lambda hidden: _head_loss(layer, head, hidden, target.to(hidden.device))
         try:
             out = model_forward(model, **kwargs)
         finally:
-            layer.softmax_zoo_emit_hidden = False
-        hidden, logits = out.logits, None  # (..., T, d): the output layer returned its input
-        total = head(hidden, target.to(hidden.device))
+            layer.softmax_zoo_loss = None
+        total, logits = out.logits, None  # the output layer returned the head's summed loss
     else:
         out = model_forward(model, **kwargs)
         logits = out.logits  # (..., T, C)

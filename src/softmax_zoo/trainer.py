@@ -22,7 +22,7 @@ from transformers.trainer_callback import ProgressCallback
 from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
 from transformers.utils import SAFE_WEIGHTS_NAME
 
-from . import progress, records, tracking
+from . import progress, records, tracking, vocab_parallel_training
 from .preflight import CONFIG_FILE
 from .tasks.base import Task
 
@@ -37,6 +37,9 @@ class NonFiniteLossError(FloatingPointError):
 
 class ZooTrainer(Trainer):
     """``Trainer`` for plain ``nn.Module`` models whose output layer may be tied to another tensor.
+
+    A model whose head is split over ranks (``train.vocab_parallel``) clips to the norm over every
+    rank's shard (:func:`softmax_zoo.vocab_parallel_training.clip_grad_norm_`).
 
     The stock Trainer saves a non-``PreTrainedModel`` with ``safetensors.torch.save_file``, which
     refuses tensors shared under two names (a head tied to an embedding). Here such models are
@@ -54,6 +57,16 @@ class ZooTrainer(Trainer):
         model = self.accelerator.unwrap_model(self.model)
         safetensors.torch.save_model(model, os.path.join(output_dir, SAFE_WEIGHTS_NAME), metadata={"format": "pt"})
         torch.save(self.args, os.path.join(output_dir, TRAINING_ARGS_NAME))
+
+    def _clip_grad_norm(self, model):
+        if not vocab_parallel_training.has_sharded_head(model):
+            return super()._clip_grad_norm(model)
+        return vocab_parallel_training.clip_grad_norm_(model, self.args.max_grad_norm)
+
+    def _get_grad_norm(self, model, grad_norm=None):
+        if grad_norm is None and vocab_parallel_training.has_sharded_head(model):
+            grad_norm = vocab_parallel_training.clip_grad_norm_(model, float("inf"))
+        return super()._get_grad_norm(model, grad_norm)
 
     def _load_from_checkpoint(self, resume_from_checkpoint: str, model: torch.nn.Module | None = None) -> None:
         model = model if model is not None else self.model

@@ -19,6 +19,11 @@ The memory-lean linear + loss as a function (any logit-level variant, by its reg
 
     linear_cross_entropy(hidden, weight, target, *, bias=None, loss="softmax", chunk_size="auto", ...)
 
+Vocabulary-parallel (each rank holds rows [start, stop) of the output weight; torch.distributed)::
+
+    VocabParallelHead(head, VocabShard(start, stop, group)), vocab_parallel_cross_entropy,
+    vocab_parallel_linear_cross_entropy, vocab_parallel_stable_kd_loss
+
 The registry of variants (:mod:`softmax_zoo.losses.registry`; a head registers where it is
 defined, under its loss config's name)::
 
@@ -49,6 +54,10 @@ Modules::
     functional              linear_cross_entropy: the chunked linear + loss of any logit-level variant
     lean_inference          predict / class_log_probs / topk_log_probs of a chunked head over class blocks
     streaming               inference of a linear head over blocks of classes
+    vocab_parallel          the output weight's rows split over ranks: VocabShard, the sharded row losses
+    vocab_parallel_head     VocabParallelHead: any linear or sampled head on its shard of the vocabulary
+    vocab_parallel_kd       the stable distillation loss on sharded student and teacher logits
+    vocab_parallel_sampled  a sampled head's negatives drawn once over the whole split vocabulary
     _core                   input checks, the ignore mask and the reduction every loss shares
     reference               plain-torch references the losses are tested and benchmarked against
 """
@@ -65,6 +74,9 @@ from .softmax import SoftmaxHead, softmax_cross_entropy
 from .sparse import SparseSoftmaxHead, sparse_softmax, sparse_softmax_cross_entropy
 from .stable import StableSoftmaxHead, stable_cross_entropy
 from .stable_kd import stable_kd_loss
+from .vocab_parallel import VocabShard, vocab_parallel_cross_entropy, vocab_parallel_linear_cross_entropy
+from .vocab_parallel_head import VocabParallelHead
+from .vocab_parallel_kd import vocab_parallel_stable_kd_loss
 
 __all__ = [
     "OutputHead",
@@ -92,4 +104,9 @@ __all__ = [
     "variant",
     "variant_label",
     "variant_title",
+    "VocabShard",
+    "VocabParallelHead",
+    "vocab_parallel_cross_entropy",
+    "vocab_parallel_linear_cross_entropy",
+    "vocab_parallel_stable_kd_loss",
 ]

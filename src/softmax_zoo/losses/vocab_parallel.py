@@ -1,0 +1,433 @@
+"""Vocabulary-parallel losses: the output layer's rows (the classes) split over the ranks of a process group.
+
+Each rank holds rows [start, stop) of the output weight (a :class:`VocabShard`) and the same
+hidden states and targets as every other rank of the group (tensor parallelism, as Megatron's
+``vocab_parallel_cross_entropy`` and Cut Cross-Entropy's ``VocabParallelOptions``). A rank computes
+only its logits z_r = h W_r^T + b_r (N, C_r); the global quantities a variant needs are combined with
+torch.distributed's collectives, a few (N,)-sized tensors a call:
+
+    softmax       lse = m + log Σ_r Σ_{j∈r} exp(z_j − m),   m = max_r max_{j∈r} z_j   (all_reduce MAX, SUM)
+    stable CE     a = log Σ_r Σ_{j∈r, j≠t} exp(z_j − m) + m − z_t, z_t from its owning rank (all_reduce SUM)
+    sparse top-k  Ω_k = the k largest of ∪_r top-k(z_r)          (all_gather of each rank's top-k)
+    stable KD     p, Σ p·δ, Σ p·expm1(d), Σ u and KL as sums over the ranks (all_reduce SUM)
+
+Every rank then holds the same loss, and its gradient with respect to its own logits is local:
+the variant's :class:`~softmax_zoo.losses.row_loss.RowLoss` formula on z_r, with the global sums
+in place of the local ones. So the plain path (the whole (N, C_r) logits through the row loss's
+Function) and the chunked path (``chunked.py``, chunk after chunk of rows) run the same sharded
+row loss, and no (N, C) tensor exists on any rank.
+
+Gradient semantics (Megatron's "f" and "g" operators): the loss is replicated, so d loss / d z_r
+is what the rank computes; hidden enters through :func:`copy_to_shards` (identity forward,
+all_reduce of the gradient backward), so hidden.grad is the full gradient Σ_r G_r W_r on every
+rank; a sum of per-rank parts enters through :func:`reduce_from_shards` (all_reduce forward,
+identity backward). The weight shard's gradient is G_r^T h, its own rows only.
+
+Ties at the sparse support's k-th value: among the candidates each rank's ``torch.topk`` offers,
+the lowest class ids win (``streaming.topk_lowest_index`` on the gathered (N, P·k) values); the
+single-process path leaves them to ``torch.topk``, so the two agree wherever the k-th value is not
+tied. Inference (``VocabParallelHead.topk_log_probs``, ``predict``) takes the lowest ids among all
+ties, as the single-process heads do.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+import torch.distributed as dist
+import torch.nn.functional as F
+
+from ._core import (
+    check_label_smoothing,
+    check_reduction,
+    check_target_dtype,
+    check_target_range,
+    compute_dtype,
+    reduce_loss,
+)
+from .chunked import _ChunkedLinearLoss, auto_chunk_size, chunked_pass
+from .row_loss import RowLoss
+from .softmax import SoftmaxRows
+from .sparse import SparseRows
+from .stable import StableRows, _sigmoid
+from .streaming import topk_lowest_index
+
+
+@dataclass(frozen=True)
+class VocabShard:
+    """This rank's rows [start, stop) of a vocabulary split over ``group`` (None: the default group).
+
+    The shards of the group's ranks must tile [0, C): :meth:`check` verifies it with one all_gather.
+    """
+
+    start: int
+    stop: int
+    group: dist.ProcessGroup | None = None
+
+    @classmethod
+    def even(cls, num_classes: int, group: dist.ProcessGroup | None = None) -> VocabShard:
+        """Contiguous near-equal shards in rank order (the first C mod P ranks get one class more)."""
+        _require_member(group)
+        rank, size = dist.get_rank(group), dist.get_world_size(group)
+        base, extra = divmod(num_classes, size)
+        start = rank * base + min(rank, extra)
+        return cls(start, start + base + (rank < extra), group)
+
+    @property
+    def size(self) -> int:
+        return self.stop - self.start
+
+    def check(self, num_classes: int) -> list[tuple[int, int]]:
+        """Raise ``ValueError`` unless the group's shards tile [0, ``num_classes``).
+
+        A collective: every rank of the group calls it.
+
+        Returns:
+            Every rank's (start, stop), in group-rank order.
+        """
+        _require_member(self.group)
+        if not 0 <= self.start < self.stop <= num_classes:
+            raise ValueError(
+                f"shard [{self.start}, {self.stop}) must be a non-empty range inside [0, {num_classes})"
+            )
+        mine = torch.tensor([self.start, self.stop, num_classes], dtype=torch.long)
+        every = _all_gather(mine, self.group)
+        sizes = {int(e[2]) for e in every}
+        if len(sizes) > 1:
+            raise ValueError(f"the ranks of the group disagree on the number of classes: {sorted(sizes)}")
+        spans = [(int(e[0]), int(e[1])) for e in every]
+        end = 0
+        for start, stop in sorted(spans):
+            if start != end:
+                raise ValueError(
+                    f"the group's shards {spans} do not tile [0, {num_classes}): "
+                    f"{'a gap' if start > end else 'an overlap'} at class {min(start, end)}"
+                )
+            end = stop
+        if end != num_classes:
+            raise ValueError(f"the group's shards {spans} do not tile [0, {num_classes}): they end at {end}")
+        return spans
+
+    def local_target(self, target: torch.Tensor, keep: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Global ids (N,) -> (local column (N,), 0 where not owned; owned (N,) bool: kept and in this shard)."""
+        owned = keep & (target >= self.start) & (target < self.stop)
+        return (target - self.start).masked_fill(~owned, 0), owned
+
+
+def _require_member(group) -> None:
+    if not dist.is_available() or not dist.is_initialized():
+        raise RuntimeError("vocabulary-parallel losses need torch.distributed initialised (init_process_group)")
+    if dist.get_rank(group) < 0:
+        raise ValueError(f"this process (global rank {dist.get_rank()}) is not a member of the shard's process group")
+
+
+def _all_reduce(x: torch.Tensor, group, op=dist.ReduceOp.SUM) -> torch.Tensor:
+    dist.all_reduce(x, op=op, group=group)
+    return x
+
+
+def _all_gather(x: torch.Tensor, group) -> list[torch.Tensor]:
+    out = [torch.empty_like(x) for _ in range(dist.get_world_size(group))]
+    dist.all_gather(out, x.contiguous(), group=group)
+    return out
+
+
+def global_max(z: torch.Tensor, group) -> torch.Tensor:
+    """max_j z_ij over every shard, (N,); rows that are −inf everywhere get 0 (so exp(z − m) is 0, not nan)."""
+    m = _all_reduce(z.amax(dim=1), group, dist.ReduceOp.MAX)
+    return m.masked_fill(m == float("-inf"), 0.0)
+
+
+class _CopyToShards(torch.autograd.Function):
+    """Identity forward; backward all-reduces (sums) the gradient over the group."""
+
+    @staticmethod
+    def forward(ctx, x, group):
+        ctx.group = group
+        return x.view_as(x)
+
+    @staticmethod
+    def backward(ctx, grad):
+        return _all_reduce(grad.contiguous().clone(), ctx.group), None
+
+
+class _ReduceFromShards(torch.autograd.Function):
+    """All-reduce (sum) forward; identity backward (the loss downstream is the same on every rank)."""
+
+    @staticmethod
+    def forward(ctx, x, group):
+        return _all_reduce(x.clone(), group)
+
+    @staticmethod
+    def backward(ctx, grad):
+        return grad, None
+
+
+def copy_to_shards(x: torch.Tensor, group) -> torch.Tensor:
+    """``x`` replicated on every rank, used by each rank's shard: its gradient is summed over the group."""
+    return _CopyToShards.apply(x, group)
+
+
+def reduce_from_shards(x: torch.Tensor, group) -> torch.Tensor:
+    """Σ_r x_r, the same on every rank; each x_r receives the (replicated) downstream gradient."""
+    return _ReduceFromShards.apply(x, group)
+
+
+class ShardRows:
+    """Mixin of the sharded row losses: ``rows`` takes this rank's logits (N, C_r) and global targets.
+
+    Args:
+        shard: this rank's :class:`VocabShard`. num_classes: C, the whole vocabulary.
+    """
+
+    def __init__(self, shard: VocabShard, num_classes: int, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.shard, self.num_classes = shard, num_classes
+
+    def on_logits(self, logits, target, *, ignore_index=-100, reduction="mean"):
+        """The loss of this rank's logits (N, C_r) and global targets (N,), the same on every rank."""
+        check_reduction(reduction)
+        check_label_smoothing(self.label_smoothing)
+        if logits.dim() != 2 or logits.shape[1] != self.shard.size:
+            raise ValueError(
+                f"logits must be (N, {self.shard.size}), the shard [{self.shard.start}, {self.shard.stop}), "
+                f"got shape {tuple(logits.shape)}"
+            )
+        check_target_dtype(target)
+        keep = check_target_range(target, self.num_classes, ignore_index)
+        return self.reduced(logits, target.long().masked_fill(~keep, 0), keep, reduction)
+
+    def global_log_softmax(self, z: torch.Tensor) -> torch.Tensor:
+        """This rank's columns (N, C_r) of the log-softmax over all C classes, in the compute dtype."""
+        z = z.to(compute_dtype(z.dtype))
+        m = global_max(z, self.shard.group)
+        total = _all_reduce(torch.sub(z, m[:, None]).exp_().sum(dim=1), self.shard.group)
+        return z - (total.log() + m)[:, None]
+
+
+class ShardSoftmaxRows(ShardRows, SoftmaxRows):
+    """:class:`~softmax_zoo.losses.softmax.SoftmaxRows` on a shard: one MAX and one SUM all_reduce a call."""
+
+    options = ("label_smoothing",)
+
+    def rows(self, z, target, keep):
+        eps, group = self.label_smoothing, self.shard.group
+        z = z.to(compute_dtype(z.dtype))  # (N, C_r)
+        m = global_max(z, group)  # (N,)
+        p = torch.sub(z, m[:, None]).exp_()  # (N, C_r) exp(z − m)
+        local_t, owned = self.shard.local_target(target, keep)
+        zt = torch.where(owned, z.gather(1, local_t[:, None])[:, 0], 0.0)
+        sums = _all_reduce(torch.stack([p.sum(dim=1), zt, z.sum(dim=1) if eps > 0 else zt * 0], dim=1), group)
+        total, zt, z_sum = sums.unbind(1)  # (N,) each: Σ_j exp(z_j − m), z_t, Σ_j z_j
+        loss = total.log() + m - zt
+        if eps > 0:
+            loss = loss + eps * (zt - z_sum / self.num_classes)
+        return loss.masked_fill(~keep, 0.0), (p, total[:, None], local_t, owned)
+
+    def grad(self, state, target, row_weight, shape, dtype):
+        p, total, local_t, owned = state
+        eps = self.label_smoothing
+        w = row_weight.to(p.dtype).unsqueeze(1)  # (N, 1)
+        g = torch.div(p, total).sub_(eps / self.num_classes).mul_(w)  # a new buffer: the plain path's state stays intact
+        return g.scatter_add_(1, local_t[:, None], -(1.0 - eps) * w * owned[:, None])
+
+    def log_probs(self, z):
+        return self.global_log_softmax(z)
+
+
+class ShardStableRows(ShardRows, StableRows):
+    """:class:`~softmax_zoo.losses.stable.StableRows` on a shard: the non-target sum S is summed over
+    the ranks, the target's entry zeroed on its owning rank only."""
+
+    options = ("label_smoothing",)
+
+    def rows(self, z, target, keep):
+        eps, group = self.label_smoothing, self.shard.group
+        z = z.to(compute_dtype(z.dtype))  # (N, C_r)
+        m = global_max(z, group)
+        e = torch.sub(z, m[:, None]).exp_()  # (N, C_r)
+        local_t, owned = self.shard.local_target(target, keep)
+        at_t = local_t[:, None]
+        e.scatter_(1, at_t, e.gather(1, at_t) * (~owned)[:, None])  # the target's exp is 0, on its rank
+        zt = torch.where(owned, z.gather(1, at_t)[:, 0], 0.0)
+        sums = _all_reduce(torch.stack([e.sum(dim=1), zt, z.sum(dim=1) if eps > 0 else zt * 0], dim=1), group)
+        total, zt, z_sum = sums.unbind(1)
+        a = total.log() + m - zt  # logsumexp_{j≠t}(z_j) − z_t
+        loss = F.softplus(a)
+        if eps > 0:
+            loss = loss + eps * (zt - z_sum / self.num_classes)
+        return loss.masked_fill(~keep, 0.0), (e, total, a, local_t, owned)
+
+    def grad(self, state, target, row_weight, shape, dtype):
+        e, total, a, local_t, owned = state
+        eps, num_classes, w = self.label_smoothing, self.num_classes, row_weight
+        sig = _sigmoid(a) * w  # (N,)
+        coef = torch.where(total > 0, sig / total, torch.zeros_like(sig))
+        grad = torch.mul(e, coef.unsqueeze(1))  # (N, C_r) σ(a)·softmax_{j≠t}, 0 at the target
+        if eps > 0:
+            grad.sub_((eps / num_classes) * w.unsqueeze(1))
+        at_t = local_t[:, None]
+        target_grad = (-sig + (eps - eps / num_classes) * w)[:, None]  # (N, 1)
+        return grad.scatter_(1, at_t, torch.where(owned[:, None], target_grad, grad.gather(1, at_t)))
+
+    def log_probs(self, z):
+        return self.global_log_softmax(z)
+
+
+class ShardSparseRows(ShardRows, SparseRows):
+    """:class:`~softmax_zoo.losses.sparse.SparseRows` (k < C) on a shard: each rank's top-k values and
+    class ids are all-gathered, the support Ω_k is the k largest of them, the same on every rank;
+    a rank's gradient reaches only its logits inside Ω_k (and the target, on its owning rank)."""
+
+    options = ("k", "label_smoothing", "smoothing_over", "target_in_support")
+
+    def support(self, z: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """The global top-k of the logits: values (N, k) in the compute dtype and class ids (N, k)."""
+        k, shard = self.k, self.shard
+        z = z.to(compute_dtype(z.dtype))
+        values, index = z.topk(min(k, shard.size), dim=1)  # (N, k_r); no (N, C_r) temporaries but its output
+        pad = k - values.shape[1]  # a shard narrower than k pads with −inf at ids past every class
+        values = F.pad(values, (0, pad), value=float("-inf"))
+        ids = F.pad(index + shard.start, (0, pad), value=self.num_classes)
+        values = torch.cat(_all_gather(values, shard.group), dim=1)  # (N, P·k)
+        ids = torch.cat(_all_gather(ids, shard.group), dim=1)
+        ids, order = ids.sort(dim=1)  # ties then go to the lowest class id
+        top, at = topk_lowest_index(values.gather(1, order), k)
+        return top, ids.gather(1, at)
+
+    def rows(self, logits, target, keep):
+        k, eps, over_all, group = self.k, self.label_smoothing, self.smoothing_over == "all", self.shard.group
+        z = logits.to(compute_dtype(logits.dtype))
+        values, index = self.support(z)  # (N, k) each, replicated
+        lse = values.logsumexp(dim=1)  # (N,)
+        local_t, owned = self.shard.local_target(target, keep)
+        zt = torch.where(owned, z.gather(1, local_t[:, None])[:, 0], 0.0)
+        sums = _all_reduce(torch.stack([zt, z.sum(dim=1) if over_all and eps > 0 else zt * 0], dim=1), group)
+        zt, z_sum = sums.unbind(1)
+        added = torch.zeros_like(keep)  # (N,) the target joined the support
+        if self.target_in_support:
+            added = (index != target.unsqueeze(1)).all(dim=1)
+            lse = torch.where(added, torch.logaddexp(lse, zt), lse)
+        loss = lse - zt
+        size = torch.full_like(lse, self.num_classes) if over_all else k + added.to(lse.dtype)  # (N,) |M|
+        if eps > 0:
+            mean = z_sum / size if over_all else (values.sum(dim=1) + torch.where(added, zt, 0.0)) / size
+            loss = loss + eps * (zt - mean)
+        return loss.masked_fill(~keep, 0.0), (values, index, lse, zt, added, size, local_t, owned)
+
+    def grad(self, state, target, row_weight, shape, dtype):
+        values, index, lse, zt, added, size, local_t, owned = state
+        eps, start = self.label_smoothing, self.shard.start
+        w = row_weight.to(lse.dtype)  # (N,)
+        on_support = eps / size if self.smoothing_over == "support" else torch.zeros_like(size)
+        top = torch.exp(values - lse.unsqueeze(1)).sub_(on_support.unsqueeze(1)).mul_(w.unsqueeze(1))  # (N, k)
+        mine = (index >= start) & (index < self.shard.stop)  # (N, k) support entries in this shard
+        grad = torch.zeros(shape, dtype=dtype, device=values.device)
+        if self.smoothing_over == "all" and eps > 0:
+            grad -= (eps / self.num_classes * w).to(dtype).unsqueeze(1)
+        grad.scatter_add_(1, (index - start).masked_fill(~mine, 0), torch.where(mine, top, 0.0).to(dtype))
+        at_target = -(1.0 - eps) + torch.where(added, torch.exp(zt - lse) - on_support, 0.0)  # (N,)
+        return grad.scatter_add_(1, local_t[:, None], (at_target * w * owned).to(dtype).unsqueeze(1))
+
+    def log_probs(self, z):
+        """This rank's columns (N, C_r) of the sparse log-softmax over the global top-k, −inf elsewhere."""
+        z = z.to(compute_dtype(z.dtype))
+        values, index = self.support(z)
+        lse = values.logsumexp(dim=1, keepdim=True)  # (N, 1)
+        mine = (index >= self.shard.start) & (index < self.shard.stop)
+        cols = (index - self.shard.start).masked_fill(~mine, 0)
+        hits = torch.zeros(z.shape, dtype=torch.int32, device=z.device).scatter_add_(1, cols, mine.int())
+        in_support = hits > 0  # (N, C_r); added, not written, since the other ranks' entries point at column 0
+        return (z - lse).masked_fill(~in_support, float("-inf"))
+
+
+#: Each single-process row loss and its sharded form.
+SHARDED_ROWS: dict[type, type] = {SoftmaxRows: ShardSoftmaxRows, StableRows: ShardStableRows, SparseRows: ShardSparseRows}
+
+
+def shard_row_loss(row_loss: RowLoss, shard: VocabShard, num_classes: int) -> ShardRows:
+    """The sharded form of ``row_loss`` (same options); ``ValueError`` for a loss or an option without one."""
+    cls = SHARDED_ROWS.get(type(row_loss))
+    if cls is None:
+        raise ValueError(
+            f"{type(row_loss).__name__} has no vocabulary-parallel form; sharded: {[c.__name__ for c in SHARDED_ROWS]}"
+        )
+    options = vars(row_loss)
+    unsupported = sorted(k for k in set(options) - set(cls.options) if not _unset(options[k]))
+    if unsupported:  # an option of the row loss, set, that its sharded form does not implement
+        raise ValueError(f"{type(row_loss).__name__} options {unsupported} have no vocabulary-parallel form yet")
+    return cls(shard, num_classes, **{k: options[k] for k in cls.options})
+
+
+def _unset(value) -> bool:
+    """Whether an option is off: None, False or 0 (an option the sharded forms do not know is then harmless)."""
+    return value is None or (isinstance(value, (bool, int, float)) and not value)
+
+
+def vocab_parallel_cross_entropy(
+    logits: torch.Tensor,
+    target: torch.Tensor,
+    shard: VocabShard,
+    num_classes: int,
+    *,
+    loss: RowLoss | None = None,
+    ignore_index: int = -100,
+    reduction: str = "mean",
+) -> torch.Tensor:
+    """The loss of this rank's logits (N, C_r) of a vocabulary split over ``shard.group``.
+
+    Args:
+        logits: (N, stop − start), the columns [start, stop) of the (N, C) logits.
+        target: (N,) global class ids, the same on every rank; ``ignore_index`` rows count for nothing.
+        shard: this rank's :class:`VocabShard`. num_classes: C.
+        loss: the single-process row loss whose sharded form to run (default: the softmax,
+            ``SoftmaxRows()``), e.g. ``StableRows(0.1)``, ``SparseRows(k=20)``.
+
+    Returns:
+        The loss, the same on every rank; gradients flow to this rank's logits.
+    """
+    rows = shard_row_loss(loss if loss is not None else SoftmaxRows(), shard, num_classes)
+    return rows.on_logits(logits, target, ignore_index=ignore_index, reduction=reduction)
+
+
+def vocab_parallel_linear_cross_entropy(
+    hidden: torch.Tensor,
+    weight: torch.Tensor,
+    target: torch.Tensor,
+    shard: VocabShard,
+    num_classes: int,
+    *,
+    bias: torch.Tensor | None = None,
+    loss: RowLoss | None = None,
+    chunk_size=None,
+    ignore_index: int = -100,
+    reduction: str = "mean",
+) -> torch.Tensor:
+    """The loss of hidden @ weight.T + bias with the weight's rows split over ``shard.group``.
+
+    Args:
+        hidden: (N, d), the same on every rank; its gradient is the full one on every rank.
+        weight: (stop − start, d) this rank's rows. bias: (stop − start,) or None.
+        target: (N,) global class ids. shard, num_classes, loss: as :func:`vocab_parallel_cross_entropy`.
+        chunk_size: None: this rank's whole (N, C_r) logits at once; an int or "auto": ``chunk_size``
+            rows at a time through ``chunked.py``. "auto" cuts the rows as one process would for all
+            C classes (``_core.CHUNK_LOGITS`` logits a chunk), so every rank cuts the same chunks
+            and holds 1/P of one process's chunk.
+
+    Returns:
+        The loss, the same on every rank ("none": (N,)).
+    """
+    rows = shard_row_loss(loss if loss is not None else SoftmaxRows(), shard, num_classes)
+    h = copy_to_shards(hidden, shard.group)
+    if chunk_size is None:
+        return rows.on_logits(F.linear(h, weight, bias), target, ignore_index=ignore_index, reduction=reduction)
+    check_reduction(reduction)
+    check_target_dtype(target)
+    keep = check_target_range(target, num_classes, ignore_index)
+    t = target.long().masked_fill(~keep, 0)
+    chunk_rows = auto_chunk_size(h.shape[0], num_classes) if chunk_size == "auto" else chunk_size
+    params = (h, weight, bias)
+    if torch.is_grad_enabled() and any(p is not None and p.requires_grad for p in params):
+        return _ChunkedLinearLoss.apply(rows.loss_and_grad, t, keep, reduction, chunk_rows, *params)
+    return reduce_loss(chunked_pass(rows.loss_and_grad, t, keep, *params, None, chunk_rows)[0], keep, reduction)

@@ -1,0 +1,95 @@
+"""The stable distillation loss (:mod:`softmax_zoo.losses.stable_kd`) with teacher and student sharded alike.
+
+Each rank holds the columns [start, stop) of both the student's and the teacher's logits. The
+expm1 form needs four row sums, each a sum over the ranks (all_reduce SUM), after one global
+maximum of the teacher's logits (all_reduce MAX):
+
+    p = exp(z_T/T − m) / Σ exp(z_T/T − m)      d = δ − Σ p·δ      s = d − log1p(Σ p·expm1(d))
+    u = p·expm1(s)                             L = T²·(Σ u − Σ p·s)
+
+and the gradients are then local, as in ``stable_kd.py``: dL/dz_S = T·(u − q·Σu), dL/dz_T =
+−T·p·(s + KL). Identical logits still give an exactly zero student gradient.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from ._core import check_reduction, compute_dtype
+from .vocab_parallel import VocabShard, _all_reduce, global_max
+
+
+class _ShardStableKD(torch.autograd.Function):
+    """Per-row T²·KL(p‖q) (N,) from this rank's columns of the student and teacher logits."""
+
+    @staticmethod
+    def forward(ctx, student, teacher, temperature, group):
+        t = temperature
+        dtype = compute_dtype(student.dtype)
+        need_s, need_t = ctx.needs_input_grad[:2]
+        zs, zt = student.to(dtype), teacher.to(dtype)  # (N, C_r) each
+        scaled = zt / t
+        m = global_max(scaled, group)[:, None]  # (N, 1)
+        p = torch.sub(scaled, m).exp_()
+        p.div_(_all_reduce(p.sum(dim=1, keepdim=True), group))  # teacher probabilities, this rank's columns
+        d = torch.sub(zs, zt).div_(t)  # δ
+        d.sub_(_all_reduce(torch.mul(p, d).sum(dim=1, keepdim=True), group))  # d = δ − Σ p·δ
+        x = _all_reduce(torch.expm1(d).mul_(p).sum(dim=1, keepdim=True), group)  # Σ p·expm1(d)
+        s = d.sub_(torch.log1p(x))  # log q − log p
+        u = torch.expm1(s).mul_(p)  # q − p
+        ps = s.mul_(p)
+        sums = _all_reduce(torch.cat([u.sum(dim=1, keepdim=True), -ps.sum(dim=1, keepdim=True)], dim=1), group)
+        sum_u, kl = sums[:, :1], sums[:, 1:]  # (N, 1) Σ u, KL(p‖q)
+        loss = (sum_u + kl).squeeze(1)
+        grad_t = torch.addcmul(ps, p, kl).mul_(-t) if need_t else None  # −T·p·(s + KL)
+        grad_s = u.mul_(1.0 - sum_u).sub_(p.mul_(sum_u)).mul_(t) if need_s else None  # T·(u − q·Σu)
+        ctx.save_for_backward(grad_s, grad_t)
+        ctx.dtypes = (student.dtype, teacher.dtype)
+        return loss * t**2
+
+    @staticmethod
+    def backward(ctx, grad_loss):
+        grad_s, grad_t = ctx.saved_tensors
+        w = grad_loss.unsqueeze(1)  # (N, 1)
+        dtype_s, dtype_t = ctx.dtypes
+        out_s = None if grad_s is None else torch.mul(grad_s, w.to(grad_s.dtype)).to(dtype_s)
+        out_t = None if grad_t is None else torch.mul(grad_t, w.to(grad_t.dtype)).to(dtype_t)
+        return out_s, out_t, None, None
+
+
+def vocab_parallel_stable_kd_loss(
+    student_logits: torch.Tensor,
+    teacher_logits: torch.Tensor,
+    shard: VocabShard,
+    *,
+    temperature: float = 1.0,
+    reduction: str = "mean",
+) -> torch.Tensor:
+    """:func:`~softmax_zoo.losses.stable_kd_loss` of logits whose columns are split over ``shard.group``.
+
+    Args:
+        student_logits: (N, stop − start) this rank's columns of z_S. teacher_logits: the same
+            columns of z_T (its gradient, if it requires one, is this rank's columns').
+        shard: this rank's :class:`~softmax_zoo.losses.vocab_parallel.VocabShard`.
+        temperature: T > 0. reduction: "mean" over the N rows, "sum", or "none" -> (N,).
+
+    Returns:
+        The loss, the same on every rank.
+    """
+    check_reduction(reduction)
+    if student_logits.dim() != 2 or student_logits.shape[1] != shard.size:
+        raise ValueError(
+            f"student_logits must be (N, {shard.size}), the shard [{shard.start}, {shard.stop}), "
+            f"got shape {tuple(student_logits.shape)}"
+        )
+    if teacher_logits.shape != student_logits.shape or teacher_logits.dtype != student_logits.dtype:
+        raise ValueError(
+            f"teacher_logits {tuple(teacher_logits.shape)} {teacher_logits.dtype} must match student_logits "
+            f"{tuple(student_logits.shape)} {student_logits.dtype}"
+        )
+    if not temperature > 0:
+        raise ValueError(f"temperature must be > 0, got {temperature}")
+    loss = _ShardStableKD.apply(student_logits, teacher_logits, float(temperature), shard.group)
+    if reduction == "none":
+        return loss
+    return loss.sum() if reduction == "sum" else loss.mean()
