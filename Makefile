@@ -19,7 +19,7 @@ export PYTHONHASHSEED ?= 0
 # Idle OpenMP threads sleep instead of spinning: on a shared machine spinning threads slow small ops.
 export OMP_WAIT_POLICY ?= PASSIVE
 
-.PHONY: help setup test test-all bench data clean
+.PHONY: help setup lint test test-all bench data clean
 
 help:  ## list the commands
 	@grep -hE '^[a-zA-Z0-9_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-22s %s\n", $$1, $$2}'
@@ -34,6 +34,9 @@ $(BIN)/.installed: pyproject.toml
 	touch $@
 
 setup: $(BIN)/.installed  ## create .venv and install the package with its test extras (CUDA torch where nvidia-smi runs)
+
+lint: setup  ## ruff: pyflakes, pycodestyle errors and import order (pyproject.toml [tool.ruff]); CI runs it before the tests
+	$(BIN)/ruff check src tests scripts
 
 test: setup  ## the fast suite (what CI runs)
 	$(BIN)/python -m pytest -q

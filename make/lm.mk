@@ -16,7 +16,7 @@ LM1B_EXPERIMENTS := lm1b_softmax,lm1b_adaptive,lm1b_sampled_quadratic,lm1b_sampl
 # Where the task configs look for prepared data (task.data_dir), as softmax_zoo.data.prepare writes it.
 LM_DATA := $(or $(SOFTMAX_ZOO_DATA),data)
 
-# Options of the diagnostic, e.g. DIAG_ARGS="--draws 32 --batches 4 --out /tmp/diag" (python -m softmax_zoo.diagnostics.sampler_bias --help).
+# Options of the diagnostic, e.g. DIAG_ARGS="--draws 32 --batches 4 --out /tmp/diag" (python -m softmax_zoo.studies.sampler_bias --help).
 DIAG_ARGS ?=
 
 .PHONY: reproduce-lm1b reproduce-lm1b-transformer reproduce-kernel-bias reproduce-kernel-bias-paper sampler-diagnostic lm1b-speed
@@ -51,11 +51,11 @@ KB_PAPER_CKPT = $(shell $(BIN)/python -m softmax_zoo.config output_dir experimen
 reproduce-kernel-bias-paper: setup $(LM_DATA)/ptb/meta.json  ## Blanc & Rendle bias vs m in the paper's setting -> results/kernel_bias.md
 	$(BIN)/python -m softmax_zoo.studies.kernel_bias_paper scale=$(LM_SCALE) $(LM_ARGS)
 	for c in init $(KB_PAPER_CKPT)/checkpoint-400 $(KB_PAPER_CKPT)/checkpoint-1200; do \
-	  $(BIN)/python -m softmax_zoo.diagnostics.sampler_bias $$c experiment=kernel_bias_paper_full scale=$(LM_SCALE) \
+	  $(BIN)/python -m softmax_zoo.studies.sampler_bias $$c experiment=kernel_bias_paper_full scale=$(LM_SCALE) \
 	    --trained-by "python -m softmax_zoo.train experiment=kernel_bias_paper_full scale=$(LM_SCALE)" $(DIAG_ARGS) || exit 1; \
 	done
 	$(BIN)/python -m softmax_zoo.reports kernel_bias results_dir=$(call results_for,$(LM_SCALE))
 
 sampler-diagnostic: setup $(LM_DATA)/ptb/meta.json  ## Sampler bias (KL, loss, gradient) at a PTB checkpoint: make sampler-diagnostic CKPT=.../checkpoint-N|init
 	$(if $(CKPT),,$(error CKPT is required: a checkpoint-N folder of experiment=kernel_bias_full, or init))
-	$(BIN)/python -m softmax_zoo.diagnostics.sampler_bias $(CKPT) experiment=kernel_bias_full scale=$(LM_SCALE) $(LM_ARGS) $(DIAG_ARGS)
+	$(BIN)/python -m softmax_zoo.studies.sampler_bias $(CKPT) experiment=kernel_bias_full scale=$(LM_SCALE) $(LM_ARGS) $(DIAG_ARGS)

@@ -39,7 +39,8 @@ def device(request) -> torch.device:
 
 @pytest.fixture(scope="session")
 def lm_corpus(tmp_path_factory) -> Path:
-    """A generated LM task folder (:func:`softmax_zoo.data.prepare.generated.lm_corpus`): {train,validation,test}.txt, vocab.txt, meta.json."""
+    """A generated LM task folder (:func:`softmax_zoo.data.prepare.generated.lm_corpus`): {train,validation,test}.txt,
+    vocab.txt, meta.json."""
     return generated.lm_corpus(tmp_path_factory.mktemp("lmdata"))
 
 

@@ -1,41 +1,142 @@
-"""Nothing imports upward: the building blocks (losses, data, models) never import the layers built on them.
+"""The package's layers: every import goes down, no cycle, no reach into another package's private modules.
 
-The layers, lowest first: ``losses`` < ``data`` and ``models`` < ``tasks`` < ``engine`` < ``studies`` and
-``reports``. A module of a lower layer that imports ``engine``, ``tasks``, ``studies`` or ``reports``
-(any import form, at module level or inside a function) fails the test, naming the file and the import.
+A unit is a top-level module or package of softmax_zoo. :data:`LAYERS` lists them lowest first; a
+unit imports only units of lower layers (any import form, at module level or inside a function,
+read with ``ast``, nothing imported). So the building blocks (losses, data, models) never import
+the layers built on them, diagnostics/ measures below the tasks that report its numbers, reports/
+turn records into pages without the training stack, and studies/ sit on top, running the engine
+and reading the pages' public modules. Beside the layers: no cycle between units, and no module
+imports another package's underscore module (``softmax_zoo.reports._pages`` from studies/).
 Scripts (scripts/) build on the package only: one that imports from ``tests`` fails the test.
 """
 
 from __future__ import annotations
 
+import graphlib
 from pathlib import Path
 
 import pytest
 
 from tests.data.test_data_layering import PACKAGE, _imported_modules, _package_of
 
-UPPER = ("softmax_zoo.engine", "softmax_zoo.tasks", "softmax_zoo.studies", "softmax_zoo.reports")
-LOWER = ("losses", "data", "models")
+LAYERS = (
+    # leaves: import nothing of the package
+    ("cli_args", "config", "hub", "markdown", "metrics", "progress", "rouge155", "timing", "tracking"),
+    ("records", "dry_run"),  # records name runs by config's rule; dry_run reads config's family files
+    ("losses",),
+    ("data",),
+    ("models",),
+    # on models and heads: measurements, use_head, checks before a run, the vocabulary-parallel training setup
+    ("diagnostics", "hf", "preflight", "vocab_parallel_training"),
+    ("tasks", "reports"),  # evaluation of a trained model; pages from records (never the training stack)
+    ("trainer",),
+    ("engine",),
+    ("studies",),  # chains of runs, checkpoint diagnostics: the engine and the pages' public modules
+    ("train",),  # the @hydra.main entry point
+)
+LAYER = {unit: depth for depth, units in enumerate(LAYERS) for unit in units}
 SCRIPTS = PACKAGE.parents[1] / "scripts"
 
 
-def _upward_imports(path: Path) -> list[str]:
-    names = _imported_modules(path.read_text(encoding="utf-8"), _package_of(path))
-    return sorted({n for n in names if any(n == u or n.startswith(u + ".") for u in UPPER)})
+def unit_of(path: Path) -> str:
+    """The top-level module or package of softmax_zoo that ``path`` belongs to."""
+    first = path.relative_to(PACKAGE).parts[0]
+    return first.removesuffix(".py")
 
 
-@pytest.mark.parametrize("layer", LOWER)
-def test_building_blocks_never_import_upward(layer):
-    files = sorted((PACKAGE / layer).rglob("*.py"))
-    assert files, f"softmax_zoo/{layer} holds no modules"
-    offenders = [f"{p.relative_to(PACKAGE)} imports {name}" for p in files for name in _upward_imports(p)]
+def units() -> set[str]:
+    return {unit_of(p) for p in PACKAGE.rglob("*.py")} - {"__init__"}
+
+
+def imports_of(path: Path, source: str | None = None) -> list[tuple[str, str]]:
+    """(unit, module) for each softmax_zoo module that ``path`` (or ``source`` read as that file) imports from another unit.
+
+    ``from . import __version__`` (an attribute of the package itself) names no unit and is left out.
+    """
+    own, out = unit_of(path), []
+    source = path.read_text(encoding="utf-8") if source is None else source
+    for name in _imported_modules(source, _package_of(path)):
+        parts = name.split(".")
+        if parts[0] == "softmax_zoo" and len(parts) > 1 and parts[1] in LAYER and parts[1] != own:
+            out.append((parts[1], name))
+    return out
+
+
+def import_graph() -> dict[str, set[str]]:
+    graph: dict[str, set[str]] = {unit: set() for unit in units()}
+    for path in PACKAGE.rglob("*.py"):
+        graph.setdefault(unit_of(path), set()).update(unit for unit, _ in imports_of(path))
+    graph.pop("__init__", None)
+    return graph
+
+
+def cycle(graph: dict[str, set[str]]) -> list[str] | None:
+    """A cycle of ``graph`` (unit -> the units it imports), first unit repeated at the end; None if there is none."""
+    try:
+        list(graphlib.TopologicalSorter(graph).static_order())
+    except graphlib.CycleError as error:
+        return error.args[1]
+    return None
+
+
+def upward_imports(path: Path, source: str | None = None) -> list[str]:
+    own = LAYER[unit_of(path)]
+    return sorted({f"{path.relative_to(PACKAGE)} imports {name}" for unit, name in imports_of(path, source) if LAYER[unit] >= own})
+
+
+def private_imports(path: Path, source: str | None = None) -> list[str]:
+    """Imports of an underscore module (or name) of another unit: ``softmax_zoo.reports._pages``."""
+    hits = set()
+    for _, name in imports_of(path, source):
+        if any(part.startswith("_") and not part.startswith("__") for part in name.split(".")[2:]):
+            hits.add(f"{path.relative_to(PACKAGE)} imports {name}")
+    return sorted(hits)
+
+
+def test_every_unit_has_a_layer():
+    assert units() == set(LAYER), f"unplaced: {sorted(units() - set(LAYER))}; gone: {sorted(set(LAYER) - units())}"
+
+
+@pytest.mark.parametrize("unit", [u for units_ in LAYERS for u in units_])
+def test_imports_go_down(unit):
+    files = sorted((PACKAGE / unit).rglob("*.py")) if (PACKAGE / unit).is_dir() else [PACKAGE / f"{unit}.py"]
+    offenders = [line for path in files for line in upward_imports(path)]
     assert not offenders, offenders
 
 
-def test_the_scan_sees_an_import_inside_a_function(tmp_path):
-    module = PACKAGE / "models" / "distill.py"
+def test_no_cycle_between_units():
+    graph = import_graph()
+    assert set(graph) == units()
+    found = cycle(graph)
+    assert found is None, f"import cycle: {' -> '.join(found)}"
+
+
+def test_no_import_of_another_packages_private_modules():
+    offenders = [line for path in sorted(PACKAGE.rglob("*.py")) for line in private_imports(path)]
+    assert not offenders, offenders
+
+
+def test_the_scan_sees_a_lazy_upward_import():
     source = "def f():\n    from ..engine import initialise_from\n"
-    assert "softmax_zoo.engine.initialise_from" in _imported_modules(source, _package_of(module))
+    assert upward_imports(PACKAGE / "models" / "distill.py", source) == [
+        "models/distill.py imports softmax_zoo.engine", "models/distill.py imports softmax_zoo.engine.initialise_from",
+    ]
+
+
+def test_the_checks_catch_a_cycle_an_upward_and_a_private_import():
+    assert cycle({"tasks": {"diagnostics"}, "diagnostics": {"engine"}, "engine": {"tasks"}}) is not None
+    assert cycle({"tasks": {"diagnostics"}, "diagnostics": set()}) is None
+    page, study = PACKAGE / "reports" / "fig2.py", PACKAGE / "studies" / "sampler_bias.py"
+    assert upward_imports(page, "from ..studies import seeds\n") == [
+        "reports/fig2.py imports softmax_zoo.studies", "reports/fig2.py imports softmax_zoo.studies.seeds",
+    ]
+    assert upward_imports(page, "from ..tasks.lm import collate\n")  # tasks shares the layer of reports
+    assert upward_imports(study, "from ..reports.kernel_bias import DIAGNOSTICS\n") == []
+    assert private_imports(study, "from ..reports._pages import provenance\n") == [
+        "studies/sampler_bias.py imports softmax_zoo.reports._pages",
+        "studies/sampler_bias.py imports softmax_zoo.reports._pages.provenance",
+    ]
+    assert private_imports(study, "from ._jobs import study_parser\n") == []  # its own package's
 
 
 def _test_imports(source: str) -> list[str]:

@@ -6,8 +6,8 @@ Modules::
     data          runtime data: prepared folders as datasets, collators, tokenizers (data.prepare: preparation)
     models        encoders with any output head, built from the model and loss configs
     tasks         each task family's datasets, collator and evaluation, from the composed config
-    diagnostics   diagnostics of trained models (top-k regime, sampler bias)
-    studies       numerical studies and chains of resumable runs (records -> reports)
+    diagnostics   measurements of a trained model's output layer (top-k regime, sampled-softmax bias), below tasks
+    studies       numerical studies, diagnostics of checkpoints and chains of resumable runs (above the engine)
     reports       result pages built from run records (``python -m softmax_zoo.reports``)
     cli_args      the one command-line parser of the package's entry points
     config        where the configs live, composing them outside ``@hydra.main``, run ids and result folders
@@ -16,6 +16,7 @@ Modules::
     trainer       the Trainer subclass, the callbacks every run gets, TrainingArguments from cfg.train
     hf            any Hugging Face language model trained with a softmax_zoo head (``use_head``)
     hub           where pretrained checkpoints and tokenizers come from
+    markdown      Markdown tables, shared by the pages and the studies
     metrics       evaluation metrics, each named as the papers report it
     preflight     checks before training: writable outputs, prepared data unchanged, the checkpoint to resume
     progress      progress bars: on at a terminal, off in logs and pipes

@@ -12,13 +12,18 @@ records about its composition (Hydra's group choices, the command as typed).
 - :func:`run_id`: the one rule that names runs (parts + the overrides they do not name);
   :func:`run_name`: the name a job of given overrides gets (make: ``python -m softmax_zoo.config
   run_name|output_dir <overrides>``; reports: ``run_name(record["job"]["overrides"])``).
-- :func:`register_families`: each task family's file (<config folder>/families/<family>.yaml) as the Hydra
-  configs ``family/<family>`` and ``family_scale/<family>_<scale>``: configs/'s on import, and those of
-  every folder a composition reads (:func:`config_sources`: the primary one and each ``hydra.searchpath``
-  folder) when :func:`compose` or ``python -m softmax_zoo.train`` (:func:`command_line_sources`) composes.
-- Resolvers the configs use (registered on import): ``${zoo.run_id:[parts],[named]}`` (:func:`job_run_id`),
-  ``${zoo.run_of:changes...}`` (another job's name, :func:`run_of`), ``${zoo.group:...}`` (:func:`run_group`) and
-  ``${zoo.results_dir:...}`` (:func:`results_dir`), ``${zoo.epoch_checkpoint:...}`` (:func:`epoch_checkpoint`).
+- :func:`register`: what Hydra needs before it composes, registered by an explicit call (importing
+  this module registers nothing): :func:`compose` calls it, and ``python -m softmax_zoo.train`` before
+  ``@hydra.main`` composes (a submitit job gets both registries with Hydra's own state). It is
+  :func:`register_resolvers` and :func:`register_families`:
+
+  - each task family's file (<config folder>/families/<family>.yaml) as the Hydra configs
+    ``family/<family>`` and ``family_scale/<family>_<scale>``, from every folder a composition reads
+    (:func:`config_sources`: the primary one and each ``hydra.searchpath`` folder;
+    :func:`command_line_sources` for a command line);
+  - the resolvers the configs use: ``${zoo.run_id:[parts],[named]}`` (:func:`job_run_id`),
+    ``${zoo.run_of:changes...}`` (another job's name, :func:`run_of`), ``${zoo.group:...}`` (:func:`run_group`),
+    ``${zoo.results_dir:...}`` (:func:`results_dir`) and ``${zoo.epoch_checkpoint:...}`` (:func:`epoch_checkpoint`).
 """
 
 from __future__ import annotations
@@ -60,7 +65,7 @@ def compose(overrides: list[str] = (), config_dir: str | Path | None = None) -> 
     from omegaconf import open_dict
 
     GlobalHydra.instance().clear()
-    register_families(config_sources(config_dir, overrides))
+    register(config_sources(config_dir, overrides))
     with initialize_config_dir(config_dir=str(config_dir or CONFIG_DIR), version_base="1.3"):
         cfg = hydra_compose("train", overrides=list(overrides), return_hydra_config=True)
     HydraConfig.instance().set_config(cfg)
@@ -532,8 +537,11 @@ def register_resolvers() -> None:
             OmegaConf.register_new_resolver(name, fn)
 
 
-register_resolvers()
-register_families()
+def register(config_dirs: str | Path | Sequence[str | Path] | None = None) -> None:
+    """Make Hydra ready to compose: the ``zoo.*`` resolvers, and the family configs of ``config_dirs``
+    (default configs/; give every folder the composition reads, :func:`config_sources`)."""
+    register_resolvers()
+    register_families(config_dirs)
 
 
 def main(argv: Sequence[str]) -> None:

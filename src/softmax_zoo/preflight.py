@@ -85,7 +85,8 @@ def is_reproduction(cfg: DictConfig) -> bool:
 
 
 def dirty_refusal(state: dict[str, Any]) -> str:
-    """The message refusing a reproduction from uncommitted code (a :func:`softmax_zoo.records.git_state`), naming the first changed files."""
+    """The message refusing a reproduction from uncommitted code (a :func:`softmax_zoo.records.git_state`),
+    naming the first changed files."""
     paths, total = state["dirty_paths"], len(state["dirty_paths"]) + state["dirty_paths_more"]
     shown = ", ".join(paths[:SHOWN_PATHS]) + (f" and {total - SHOWN_PATHS} more" if total > SHOWN_PATHS else "")
     return (
@@ -223,12 +224,6 @@ def differing_keys(saved: dict[str, Any], current: dict[str, Any], ignored=RESUM
     return [k for k in keys if a.get(k, ABSENT) != b.get(k, ABSENT)]
 
 
-def config_differences(saved: dict[str, Any], current: dict[str, Any], ignored=RESUME_IGNORED) -> list[str]:
-    """``"key: saved -> current"`` for every key whose value differs, keys of ``ignored`` left out."""
-    a, b = flatten(saved), flatten(current)
-    return [f"{k}: {a.get(k, ABSENT)!r} -> {b.get(k, ABSENT)!r}" for k in differing_keys(saved, current, ignored)]
-
-
 def setting(key: str, flat: dict[str, Any]) -> str:
     """``key=value`` as typed on the command line (``loss.k=5``; ``key`` absent: ``no key``)."""
     if key not in flat:
@@ -302,7 +297,8 @@ def siblings(cfg: DictConfig, output_dir: Path) -> list[Sibling]:
         saved = json.loads((checkpoint / CONFIG_FILE).read_text())
         keys = differing_keys(saved, current, (*RESUME_IGNORED, "output_dir"))
         if keys and REPLICATE_KEY not in keys:
-            record = records.record_path(records.runs_dir(saved.get("results_dir", "")), str(saved.get("experiment_name")), str(saved.get("run_name")))
+            runs = records.runs_dir(saved.get("results_dir", ""))
+            record = records.record_path(runs, str(saved.get("experiment_name")), str(saved.get("run_name")))
             found.append(Sibling(checkpoint, saved, keys, record))
     return found
 

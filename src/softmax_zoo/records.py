@@ -3,8 +3,9 @@
 Records: each run writes ``<results_dir>/runs/<experiment_name>/<run_name>.json``. A record holds
 the resolved config and Hydra's group choices (``choices``: task, model, loss, sampler, scale,
 experiment, start), the Hydra job (``job``: overrides, sweep folder), the wandb run (``wandb``:
-path, id, group), git (commit, dirty flag, the changed and untracked files the run is made from, allow_dirty), seed, data (meta.json, and under ``data.read`` the
-sha256 of each prepared file read, checked against meta.json; ``data.examples`` per split), metrics, the heads as built
+path, id, group), git (commit, dirty flag, the changed and untracked files the run is made from, allow_dirty), seed,
+data (meta.json, and under ``data.read`` the sha256 of each prepared file read, checked against meta.json;
+``data.examples`` per split), metrics, the heads as built
 and the parameter count, per-step training loss, timings (wall, train, examples/s for training
 and each evaluated split), device, versions and command line (:func:`make_record`). Per-example
 rows of an evaluated split go beside it, ``<run_name>.<split>.predictions.jsonl``

@@ -7,8 +7,9 @@ results/runs/<experiment_name>/<run_name>.json. Sweeps: ``-m`` (Hydra multirun).
 The configs are read from the repository's configs/ (an editable install); from a wheel, point
 Hydra at a copy: ``python -m softmax_zoo.train --config-path /abs/path/to/configs ...``. Configs of
 your own (a loss, a task, a task family's families/<family>.yaml) may also sit in another folder:
-``hydra.searchpath=[file:///abs/path/to/folder]``. The family files of every folder Hydra composes
-from are registered before it composes (:func:`softmax_zoo.config.command_line_sources`).
+``hydra.searchpath=[file:///abs/path/to/folder]``. The ``zoo.*`` resolvers and the family files of
+every folder Hydra composes from are registered before it composes (:func:`softmax_zoo.config.register`
+of :func:`softmax_zoo.config.command_line_sources`).
 
 The composed config's values are checked (:func:`softmax_zoo.preflight.check_config`) before the
 training stack (transformers' Trainer, datasets, wandb) is imported, so a bad value
@@ -29,7 +30,7 @@ from hydra.errors import CompactHydraException
 from omegaconf import DictConfig
 
 from . import preflight
-from .config import CONFIG_DIR, command_line_sources, register_families, unknown_key_hint
+from .config import CONFIG_DIR, command_line_sources, register, unknown_key_hint
 
 log = logging.getLogger(__name__)
 FULL_ERROR = "HYDRA_FULL_ERROR"  # Hydra's own switch: "1" shows every traceback in full
@@ -69,7 +70,7 @@ def main(cfg: DictConfig) -> None:
 
 
 if __name__ == "__main__":
-    register_families(command_line_sources(sys.argv[1:]))
+    register(command_line_sources(sys.argv[1:]))  # resolvers and family configs, before Hydra composes
     try:
         main()
     except SystemExit as exit_:

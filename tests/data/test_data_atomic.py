@@ -1,4 +1,5 @@
-"""Preparing twice is byte-identical; an interrupted preparation never leaves a complete-looking folder; prepared files get a plain write's mode."""
+"""Preparing twice is byte-identical; an interrupted preparation never leaves a complete-looking folder; prepared files
+get a plain write's mode."""
 
 from __future__ import annotations
 

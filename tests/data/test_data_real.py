@@ -77,7 +77,8 @@ def test_wikitext2(tmp_path):
     s = meta["splits"]
     assert meta["missing_splits"] == ["train"]
     message = missing_split_message(tmp_path / "wikitext2", "wikitext2", ["train.txt"])
-    assert f"the release in {(_need('wikitext2') / 'wikitext2').resolve()} has no train (wiki.train.tokens)" in message  # the meta records the resolved path
+    # the meta records the resolved path
+    assert f"the release in {(_need('wikitext2') / 'wikitext2').resolve()} has no train (wiki.train.tokens)" in message
     assert (s["validation"]["words"], s["test"]["words"]) == (213886, 241211)
     assert s["validation"]["sentences"] + meta["dropped"]["validation"]["empty line"] == 3760
     assert meta["vocab_size"] == 33276

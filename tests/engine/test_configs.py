@@ -7,6 +7,8 @@ families) are covered without editing this test.
 from __future__ import annotations
 
 import importlib.util
+import subprocess
+import sys
 from pathlib import Path
 
 import hydra
@@ -154,9 +156,25 @@ def test_slurm_launcher_config():
         pytest.skip("hydra-submitit-launcher (the `slurm` extra) is not installed: YAML checked, not composed")
     from hydra import compose, initialize_config_dir
 
+    config.register(CONFIGS)  # as train.py does before @hydra.main composes
     with initialize_config_dir(config_dir=str(CONFIGS), version_base="1.3"):
         cfg = compose("train", overrides=["hydra/launcher=submitit_slurm"], return_hydra_config=True)
     assert cfg.hydra.launcher.timeout_min == node.timeout_min
+
+
+def test_importing_config_registers_nothing_until_register_is_called():
+    script = (
+        "from hydra.core.config_store import ConfigStore\n"
+        "from omegaconf import OmegaConf\n"
+        "from softmax_zoo import config\n"
+        "def state():\n"
+        "    return OmegaConf.has_resolver('zoo.run_id'), 'family' in ConfigStore.instance().repo\n"
+        "print(state())\n"
+        "config.register()\n"
+        "print(state())\n"
+    )
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True).stdout
+    assert out.split("\n")[:2] == ["(False, False)", "(True, True)"]
 
 
 def test_unknown_group_choice_lists_the_valid_ones(make_cfg):

@@ -65,6 +65,9 @@ def test_a_head_argument_missing_from_its_config_gets_the_plus_hint(tmp_path):
     sparse = configs / "loss" / "sparse_softmax.yaml"
     sparse.write_text(sparse.read_text().replace("label_smoothing: 0.0\n", ""))
     hint = unknown_key_hint(["loss=sparse_softmax", "loss.label_smoothing=0.1"], config_dir=configs)
-    assert hint == "'loss.label_smoothing' is not in the composed config, but SparseSoftmaxHead takes label_smoothing: add it with +loss.label_smoothing=0.1"
+    assert hint == (
+        "'loss.label_smoothing' is not in the composed config, but SparseSoftmaxHead takes label_smoothing: "
+        "add it with +loss.label_smoothing=0.1"
+    )
     hint = unknown_key_hint(["loss=sparse_softmax", "loss.kk=5"])
     assert hint.startswith("unknown key 'loss.kk'; valid keys under loss: _target_, bias,") and " k," in hint

@@ -18,7 +18,8 @@ def test_new_run_starts_from_the_finished_runs_weights(make_cfg, tmp_path):
     engine.run(first)
     saved = load_file(str(Path(first.output_dir) / "checkpoint-2" / "model.safetensors"))
 
-    second = make_cfg("scale=smoke", "loss=softmax", "model.tie_weights=true", f"init_from={first.output_dir}", f"output_dir={tmp_path / 'second'}")
+    second = make_cfg("scale=smoke", "loss=softmax", "model.tie_weights=true", f"init_from={first.output_dir}",
+                      f"output_dir={tmp_path / 'second'}")
     task = engine.build_task(second)
     fresh = {k: v.clone() for k, v in task.model.state_dict().items()}
     read = engine.initialise_from(task.model, second.init_from)

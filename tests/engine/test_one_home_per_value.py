@@ -83,7 +83,7 @@ def compositions(configs: Path, tasks: list[str] | None = None, experiments: lis
             for task in tasks or names(configs, "task"):
                 listed = entries([f"task={task}", f"scale={scale}"])
                 yield listed
-                swaps = (*(("model", m) for m in models.values()), *(("loss", l) for l in losses.values()),
+                swaps = (*(("model", m) for m in models.values()), *(("loss", loss) for loss in losses.values()),
                          *(("distill", d) for d in distills.values()))
                 for name, swapped in swaps:
                     yield splice(listed, name, swapped)

@@ -41,7 +41,8 @@ def check_record(cfg, steps: int) -> dict:
     assert record["versions"]["torch"] == torch.__version__
     device = "cuda" if torch.cuda.is_available() else "cpu"  # the Trainer takes the GPU when there is one
     assert record["device"]["type"] == device and record["device"]["world_size"] == 1
-    assert record["device"]["cpu"]["model"] and record["device"]["cpu"]["capability"] in {"DEFAULT", "AVX2", "AVX512", "ZVECTOR", "VSX", "SVE256"}
+    cpu = record["device"]["cpu"]
+    assert cpu["model"] and cpu["capability"] in {"DEFAULT", "AVX2", "AVX512", "ZVECTOR", "VSX", "SVE256"}
     assert record["device"]["precision"] == "fp32"  # scale=smoke
     return record
 

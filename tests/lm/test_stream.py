@@ -94,7 +94,7 @@ def test_byte_ranges_cover_each_line_once(tmp_path):
     path = tmp_path / "t.txt"
     lines = [f"line {i} " + "x" * (i % 7) for i in range(40)]
     path.write_text("\n".join(lines) + "\n")
-    got = [l.rstrip("\n") for s, e in byte_ranges(path.stat().st_size, 9) for l in read_lines(path, s, e)]
+    got = [line.rstrip("\n") for s, e in byte_ranges(path.stat().st_size, 9) for line in read_lines(path, s, e)]
     assert got == lines
 
 

@@ -81,3 +81,15 @@ def test_collator_replacement_rates():
     masked = (inputs == 3).float().mean().item()
     kept = (inputs == labels).float().mean().item()
     assert 0.7 < masked < 0.9 and 0.05 < kept < 0.15  # 80% [MASK], 10% unchanged (10% random)
+
+
+@pytest.mark.parametrize("key, value, message", [
+    ("task.max_target_len", 1, "max_target_len must be >= 2, got 1"),
+    ("task.max_source_len", 3, "max_source_len must be >= 4, got 3"),
+])
+def test_a_budget_too_small_for_the_layout_is_refused_before_the_data_is_read(tmp_path, key, value, message):
+    from softmax_zoo import config, engine
+
+    cfg = config.compose(["task=gigaword", "scale=smoke", f"task.data_dir={tmp_path / 'absent'}", f"{key}={value}"])
+    with pytest.raises(ValueError, match=message):
+        engine.build_task(cfg)

@@ -119,7 +119,8 @@ def test_an_encoder_without_mlm_head_loads_quietly_naming_what_starts_fresh(tmp_
     from transformers.utils import logging as hf_logging
 
     before = hf_logging.get_verbosity(), hf_logging.is_progress_bar_enabled()
-    BertModel(BertConfig(vocab_size=40, hidden_size=16, num_hidden_layers=1, num_attention_heads=2, intermediate_size=32)).save_pretrained(tmp_path)
+    bert = BertConfig(vocab_size=40, hidden_size=16, num_hidden_layers=1, num_attention_heads=2, intermediate_size=32)
+    BertModel(bert).save_pretrained(tmp_path)
     with caplog.at_level("INFO", logger="softmax_zoo.models.unilm"):
         bert = load_bert(str(tmp_path))
     err = capfd.readouterr().err

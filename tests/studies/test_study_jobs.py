@@ -26,8 +26,10 @@ def test_kernel_bias_paper_jobs_from_the_command_line(monkeypatch):
     kernel_bias_paper.main(["uniform=8", "kernels=quadratic", "kernel_m=32", "model.hidden_size=8"])
     assert chains == [[
         ["experiment=kernel_bias_paper_full", "scale=cpu", "seed=0", "model.hidden_size=8"],
-        ["experiment=kernel_bias_paper_sampled", "scale=cpu", "seed=0", "model.hidden_size=8", "loss/sampler=quadratic", "loss.num_samples=32"],
-        ["experiment=kernel_bias_paper_sampled", "scale=cpu", "seed=0", "model.hidden_size=8", "loss/sampler=uniform", "loss.num_samples=8"],
+        ["experiment=kernel_bias_paper_sampled", "scale=cpu", "seed=0", "model.hidden_size=8",
+         "loss/sampler=quadratic", "loss.num_samples=32"],
+        ["experiment=kernel_bias_paper_sampled", "scale=cpu", "seed=0", "model.hidden_size=8",
+         "loss/sampler=uniform", "loss.num_samples=8"],
     ]]
 
 

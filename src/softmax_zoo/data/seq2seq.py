@@ -2,7 +2,8 @@
 
 Layout (Dong et al. 2019, UniLM §3.2): ``[CLS] source [SEP] target [SEP]``; ``token_type_ids``
 marks the part, 0 for the first and 1 for the second, and the model maps the parts to its
-checkpoint's segment embeddings (BERT 0/1, UniLM v1 4/5: :mod:`softmax_zoo.models.unilm`). Truncation rules, each counted in :class:`Truncation`:
+checkpoint's segment embeddings (BERT 0/1, UniLM v1 4/5: :mod:`softmax_zoo.models.unilm`).
+Truncation rules, each counted in :class:`Truncation` (:func:`check_budget`: the smallest budgets):
 
 * summarisation (Gigaword): the source keeps its first ``max_source_len - 2`` tokens (UniLM's
   ``--trunc_seg a --always_truncate_tail``); the target its first ``max_target_len - 1`` (+ [SEP]).
@@ -44,7 +45,8 @@ class Truncation:
         return asdict(self)
 
 
-def _check_budget(max_source_len: int, max_target_len: int) -> None:
+def check_budget(max_source_len: int, max_target_len: int) -> None:
+    """The smallest budgets that hold ``[CLS] passage [SEP] answer [SEP]`` with a token of each, and ``target [SEP]``."""
     if max_source_len < 4:
         raise ValueError(f"max_source_len must be >= 4, got {max_source_len}")
     if max_target_len < 2:

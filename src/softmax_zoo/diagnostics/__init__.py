@@ -1,9 +1,12 @@
-"""Diagnostics of trained models and of the sampled-softmax heads.
+"""Measurements of a trained model's output layer: pure functions of tensors and heads.
+
+A layer below the tasks: it imports only losses/, and tasks/ call it while they evaluate (the
+top-k regime metrics every classification and seq2seq record carries). The commands that train or
+load a model and then measure it sit above the engine, in studies/ (``studies.sampler_bias``,
+``studies.sampled_uniform``); tests/test_layering.py holds both sides to their layer.
 
 Modules::
 
-    topk              where the targets sit among the logits: sparse-softmax's top-k regime
-    sampler_bias      a sampled softmax's bias at a fixed language-model checkpoint, no training
-    bias_measures     how far a sampled softmax is from the full one at fixed output-layer inputs
-    sampled_uniform   why the lm1b sampled softmax with the uniform sampler ends near perplexity = vocabulary size
+    topk            where the targets sit among the logits: sparse-softmax's top-k regime
+    bias_measures   how far a sampled softmax is from the full one at fixed output-layer inputs
 """

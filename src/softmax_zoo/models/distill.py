@@ -313,7 +313,9 @@ def maybe_distill(cfg: DictConfig, task, build_teacher: BuildTeacher):
     rows = None
     if stream:
         if cfg.train.num_workers:
-            raise ValueError(f"distilling a streamed task needs train.num_workers=0 (rows are matched in order), got {cfg.train.num_workers}")
+            raise ValueError(
+                f"distilling a streamed task needs train.num_workers=0 (rows are matched in order), got {cfg.train.num_workers}"
+            )
         steps = cfg.train.max_steps
         per_epoch = len(task.train_dataset)
         rows = per_epoch if steps <= 0 else min(per_epoch, steps * cfg.train.batch_size * cfg.train.grad_accum)

@@ -310,7 +310,8 @@ class UniLM(nn.Module):
             positions, each (B, H, Lq, d/H), for the caller to cache.
         """
         emb = self.encoder.embeddings
-        h = emb.word_embeddings(input_ids) + emb.position_embeddings(position_ids) + emb.token_type_embeddings(self.segment_table[token_type_ids])
+        h = (emb.word_embeddings(input_ids) + emb.position_embeddings(position_ids)
+             + emb.token_type_embeddings(self.segment_table[token_type_ids]))
         h = emb.dropout(emb.LayerNorm(h))
         kv = []
         for i, layer in enumerate(self.encoder.encoder.layer):

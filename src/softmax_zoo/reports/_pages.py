@@ -16,6 +16,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from ..markdown import markdown_table
 from ..records import REPO_ROOT, atomic_write, get, write_text
 
 CLAIMS_FILE = "claims.md"
@@ -27,20 +28,6 @@ CLAIMS_HEADER = ("id", "claim", "paper", "ours", "verdict", "source")
 
 
 # ---------------------------------------------------------------- tables and pages
-
-
-def markdown_table(header: Sequence[str], rows: Iterable[Sequence[Any]]) -> str:
-    """A GitHub-flavoured Markdown table (cells converted with ``str``, "|" escaped)."""
-    def cell(v: Any) -> str:
-        return str(v).replace("|", "\\|")
-
-    lines = ["| " + " | ".join(cell(h) for h in header) + " |", "|" + "---|" * len(header)]
-    for row in rows:
-        row = list(row)
-        if len(row) != len(header):
-            raise ValueError(f"row {row} has {len(row)} cells but the header has {len(header)}")
-        lines.append("| " + " | ".join(cell(v) for v in row) + " |")
-    return "\n".join(lines) + "\n"
 
 
 def shown_path(path: str | Path) -> str:

@@ -7,6 +7,8 @@ Modules::
     kernel_bias_paper   Blanc & Rendle 2018's bias study in the paper's setting, chained and resumable
     sparse_regime       the sparse-softmax regime study's runs, chained and resumable
     seeds               paired arms over training seeds, seed by seed, chained and resumable
+    sampler_bias        a sampled softmax's bias at a fixed language-model checkpoint, no training
+    sampled_uniform     why the lm1b sampled softmax with the uniform sampler ends near perplexity = vocabulary size
     _jobs               chains of training runs that resume: a job with a record is skipped
     _stable_runs        the stable study's training loops, arm forms and regimes
 """

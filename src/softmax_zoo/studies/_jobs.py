@@ -87,7 +87,8 @@ def run_all(job_list: Sequence[list[str]], runner: Runner = train_in_subprocess)
 
 
 def study_parser(study: str, options: Sequence[Option]) -> Parser:
-    """The command line of ``python -m softmax_zoo.studies.<study>``: its own options, every other ``key=value`` an override of every job."""
+    """The command line of ``python -m softmax_zoo.studies.<study>``: its own options, every other ``key=value`` an
+    override of every job."""
     return Parser(f"python -m softmax_zoo.studies.{study}", options, rest="train overrides", max_positional=0)
 
 

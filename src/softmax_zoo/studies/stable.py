@@ -123,7 +123,8 @@ def run_all(out: Path, seeds: int, only: str | None = None, setting: Setting = S
         result = run_one(spec, setting, teacher_of)
         seconds = time.perf_counter() - t0
         write_record(record_of(spec, setting, result, seconds, out.name, command or [COMMAND]), out.parent)
-        print(f"{run_name(spec)}: {seconds:.1f} s, final {({k: v for k, v in result['final'].items() if isinstance(v, float)})}", flush=True)
+        final = {k: v for k, v in result["final"].items() if isinstance(v, float)}
+        print(f"{run_name(spec)}: {seconds:.1f} s, final {final}", flush=True)
         written.append(path)
     return written
 

@@ -46,6 +46,7 @@ from softmax_zoo.data.seq2seq import (
     Seq2SeqDataset,
     Truncation,
     UniLMTrainCollator,
+    check_budget,
     collate_sources,
     encode_question_generation,
     encode_summarisation,
@@ -239,6 +240,7 @@ def build_task(cfg: DictConfig, batches: Batches) -> Task:
     ``batches`` is not read: the Trainer batches the training pairs, and decoding uses ``task.decode.batch_size``.
     """
     t = cfg.task
+    check_budget(t.max_source_len, t.max_target_len)
     data_dir = require_prepared(hydra.utils.to_absolute_path(t.data_dir), t.name, ("meta.json", "train.jsonl"))
     meta = json.loads((data_dir / "meta.json").read_text(encoding="utf-8"))
     tokenizer = load_tokenizer(cfg.model.tokenizer, cfg.model.get("lowercase"))

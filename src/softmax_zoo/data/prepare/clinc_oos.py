@@ -89,7 +89,9 @@ def from_hub(ds, opts: dict, raw: RawDir | None = None) -> Prepared:
 
 
 def generate(root: Path, seed: int = 0) -> Path:
-    """Generated data in this task's prepared format under ``root`` (tests, the paper-scale dry run). Short English utterances of 4-10 words; the last class is the out-of-scope one."""
+    """Generated data in this task's prepared format under ``root`` (tests, the paper-scale dry run).
+
+    Short English utterances of 4-10 words; the last class is the out-of-scope one."""
     # imported here: the tests' generators (and torch) are no part of preparing real data
     from softmax_zoo.data.prepare.generated import classification_folder, english
 

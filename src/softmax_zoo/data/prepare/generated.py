@@ -28,7 +28,10 @@ from softmax_zoo.data.prepare.writer import Prepared, write_prepared
 
 NUM_CLASSES = 24
 CLASSIFICATION_SIZES = {"train": 96, "validation": 48, "test": 48}
-_ZH = "的一是不了人我在有他这中大来上个国到说们为子和你地出道也时年得就那要下以生会自着去之过家学对可她里后小么心多天而能好都然没日于起还发成事只作当想看文无开手十用主行方又如前所本见经头面公同三已老从动两长"
+_ZH = (
+    "的一是不了人我在有他这中大来上个国到说们为子和你地出道也时年得就那要下以生会自着去之过家学对可她"
+    "里后小么心多天而能好都然没日于起还发成事只作当想看文无开手十用主行方又如前所本见经头面公同三已老从动两长"
+)
 
 NUM_WORDS = 60  # word types of the generated LM corpus; with <eos> and <unk>: 62 classes
 

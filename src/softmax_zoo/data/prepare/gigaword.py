@@ -123,7 +123,9 @@ def from_hub(ds, opts: dict, raw: RawDir | None = None) -> Prepared:
 
 
 def generate(root: Path, seed: int = 0) -> Path:
-    """Generated data in this task's prepared format under ``root`` (tests, the paper-scale dry run). Summarisation pairs: a sentence and its first words as the title."""
+    """Generated data in this task's prepared format under ``root`` (tests, the paper-scale dry run).
+
+    Summarisation pairs: a sentence and its first words as the title."""
     # imported here: the tests' generators (and torch) are no part of preparing real data
     from softmax_zoo.data.prepare.generated import pair_folder, summaries
 

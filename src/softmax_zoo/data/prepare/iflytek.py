@@ -97,7 +97,9 @@ def from_hub(ds, opts: dict, raw: RawDir | None = None) -> Prepared:
 
 
 def generate(root: Path, seed: int = 0) -> Path:
-    """Generated data in this task's prepared format under ``root`` (tests, the paper-scale dry run). Long Chinese app descriptions, with char_vocab.txt."""
+    """Generated data in this task's prepared format under ``root`` (tests, the paper-scale dry run).
+
+    Long Chinese app descriptions, with char_vocab.txt."""
     # imported here: the tests' generators (and torch) are no part of preparing real data
     from softmax_zoo.data.prepare.generated import chinese, classification_folder
 

@@ -4,7 +4,8 @@ A preparer is a module or object with ``RAW_NAME`` (its release folder under the
 ``KIND`` (its prepared format, one of ``layout.KINDS``: "classification", "seq2seq", "lm"),
 ``OPTIONS`` (task options and their defaults), ``load_local(raw, opts)``, ``hub_spec(opts)`` and
 ``from_hub(ds, opts, raw)``; optionally ``generate(root, seed=0) -> folder``, generated data in its
-prepared format for tests and the paper-scale dry run (:mod:`.generated` collects them). A module registers itself with ``register("clinc_oos", sys.modules[__name__])``,
+prepared format for tests and the paper-scale dry run (:mod:`.generated` collects them). A module registers itself with
+``register("clinc_oos", sys.modules[__name__])``,
 an object with ``LM1B = register("lm1b", _LM1B())``.
 
 :func:`preparers` imports every module of this package (except the command line and ``__main__``)

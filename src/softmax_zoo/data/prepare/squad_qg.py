@@ -120,7 +120,9 @@ def from_hub(ds, opts: dict, raw: RawDir | None = None) -> Prepared:
 
 
 def generate(root: Path, seed: int = 0) -> Path:
-    """Generated data in this task's prepared format under ``root`` (tests, the paper-scale dry run). Question-generation rows: a passage, an answer span in it and its question."""
+    """Generated data in this task's prepared format under ``root`` (tests, the paper-scale dry run).
+
+    Question-generation rows: a passage, an answer span in it and its question."""
     # imported here: the tests' generators (and torch) are no part of preparing real data
     from softmax_zoo.data.prepare.generated import pair_folder, questions
 

@@ -1,4 +1,4 @@
-"""python -m softmax_zoo.diagnostics.sampler_bias end to end on the generated corpus (init and a checkpoint)."""
+"""python -m softmax_zoo.studies.sampler_bias end to end on the generated corpus (init and a checkpoint)."""
 
 from __future__ import annotations
 
@@ -6,11 +6,9 @@ import json
 
 import pytest
 
-from softmax_zoo import engine
-from softmax_zoo.diagnostics import sampler_bias
+from softmax_zoo import config, engine
 from softmax_zoo.reports.kernel_bias import diagnostic_section
-
-from .test_task import compose
+from softmax_zoo.studies import sampler_bias
 
 
 def overrides(corpus, tmp_path) -> list[str]:
@@ -40,7 +38,7 @@ def test_init_writes_json_and_table(lm_corpus, tmp_path):
 
 
 def test_checkpoint_after_training(lm_corpus, tmp_path):
-    engine.run(compose(lm_corpus, tmp_path, "loss=softmax", "train.save_steps=2"))
+    engine.run(config.compose([*overrides(lm_corpus, tmp_path), "loss=softmax", "train.save_steps=2"]))
     ckpt = sorted((tmp_path / "ckpt").glob("checkpoint-*"))[-1]
     result = diagnose(ckpt, lm_corpus, tmp_path)
     step = int(ckpt.name.split("-")[1])

@@ -1,6 +1,6 @@
 """Sampler bias at a fixed language-model checkpoint (Blanc & Rendle 2018; no training).
 
-    python -m softmax_zoo.diagnostics.sampler_bias CHECKPOINT [OVERRIDES ...] [--batches 3] [--draws 16]
+    python -m softmax_zoo.studies.sampler_bias CHECKPOINT [OVERRIDES ...] [--batches 3] [--draws 16]
         [--samples 8 32 128 512] [--samplers uniform unigram quadratic quadratic_centred softmax]
         [--out DIR] [--name NAME] [--trained-by COMMAND]
 
@@ -12,11 +12,12 @@ sampler-diagnostic CKPT=...`` runs it on the PTB study's model.
 
 The model runs (evaluation mode, the state carried as in training) over the first ``--batches``
 batches of the training stream; on each batch's output-layer inputs, for every sampler (the
-``configs/loss/sampler/`` files) and m, :mod:`.bias_measures` gives KL(p̃ ‖ q̃), the sampled
-loss's bias and the output layer's gradient bias and cosine over ``--draws`` draws, averaged over
-the batches, plus the logit sizes of :func:`~.bias_measures.logit_stats`. Writes
-``<out>/<name>.json`` and ``<out>/<name>.md`` (out: ``<results_dir>/diagnostics/sampler_bias/<experiment>``
-of the run's config; name: ``<run>_step<N>``).
+``configs/loss/sampler/`` files) and m, the measures of
+:mod:`softmax_zoo.diagnostics.bias_measures` give KL(p̃ ‖ q̃), the sampled loss's bias and the
+output layer's gradient bias and cosine over ``--draws`` draws, averaged over the batches, plus
+the logit sizes of ``logit_stats``. Writes ``<out>/<name>.json`` and ``<out>/<name>.md`` (out:
+``<results_dir>/diagnostics/sampler_bias/<experiment>`` of the run's config, where the kernel_bias
+page reads them; name: ``<run>_step<N>``).
 """
 
 from __future__ import annotations
@@ -39,13 +40,13 @@ from ..cli_args import ArgumentError, Option, Parser, fail
 from ..config import compose
 from ..data.layout import IGNORE_INDEX
 from ..data.tokenizers import WordVocab
+from ..diagnostics.bias_measures import OutputLayer, kl_to_model, logit_stats, sampled_bias
 from ..engine import build_task, initialise_from
+from ..markdown import markdown_table
 from ..models import evaluating
 from ..models.heads import build_head
 from ..records import write_text
-from ..reports._pages import markdown_table
 from ..reports.kernel_bias import DIAGNOSTICS
-from .bias_measures import OutputLayer, kl_to_model, logit_stats, sampled_bias
 
 log = logging.getLogger(__name__)
 
@@ -134,7 +135,7 @@ def markdown(result: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n" + markdown_table(header, table)
 
 
-PARSER = Parser("python -m softmax_zoo.diagnostics.sampler_bias", [
+PARSER = Parser("python -m softmax_zoo.studies.sampler_bias", [
     Option("batches", 3, "training batches the model runs over", minimum=1),
     Option("draws", 16, "sample draws per batch", minimum=1),
     Option("samples", list(SAMPLES), "sample sizes m", minimum=1),
@@ -181,7 +182,7 @@ def run(args: SimpleNamespace) -> dict[str, Any]:
         "num_classes": int(layers[0].weight.shape[0]),
         "output_bias": layers[0].bias is not None,
         "trained_by": args.trained_by,
-        "command": shlex.join(["python", "-m", "softmax_zoo.diagnostics.sampler_bias", *args.argv]),
+        "command": shlex.join(["python", "-m", "softmax_zoo.studies.sampler_bias", *args.argv]),
         "config": OmegaConf.to_container(cfg.model, resolve=True),
     }
     name = args.name or f"{cfg.run_name}_step{step}"
