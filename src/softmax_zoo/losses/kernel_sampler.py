@@ -49,7 +49,9 @@ sampler (q still is a valid proposal, and the sampled softmax corrects with the 
 The distribution is that of the weight at the last :meth:`refresh` (the head refreshes whenever
 its weight changed, once per training step); ``sample`` and ``log_prob`` build the tree on first
 use, or when the weight's shape changes. Node sums are kept in float32; the normaliser Z in
-float64.
+float64. Every public method runs outside autocast (``samplers.outside_autocast``) on float32
+copies of its inputs: under autocast the tree's GEMMs would round to bfloat16, and log q would
+drift from the kernel it draws from.
 """
 
 from __future__ import annotations
@@ -59,7 +61,7 @@ from typing import NamedTuple
 
 import torch
 
-from .samplers import Sampler
+from .samplers import Sampler, outside_autocast
 
 _CHUNK = 8192  # draw slots per batched GEMM (e.g. 256 tiles of 32): bounds the GEMM's memory without a loop of tiny GEMMs
 
@@ -170,6 +172,7 @@ class QuadraticKernelSampler(Sampler):
         self._W: torch.Tensor | None = None
 
     # -- the tree ----------------------------------------------------------------------------------
+    @outside_autocast
     def refresh(self, weight: torch.Tensor) -> None:
         """Rebuild the node sums from ``weight`` (C, d), or update only the leaves whose rows changed.
 
@@ -253,6 +256,7 @@ class QuadraticKernelSampler(Sampler):
         return torch.log(self.alpha * quad + count)
 
     @torch.no_grad()
+    @outside_autocast
     def sample(self, hidden, weight, num_samples, exclude=None, bias=None):
         self._ensure(weight)
         d = self._shape[1]
@@ -333,6 +337,7 @@ class QuadraticKernelSampler(Sampler):
         return (self.alpha * (quad - q_t).clamp(min=0) + cnt - 1) * (cnt > 1)
 
     @torch.no_grad()
+    @outside_autocast
     def log_prob(self, hidden, weight, ids, exclude=None, bias=None):
         self._ensure(weight)
         h = self._query(hidden)

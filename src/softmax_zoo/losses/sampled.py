@@ -149,23 +149,24 @@ class SampledSoftmaxHead(LinearHead):
         t = t.long()
         keep = check_target_range(t, self.num_classes, self.ignore_index)
         h_k, t_k = h[keep], t[keep]  # (n, d), (n,): rows that count
-        self.refresh_sampler()
-        if t_k.numel() == 0:  # every row ignored: nothing to draw
-            neg, log_q = t_k.new_zeros(0, self.num_samples), h_k.new_zeros(0, self.num_samples)
-        else:
-            with torch.no_grad():
+        # The sampler's q outside autocast, whatever the sampler: its log q must be that of its draws.
+        with torch.no_grad(), torch.autocast(h.device.type, enabled=False):
+            self.refresh_sampler()
+            if t_k.numel() == 0:  # every row ignored: nothing to draw
+                neg, log_q = t_k.new_zeros(0, self.num_samples), h_k.new_zeros(0, self.num_samples, dtype=torch.float)
+            else:
                 neg, log_q = self.sampler.sample(
                     h_k.detach(), self.weight.detach(), self.num_samples, exclude=t_k,
                     bias=None if self.bias is None else self.bias.detach(),
                 )  # (n, m) ids, (n, m) log q̃
         cand = torch.cat([t_k[:, None], neg], dim=1)  # (n, 1 + m), target first
-        logits = candidate_logits(h_k, self.weight, cand)  # (n, 1 + m)
+        logits = candidate_logits(h_k, self.weight, cand)  # (n, 1 + m), autocast's dtype under autocast
+        if logits.dtype in (torch.float16, torch.bfloat16):
+            logits = logits.float()  # bias, correction and normalisation in float32 (logsumexp subtracts the max)
         if self.bias is not None:
             logits = logits + self.bias[cand]
-        correction = log_q.to(logits.dtype) + math.log(self.num_samples)  # ln(m·q̃)
+        correction = log_q.to(logits.dtype) + math.log(self.num_samples)  # ln(m·q̃), never rounded to bfloat16
         logits = torch.cat([logits[:, :1], logits[:, 1:] - correction], dim=1)
-        if logits.dtype in (torch.float16, torch.bfloat16):
-            logits = logits.float()  # normalised in float32 (logsumexp subtracts the max)
         row_loss = torch.logsumexp(logits, dim=1) - logits[:, 0]  # (n,)
         loss = row_loss.new_zeros(t.shape[0]).masked_scatter(keep, row_loss)  # (N,), 0 at ignored rows
         loss = reduce_loss(loss, keep, self.reduction)

@@ -9,16 +9,31 @@ it draws from ``q̃_i = q_i`` restricted to the other classes and renormalised,
 without a per-draw Python loop.
 
 Samplers draw from torch's global generator (``torch.manual_seed`` fixes the draws) and never
-take part in autograd: their outputs carry no gradient.
+take part in autograd: their outputs carry no gradient. Those that compute q from the hidden states
+or the weight run outside autocast (:func:`outside_autocast`), in float32 (float64 inputs stay
+float64): under a GPU's bfloat16 autocast their matmuls would otherwise round, and log q would no
+longer be that of the distribution drawn from.
 
 The quadratic-kernel tree sampler lives in :mod:`softmax_zoo.losses.kernel_sampler`.
 """
 
 from __future__ import annotations
 
+import functools
 import math
 
 import torch
+
+
+def outside_autocast(method):
+    """Run a sampler's ``method(self, tensor, ...)`` with autocast off on the first tensor's device."""
+
+    @functools.wraps(method)
+    def wrapper(self, tensor: torch.Tensor, *args, **kwargs):
+        with torch.autocast(tensor.device.type, enabled=False):
+            return method(self, tensor, *args, **kwargs)
+
+    return wrapper
 
 
 class Sampler:
@@ -181,18 +196,19 @@ class SoftmaxSampler(Sampler):
 
     The oracle of Blanc & Rendle (2018), section 2: with it the sampled softmax loss equals the full
     cross-entropy for every draw and the expected gradient is the full gradient. Useful for bias
-    studies and tests, never faster than the full softmax. Normalised in float32 (or the input
-    dtype if wider).
+    studies and tests, never faster than the full softmax. Computed in float32 (float64 if an
+    input is float64), outside autocast.
     """
 
     def _log_q(self, hidden, weight, bias, exclude):
-        logits = torch.nn.functional.linear(hidden, weight, bias)
-        logits = logits.float() if logits.dtype in (torch.float16, torch.bfloat16) else logits
+        dtype = torch.float64 if torch.float64 in (hidden.dtype, weight.dtype) else torch.float32
+        logits = torch.nn.functional.linear(hidden.to(dtype), weight.to(dtype), None if bias is None else bias.to(dtype))
         if exclude is not None:
             logits = logits.scatter(1, exclude[:, None], -math.inf)
         return torch.log_softmax(logits, dim=1)  # (N, C)
 
     @torch.no_grad()
+    @outside_autocast
     def sample(self, hidden, weight, num_samples, exclude=None, bias=None):
         self.check_num_samples(num_samples)
         log_q = self._log_q(hidden, weight, bias, exclude)
@@ -200,5 +216,6 @@ class SoftmaxSampler(Sampler):
         return ids, log_q.gather(1, ids)
 
     @torch.no_grad()
+    @outside_autocast
     def log_prob(self, hidden, weight, ids, exclude=None, bias=None):
         return self._log_q(hidden, weight, bias, exclude).gather(1, ids)
