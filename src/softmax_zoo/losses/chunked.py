@@ -78,6 +78,10 @@ def chunked_pass(loss_and_grad, target, keep, hidden, weight, bias, row_weight, 
     mm, acc = matmul_dtypes(hidden, weight)
     n, d, num_classes = hidden.shape[0], hidden.shape[1], weight.shape[0]
     grads = row_weight is not None
+    if grads:  # G is cast to ``mm`` with row weights of largest magnitude 1: 1/N in float16 would flush it to 0
+        scale = row_weight.abs().max() if n else row_weight.new_ones(())
+        scale = torch.where(scale > 0, scale, 1.0)
+        row_weight = row_weight / scale
     with torch.autocast(hidden.device.type, enabled=False):
         h, w = hidden.to(mm), weight.to(mm)
         b = None if bias is None else bias.to(mm)
@@ -98,7 +102,7 @@ def chunked_pass(loss_and_grad, target, keep, hidden, weight, bias, row_weight, 
             _addmm_(gw, gm.t(), h[rows])
             if gb is not None:
                 gb.add_(g.sum(dim=0))
-    return loss, ((gh, gw, gb) if grads else None)
+    return loss, ((gh * scale, gw * scale, None if gb is None else gb * scale) if grads else None)
 
 
 class _ChunkedLinearLoss(torch.autograd.Function):
