@@ -61,6 +61,7 @@ from typing import NamedTuple
 
 import torch
 
+from . import memory
 from .samplers import Sampler, outside_autocast
 
 _CHUNK = 8192  # draw slots per batched GEMM (e.g. 256 tiles of 32): bounds the GEMM's memory without a loop of tiny GEMMs
@@ -202,16 +203,27 @@ class QuadraticKernelSampler(Sampler):
             self._S[k][nodes] = self._S[k - 1].view(-1, self.branching, d, d)[nodes].sum(1)
         self._S_root = self._S[-1].double().sum(0)
 
+    def level_sizes(self, num_classes: int) -> list[int]:
+        """Nodes per stored level, leaves first: level k has B× the nodes of level k+1 (zero padding)."""
+        sizes = [math.ceil(num_classes / self.leaf_size)]
+        while sizes[-1] > self.top_nodes:
+            sizes.append(math.ceil(sizes[-1] / self.branching))
+        return [sizes[-1] * self.branching ** (len(sizes) - 1 - k) for k in range(len(sizes))]
+
+    def tree_bytes(self, num_classes: int, dim: int) -> int:
+        """Bytes of the tree for C classes of dimension d: the float32 node sums (d × d each) and rows."""
+        padded = self.level_sizes(num_classes)
+        return 4 * (sum(padded) * dim * dim + padded[0] * self.leaf_size * (dim + 1))
+
     def _build(self, W: torch.Tensor) -> None:
-        """Allocate the tree for ``W`` (C, d) and compute its sums."""
+        """Allocate the tree for ``W`` (C, d) and compute its sums (refused if it cannot fit the device)."""
         C, d = W.shape
         L, B = self.leaf_size, self.branching
-        sizes = [math.ceil(C / L)]
-        while sizes[-1] > self.top_nodes:
-            sizes.append(math.ceil(sizes[-1] / B))
-        padded = [sizes[-1]]
-        for _ in sizes[:-1]:
-            padded.insert(0, padded[0] * B)  # level k has B× the nodes of level k+1, zeros padding
+        padded = self.level_sizes(C)
+        memory.check_fits(
+            self.tree_bytes(C, d), W.device, f"the quadratic-kernel tree for C={C:,}, d={d:,} "
+            f"({sum(padded):,} node sums of d × d float32)", hint="; its size grows like C·d²/leaf_size",
+        )
         self._shape = (C, d)
         self._W = torch.zeros(padded[0] * L, d, device=W.device)
         self._W[:C] = W
@@ -269,9 +281,14 @@ class QuadraticKernelSampler(Sampler):
         flat_W = self._W.view(-1, d)
         q_t = None if exclude is None else ((h * flat_W[exclude]).sum(1)) ** 2  # (N,) (h·w_t)²
 
-        # Dense top level: masses of all K nodes for all rows, one GEMM; m draws per row.
+        # Dense top level: masses of all K nodes for all rows, one GEMM per chunk of rows whose h⊗h
+        # fits the device's chunk budget; m draws per row.
         K = self._S[top].shape[0]
-        quad = (h[:, :, None] * h[:, None, :]).reshape(N, d * d) @ self._S[top].view(K, d * d).T  # (N, K)
+        rows = max(1, memory.chunk_logits(h.device) // (d * d))
+        quad = torch.cat([
+            (hc[:, :, None] * hc[:, None, :]).reshape(-1, d * d) @ self._S[top].view(K, d * d).T
+            for hc in h.split(rows)
+        ])  # (N, K)
         mass = (a * quad + self._cnt[top]).double()
         if exclude is not None:
             anc = (exclude // L) // B**top  # (N,) the target's node at the top level

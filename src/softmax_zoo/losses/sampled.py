@@ -30,7 +30,9 @@ The candidates' logits are computed one of two ways, equal up to float rounding:
 gathering each row's 1 + m weight rows (n·(1 + m)·d values read); or, when the rows share most
 candidates (m large against C), by one GEMM of the rows against the U distinct candidates and a
 gather from the (n, U) result. A gather runs far below GEMM speed, so the GEMM wins once
-U ≤ :data:`SHARED_GEMM_RATIO`·(1 + m) (``make bench``: "candidate logits").
+U ≤ :data:`SHARED_GEMM_RATIO`·(1 + m) (``make bench``: "candidate logits"); it is also taken when
+its (n, U) logits are smaller than the gathered (n, 1 + m, d) rows. On a GPU either path is
+refused before it runs if it cannot fit the free memory (``memory.check_fits``), naming its size.
 
 Gradients flow to ``hidden`` and to the rows of the weight (and bias) of the target and the
 drawn negatives only; the sampler runs under ``torch.no_grad``. In eval mode (``head.eval()``)
@@ -45,6 +47,7 @@ import numbers
 import torch
 import torch.nn.functional as F
 
+from . import memory
 from ._core import check_target_dtype, check_target_range, reduce_loss
 from .head import LinearHead
 from .registry import register_variant
@@ -182,6 +185,11 @@ def candidate_logits(hidden: torch.Tensor, weight: torch.Tensor, cand: torch.Ten
     The weight's gradient reaches the candidates' rows only, on either path (module docstring).
     """
     distinct, position = torch.unique(cand, return_inverse=True)  # (U,), (n, 1 + m)
-    if distinct.numel() <= SHARED_GEMM_RATIO * cand.shape[1]:
+    (n, k), (U, d) = cand.shape, (distinct.numel(), hidden.shape[1])
+    # The GEMM also when its (n, U) logits are fewer values than the gather's (n, 1 + m, d) rows:
+    # at large m and d (lm1b at paper scale: 8 GiB against 160 GiB).
+    if U <= SHARED_GEMM_RATIO * k or U < k * d:
+        memory.check_fits(4 * n * U, hidden.device, f"the sampled head's ({n:,}, {U:,}) candidate logits")
         return (hidden @ F.embedding(distinct, weight).T).gather(1, position)  # (n, U) -> (n, 1 + m)
+    memory.check_fits(4 * n * k * d, hidden.device, f"the sampled head's ({n:,}, {k:,}, {d:,}) gathered rows")
     return torch.bmm(F.embedding(cand, weight), hidden[:, :, None])[..., 0]  # (n, 1 + m, d) x (n, d, 1)
