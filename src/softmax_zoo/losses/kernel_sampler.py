@@ -67,10 +67,10 @@ from .samplers import Sampler, outside_autocast
 _CHUNK = 8192  # draw slots per batched GEMM (e.g. 256 tiles of 32): bounds the GEMM's memory without a loop of tiny GEMMs
 
 
-def _pick(mass: torch.Tensor) -> torch.Tensor:
+def _pick(mass: torch.Tensor, generator: torch.Generator | None) -> torch.Tensor:
     """Index along the last dim, drawn in proportion to the non-negative ``mass`` (..., B)."""
     cum = mass.cumsum(-1)
-    thr = (1 - torch.rand(mass.shape[:-1], dtype=cum.dtype, device=mass.device)) * cum[..., -1]  # (0, 1]·total
+    thr = (1 - torch.rand(mass.shape[:-1], dtype=cum.dtype, device=mass.device, generator=generator)) * cum[..., -1]  # (0, 1]·total
     return (cum < thr[..., None]).sum(-1).clamp_(max=mass.shape[-1] - 1)  # first index with cum >= thr
 
 
@@ -295,7 +295,7 @@ class QuadraticKernelSampler(Sampler):
             mass.scatter_(1, anc[:, None], self._rest(quad.gather(1, anc[:, None]), q_t[:, None],
                                                       self._cnt[top][anc][:, None]).double())
         cum = mass.cumsum(1)  # (N, K) float64
-        thr = (1 - torch.rand(N, m, dtype=cum.dtype, device=h.device)) * cum[:, -1:]  # (0, 1]·total
+        thr = (1 - torch.rand(N, m, dtype=cum.dtype, device=h.device, generator=self.generator)) * cum[:, -1:]  # (0, 1]·total
         node = torch.searchsorted(cum, thr).clamp_(max=K - 1).reshape(N * m)  # (N·m,) first cum >= thr
 
         h_pad = torch.cat([h, h.new_zeros(1, d)])  # row N: zeros, for the padding slots
@@ -335,7 +335,7 @@ class QuadraticKernelSampler(Sampler):
             hit = ((t_node // B) == tile_node[:, None]) & (t >= 0)
             is_t = hit[..., None] & (torch.arange(B, device=t.device) == (t_node % B)[..., None])  # (t, P, B)
             mass = torch.where(is_t, self._rest(quad, qt_pad[rows][..., None], cnt), mass)
-        return _pick(mass)
+        return _pick(mass, self.generator)
 
     def _leaf(self, tile_node, rows, h_pad, t_pad) -> tuple[torch.Tensor, torch.Tensor]:
         """Class ids (t, P) drawn in the leaves ``tile_node`` (t,), and their kernel values."""
@@ -346,7 +346,7 @@ class QuadraticKernelSampler(Sampler):
         cls = tile_node[:, None] * L + torch.arange(L, device=rows.device)  # (t, L)
         if t_pad is not None:
             kern = kern.masked_fill(cls[:, None, :] == t_pad[rows][..., None], 0.0)
-        j = _pick(kern)  # (t, P)
+        j = _pick(kern, self.generator)  # (t, P)
         return cls.gather(1, j), kern.gather(2, j[..., None])[..., 0]
 
     def _rest(self, quad: torch.Tensor, q_t: torch.Tensor, cnt: torch.Tensor) -> torch.Tensor:

@@ -97,6 +97,10 @@ class SampledSoftmaxHead(LinearHead):
         ignore_index: rows with this target contribute nothing (and draw nothing).
         reduction: "mean" over non-ignored rows, "sum" or "none".
 
+    Under torch.distributed (DDP) the sampler draws from a generator of its own seeded with
+    ``torch.initial_seed() + rank`` (the run's seed + rank), set at the first training forward, so
+    that ranks draw different negatives; in one process it draws from torch's global generator.
+
     Stateful samplers (the kernel tree) are refreshed from the weight before sampling whenever
     the weight changed since the last refresh, detected by the weight's in-place version counter
     (``weight._version``, which every optimizer step bumps): once per training step, and again
@@ -152,6 +156,9 @@ class SampledSoftmaxHead(LinearHead):
         t = t.long()
         keep = check_target_range(t, self.num_classes, self.ignore_index)
         h_k, t_k = h[keep], t[keep]  # (n, d), (n,): rows that count
+        if self.sampler.generator is None and torch.distributed.is_available() and torch.distributed.is_initialized():
+            # Under DDP every rank starts from the same seed: seed + rank, so that the ranks draw different negatives.
+            self.sampler.seed(torch.initial_seed() + torch.distributed.get_rank(), h.device)
         # The sampler's q outside autocast, whatever the sampler: its log q must be that of its draws.
         with torch.no_grad(), torch.autocast(h.device.type, enabled=False):
             self.refresh_sampler()
