@@ -12,7 +12,7 @@
 # Without CUDA gpu-check says so in one line and fails (exit status 1).
 #
 # On the offline H200 (device `run`; 64 MiB carried in all): here, first
-#   make gpu-wheels && make data TASK=gigaword DATA_ARGS="train_size=10000"
+#   make gpu-wheels && make data TASK=gigaword DATA_ARGS="train_size=10000"   (the data is optional: see above)
 # then run with carry [".gpu_wheels", "data/gigaword"] the command
 #   bash scripts/gpu_setup.sh $OUT        (timeout_s 600)
 # (scripts/gpu_setup.sh installs the wheels, runs scripts/gpu_check.py, writes the pages and the log's tail to $OUT).

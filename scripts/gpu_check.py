@@ -174,9 +174,9 @@ def autocast_heads(device: torch.device, dtype: torch.dtype, num_classes: int = 
 
     Sampled softmax with ``bias=False`` and the quadratic-kernel tree (every refresh after the first
     partial: ``rows`` × (1 + ``num_samples``) candidates change fewer than half of the 512 leaves of
-    64 classes), the same with the uniform sampler, and the chunked
-    softmax head: ``steps`` Adagrad steps each, finite losses; then the tree's log q of 64 draws
-    per row against its exact kernel (float64, all C classes). Raises on any failure.
+    64 classes), the same with the uniform sampler, and the chunked softmax head: ``steps`` Adagrad
+    steps each, finite losses; then the tree's log q of 64 draws per row against its exact kernel
+    (float64, all C classes). Raises on any failure.
     """
     from softmax_zoo.losses import QuadraticKernelSampler, SampledSoftmaxHead, SoftmaxHead, UniformSampler
     from softmax_zoo.losses.reference.sampled import kernel_probs
@@ -204,8 +204,9 @@ def autocast_heads(device: torch.device, dtype: torch.dtype, num_classes: int = 
             opt.step()
             opt.zero_grad()
             changed = torch.unique((head.weight.detach() != before).any(1).nonzero()[:, 0] // tree.leaf_size).numel()
-            if head is heads["sampled quadratic"] and not 0 < 2 * changed < tree._W.shape[0]:
-                raise RuntimeError(f"{name}: {changed} of {tree._W.shape[0]} leaves changed, not a partial refresh")
+            leaves = tree.level_sizes(num_classes)[0]
+            if head is heads["sampled quadratic"] and not 0 < 2 * changed < leaves:
+                raise RuntimeError(f"{name}: {changed} of {leaves} leaves changed, not a partial refresh")
         done.append(f"{name} {float(loss.detach()):.2f}")
     hidden = torch.randn(rows, d, device=device, generator=gen)
     target = torch.randint(0, num_classes, (rows,), device=device, generator=gen)

@@ -103,7 +103,12 @@ def chunked_pass(loss_and_grad, target, keep, hidden, weight, bias, row_weight, 
             _addmm_(gw, gm.t(), h[rows])
             if gb is not None:
                 gb.add_(g.sum(dim=0))
-    return loss, ((gh * scale, gw * scale, None if gb is None else gb * scale) if grads else None)
+    if not grads:
+        return loss, None
+    for g in (gh, gw, gb):
+        if g is not None:
+            g.mul_(scale)  # in place: gw is (C, d)
+    return loss, (gh, gw, gb)
 
 
 class _ChunkedLinearLoss(torch.autograd.Function):
