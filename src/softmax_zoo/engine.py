@@ -50,6 +50,7 @@ from transformers.utils import SAFE_WEIGHTS_NAME
 from . import preflight, progress, records, tracking, vocab_parallel_training
 from .config import command_line, hydra_choices, hydra_job
 from .losses import OutputHead
+from .losses.sampled import seed_samplers
 from .models.distill import maybe_distill
 from .tasks.base import Batches, Task
 from .trainer import (
@@ -285,6 +286,10 @@ def run(cfg: DictConfig, callbacks: Iterable[TrainerCallback] = ()) -> dict[str,
     if vocab_parallel_training.enabled(cfg):
         vocab_parallel_training.shard_heads(task.model)  # after init_from: each rank keeps its rows of the whole head
     args = training_arguments(cfg)
+    if not vocab_parallel_training.enabled(cfg) and args.world_size > 1:
+        # Data parallel: every rank starts from cfg.seed; its samplers draw with seed + rank, so that the
+        # ranks' negatives differ (a vocabulary-parallel head needs the same draws on every rank).
+        seed_samplers(task.model, cfg.seed + args.process_index, args.device)
     choices = hydra_choices()
     tracker = tracking.start(cfg, choices, args.to_dict())
     guard = NonFiniteLossGuard()

@@ -1,6 +1,6 @@
 """A reproduction's experiment on two processes (torchrun, gloo on the CPU): lm1b_sampled_uniform at
-smoke scale trains 3 optimiser steps with DDP, rank 0 writes the record, and the ranks' sampled
-heads draw different negatives (seed + rank)."""
+smoke scale trains 3 optimiser steps with DDP, rank 0 writes the record, and the ranks' samplers
+draw with seed + rank, hence different negatives."""
 
 from __future__ import annotations
 
@@ -21,23 +21,27 @@ WORKER = textwrap.dedent("""
     import json, sys
     from pathlib import Path
     import torch, torch.distributed as dist
+    from transformers import TrainerCallback
     from softmax_zoo import config, engine
-    from softmax_zoo.losses import SampledSoftmaxHead, UniformSampler
+    from softmax_zoo.losses import SampledSoftmaxHead
 
     data, out = Path(sys.argv[1]), Path(sys.argv[2])
+    seen = {}
+
+    class TrainedSampler(TrainerCallback):  # the trained head's sampler: its seed and 16 draws for fixed rows
+        def on_train_end(self, args, state, control, model=None, **kwargs):
+            (head,) = [m for m in model.modules() if isinstance(m, SampledSoftmaxHead)]
+            hidden = torch.randn(4, head.in_features, generator=torch.Generator().manual_seed(0))
+            seen["seed"] = head.sampler.generator.initial_seed()
+            seen["ids"] = head.sampler.sample(hidden, head.weight.detach(), 16)[0].tolist()
+
     cfg = config.compose(["experiment=lm1b_sampled_uniform", "scale=smoke", "train.max_steps=3", f"task.data_dir={data}",
                           f"results_dir={out / 'results'}", f"output_dir={out / 'ckpt'}", "allow_dirty=true"])
-    record = engine.run(cfg)
-    torch.manual_seed(cfg.seed)  # the same seed on both ranks, as after transformers.set_seed
-    head = SampledSoftmaxHead(8, 100, sampler=UniformSampler(100), num_samples=16)
-    drawn = []
-    sample = head.sampler.sample
-    head.sampler.sample = lambda *a, **k: drawn.append(sample(*a, **k)) or drawn[-1]
-    head(torch.randn(4, 8), torch.arange(4))
-    ids = [None, None]
-    dist.all_gather_object(ids, drawn[0][0].tolist())
+    record = engine.run(cfg, callbacks=[TrainedSampler()])
+    ranks = [None, None]
+    dist.all_gather_object(ranks, seen)
     if dist.get_rank() == 0:
-        (out / "rank0.json").write_text(json.dumps({"record": record, "ids": ids, "world": dist.get_world_size()}))
+        (out / "rank0.json").write_text(json.dumps({"record": record, "ranks": ranks, "seed": cfg.seed, "world": dist.get_world_size()}))
 """)
 
 
@@ -60,4 +64,5 @@ def test_two_process_gloo_run_of_a_reproduction_experiment(tmp_path):
     out = json.loads((tmp_path / "rank0.json").read_text())
     assert out["world"] == 2 and out["record"]["device"]["world_size"] == 2
     assert out["record"]["timing"]["global_steps"] == 3 and out["record"]["metrics"]
-    assert out["ids"][0] != out["ids"][1]  # the ranks drew different negatives
+    assert [r["seed"] for r in out["ranks"]] == [out["seed"], out["seed"] + 1]  # seed + rank
+    assert out["ranks"][0]["ids"] != out["ranks"][1]["ids"]  # the ranks draw different negatives

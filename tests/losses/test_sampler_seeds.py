@@ -1,5 +1,6 @@
-"""Under DDP every rank starts from the same seed; the sampled head then seeds its sampler with
-seed + rank, so that ranks draw different negatives (and a rank the same ones on a rerun)."""
+"""Under DDP every rank starts from the same seed; the engine gives each rank's samplers a generator
+seeded with seed + rank (seed_samplers), so that ranks draw different negatives (and a rank the same
+ones on a rerun). Without it a sampler draws from torch's global generator."""
 
 from __future__ import annotations
 
@@ -7,14 +8,15 @@ import pytest
 import torch
 
 from softmax_zoo.losses import QuadraticKernelSampler, SampledSoftmaxHead, UniformSampler
+from softmax_zoo.losses.sampled import seed_samplers
 
 
-def draws_on_rank(rank: int, sampler, monkeypatch) -> torch.Tensor:
-    """The negatives a head draws in its first two training steps on ``rank`` of a (mocked) 2-process group."""
-    monkeypatch.setattr(torch.distributed, "is_initialized", lambda: True)
-    monkeypatch.setattr(torch.distributed, "get_rank", lambda group=None: rank)
-    torch.manual_seed(0)  # the run's seed, the same on every rank
-    head = SampledSoftmaxHead(8, 500, sampler=sampler, num_samples=16)
+def draws(sampler, monkeypatch, rank: int | None) -> torch.Tensor:
+    """The negatives a head draws in two training steps after the run's seed 0 (and seed_samplers(0 + rank))."""
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(SampledSoftmaxHead(8, 500, sampler=sampler, num_samples=16))
+    if rank is not None:
+        assert seed_samplers(model, 0 + rank, torch.device("cpu")) == 1
     seen, original = [], sampler.sample
 
     def recording(*args, **kwargs):
@@ -24,19 +26,18 @@ def draws_on_rank(rank: int, sampler, monkeypatch) -> torch.Tensor:
 
     monkeypatch.setattr(sampler, "sample", recording)
     for _ in range(2):
-        head(torch.randn(4, 8), torch.arange(4)).backward()
+        model[0](torch.randn(4, 8), torch.arange(4)).backward()
     return torch.stack(seen)
 
 
 @pytest.mark.parametrize("make", [lambda: UniformSampler(500), lambda: QuadraticKernelSampler(leaf_size=8)], ids=["uniform", "quadratic"])
 def test_ranks_draw_different_negatives(make, monkeypatch):
-    rank0, rank1 = draws_on_rank(0, make(), monkeypatch), draws_on_rank(1, make(), monkeypatch)
+    rank0, rank1 = draws(make(), monkeypatch, 0), draws(make(), monkeypatch, 1)
     assert not torch.equal(rank0, rank1)
-    assert torch.equal(rank1, draws_on_rank(1, make(), monkeypatch))  # seed + rank: reproducible per rank
+    assert torch.equal(rank1, draws(make(), monkeypatch, 1))  # seed + rank: reproducible per rank
 
 
-def test_one_process_draws_from_the_global_generator():
+def test_unseeded_sampler_draws_from_the_global_generator(monkeypatch):
     sampler = UniformSampler(500)
-    head = SampledSoftmaxHead(8, 500, sampler=sampler, num_samples=16)
-    head(torch.randn(4, 8), torch.arange(4))
-    assert sampler.generator is None
+    first = draws(sampler, monkeypatch, None)
+    assert sampler.generator is None and torch.equal(first, draws(UniformSampler(500), monkeypatch, None))

@@ -97,9 +97,8 @@ class SampledSoftmaxHead(LinearHead):
         ignore_index: rows with this target contribute nothing (and draw nothing).
         reduction: "mean" over non-ignored rows, "sum" or "none".
 
-    Under torch.distributed (DDP) the sampler draws from a generator of its own seeded with
-    ``torch.initial_seed() + rank`` (the run's seed + rank), set at the first training forward, so
-    that ranks draw different negatives; in one process it draws from torch's global generator.
+    The sampler draws from torch's global generator unless :func:`seed_samplers` gave it one of its
+    own: the engine does so under data parallelism (seed + rank), so that ranks draw different negatives.
 
     Stateful samplers (the kernel tree) are refreshed from the weight before sampling whenever
     the weight changed since the last refresh, detected by the weight's in-place version counter
@@ -156,9 +155,6 @@ class SampledSoftmaxHead(LinearHead):
         t = t.long()
         keep = check_target_range(t, self.num_classes, self.ignore_index)
         h_k, t_k = h[keep], t[keep]  # (n, d), (n,): rows that count
-        if self.sampler.generator is None and torch.distributed.is_available() and torch.distributed.is_initialized():
-            # Under DDP every rank starts from the same seed: seed + rank, so that the ranks draw different negatives.
-            self.sampler.seed(torch.initial_seed() + torch.distributed.get_rank(), h.device)
         # The sampler's q outside autocast, whatever the sampler: its log q must be that of its draws.
         with torch.no_grad(), torch.autocast(h.device.type, enabled=False):
             self.refresh_sampler()
@@ -184,6 +180,15 @@ class SampledSoftmaxHead(LinearHead):
 
     def extra_repr(self) -> str:
         return super().extra_repr() + f", num_samples={self.num_samples}, sampler={type(self.sampler).__name__}"
+
+
+def seed_samplers(model: torch.nn.Module, seed: int, device: torch.device) -> int:
+    """Give the sampler of every :class:`SampledSoftmaxHead` in ``model`` a generator of its own on
+    ``device`` seeded with ``seed`` (the run's seed + rank under DDP); returns how many were seeded."""
+    heads = [m for m in model.modules() if isinstance(m, SampledSoftmaxHead)]
+    for head in heads:
+        head.sampler.seed(seed, device)
+    return len(heads)
 
 
 def candidate_logits(hidden: torch.Tensor, weight: torch.Tensor, cand: torch.Tensor) -> torch.Tensor:

@@ -9,7 +9,7 @@ it draws from ``q̃_i = q_i`` restricted to the other classes and renormalised,
 without a per-draw Python loop.
 
 Samplers draw from torch's global generator (``torch.manual_seed`` fixes the draws), or from a
-generator of their own once :meth:`Sampler.seed` gave them one (the head does so under DDP, with
+generator of their own once :meth:`Sampler.seed` gave them one (the engine does so under DDP, with
 seed + rank, so that the ranks draw different negatives); they never take part in autograd:
 their outputs carry no gradient. Those that compute q from the hidden states
 or the weight run outside autocast (:func:`outside_autocast`), in float32 (float64 inputs stay
