@@ -2,20 +2,27 @@
 
     make gpu-check          # or: python scripts/gpu_check.py [--budget-s 480] [--gigaword data/gigaword]
 
-Runs, each timed and marked pass/fail, each part started only while its own budget (``PARTS``)
-fits in what is left of the whole, else marked NOT RUN with the reason:
+Runs, each part in its own process under a hard time limit (``PARTS``, killed when it runs past
+it), each started only while its limit fits in what is left of the whole (less ``SLACK_S``), else
+marked NOT RUN with the reason; each marked pass/fail:
 1. the tests marked ``cuda`` (pytest -m cuda);
 2. the GPU rows of the losses benchmark (scripts/bench_cases/gpu_linear_ce.py): full / stable /
    sparse cross-entropy, unchunked and as chunked linear heads, beside ``F.cross_entropy`` and the
    fused kernels of Liger-Kernel and cut-cross-entropy, at N=8,192 tokens, d=4,096, C=128,000, in
    float32 and bfloat16: time and peak memory -> results/bench_losses_cuda.md;
-3. a paper-scale slice of Table 5: ``experiment=table5_softmax scale=paper`` on the prepared
-   Gigaword-10k for a few hundred optimiser steps with model=unilm_minilm_random (all-MiniLM-L6-v2's
-   architecture, random weights: time and memory only), decoding 4 test examples: steps/s, peak
-   memory, and from them an estimate of the full run's training time;
-4. every pipeline at paper settings with a tiny model (softmax_zoo.dry_run): classification
-   (fig2), Sparse-softmax Table 5 and Table 3 (UniLM, decoding included), One Billion Word (lm1b) and
-   the kernel-sampler bias study, 2 optimiser steps and a small evaluation/decode each, on the GPU.
+3. the output heads under autocast at a vocabulary of 32,768 (:func:`autocast_heads`): sampled
+   softmax with ``bias=False`` (quadratic-kernel tree, its partial refresh after each step, and
+   uniform), and the chunked softmax head, 3 optimiser steps each; the tree's log q checked against
+   its exact kernel;
+4. a paper-scale slice of Table 5: ``experiment=table5_softmax scale=paper`` for a few hundred
+   optimiser steps with model=unilm_minilm_random (all-MiniLM-L6-v2's architecture, random
+   weights: time and memory only), decoding 4 test examples: steps/s, peak memory, and from them
+   an estimate of the full run's training time. It reads the prepared Gigaword-10k where it is
+   (``--gigaword``), else generates 10,000 pairs of Gigaword's mean lengths (:func:`gigaword_like`);
+5. every pipeline at paper settings with a tiny model (softmax_zoo.dry_run) on generated data:
+   classification (fig2), Sparse-softmax Table 5 and Table 3 (UniLM, decoding included), One
+   Billion Word (lm1b) and the kernel-sampler bias study, 2 optimiser steps and a small
+   evaluation/decode each, on the GPU.
 
 Writes results/gpu_check.md (device, versions, each item, the Table 5 slice) and
 results/bench_losses_cuda.md, and exits non-zero if anything failed. Without CUDA it prints one line
@@ -25,10 +32,13 @@ saying so and exits with status 1.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import datetime as dt
 import importlib.util
+import json
 import math
 import platform
+import random
 import subprocess
 import sys
 import tempfile
@@ -44,9 +54,12 @@ sys.path[:0] = [str(ROOT), str(ROOT / "scripts")]
 
 from bench_cases import gpu_linear_ce  # noqa: E402
 
+from softmax_zoo.data.prepare.generated import WORDS, write_pairs  # noqa: E402
+
 BUDGET_S = 480  # 8 minutes
-# Seconds each part may take on one H200 (sum <= BUDGET_S); a part starts only if its budget is left.
-PARTS = {"cuda-marked tests": 90, "losses bench": 150, "Table 5 slice": 100, "pipelines": 140}
+SLACK_S = 60  # left unplanned: process start-ups, writing the pages, a slow first CUDA context
+# Each part's hard limit in seconds on one H200; their sum is BUDGET_S - SLACK_S.
+PARTS = {"cuda-marked tests": 70, "losses bench": 110, "autocast heads": 30, "Table 5 slice": 90, "pipelines": 120}
 TABLE5_STEPS = 300
 GIGAWORD_TRAIN_PAIRS = 10_000  # Gigaword-10k (configs/task/gigaword.yaml): a full run's epoch
 # Test modules that import wandb at collection: left out where wandb is not installed (it is only
@@ -128,13 +141,83 @@ def table5_slice(overrides: list[str], full_train_pairs: int = GIGAWORD_TRAIN_PA
     }
 
 
+def gigaword_like(rng: random.Random, n: int) -> list[dict]:
+    """n generated pairs of Gigaword's mean lengths (source ~31 words, headline ~8), for the timing slice."""
+    rows = []
+    for _ in range(n):
+        source = rng.choices(WORDS, k=rng.randint(20, 43))
+        rows.append({"source": " ".join(source), "target": " ".join(rng.choices(source, k=rng.randint(5, 11)))})
+    return rows
+
+
+def table5_data(prepared: Path, tmp: Path) -> tuple[Path, str]:
+    """The Table 5 slice's data folder and its description: ``prepared`` if it holds train.jsonl,
+    else GIGAWORD_TRAIN_PAIRS generated pairs of Gigaword's lengths written under ``tmp``."""
+    if (prepared / "train.jsonl").is_file():
+        return prepared, f"{prepared.name} (the prepared Gigaword-10k: the real lengths, dynamic padding)"
+    rng = random.Random(0)
+    write_pairs(tmp / "gigaword_like", {"train": gigaword_like(rng, GIGAWORD_TRAIN_PAIRS), "test": gigaword_like(rng, 8)})
+    return tmp / "gigaword_like", (f"generated ({prepared} holds no train.jsonl): {GIGAWORD_TRAIN_PAIRS:,} pairs "
+                                   "of Gigaword's mean lengths, ~31 source and ~8 target words")
+
+
 def run_table5(out: dict, data_dir: Path, steps: int, root: Path) -> str:
-    if not (data_dir / "train.jsonl").is_file():
-        raise FileNotFoundError(f"{data_dir}/train.jsonl: prepare Gigaword-10k first (make data TASK=gigaword)")
     out.update(table5_slice(table5_overrides(data_dir, steps, root)))
     if out["device"] != "cuda":
         raise RuntimeError(f"the Table 5 slice ran on {out['device']}, not the GPU")
     return f"{out['steps_per_s']:.2f} steps/s, peak {out['peak_mib']:.0f} MiB; full run ≈ {out['estimate_h']:.1f} h (estimate)"
+
+
+def autocast_heads(device: torch.device, dtype: torch.dtype, num_classes: int = 32_768, d: int = 64,
+                   num_samples: int = 16, rows: int = 8, steps: int = 3) -> str:
+    """The output heads as a paper run trains them, under ``dtype`` autocast at a large vocabulary.
+
+    Sampled softmax with ``bias=False`` and the quadratic-kernel tree (every refresh after the first
+    partial: ``rows`` × (1 + ``num_samples``) candidates change fewer than half of the 512 leaves of
+    64 classes), the same with the uniform sampler, and the chunked softmax head: ``steps`` Adagrad
+    steps each, finite losses; then the tree's log q of 64 draws per row against its exact kernel
+    (float64, all C classes). Raises on any failure.
+    """
+    from softmax_zoo.losses import QuadraticKernelSampler, SampledSoftmaxHead, SoftmaxHead, UniformSampler
+    from softmax_zoo.losses.reference.sampled import kernel_probs
+
+    gen = torch.Generator(device).manual_seed(0)
+    heads = {
+        "sampled quadratic": SampledSoftmaxHead(d, num_classes, sampler=QuadraticKernelSampler(), num_samples=num_samples),
+        "sampled uniform": SampledSoftmaxHead(d, num_classes, sampler=UniformSampler(num_classes), num_samples=num_samples),
+        "chunked softmax": SoftmaxHead(d, num_classes, chunk_size="auto", bias=False),
+    }
+    tree = heads["sampled quadratic"].sampler
+    done = []
+    for name, head in heads.items():
+        head.to(device)
+        opt = torch.optim.Adagrad(head.parameters(), lr=0.1)
+        for step in range(steps):
+            hidden = torch.randn(rows, d, device=device, generator=gen).requires_grad_()
+            target = torch.randint(0, num_classes, (rows,), device=device, generator=gen)
+            before = head.weight.detach().clone()
+            with torch.autocast(device.type, dtype=dtype):
+                loss = head(hidden, target)
+            if not bool(torch.isfinite(loss.detach())):
+                raise RuntimeError(f"{name}: loss {float(loss.detach())} at step {step}")
+            loss.backward()
+            opt.step()
+            opt.zero_grad()
+            changed = torch.unique((head.weight.detach() != before).any(1).nonzero()[:, 0] // tree.leaf_size).numel()
+            leaves = tree.level_sizes(num_classes)[0]
+            if head is heads["sampled quadratic"] and not 0 < 2 * changed < leaves:
+                raise RuntimeError(f"{name}: {changed} of {leaves} leaves changed, not a partial refresh")
+        done.append(f"{name} {float(loss.detach()):.2f}")
+    hidden = torch.randn(rows, d, device=device, generator=gen)
+    target = torch.randint(0, num_classes, (rows,), device=device, generator=gen)
+    weight = heads["sampled quadratic"].weight.detach()
+    with torch.autocast(device.type, dtype=dtype):
+        heads["sampled quadratic"].refresh_sampler()  # a partial refresh under autocast
+        ids, log_q = tree.sample(hidden, weight, 64, exclude=target)
+    error = float((log_q.double() - kernel_probs(hidden, weight, tree.alpha, target).log().gather(1, ids)).abs().max())
+    if not error < 1e-3:
+        raise RuntimeError(f"the tree's log q is {error:.2g} off its exact kernel under {dtype} autocast")
+    return f"C={num_classes:,}, {dtype}, {steps} steps: final losses {', '.join(done)}; tree log q max error {error:.1e}"
 
 
 def run_pipeline(experiments: list[str], data: dict[str, Path], root: Path) -> str:
@@ -159,16 +242,7 @@ def run_pipeline(experiments: list[str], data: dict[str, Path], root: Path) -> s
     return ", ".join(done)
 
 
-def versions() -> str:
-    import transformers
-
-    return (
-        f"torch {torch.__version__} (CUDA {torch.version.cuda}, cuDNN {torch.backends.cudnn.version()}), "
-        f"transformers {transformers.__version__}, Python {platform.python_version()}, {platform.platform()}"
-    )
-
-
-def table5_section(t5: dict, data_dir: Path) -> list[str]:
+def table5_section(t5: dict, data_note: str) -> list[str]:
     """The Table 5 slice's lines of results/gpu_check.md (empty if it did not run)."""
     if not t5:
         return []
@@ -177,7 +251,7 @@ def table5_section(t5: dict, data_dir: Path) -> list[str]:
         f"## Table 5 slice: experiment=table5_softmax scale=paper, {t5['steps']} optimiser steps",
         "",
         "Random weights of the all-MiniLM-L6-v2 architecture (model=unilm_minilm_random): time and memory only,",
-        f"no quality. Data: {data_dir.name} (the prepared Gigaword-10k: the real lengths, dynamic padding);",
+        f"no quality. Data: {data_note};",
         f"batch {t5['batch']}, {t5['precision']}, 4 test examples decoded at beams 1 and 5.",
         "",
         "| steps/s | peak GPU memory (MiB) | full run: steps | full run: training time |",
@@ -191,14 +265,15 @@ def table5_section(t5: dict, data_dir: Path) -> list[str]:
     ]
 
 
-def render_check(meta: dict, results: list[tuple[str, str, float, str]], t5: dict, data_dir: Path) -> str:
-    """results/gpu_check.md from the run's metadata, its items (name, status, seconds, detail) and the Table 5 slice."""
+def render_check(meta: dict, results: list[tuple[str, str, float, str]], t5: dict, data_note: str) -> str:
+    """results/gpu_check.md from the run's metadata, its items (name, status, seconds, detail), the Table 5
+    slice and the words saying which data it read."""
     ok = all(status == "pass" for _, status, _, _ in results)
     lines = [
         "# GPU check",
         "",
-        f"- command: `make gpu-check` (`python scripts/gpu_check.py`), budget {meta['budget_s']:.0f} s "
-        f"({', '.join(f'{k} {v} s' for k, v in PARTS.items())})",
+        f"- command: `make gpu-check` (`python scripts/gpu_check.py`), budget {meta['budget_s']:.0f} s: each part in its "
+        f"own process under a hard limit ({', '.join(f'{k} {v} s' for k, v in PARTS.items())}), {SLACK_S} s of slack",
         f"- device: {meta['device']}",
         f"- versions: {meta['versions']}",
         f"- date: {meta['date']}; total {meta['total_s']:.0f} s; verdict: {'pass' if ok else 'FAIL'}",
@@ -206,7 +281,7 @@ def render_check(meta: dict, results: list[tuple[str, str, float, str]], t5: dic
         "| item | result | time (s) | detail |",
         "|---|---|---:|---|",
         *(f"| {n} | {s} | {t:.1f} | {d.replace('|', '/')} |" for n, s, t, d in results),
-        *table5_section(t5, data_dir),
+        *table5_section(t5, data_note),
     ]
     return "\n".join(lines) + "\n"
 
@@ -248,15 +323,17 @@ def versions() -> str:
     )
 
 
-def run_items(items: list[tuple[str, float, Callable[[], str]]], budget_s: float) -> list[tuple[str, str, float, str]]:
-    """Run (name, its budget in s, fn) in order: an item starts only if its budget is left of the whole
-    ``budget_s``; every failure is reported, then the next item runs."""
+def run_items(items: list[tuple[str, float, Callable[[], str]]], budget_s: float,
+              slack_s: float = SLACK_S) -> list[tuple[str, str, float, str]]:
+    """Run (name, its hard limit in s, fn) in order: an item starts only if its limit fits in what is
+    left of ``budget_s`` less ``slack_s``; every failure is reported, then the next item runs."""
     start = time.monotonic()
     results = []
     for name, needs_s, fn in items:
-        left = budget_s - (time.monotonic() - start)
+        left = budget_s - slack_s - (time.monotonic() - start)
         if left < needs_s:
-            results.append((name, "NOT RUN", 0.0, f"needs up to {needs_s:.0f} s, {max(left, 0):.0f} s of the {budget_s:.0f} s budget left"))
+            results.append((name, "NOT RUN", 0.0, f"needs up to {needs_s:.0f} s, {max(left, 0):.0f} s of the "
+                                                  f"{budget_s:.0f} s budget left after {slack_s:.0f} s of slack"))
             print(f"[gpu-check] NOT RUN {name}: {results[-1][3]}", flush=True)
             continue
         t0 = time.monotonic()
@@ -270,34 +347,109 @@ def run_items(items: list[tuple[str, float, Callable[[], str]]], budget_s: float
     return results
 
 
+def in_child(argv: list[str], limit_s: float, state: Path, part: str, collected: dict) -> Callable[[], str]:
+    """A function that runs ``part`` of this script in its own process, killed after ``limit_s``;
+    it returns the part's detail, merges the part's data (``state/<part>.json``: "t5", the slice's
+    numbers; "bench", rows as dicts) into ``collected`` and raises on the part's failure or on the limit."""
+
+    def run() -> str:
+        result = state / f"{part}.json"
+        cmd = [sys.executable, str(Path(__file__).resolve()), *argv, "--part", part, "--state", str(state)]
+        try:
+            subprocess.run(cmd, cwd=ROOT, timeout=limit_s, check=False)
+        except subprocess.TimeoutExpired:
+            raise TimeoutError(f"killed at its hard limit of {limit_s:.0f} s") from None
+        if not result.is_file():
+            raise RuntimeError("the part's process ended without a result (see the log above)")
+        data = json.loads(result.read_text())
+        if "error" in data:
+            raise RuntimeError(data["error"])
+        collected.setdefault("t5", {}).update(data.get("t5", {}))
+        collected.setdefault("bench", []).extend(data.get("bench", []))
+        return data["detail"]
+
+    return run
+
+
+def part_functions(args, state: Path) -> dict[str, Callable[[dict], str]]:
+    """part id -> fn(out) for one part, run in a child process (``--part``): its detail, its data into ``out``."""
+    budget = {k: v * args.budget_s / BUDGET_S for k, v in PARTS.items()}  # a smaller --budget-s shrinks each part alike
+    cuda = torch.device("cuda")
+    dtype = torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
+
+    def bench(out: dict) -> str:
+        rows: list = []
+        detail = run_bench(rows, 0.8 * budget["losses bench"], cuda)  # 0.8: room for the inputs and the memory call
+        out["bench"] = [dataclasses.asdict(r) for r in rows]
+        return detail
+
+    def table5(out: dict) -> str:
+        data_dir = Path(args.table5_data)
+        out["t5"] = {"data": args.table5_data_note}
+        return run_table5(out["t5"], data_dir, args.table5_steps, state)
+
+    fns = {
+        "tests": lambda out: run_cuda_tests(budget["cuda-marked tests"] - 10),  # pytest's own limit, inside the part's
+        "bench": bench,
+        "autocast": lambda out: autocast_heads(cuda, dtype),
+        "table5": table5,
+    }
+    data = {task: state / "data" / rel for task, rel in json.loads((state / "data.json").read_text()).items()}
+    for i, experiments in enumerate(PIPELINES.values()):
+        fns[f"pipeline{i}"] = lambda out, e=experiments: run_pipeline(e, data, state)
+    return fns
+
+
+def child(args) -> int:
+    """Run one part (``--part``) and write its result to ``--state``/<part>.json."""
+    out: dict = {}
+    try:
+        out["detail"] = part_functions(args, args.state)[args.part](out)
+    except Exception as err:  # noqa: BLE001 - reported to the parent, which marks the part FAIL
+        traceback.print_exc()
+        out = {"error": f"{type(err).__name__}: {err}".splitlines()[0][:300]}
+    (args.state / f"{args.part}.json").write_text(json.dumps(out))
+    return 0 if "error" not in out else 1
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--budget-s", type=float, default=BUDGET_S, help="the whole check's seconds; parts that no longer fit are not run")
     ap.add_argument("--out", type=Path, default=ROOT / "results" / "gpu_check.md")
     ap.add_argument("--bench-out", type=Path, default=ROOT / "results" / "bench_losses_cuda.md")
-    ap.add_argument("--gigaword", type=Path, default=ROOT / "data" / "gigaword", help="prepared Gigaword-10k for the Table 5 slice")
+    ap.add_argument("--gigaword", type=Path, default=ROOT / "data" / "gigaword", help="prepared Gigaword-10k for the Table 5 slice (generated pairs if absent)")
     ap.add_argument("--table5-steps", type=int, default=TABLE5_STEPS)
+    ap.add_argument("--part", help=argparse.SUPPRESS)  # internal: run one part in this process
+    ap.add_argument("--state", type=Path, help=argparse.SUPPRESS)
+    ap.add_argument("--table5-data", help=argparse.SUPPRESS)
+    ap.add_argument("--table5-data-note", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if not torch.cuda.is_available():
         print(f"gpu-check: no CUDA GPU visible to torch {torch.__version__} (torch.cuda.is_available() is False); nothing checked", file=sys.stderr)
         return 1
+    if args.part:
+        return child(args)
     from softmax_zoo.records import write_text
     from softmax_zoo.data.prepare.generated import generated_data
 
     start = time.monotonic()
-    tmp = Path(tempfile.mkdtemp(prefix="gpu_check_"))
-    data = generated_data(tmp / "data")
-    part = {k: v * args.budget_s / BUDGET_S for k, v in PARTS.items()}  # a smaller --budget-s shrinks each part alike
-    bench: list = []
-    t5: dict = {}
+    state = Path(tempfile.mkdtemp(prefix="gpu_check_"))
+    data = generated_data(state / "data")
+    (state / "data.json").write_text(json.dumps({task: str(path.relative_to(state / "data")) for task, path in data.items()}))
+    t5_dir, t5_note = table5_data(args.gigaword.resolve(), state)
+    argv = [f"--budget-s={args.budget_s}", f"--table5-steps={args.table5_steps}",
+            f"--table5-data={t5_dir}", f"--table5-data-note={t5_note}"]
+    limit = {k: v * args.budget_s / BUDGET_S for k, v in PARTS.items()}
+    collected: dict = {}
+    per_experiment = limit["pipelines"] / sum(len(e) for e in PIPELINES.values())
     items = [
-        ("cuda-marked tests", part["cuda-marked tests"], lambda: run_cuda_tests(part["cuda-marked tests"])),
-        # 0.8: the bench's own time estimate leaves room for its inputs and its last (memory) call
-        ("losses bench, float32 and bfloat16", part["losses bench"], lambda: run_bench(bench, 0.8 * part["losses bench"], torch.device("cuda"))),
-        (f"Table 5 slice ({args.table5_steps} steps, paper scale)", part["Table 5 slice"],
-         lambda: run_table5(t5, args.gigaword.resolve(), args.table5_steps, tmp)),
-        *((f"pipeline: {name}", part["pipelines"] / len(PIPELINES), lambda e=experiments: run_pipeline(e, data, tmp))
-          for name, experiments in PIPELINES.items()),
+        ("cuda-marked tests", limit["cuda-marked tests"], in_child(argv, limit["cuda-marked tests"], state, "tests", collected)),
+        ("losses bench, float32 and bfloat16", limit["losses bench"], in_child(argv, limit["losses bench"], state, "bench", collected)),
+        ("output heads under autocast, C=32,768", limit["autocast heads"], in_child(argv, limit["autocast heads"], state, "autocast", collected)),
+        (f"Table 5 slice ({args.table5_steps} steps, paper scale)", limit["Table 5 slice"],
+         in_child(argv, limit["Table 5 slice"], state, "table5", collected)),
+        *((f"pipeline: {name}", per_experiment * len(e), in_child(argv, per_experiment * len(e), state, f"pipeline{i}", collected))
+          for i, (name, e) in enumerate(PIPELINES.items())),
     ]  # fmt: skip
     results = run_items(items, args.budget_s)
     meta = {
@@ -306,7 +458,9 @@ def main() -> int:
                   f"{torch.cuda.get_device_properties(0).total_memory / 2**30:.0f} GiB)",
         "date": f"{dt.datetime.now(dt.timezone.utc):%Y-%m-%d %H:%M} UTC",
     }  # fmt: skip
-    write_text(args.out, render_check(meta, results, t5, args.gigaword))
+    t5 = collected.get("t5", {})
+    write_text(args.out, render_check(meta, results, t5 if "steps" in t5 else {}, t5_note))
+    bench = [gpu_linear_ce.Row(**r) for r in collected.get("bench", [])]
     if bench:
         write_text(args.bench_out, render_bench(meta, bench))
     ok = all(status == "pass" for _, status, _, _ in results)

@@ -43,8 +43,36 @@ def test_gpu_check_fails_cleanly_without_cuda(tmp_path):
 def test_gpu_check_target_states_its_budget():
     text = (ROOT / "make" / "gpu.mk").read_text()
     assert "gpu-check:" in text and "8 min" in text
-    assert gpu_check.BUDGET_S == 480
-    assert sum(gpu_check.PARTS.values()) <= gpu_check.BUDGET_S
+    assert gpu_check.BUDGET_S == 480 and gpu_check.SLACK_S >= 60
+    assert sum(gpu_check.PARTS.values()) + gpu_check.SLACK_S <= gpu_check.BUDGET_S
+
+
+def test_a_part_past_its_hard_limit_is_killed(tmp_path):
+    """Each part runs in its own process; one still running at its limit is killed and marked FAIL."""
+    (result,) = gpu_check.run_items([("tests", 0.05, gpu_check.in_child([], 0.05, tmp_path, "tests", {}))], budget_s=10, slack_s=1)
+    assert result[:2] == ("tests", "FAIL") and "killed at its hard limit of 0 s" in result[3]
+
+
+def test_a_part_starts_only_within_the_budget_less_the_slack():
+    results = gpu_check.run_items([("a", 30.0, lambda: "ran"), ("b", 45.0, lambda: "ran")], budget_s=100, slack_s=60)
+    assert [r[1] for r in results] == ["pass", "NOT RUN"] and "after 60 s of slack" in results[1][3]
+
+
+def test_table5_slice_generates_its_data_where_gigaword_is_not_prepared(tmp_path):
+    folder, note = gpu_check.table5_data(tmp_path / "absent", tmp_path)
+    rows = [json.loads(line) for line in (folder / "train.jsonl").read_text().splitlines()]
+    assert len(rows) == gpu_check.GIGAWORD_TRAIN_PAIRS and "generated" in note
+    assert 28 < sum(len(r["source"].split()) for r in rows) / len(rows) < 35  # Gigaword's mean source: ~31 words
+    assert 6 < sum(len(r["target"].split()) for r in rows) / len(rows) < 10  # and headline: ~8 words
+    prepared, note = gpu_check.table5_data(folder, tmp_path)
+    assert prepared == folder and "prepared" in note
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16], ids=str)
+def test_autocast_heads_part_runs_on_cpu(dtype):
+    """The part's sampled heads (bias=False, a partial tree refresh) and chunked head at C=32,768 under CPU autocast."""
+    detail = gpu_check.autocast_heads(torch.device("cpu"), dtype, d=16)
+    assert "C=32,768" in detail and "sampled quadratic" in detail and "chunked softmax" in detail
 
 
 def test_bench_case_runs_at_tiny_sizes_on_cpu():
@@ -72,12 +100,12 @@ def fake_meta() -> dict:
 def test_pages_render_from_made_up_results(tmp_path):
     results = [("cuda-marked tests", "pass", 50.0, "37 passed"), ("pipeline: lm1b", "FAIL", 3.0, "RuntimeError: a|b")]
     t5 = {"steps": 300, "steps_per_s": 10.0, "peak_mib": 5000.0, "precision": "bf16", "batch": 64, "epochs": 30, "full_steps": 4710, "estimate_h": 4710 / 10 / 3600}
-    page = gpu_check.render_check(fake_meta(), results, t5, Path("data/gigaword"))
+    page = gpu_check.render_check(fake_meta(), results, t5, "gigaword (the prepared Gigaword-10k)")
     assert "verdict: FAIL" in page and "| pipeline: lm1b | FAIL | 3.0 | RuntimeError: a/b |" in page
-    assert "Random weights of the all-MiniLM-L6-v2 architecture" in page
+    assert "Random weights of the all-MiniLM-L6-v2 architecture" in page and "Data: gigaword (the prepared Gigaword-10k);" in page
     assert "| 10.00 | 5000 | 4,710 (30 epochs × ⌈10,000 / 64⌉) | ≈ 0.13 h (estimate) |" in page
-    assert "verdict: pass" in gpu_check.render_check(fake_meta(), results[:1], {}, Path("x"))
-    assert "## Table 5 slice" not in gpu_check.render_check(fake_meta(), results[:1], {}, Path("x"))
+    assert "verdict: pass" in gpu_check.render_check(fake_meta(), results[:1], {}, "x")
+    assert "## Table 5 slice" not in gpu_check.render_check(fake_meta(), results[:1], {}, "x")
 
     rows = [
         Row(BASELINE, "bfloat16", [0.010, 0.012, 0.011], 4000.0, 11.8),

@@ -4,7 +4,7 @@
 ``task.model`` with the transformers ``Trainer`` (accelerate underneath: one process, or DDP
 under ``torchrun --nproc_per_node=N -m softmax_zoo.train ...``), evaluates every split of
 ``task.eval_datasets`` with ``task.evaluate`` on the main process only (the trained model is the
-same on every rank; the others end), on each split's first ``train.eval_subset`` examples where
+same on every rank; the others end), in float32 whatever ``train.precision`` trained in, on each split's first ``train.eval_subset`` examples where
 that is set (``scale=smoke``: 200; the log line of each split says so), and writes on the main process the run record
 (:mod:`softmax_zoo.records`) and, for tasks whose evaluation returns per-example rows, one
 ``<run>.<split>.predictions.jsonl`` beside it (:func:`softmax_zoo.records.write_predictions`).
@@ -50,6 +50,7 @@ from transformers.utils import SAFE_WEIGHTS_NAME
 from . import preflight, progress, records, tracking, vocab_parallel_training
 from .config import command_line, hydra_choices, hydra_job
 from .losses import OutputHead
+from .losses.sampled import seed_samplers
 from .models.distill import maybe_distill
 from .tasks.base import Batches, Task
 from .trainer import (
@@ -285,6 +286,10 @@ def run(cfg: DictConfig, callbacks: Iterable[TrainerCallback] = ()) -> dict[str,
     if vocab_parallel_training.enabled(cfg):
         vocab_parallel_training.shard_heads(task.model)  # after init_from: each rank keeps its rows of the whole head
     args = training_arguments(cfg)
+    if not vocab_parallel_training.enabled(cfg) and args.world_size > 1:
+        # Data parallel: every rank starts from cfg.seed; its samplers draw with seed + rank, so that the
+        # ranks' negatives differ (a vocabulary-parallel head needs the same draws on every rank).
+        seed_samplers(task.model, cfg.seed + args.process_index, args.device)
     choices = hydra_choices()
     tracker = tracking.start(cfg, choices, args.to_dict())
     guard = NonFiniteLossGuard()
@@ -306,7 +311,9 @@ def run(cfg: DictConfig, callbacks: Iterable[TrainerCallback] = ()) -> dict[str,
                 f"{last or 'none (no checkpoint had been saved)'}. Try a lower train.lr or train.max_grad_norm, "
                 "train.precision=fp32, or loss=stable_softmax."
             )
-        model = trainer.accelerator.unwrap_model(trainer.model)
+        # Evaluation runs in float32 for every task: accelerate's autocast wrapper of the forward
+        # (bf16/fp16 training) is removed, as the seq2seq and classification evaluations never used it.
+        model = trainer.accelerator.unwrap_model(trainer.model, keep_fp32_wrapper=False)
         evaluated = evaluate_splits(task, model, eval_datasets, trainer.is_world_process_zero(), subset)
         if evaluated is not None:
             metrics, eval_timing, rows = evaluated

@@ -51,6 +51,7 @@ Modules::
     distill                 knowledge-distillation losses: the KL form beside stable_kd_loss
     row_loss                a logit-level loss written once: per-row values and their logit gradient
     chunked                 linear + loss ``chunk_size`` rows at a time, never the (N, C) logits
+    memory                  the chunk budget per device, and the check that a buffer fits the free memory
     functional              linear_cross_entropy: the chunked linear + loss of any logit-level variant
     lean_inference          predict / class_log_probs / topk_log_probs of a chunked head over class blocks
     streaming               inference of a linear head over blocks of classes

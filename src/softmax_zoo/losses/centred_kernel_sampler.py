@@ -31,6 +31,7 @@ from __future__ import annotations
 import torch
 
 from .kernel_sampler import QuadraticKernelSampler
+from .samplers import outside_autocast
 
 RECENTRE_AT = 0.5  # recentre when ‖w̄ − c‖ > RECENTRE_AT · rms_j ‖w_j − w̄‖ (see the module docstring)
 
@@ -44,6 +45,7 @@ class CentredQuadraticKernelSampler(QuadraticKernelSampler):
     _mean: torch.Tensor | None = None  # (d,) w̄ of the weight at the last refresh
     _centre: torch.Tensor | None = None  # (d,) c, the centre the tree's rows are taken from
 
+    @outside_autocast
     def refresh(self, weight: torch.Tensor) -> None:
         """Recompute w̄ (and the centre if w̄ moved far from it), then update the tree over [w_j − c, −1]."""
         W = weight.detach().float()

@@ -21,8 +21,8 @@ logit gradient in float32 (float64 for float64), as ``_core`` says.
 
 Memory: a few (chunk_size, C) buffers in the compute dtype (the logits, the variant's
 exp/probabilities, G), plus the gradients of hidden (N, d), weight (C, d) and bias (C,), held
-from the forward to the backward. ``chunk_size="auto"`` sizes the chunk to
-``AUTO_CHUNK_LOGITS`` logits.
+from the forward to the backward. ``chunk_size="auto"`` sizes the chunk to the device's budget
+(``memory.chunk_logits``): ``AUTO_CHUNK_LOGITS`` logits on a CPU, more on a GPU with free memory.
 """
 
 from __future__ import annotations
@@ -34,9 +34,10 @@ import torch.nn.functional as F
 from torch.autograd.function import once_differentiable
 
 from ._core import CHUNK_LOGITS, check_target_dtype, check_target_range, matmul_dtypes, reduce_loss, reduction_scale
+from .memory import chunk_logits
 
-# Logits per chunk for chunk_size="auto" (the softmax head holds about three such buffers at once,
-# ~200 MiB in float32). At N=4096, C=32000 this is 524 rows, 8 chunks.
+# Logits per chunk for chunk_size="auto" on a CPU (the softmax head holds about three such buffers at
+# once, ~200 MiB in float32). At N=4096, C=32000 this is 524 rows, 8 chunks. A GPU's: memory.chunk_logits.
 AUTO_CHUNK_LOGITS = CHUNK_LOGITS
 
 
@@ -78,6 +79,10 @@ def chunked_pass(loss_and_grad, target, keep, hidden, weight, bias, row_weight, 
     mm, acc = matmul_dtypes(hidden, weight)
     n, d, num_classes = hidden.shape[0], hidden.shape[1], weight.shape[0]
     grads = row_weight is not None
+    if grads:  # G is cast to ``mm`` with row weights of largest magnitude 1: 1/N in float16 would flush it to 0
+        scale = row_weight.abs().max() if n else row_weight.new_ones(())
+        scale = torch.where(scale > 0, scale, 1.0)
+        row_weight = row_weight / scale
     with torch.autocast(hidden.device.type, enabled=False):
         h, w = hidden.to(mm), weight.to(mm)
         b = None if bias is None else bias.to(mm)
@@ -98,7 +103,12 @@ def chunked_pass(loss_and_grad, target, keep, hidden, weight, bias, row_weight, 
             _addmm_(gw, gm.t(), h[rows])
             if gb is not None:
                 gb.add_(g.sum(dim=0))
-    return loss, ((gh, gw, gb) if grads else None)
+    if not grads:
+        return loss, None
+    for g in (gh, gw, gb):
+        if g is not None:
+            g.mul_(scale)  # in place: gw is (C, d)
+    return loss, (gh, gw, gb)
 
 
 class _ChunkedLinearLoss(torch.autograd.Function):
@@ -155,7 +165,7 @@ def chunked_linear_loss(head, hidden: torch.Tensor, target: torch.Tensor) -> tor
     t = t.masked_fill(~keep, 0)  # ignored rows gather class 0; their loss and weight are 0
     rows = head.chunk_size
     if rows == "auto":
-        rows = auto_chunk_size(h.shape[0], head.num_classes)
+        rows = auto_chunk_size(h.shape[0], head.num_classes, chunk_logits(h.device))
     params = (h, head.weight, head.bias)
     loss_and_grad = head.row_loss().loss_and_grad  # the variant as set for this call, every chunk alike
     if torch.is_grad_enabled() and any(p is not None and p.requires_grad for p in params):

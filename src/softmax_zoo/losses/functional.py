@@ -30,7 +30,7 @@ def linear_cross_entropy(
     Args:
         hidden: (..., d). weight: (C, d). target: (...) class ids. bias: (C,) or None.
         loss: a registered logit-level variant, e.g. "softmax", "stable_softmax", "sparse_softmax".
-        chunk_size: rows per chunk, "auto" (``_core.CHUNK_LOGITS`` logits a chunk) or None (the
+        chunk_size: rows per chunk, "auto" (``memory.chunk_logits`` logits a chunk) or None (the
             whole (N, C) logits).
         **variant_options: the head's own arguments, e.g. ``k=20``, ``label_smoothing=0.1``.
 

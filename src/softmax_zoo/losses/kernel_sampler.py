@@ -49,7 +49,9 @@ sampler (q still is a valid proposal, and the sampled softmax corrects with the 
 The distribution is that of the weight at the last :meth:`refresh` (the head refreshes whenever
 its weight changed, once per training step); ``sample`` and ``log_prob`` build the tree on first
 use, or when the weight's shape changes. Node sums are kept in float32; the normaliser Z in
-float64.
+float64. Every public method runs outside autocast (``samplers.outside_autocast``) on float32
+copies of its inputs: under autocast the tree's GEMMs would round to bfloat16, and log q would
+drift from the kernel it draws from.
 """
 
 from __future__ import annotations
@@ -59,15 +61,16 @@ from typing import NamedTuple
 
 import torch
 
-from .samplers import Sampler
+from . import memory
+from .samplers import Sampler, outside_autocast
 
 _CHUNK = 8192  # draw slots per batched GEMM (e.g. 256 tiles of 32): bounds the GEMM's memory without a loop of tiny GEMMs
 
 
-def _pick(mass: torch.Tensor) -> torch.Tensor:
+def _pick(mass: torch.Tensor, generator: torch.Generator | None) -> torch.Tensor:
     """Index along the last dim, drawn in proportion to the non-negative ``mass`` (..., B)."""
     cum = mass.cumsum(-1)
-    thr = (1 - torch.rand(mass.shape[:-1], dtype=cum.dtype, device=mass.device)) * cum[..., -1]  # (0, 1]·total
+    thr = (1 - torch.rand(mass.shape[:-1], dtype=cum.dtype, device=mass.device, generator=generator)) * cum[..., -1]  # (0, 1]·total
     return (cum < thr[..., None]).sum(-1).clamp_(max=mass.shape[-1] - 1)  # first index with cum >= thr
 
 
@@ -170,6 +173,7 @@ class QuadraticKernelSampler(Sampler):
         self._W: torch.Tensor | None = None
 
     # -- the tree ----------------------------------------------------------------------------------
+    @outside_autocast
     def refresh(self, weight: torch.Tensor) -> None:
         """Rebuild the node sums from ``weight`` (C, d), or update only the leaves whose rows changed.
 
@@ -199,16 +203,27 @@ class QuadraticKernelSampler(Sampler):
             self._S[k][nodes] = self._S[k - 1].view(-1, self.branching, d, d)[nodes].sum(1)
         self._S_root = self._S[-1].double().sum(0)
 
+    def level_sizes(self, num_classes: int) -> list[int]:
+        """Nodes per stored level, leaves first: level k has B× the nodes of level k+1 (zero padding)."""
+        sizes = [math.ceil(num_classes / self.leaf_size)]
+        while sizes[-1] > self.top_nodes:
+            sizes.append(math.ceil(sizes[-1] / self.branching))
+        return [sizes[-1] * self.branching ** (len(sizes) - 1 - k) for k in range(len(sizes))]
+
+    def tree_bytes(self, num_classes: int, dim: int) -> int:
+        """Bytes of the tree for C classes of dimension d: the float32 node sums (d × d each) and rows."""
+        padded = self.level_sizes(num_classes)
+        return 4 * (sum(padded) * dim * dim + padded[0] * self.leaf_size * (dim + 1))
+
     def _build(self, W: torch.Tensor) -> None:
-        """Allocate the tree for ``W`` (C, d) and compute its sums."""
+        """Allocate the tree for ``W`` (C, d) and compute its sums (refused if it cannot fit the device)."""
         C, d = W.shape
         L, B = self.leaf_size, self.branching
-        sizes = [math.ceil(C / L)]
-        while sizes[-1] > self.top_nodes:
-            sizes.append(math.ceil(sizes[-1] / B))
-        padded = [sizes[-1]]
-        for _ in sizes[:-1]:
-            padded.insert(0, padded[0] * B)  # level k has B× the nodes of level k+1, zeros padding
+        padded = self.level_sizes(C)
+        memory.check_fits(
+            self.tree_bytes(C, d), W.device, f"the quadratic-kernel tree for C={C:,}, d={d:,} "
+            f"({sum(padded):,} node sums of d × d float32)", hint="; its size grows like C·d²/leaf_size",
+        )
         self._shape = (C, d)
         self._W = torch.zeros(padded[0] * L, d, device=W.device)
         self._W[:C] = W
@@ -253,6 +268,7 @@ class QuadraticKernelSampler(Sampler):
         return torch.log(self.alpha * quad + count)
 
     @torch.no_grad()
+    @outside_autocast
     def sample(self, hidden, weight, num_samples, exclude=None, bias=None):
         self._ensure(weight)
         d = self._shape[1]
@@ -265,16 +281,21 @@ class QuadraticKernelSampler(Sampler):
         flat_W = self._W.view(-1, d)
         q_t = None if exclude is None else ((h * flat_W[exclude]).sum(1)) ** 2  # (N,) (h·w_t)²
 
-        # Dense top level: masses of all K nodes for all rows, one GEMM; m draws per row.
+        # Dense top level: masses of all K nodes for all rows, one GEMM per chunk of rows whose h⊗h
+        # fits the device's chunk budget; m draws per row.
         K = self._S[top].shape[0]
-        quad = (h[:, :, None] * h[:, None, :]).reshape(N, d * d) @ self._S[top].view(K, d * d).T  # (N, K)
+        rows = max(1, memory.chunk_logits(h.device) // (d * d))
+        quad = torch.cat([
+            (hc[:, :, None] * hc[:, None, :]).reshape(-1, d * d) @ self._S[top].view(K, d * d).T
+            for hc in h.split(rows)
+        ])  # (N, K)
         mass = (a * quad + self._cnt[top]).double()
         if exclude is not None:
             anc = (exclude // L) // B**top  # (N,) the target's node at the top level
             mass.scatter_(1, anc[:, None], self._rest(quad.gather(1, anc[:, None]), q_t[:, None],
                                                       self._cnt[top][anc][:, None]).double())
         cum = mass.cumsum(1)  # (N, K) float64
-        thr = (1 - torch.rand(N, m, dtype=cum.dtype, device=h.device)) * cum[:, -1:]  # (0, 1]·total
+        thr = (1 - torch.rand(N, m, dtype=cum.dtype, device=h.device, generator=self.generator)) * cum[:, -1:]  # (0, 1]·total
         node = torch.searchsorted(cum, thr).clamp_(max=K - 1).reshape(N * m)  # (N·m,) first cum >= thr
 
         h_pad = torch.cat([h, h.new_zeros(1, d)])  # row N: zeros, for the padding slots
@@ -314,7 +335,7 @@ class QuadraticKernelSampler(Sampler):
             hit = ((t_node // B) == tile_node[:, None]) & (t >= 0)
             is_t = hit[..., None] & (torch.arange(B, device=t.device) == (t_node % B)[..., None])  # (t, P, B)
             mass = torch.where(is_t, self._rest(quad, qt_pad[rows][..., None], cnt), mass)
-        return _pick(mass)
+        return _pick(mass, self.generator)
 
     def _leaf(self, tile_node, rows, h_pad, t_pad) -> tuple[torch.Tensor, torch.Tensor]:
         """Class ids (t, P) drawn in the leaves ``tile_node`` (t,), and their kernel values."""
@@ -325,7 +346,7 @@ class QuadraticKernelSampler(Sampler):
         cls = tile_node[:, None] * L + torch.arange(L, device=rows.device)  # (t, L)
         if t_pad is not None:
             kern = kern.masked_fill(cls[:, None, :] == t_pad[rows][..., None], 0.0)
-        j = _pick(kern)  # (t, P)
+        j = _pick(kern, self.generator)  # (t, P)
         return cls.gather(1, j), kern.gather(2, j[..., None])[..., 0]
 
     def _rest(self, quad: torch.Tensor, q_t: torch.Tensor, cnt: torch.Tensor) -> torch.Tensor:
@@ -333,6 +354,7 @@ class QuadraticKernelSampler(Sampler):
         return (self.alpha * (quad - q_t).clamp(min=0) + cnt - 1) * (cnt > 1)
 
     @torch.no_grad()
+    @outside_autocast
     def log_prob(self, hidden, weight, ids, exclude=None, bias=None):
         self._ensure(weight)
         h = self._query(hidden)

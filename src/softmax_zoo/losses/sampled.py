@@ -30,7 +30,9 @@ The candidates' logits are computed one of two ways, equal up to float rounding:
 gathering each row's 1 + m weight rows (n·(1 + m)·d values read); or, when the rows share most
 candidates (m large against C), by one GEMM of the rows against the U distinct candidates and a
 gather from the (n, U) result. A gather runs far below GEMM speed, so the GEMM wins once
-U ≤ :data:`SHARED_GEMM_RATIO`·(1 + m) (``make bench``: "candidate logits").
+U ≤ :data:`SHARED_GEMM_RATIO`·(1 + m) (``make bench``: "candidate logits"); it is also taken when
+its (n, U) logits are smaller than the gathered (n, 1 + m, d) rows. On a GPU either path is
+refused before it runs if it cannot fit the free memory (``memory.check_fits``), naming its size.
 
 Gradients flow to ``hidden`` and to the rows of the weight (and bias) of the target and the
 drawn negatives only; the sampler runs under ``torch.no_grad``. In eval mode (``head.eval()``)
@@ -45,6 +47,7 @@ import numbers
 import torch
 import torch.nn.functional as F
 
+from . import memory
 from ._core import check_target_dtype, check_target_range, reduce_loss
 from .head import LinearHead
 from .registry import register_variant
@@ -93,6 +96,9 @@ class SampledSoftmaxHead(LinearHead):
             h·w), uniform and unigram do not look at logits.
         ignore_index: rows with this target contribute nothing (and draw nothing).
         reduction: "mean" over non-ignored rows, "sum" or "none".
+
+    The sampler draws from torch's global generator unless :func:`seed_samplers` gave it one of its
+    own: the engine does so under data parallelism (seed + rank), so that ranks draw different negatives.
 
     Stateful samplers (the kernel tree) are refreshed from the weight before sampling whenever
     the weight changed since the last refresh, detected by the weight's in-place version counter
@@ -149,23 +155,24 @@ class SampledSoftmaxHead(LinearHead):
         t = t.long()
         keep = check_target_range(t, self.num_classes, self.ignore_index)
         h_k, t_k = h[keep], t[keep]  # (n, d), (n,): rows that count
-        self.refresh_sampler()
-        if t_k.numel() == 0:  # every row ignored: nothing to draw
-            neg, log_q = t_k.new_zeros(0, self.num_samples), h_k.new_zeros(0, self.num_samples)
-        else:
-            with torch.no_grad():
+        # The sampler's q outside autocast, whatever the sampler: its log q must be that of its draws.
+        with torch.no_grad(), torch.autocast(h.device.type, enabled=False):
+            self.refresh_sampler()
+            if t_k.numel() == 0:  # every row ignored: nothing to draw
+                neg, log_q = t_k.new_zeros(0, self.num_samples), h_k.new_zeros(0, self.num_samples, dtype=torch.float)
+            else:
                 neg, log_q = self.sampler.sample(
                     h_k.detach(), self.weight.detach(), self.num_samples, exclude=t_k,
                     bias=None if self.bias is None else self.bias.detach(),
                 )  # (n, m) ids, (n, m) log q̃
         cand = torch.cat([t_k[:, None], neg], dim=1)  # (n, 1 + m), target first
-        logits = candidate_logits(h_k, self.weight, cand)  # (n, 1 + m)
+        logits = candidate_logits(h_k, self.weight, cand)  # (n, 1 + m), autocast's dtype under autocast
+        if logits.dtype in (torch.float16, torch.bfloat16):
+            logits = logits.float()  # bias, correction and normalisation in float32 (logsumexp subtracts the max)
         if self.bias is not None:
             logits = logits + self.bias[cand]
-        correction = log_q.to(logits.dtype) + math.log(self.num_samples)  # ln(m·q̃)
+        correction = log_q.to(logits.dtype) + math.log(self.num_samples)  # ln(m·q̃), never rounded to bfloat16
         logits = torch.cat([logits[:, :1], logits[:, 1:] - correction], dim=1)
-        if logits.dtype in (torch.float16, torch.bfloat16):
-            logits = logits.float()  # normalised in float32 (logsumexp subtracts the max)
         row_loss = torch.logsumexp(logits, dim=1) - logits[:, 0]  # (n,)
         loss = row_loss.new_zeros(t.shape[0]).masked_scatter(keep, row_loss)  # (N,), 0 at ignored rows
         loss = reduce_loss(loss, keep, self.reduction)
@@ -175,12 +182,26 @@ class SampledSoftmaxHead(LinearHead):
         return super().extra_repr() + f", num_samples={self.num_samples}, sampler={type(self.sampler).__name__}"
 
 
+def seed_samplers(model: torch.nn.Module, seed: int, device: torch.device) -> int:
+    """Give the sampler of every :class:`SampledSoftmaxHead` in ``model`` a generator of its own on
+    ``device`` seeded with ``seed`` (the run's seed + rank under DDP); returns how many were seeded."""
+    heads = [m for m in model.modules() if isinstance(m, SampledSoftmaxHead)]
+    for head in heads:
+        head.sampler.seed(seed, device)
+    return len(heads)
+
+
 def candidate_logits(hidden: torch.Tensor, weight: torch.Tensor, cand: torch.Tensor) -> torch.Tensor:
     """h_i·w_{cand[i, j]} (n, 1 + m) for hidden (n, d), weight (C, d) and candidate ids (n, 1 + m).
 
     The weight's gradient reaches the candidates' rows only, on either path (module docstring).
     """
     distinct, position = torch.unique(cand, return_inverse=True)  # (U,), (n, 1 + m)
-    if distinct.numel() <= SHARED_GEMM_RATIO * cand.shape[1]:
+    (n, k), (U, d) = cand.shape, (distinct.numel(), hidden.shape[1])
+    # The GEMM also when its (n, U) logits are fewer values than the gather's (n, 1 + m, d) rows:
+    # at large m and d (lm1b at paper scale: 8 GiB against 160 GiB).
+    if U <= SHARED_GEMM_RATIO * k or U < k * d:
+        memory.check_fits(4 * n * U, hidden.device, f"the sampled head's ({n:,}, {U:,}) candidate logits")
         return (hidden @ F.embedding(distinct, weight).T).gather(1, position)  # (n, U) -> (n, 1 + m)
+    memory.check_fits(4 * n * k * d, hidden.device, f"the sampled head's ({n:,}, {k:,}, {d:,}) gathered rows")
     return torch.bmm(F.embedding(cand, weight), hidden[:, :, None])[..., 0]  # (n, 1 + m, d) x (n, d, 1)

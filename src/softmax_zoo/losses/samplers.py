@@ -8,17 +8,34 @@ it draws from ``q̃_i = q_i`` restricted to the other classes and renormalised,
 (see :mod:`softmax_zoo.losses.sampled`). Exclusion is exact (the target is never drawn), and done
 without a per-draw Python loop.
 
-Samplers draw from torch's global generator (``torch.manual_seed`` fixes the draws) and never
-take part in autograd: their outputs carry no gradient.
+Samplers draw from torch's global generator (``torch.manual_seed`` fixes the draws), or from a
+generator of their own once :meth:`Sampler.seed` gave them one (the engine does so under DDP, with
+seed + rank, so that the ranks draw different negatives); they never take part in autograd:
+their outputs carry no gradient. Those that compute q from the hidden states
+or the weight run outside autocast (:func:`outside_autocast`), in float32 (float64 inputs stay
+float64): under a GPU's bfloat16 autocast their matmuls would otherwise round, and log q would no
+longer be that of the distribution drawn from.
 
 The quadratic-kernel tree sampler lives in :mod:`softmax_zoo.losses.kernel_sampler`.
 """
 
 from __future__ import annotations
 
+import functools
 import math
 
 import torch
+
+
+def outside_autocast(method):
+    """Run a sampler's ``method(self, tensor, ...)`` with autocast off on the first tensor's device."""
+
+    @functools.wraps(method)
+    def wrapper(self, tensor: torch.Tensor, *args, **kwargs):
+        with torch.autocast(tensor.device.type, enabled=False):
+            return method(self, tensor, *args, **kwargs)
+
+    return wrapper
 
 
 class Sampler:
@@ -30,6 +47,11 @@ class Sampler:
     """
 
     num_classes: int | None = None
+    generator: torch.Generator | None = None  # None: torch's global generator
+
+    def seed(self, seed: int, device: torch.device) -> None:
+        """Draw from now on from a generator of its own on ``device``, seeded with ``seed``."""
+        self.generator = torch.Generator(device).manual_seed(seed)
 
     def sample(
         self,
@@ -96,9 +118,9 @@ class UniformSampler(Sampler):
         self.check_num_samples(num_samples)
         n, C = hidden.shape[0], self.num_classes
         if exclude is None:
-            ids = torch.randint(0, C, (n, num_samples), device=hidden.device)
+            ids = torch.randint(0, C, (n, num_samples), device=hidden.device, generator=self.generator)
             return ids, torch.full((n, num_samples), -math.log(C), device=hidden.device)
-        ids = torch.randint(0, C - 1, (n, num_samples), device=hidden.device)
+        ids = torch.randint(0, C - 1, (n, num_samples), device=hidden.device, generator=self.generator)
         ids = ids + (ids >= exclude[:, None]).long()  # uniform on [0, C) \ {t}
         return ids, torch.full((n, num_samples), -math.log(C - 1), device=hidden.device)
 
@@ -152,7 +174,7 @@ class UnigramSampler(Sampler):
         self._to(hidden.device)
         n, total = hidden.shape[0], self.cdf[-1]
         if exclude is None:
-            u = (1 - torch.rand(n, num_samples, dtype=torch.float64, device=hidden.device)) * total
+            u = (1 - torch.rand(n, num_samples, dtype=torch.float64, device=hidden.device, generator=self.generator)) * total
             ids = torch.searchsorted(self.cdf, u).clamp_(max=self.num_classes - 1)
             return ids, self.probs[ids].log().float()
         q_t = self.probs[exclude][:, None]  # (n, 1)
@@ -160,7 +182,7 @@ class UnigramSampler(Sampler):
         ids = torch.empty(n, num_samples, dtype=torch.long, device=hidden.device)
         todo = torch.ones(n, num_samples, dtype=torch.bool, device=hidden.device)
         while bool(todo.any()):  # one pass but for draws that rounding put on the target
-            u = (1 - torch.rand(n, num_samples, dtype=torch.float64, device=hidden.device)) * (total - q_t)
+            u = (1 - torch.rand(n, num_samples, dtype=torch.float64, device=hidden.device, generator=self.generator)) * (total - q_t)
             u = torch.where(u > lo_t, u + q_t, u)  # skip the target's interval
             new = torch.searchsorted(self.cdf, u).clamp_(max=self.num_classes - 1)
             ids = torch.where(todo, new, ids)
@@ -181,24 +203,26 @@ class SoftmaxSampler(Sampler):
 
     The oracle of Blanc & Rendle (2018), section 2: with it the sampled softmax loss equals the full
     cross-entropy for every draw and the expected gradient is the full gradient. Useful for bias
-    studies and tests, never faster than the full softmax. Normalised in float32 (or the input
-    dtype if wider).
+    studies and tests, never faster than the full softmax. Computed in float32 (float64 if an
+    input is float64), outside autocast.
     """
 
     def _log_q(self, hidden, weight, bias, exclude):
-        logits = torch.nn.functional.linear(hidden, weight, bias)
-        logits = logits.float() if logits.dtype in (torch.float16, torch.bfloat16) else logits
+        dtype = torch.float64 if torch.float64 in (hidden.dtype, weight.dtype) else torch.float32
+        logits = torch.nn.functional.linear(hidden.to(dtype), weight.to(dtype), None if bias is None else bias.to(dtype))
         if exclude is not None:
             logits = logits.scatter(1, exclude[:, None], -math.inf)
         return torch.log_softmax(logits, dim=1)  # (N, C)
 
     @torch.no_grad()
+    @outside_autocast
     def sample(self, hidden, weight, num_samples, exclude=None, bias=None):
         self.check_num_samples(num_samples)
         log_q = self._log_q(hidden, weight, bias, exclude)
-        ids = torch.multinomial(log_q.exp(), num_samples, replacement=True)
+        ids = torch.multinomial(log_q.exp(), num_samples, replacement=True, generator=self.generator)
         return ids, log_q.gather(1, ids)
 
     @torch.no_grad()
+    @outside_autocast
     def log_prob(self, hidden, weight, ids, exclude=None, bias=None):
         return self._log_q(hidden, weight, bias, exclude).gather(1, ids)

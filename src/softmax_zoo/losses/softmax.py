@@ -108,8 +108,8 @@ class SoftmaxHead(LinearHead):
         chunk_size: None: the loss from the full (N, C) logits. An int: the loss and all its
             gradients are computed in the forward, ``chunk_size`` rows at a time, never holding
             the (N, C) logits (``chunked.py``); values and gradients equal the plain path's.
-            "auto": rows per chunk chosen so a chunk holds at most 2^24 logits
-            (``_core.CHUNK_LOGITS``, 64 MiB in float32). With chunk_size set,
+            "auto": rows per chunk chosen so a chunk holds at most the device's budget of
+            logits (``memory.chunk_logits``: 2^24 on a CPU, 64 MiB in float32). With chunk_size set,
             ``predict``, ``class_log_probs`` and ``topk_log_probs`` also run over blocks of
             classes within the same bound (``lean_inference.py``); ``log_probs`` returns the
             full (..., C) matrix either way.

@@ -12,7 +12,8 @@ Command line (``key=value`` arguments, no dashes, like Hydra overrides)::
 - ``out_dir``: the root of prepared data (the task goes to ``<out_dir>/<task>``). Default
   ``$SOFTMAX_ZOO_DATA``, else ``data``.
 - ``source=hub`` loads the task's pinned hub dataset with ``datasets`` (the optional extra
-  ``hub``) instead of release files; both give the same prepared format.
+  ``hub``) instead of release files; both give the same prepared format. A task whose module sets
+  ``HUB_FALLBACK = True`` (gigaword) reads its hub dataset when its release folder is absent.
 - ``all`` prepares every task whose release folder exists under ``raw_root`` and skips the others.
 - Task options (``train_size=10000``, ``oos=false``, ...) are listed by ``list`` and in data/README.md.
 - A preparer outside this package: ``SOFTMAX_ZOO_PREPARERS=my_module`` (its dotted module, on
@@ -117,6 +118,9 @@ def prepare_task(
     opts = resolve_options(task, options)
     dest = Path(out_dir or out_root()) / task
     raw_path = Path(raw_dir) if raw_dir else Path(raw_root_dir or raw_root()) / spec.RAW_NAME
+    if source == "local" and not raw_path.is_dir() and getattr(spec, "HUB_FALLBACK", False):
+        log.info("%s: no release folder %s; reading the task's hub dataset instead (source=hub)", task, raw_path)
+        source = "hub"
     if source == "local":
         raw = RawDir(raw_path, task)
         prep = spec.load_local(raw, opts)

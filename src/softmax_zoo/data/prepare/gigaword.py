@@ -40,6 +40,7 @@ _DEV = {
 _TEST = [("input.txt", "task1_ref0.txt"), ("test.src", "test.tgt")]
 # A loading-script dataset (downloads the Rush et al. release): datasets>=4 reads its parquet export branch.
 HUB = {"id": "Harvard/gigaword", "revision": "refs/convert/parquet"}
+HUB_FALLBACK = True  # no release folder: the same release from the hub (prepare_task), so a fresh clone can prepare it
 
 
 def _find_pair(raw: RawDir, candidates: list[tuple[str, str]], what: str):

@@ -1,0 +1,48 @@
+"""Device memory of the heads: the chunk budget per device, and the check that a buffer fits.
+
+The chunk budget (:func:`chunk_logits`) is the number of logits a chunked head holds at once. On a
+CPU it is ``_core.CHUNK_LOGITS`` (2^24): few chunks keep the per-op overhead small, and every CPU
+measurement was made with it. On a GPU each chunk re-reads the whole (C, d) weight, so small
+chunks are slow: the budget there is 1/16 of the free memory in float32 logits (a chunk holds
+about four (rows, C) buffers), between 2^24 and 2^30 logits, e.g. the 8,192 rows of a C = 128,000
+batch in one chunk and 1,353 rows at C = 793,471 on an empty 141 GB GPU.
+
+:func:`check_fits` refuses a buffer larger than the device's free memory before it is allocated,
+naming the sizes; on a CPU nothing is checked (the host's memory is not the limit this guards).
+"""
+
+from __future__ import annotations
+
+import torch
+
+from ._core import CHUNK_LOGITS
+
+GPU_FREE_SHARE = 16  # a chunk's float32 logits take at most 1/16 of the free memory ...
+GPU_CHUNK_LOGITS_MAX = 1 << 30  # ... and at most 2^30 logits (4 GiB in float32)
+
+
+def free_bytes(device: torch.device) -> int | None:
+    """Free memory of a CUDA ``device`` in bytes (``torch.cuda.mem_get_info``); None elsewhere."""
+    if device.type != "cuda":
+        return None
+    return torch.cuda.mem_get_info(device)[0]
+
+
+def chunk_logits(device: torch.device) -> int:
+    """Logits per chunk of a chunked head on ``device`` (module docstring): CHUNK_LOGITS on a CPU."""
+    free = free_bytes(device)
+    if free is None:
+        return CHUNK_LOGITS
+    return max(CHUNK_LOGITS, min(GPU_CHUNK_LOGITS_MAX, free // (4 * GPU_FREE_SHARE)))
+
+
+def gib(nbytes: float) -> str:
+    return f"{nbytes / 2**30:,.1f} GiB"
+
+
+def check_fits(nbytes: int, device: torch.device, what: str, hint: str = "") -> None:
+    """Raise ``torch.OutOfMemoryError`` naming ``what``, its size and the free memory if ``nbytes``
+    exceeds the free memory of ``device`` (CUDA only)."""
+    free = free_bytes(device)
+    if free is not None and nbytes > free:
+        raise torch.OutOfMemoryError(f"{what} needs {gib(nbytes)}, {device} has {gib(free)} free{hint}")

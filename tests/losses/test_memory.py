@@ -1,0 +1,76 @@
+"""Device memory of the heads: the chunk budget per device (a CPU keeps 2^24 logits), and buffers that
+cannot fit the free memory refused before they are allocated, with their sizes; lm1b's paper-scale
+sampled arms against a 141 GB GPU."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from softmax_zoo.losses import QuadraticKernelSampler, memory
+from softmax_zoo.losses._core import CHUNK_LOGITS
+from softmax_zoo.losses.chunked import auto_chunk_size
+from softmax_zoo.losses.reference.sampled import kernel_probs
+from softmax_zoo.losses.sampled import candidate_logits
+
+H200 = 141e9  # bytes
+
+
+def test_cpu_chunk_budget_is_unchanged():
+    assert memory.chunk_logits(torch.device("cpu")) == CHUNK_LOGITS == 1 << 24
+    assert auto_chunk_size(4096, 32_000, memory.chunk_logits(torch.device("cpu"))) == 524
+
+
+@pytest.mark.parametrize(("free_gib", "budget"), [(140, 1 << 30), (16, 1 << 28), (1, 1 << 24), (0.5, 1 << 24)])
+def test_gpu_chunk_budget_follows_free_memory(monkeypatch, free_gib, budget):
+    monkeypatch.setattr(torch.cuda, "mem_get_info", lambda device=None: (int(free_gib * 2**30), 141 * 10**9))
+    assert memory.chunk_logits(torch.device("cuda")) == budget
+    if free_gib == 140:  # an empty H200: a C=128,000 batch of 8,192 rows in one chunk, 1,353 rows at lm1b's C
+        assert auto_chunk_size(8192, 128_000, budget) == 8192 and auto_chunk_size(8192, 793_471, budget) == 1353
+
+
+def test_a_tree_that_cannot_fit_is_refused_with_its_size(monkeypatch):
+    monkeypatch.setattr(memory, "free_bytes", lambda device: 2**20)
+    with pytest.raises(torch.OutOfMemoryError, match=r"quadratic-kernel tree for C=20,000, d=32 .* needs 0.0 GiB, cpu has 0.0 GiB free"):
+        QuadraticKernelSampler().refresh(torch.randn(20_000, 32))
+
+
+def test_lm1b_paper_tree_cannot_fit_an_h200():
+    """lm1b paper scale (C=793,471, d=2,048): 16,275 node sums of 16 MiB (254.3 GiB) and the tree's copy of the rows (6.1 GiB)."""
+    sampler = QuadraticKernelSampler()
+    assert sum(sampler.level_sizes(793_471)) == 16_275
+    tree = sampler.tree_bytes(793_471, 2048)
+    assert tree / 2**30 == pytest.approx(254.3 + 6.1, abs=0.1) and tree > H200
+    assert QuadraticKernelSampler(leaf_size=1024).tree_bytes(793_471, 2048) / 2**30 == pytest.approx(18.2, abs=0.1)  # one level of 775 nodes
+
+
+def test_top_level_in_row_chunks_keeps_log_q_exact(monkeypatch):
+    """The dense top level's h⊗h in chunks of 3 rows: the draws' log q is still the exact kernel's."""
+    monkeypatch.setattr(memory, "chunk_logits", lambda device: 3 * 16 * 16)
+    gen = torch.Generator().manual_seed(0)
+    hidden, weight, target = torch.randn(10, 16, generator=gen), torch.randn(5000, 16, generator=gen), torch.arange(10)
+    sampler = QuadraticKernelSampler(leaf_size=8, top_nodes=64)
+    ids, log_q = sampler.sample(hidden, weight, 32, exclude=target)
+    exact = kernel_probs(hidden, weight, sampler.alpha, target).log().gather(1, ids)
+    torch.testing.assert_close(log_q.double(), exact, rtol=0, atol=1e-5)
+
+
+def test_large_m_and_d_take_the_gemm_path(monkeypatch):
+    """n·(1 + m)·d gathered values against n·U logits: with d = 128 the (n, U) GEMM is the smaller, and taken."""
+    monkeypatch.setattr(memory, "free_bytes", lambda device: 1)  # every path refused: the message names the one taken
+    n, m, d, classes = 100, 3, 128, 100_000  # U ≈ 398 > 64·(1 + m) = 256, the speed rule's bound; < (1 + m)·d = 512
+    gen = torch.Generator().manual_seed(0)
+    cand = torch.randint(0, classes, (n, 1 + m), generator=gen)
+    with pytest.raises(torch.OutOfMemoryError, match=r"\(100, 3\d\d\) candidate logits"):
+        candidate_logits(torch.randn(n, d), torch.randn(classes, d), cand)
+    with pytest.raises(torch.OutOfMemoryError, match=r"\(100, 4, 16\) gathered rows"):  # small d: the gather
+        candidate_logits(torch.randn(n, 16), torch.randn(classes, 16), cand)
+
+
+def test_lm1b_paper_uniform_arm_fits_by_the_gemm_path():
+    """lm1b paper scale (n = 128 × 20 tokens, m = 8,192, d = 2,048, C = 793,471), by arithmetic: the
+    uniform arm's draws cover nearly every class, and the (n, U) logits (7.6 GiB) replace the 160 GiB gather."""
+    n, m, d, classes = 2560, 8192, 2048, 793_471
+    distinct = classes * (1 - (1 - 1 / classes) ** (n * m))  # expected U
+    assert 4 * n * (1 + m) * d / 2**30 == pytest.approx(160.0, abs=0.1)
+    assert distinct < (1 + m) * d and 4 * n * distinct / 2**30 == pytest.approx(7.6, abs=0.1)
