@@ -121,13 +121,13 @@ class VocabParallelHead(OutputHead):
         mine = (cand >= shard.start) & (cand < shard.stop)
         local = (cand - shard.start).masked_fill(~mine, 0)
         part = candidate_logits(copy_to_shards(h_k, self.group), self.weight, local)  # (n, 1 + m)
+        if part.dtype in (torch.float16, torch.bfloat16):
+            part = part.float()  # bias, correction and normalisation in float32, as on one process
         if self.bias is not None:
             part = part + self.bias[local]
         logits = reduce_from_shards(torch.where(mine, part, 0.0), self.group)  # each from its owning rank
-        correction = log_q.to(logits.dtype) + math.log(head.num_samples)  # ln(m·q̃)
+        correction = log_q.to(logits.dtype) + math.log(head.num_samples)  # ln(m·q̃), never rounded to bfloat16
         logits = torch.cat([logits[:, :1], logits[:, 1:] - correction], dim=1)
-        if logits.dtype in (torch.float16, torch.bfloat16):
-            logits = logits.float()
         row_loss = torch.logsumexp(logits, dim=1) - logits[:, 0]  # (n,)
         loss = row_loss.new_zeros(t.shape[0]).masked_scatter(keep, row_loss)  # (N,), 0 at ignored rows
         return reduce_loss(loss, keep, self.reduction)
