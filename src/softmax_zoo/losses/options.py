@@ -186,7 +186,7 @@ class OptionRows(RowLoss):
             lse_weight = zw if lse_weight is None else lse_weight + zw
         more = {} if lse_weight is None else {"lse_weight": lse_weight}
         g = self.inner.grad(tuple(inner), target, w, shape, dtype if dcap is None else dcap.dtype, **more)
-        return g if dcap is None else dcap.mul_(g)
+        return g if dcap is None else g.mul_(dcap)
 
     def log_probs(self, z):
         return self.inner.log_probs(self.cap(z))

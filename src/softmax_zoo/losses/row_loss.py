@@ -131,5 +131,7 @@ class _RowLossFunction(torch.autograd.Function):
         *state, target, keep = ctx.saved_tensors
         w = grad_loss * keep  # (N,) d loss / d row-loss, 0 at ignored rows
         shape, dtype = ctx.logits_meta
-        grad = ctx.row_loss.grad(tuple(state), target, w, shape, dtype)
+        # grad may overwrite the state, and a graph may be run backward twice (retain_graph, gradcheck)
+        state = tuple(None if t is None else t.clone() for t in state)
+        grad = ctx.row_loss.grad(state, target, w, shape, dtype)
         return None, grad.to(dtype), None, None
