@@ -351,7 +351,7 @@ class AdaptiveSoftmaxHead(OutputHead):
         plan = (*matmul_dtypes(h, self.head.weight), order, inverse, head_target, groups)
         weights = [w for proj, out in self.tail for w in (proj.weight, out.weight)]
         params = (h, self.head.weight, self.head.bias, *weights)
-        row_weight = None if self.class_weight is None else self.class_weight.to(plan[1])[t]  # (n,) w_t
+        row_weight = None if self.class_weight is None else self.class_weight.to(t.device, plan[1])[t]  # (n,) w_t
         if torch.is_grad_enabled() and any(p is not None and p.requires_grad for p in params):
             loss = _AdaptiveNLL.apply(plan, row_weight, *params)  # (n,)
         else:

@@ -86,7 +86,7 @@ def check_loss_options(*, z_loss=0.0, softcap=None, class_weight=None, num_class
                                 or not 0 < softcap < math.inf):
         raise ValueError(f"softcap must be None or a finite number > 0, got {softcap!r}")
     if class_weight is not None:
-        w = torch.as_tensor(class_weight)
+        w = class_weight_tensor(class_weight)
         if w.dim() != 1 or w.is_complex() or w.dtype == torch.bool:
             raise ValueError(f"class_weight must be a 1-D tensor of C weights, got shape {tuple(w.shape)} {w.dtype}")
         if num_classes is not None and w.shape[0] != num_classes:
@@ -101,10 +101,11 @@ def check_loss_options(*, z_loss=0.0, softcap=None, class_weight=None, num_class
 
 
 def class_weight_tensor(class_weight) -> torch.Tensor | None:
-    """The class weights as a float tensor (a list from a config included), or None."""
+    """The class weights as a float tensor, or None; a list (or a config's ListConfig) of Python
+    floats becomes float64, losing nothing (the loss casts the weights to its compute dtype)."""
     if class_weight is None:
         return None
-    w = torch.as_tensor(class_weight)
+    w = class_weight if isinstance(class_weight, torch.Tensor) else torch.tensor(list(class_weight), dtype=torch.float64)
     return w if w.is_floating_point() else w.float()
 
 
@@ -124,7 +125,7 @@ def mean_count(class_weight: torch.Tensor | None, target: torch.Tensor, keep: to
     """The "mean"'s denominator: None (the kept rows' count) or Σ_kept w_t; target (N,) with ignored rows at 0."""
     if class_weight is None:
         return None
-    return (class_weight[target] * keep).sum()
+    return (class_weight.to(target.device)[target] * keep).sum()
 
 
 class OptionRows(RowLoss):

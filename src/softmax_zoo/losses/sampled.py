@@ -182,7 +182,7 @@ class SampledSoftmaxHead(LinearHead):
             logits = logits.float()  # normalised in float32 (logsumexp subtracts the max)
         row_loss = torch.logsumexp(logits, dim=1) - logits[:, 0]  # (n,)
         if self.class_weight is not None:
-            row_loss = row_loss * self.class_weight.to(row_loss.dtype)[t_k]
+            row_loss = row_loss * self.class_weight.to(row_loss.device, row_loss.dtype)[t_k]
         loss = row_loss.new_zeros(t.shape[0]).masked_scatter(keep, row_loss)  # (N,), 0 at ignored rows
         loss = reduce_loss(loss, keep, self.reduction, mean_count(self.class_weight, t.masked_fill(~keep, 0), keep))
         return loss.reshape(target.shape) if self.reduction == "none" else loss
