@@ -10,11 +10,15 @@ refusal of the others.
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
+
 import pytest
 import torch
 import torch.nn.functional as F
 
-from softmax_zoo.losses import AdaptiveSoftmaxHead, SampledSoftmaxHead, SoftmaxHead, SoftmaxSampler, UniformSampler, chunked
+from softmax_zoo.losses import (AdaptiveSoftmaxHead, SampledSoftmaxHead, SoftmaxHead, SoftmaxSampler, SparseSoftmaxHead,
+                                StableSoftmaxHead, UniformSampler, chunked)
 from softmax_zoo.losses.options import OPTIONS, HeadOutput
 from softmax_zoo.losses.reference.adaptive import make_pair, reference_loss
 from softmax_zoo.losses.reference.logits import REDUCTIONS, cross_entropy_ref, options_ref, sparse_cross_entropy_ref
@@ -260,3 +264,20 @@ def test_bad_option_values_are_named(options, message):
     if "class_weight" not in options or "label_smoothing" in options:
         with pytest.raises(ValueError, match=message):
             SoftmaxHead.check_options(**options)
+
+
+def test_the_readme_table_says_what_each_head_refuses():
+    """The README's options × variants table against each head's ``refused_options``."""
+    readme = (Path(__file__).parents[2] / "README.md").read_text()
+    lines = readme.split("### Options", 1)[1].splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("| option |"))
+    table = [line for line in lines[start:] if line.startswith("|")][: len(OPTIONS) + 3]  # header, rule, rows
+    header, _, *rows = [[c.strip() for c in line.strip("|").split("|")] for line in table]
+    heads = {"softmax": SoftmaxHead, "stable": StableSoftmaxHead, "sparse": SparseSoftmaxHead,
+             "adaptive": AdaptiveSoftmaxHead, "sampled": SampledSoftmaxHead}
+    assert header[1:] == list(heads)
+    named = [re.match(r"`(\w+)", row[0]).group(1) for row in rows]
+    assert named == [*OPTIONS, "reduction"]
+    for name, row in zip(named, rows):
+        for label, cell in zip(header[1:], row[1:]):
+            assert cell.startswith("yes") == (name not in heads[label].refused_options), (name, label)
