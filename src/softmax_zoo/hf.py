@@ -36,6 +36,7 @@ ignores), so ``use_head(model)`` after ``from_pretrained`` restores the same hea
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import inspect
 import json
@@ -64,8 +65,10 @@ REFUSED = {
 }
 SET_BY_USE_HEAD = ("bias", "reduction", "weight", "in_features", "num_classes", "shift")
 # Config fields of models whose logits are more than the output layer's (a head on the hidden
-# states would train a different model): Gemma 2/3 soft-capping, Cohere and Granite scaling.
-LOGIT_TRANSFORMS = ("final_logit_softcapping", "logit_scale", "logits_scaling")
+# states would train a different model): Cohere and Granite scaling. Gemma 2/3's soft-capping,
+# ``final_logit_softcapping``, becomes the head's ``softcap`` (``losses/options.py``).
+LOGIT_TRANSFORMS = ("logit_scale", "logits_scaling")
+SOFTCAP_FIELD = "final_logit_softcapping"
 CONFIG_KEY = "softmax_zoo_head"
 
 
@@ -119,6 +122,14 @@ def use_head(model: nn.Module, loss: str | dict | DictConfig | None = None, **he
             raise ValueError(
                 f"{option} is set by use_head (the model's own output layer, the transformers mean and the causal shift)"
             )
+    model_cap = getattr(model.config, SOFTCAP_FIELD, None)
+    if model_cap is not None:  # the model caps its logits: so does the head, with its value
+        if head_options.get("softcap", model_cap) != model_cap:
+            raise ValueError(
+                f"softcap={head_options['softcap']} differs from the model's {SOFTCAP_FIELD}={model_cap}, "
+                "which the head applies"
+            )
+        head_options = {**head_options, "softcap": model_cap}
     if "forward" in vars(model):
         remove_head(model)
     loss = _plain(loss)
@@ -242,8 +253,13 @@ def _current_head(model: nn.Module) -> LinearHead:
 
 
 def _output_layer_forward(self: nn.Module, hidden: torch.Tensor) -> torch.Tensor:
-    """The output layer's forward, or its input while the model's forward asks for hidden states."""
+    """The output layer's forward, or its input while the model's forward asks for hidden states.
+
+    The input is also kept on the layer (``softmax_zoo_hidden``), which the loss reads: what the
+    model does to its logits after the layer (Gemma 2's soft-capping) then never reaches it.
+    """
     if self.softmax_zoo_emit_hidden:
+        self.softmax_zoo_hidden = hidden
         return hidden
     return type(self).forward(self, hidden)
 
@@ -280,16 +296,17 @@ def _loss_forward(model: nn.Module, model_forward, labels: torch.Tensor, kwargs:
         layer.softmax_zoo_emit_hidden = True
         try:
             out = model_forward(model, **kwargs)
+            hidden, logits = layer.__dict__.pop("softmax_zoo_hidden"), None  # (..., T, d): the output layer's input
         finally:
             layer.softmax_zoo_emit_hidden = False
-        hidden, logits = out.logits, None  # (..., T, d): the output layer returned its input
+            layer.__dict__.pop("softmax_zoo_hidden", None)
         target = target.to(hidden.device)
         total = head(hidden, target)
     else:
         out = model_forward(model, **kwargs)
         logits = out.logits  # (..., T, C)
         target = target.to(logits.device)
-        total = reshape_output(head.loss_from_logits(logits.reshape(-1, logits.shape[-1]), target.reshape(-1)),
+        total = reshape_output(_loss_of_logits(model, head, logits.reshape(-1, logits.shape[-1]), target.reshape(-1)),
                                target.shape, head.reduction)
     extras = total._asdict() if isinstance(total, HeadOutput) else {"loss": total}
     total = extras.pop("loss")
@@ -304,6 +321,19 @@ def _loss_forward(model: nn.Module, model_forward, labels: torch.Tensor, kwargs:
         if value is not None:
             result[name] = value
     return result
+
+
+def _loss_of_logits(model: nn.Module, head: LinearHead, logits: torch.Tensor, target: torch.Tensor):
+    """The head's loss of the model's logits (N, C); those of a model that caps them (Gemma 2/3)
+    are capped already, so the head's own softcap is off for them."""
+    if getattr(model.config, SOFTCAP_FIELD, None) is None:
+        return head.loss_from_logits(logits, target)
+    options = head.options
+    head.options = dataclasses.replace(options, softcap=None)
+    try:
+        return head.loss_from_logits(logits, target)
+    finally:
+        head.options = options
 
 
 def _plain(loss: str | dict | DictConfig) -> str | dict:

@@ -11,9 +11,15 @@ import copy
 
 import pytest
 import torch
+import torch.nn.functional as F
+from transformers import Gemma2Config, Gemma2ForCausalLM
 
-from softmax_zoo.hf import use_head
-from softmax_zoo.losses.reference.logits import cross_entropy_ref, options_ref, sparse_cross_entropy_ref
+from softmax_zoo.hf import head_of, use_head
+from softmax_zoo.losses.reference.logits import (
+    cross_entropy_ref,
+    options_ref,
+    sparse_cross_entropy_ref,
+)
 
 from .conftest import VOCAB, batch, make_model
 from .test_use_head import assert_same_grads, grads, shifted
@@ -27,14 +33,14 @@ VARIANTS = {  # name -> (head options, textbook per-row loss, support of the dis
                        lambda z: z >= z.topk(K, dim=1).values[:, -1:]),
 }
 CLASS_WEIGHT = torch.linspace(0.5, 1.5, VOCAB, dtype=torch.float64)
-OPTIONS = dict(z_loss=1e-2, softcap=3.0, class_weight=CLASS_WEIGHT.tolist(), return_lse=True, return_token_accuracy=True)
+OPTIONS = {"z_loss": 1e-2, "softcap": 3.0, "class_weight": CLASS_WEIGHT.tolist(), "return_lse": True, "return_token_accuracy": True}
 
 
 def reference(model, ids, labels, variant):
     """(loss, lse (N,), token accuracy) of the options' formulas on the model's own shifted logits."""
     _, per_row, support = VARIANTS[variant]
     logits, target = shifted("llama", model(input_ids=ids).logits, labels)
-    kw = dict(z_loss=OPTIONS["z_loss"], softcap=OPTIONS["softcap"], class_weight=CLASS_WEIGHT)
+    kw = {"z_loss": OPTIONS["z_loss"], "softcap": OPTIONS["softcap"], "class_weight": CLASS_WEIGHT}
     loss = options_ref(logits, target, per_row, support, **kw)
     z = OPTIONS["softcap"] * torch.tanh(logits.detach() / OPTIONS["softcap"])
     keep = target != -100
@@ -83,3 +89,27 @@ def test_sampled_softmax_takes_class_weights_through_use_head():
     # the exact softmax sampler makes every draw's sampled loss the full cross-entropy
     torch.testing.assert_close(model.train()(input_ids=ids, labels=labels).loss, expected, rtol=0, atol=1e-10)
     torch.testing.assert_close(model.eval()(input_ids=ids, labels=labels).loss, expected, rtol=0, atol=1e-12)
+
+
+def gemma2() -> Gemma2ForCausalLM:
+    """Gemma 2 caps its logits, 30·tanh(z / 30) (final_logit_softcapping)."""
+    torch.manual_seed(0)
+    cfg = Gemma2Config(vocab_size=VOCAB, hidden_size=16, intermediate_size=32, num_hidden_layers=2, num_attention_heads=2,
+                       num_key_value_heads=1, head_dim=8, max_position_embeddings=32, final_logit_softcapping=3.0)
+    return Gemma2ForCausalLM(cfg).double()
+
+
+@pytest.mark.parametrize("chunk_size", [None, 7])
+def test_gemma2_soft_capping_becomes_the_heads_softcap(chunk_size):
+    ref = gemma2()
+    ids, labels = batch("llama")
+    logits, target = shifted("llama", ref(input_ids=ids).logits, labels)  # capped by the model
+    expected = F.cross_entropy(logits, target)
+    model = use_head(copy.deepcopy(ref), "softmax", chunk_size=chunk_size).train()
+    assert head_of(model).options.softcap == 3.0
+    loss = model(input_ids=ids, labels=labels).loss
+    torch.testing.assert_close(loss, expected, rtol=0, atol=1e-12)
+    assert_same_grads(grads(model, loss), grads(ref, expected))
+    torch.testing.assert_close(model.eval()(input_ids=ids, labels=labels).loss, expected, rtol=0, atol=1e-12)
+    with pytest.raises(ValueError, match="softcap=5.0 differs from the model's final_logit_softcapping=3.0"):
+        use_head(gemma2(), "softmax", softcap=5.0)

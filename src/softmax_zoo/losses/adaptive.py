@@ -26,7 +26,7 @@ matmuls run in autocast's dtype as ``F.linear`` would.
 from __future__ import annotations
 
 import threading
-from typing import Sequence
+from typing import ClassVar, Sequence
 
 import torch
 import torch.nn.functional as F
@@ -260,7 +260,7 @@ class AdaptiveSoftmaxHead(OutputHead):
             clusters that can win). The other options are refused (:attr:`refused_options`).
     """
 
-    refused_options = {
+    refused_options: ClassVar[dict[str, str]] = {
         "z_loss": "the adaptive softmax normalises twice (the head over shortlist and clusters, then within "
                   "a cluster); there is no single log-normaliser over the C classes to keep near 0",
         "return_lse": "the adaptive softmax has no single log-normaliser over the C classes",

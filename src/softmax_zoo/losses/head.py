@@ -19,6 +19,7 @@ sampled head share.
 from __future__ import annotations
 
 import math
+from typing import ClassVar
 
 import torch
 import torch.nn.functional as F
@@ -81,7 +82,7 @@ class OutputHead(nn.Module):
     """
 
     #: option name -> why this head cannot give it (``options.OPTIONS`` lists them all).
-    refused_options: dict[str, str] = {}
+    refused_options: ClassVar[dict[str, str]] = {}
 
     def __init__(
         self, in_features: int, num_classes: int, *, ignore_index: int = -100, reduction: str = "mean",

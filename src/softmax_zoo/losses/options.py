@@ -31,7 +31,7 @@ The logit-level heads (softmax, stable, sparse) run the options as :class:`Optio
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import NamedTuple
 
 import torch
@@ -205,8 +205,9 @@ class OptionRows(RowLoss):
 
 
 def with_options(rows: RowLoss, options: LossOptions, class_weight: torch.Tensor | None) -> RowLoss:
-    """``rows`` itself without options (the variant's own fast paths), else :class:`OptionRows` around it."""
-    if options == LossOptions() and class_weight is None:
+    """``rows`` itself without options that touch the row loss (the variant's own fast paths; ``shift``
+    is the head's), else :class:`OptionRows` around it."""
+    if replace(options, shift=False) == LossOptions() and class_weight is None:
         return rows
     return OptionRows(rows, options, class_weight)
 

@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import math
 import numbers
+from typing import ClassVar
 
 import torch
 import torch.nn.functional as F
@@ -103,7 +104,7 @@ class SampledSoftmaxHead(LinearHead):
     only if the weight is modified in between.
     """
 
-    refused_options = {
+    refused_options: ClassVar[dict[str, str]] = {
         "z_loss": "the sampled loss's logsumexp runs over the target and m corrected samples, an estimate "
                   "of the full log-normaliser, not the lse a z-loss keeps near 0",
         "return_lse": "training computes only the target's and m sampled classes' logits, not the full lse",
