@@ -23,8 +23,9 @@ for softmax and stable, the support S = Ω_k or Ω_k ∪ {t} for sparse-softmax)
 
 The logit-level heads (softmax, stable, sparse) run the options as :class:`OptionRows` around their
 :class:`~softmax_zoo.losses.row_loss.RowLoss`, so the whole-matrix path, the chunked path and
-``use_head`` share one definition; the chunked path keeps its memory bound (the softcap adds one
-(chunk, C) buffer, its derivative 1 − tanh²). Heads that cannot give an option refuse it by name
+``use_head`` share one definition; the chunked path keeps its memory bound (the softcap keeps its
+derivative 1 − tanh² as one more (chunk, C) buffer, and makes the capped logits, another, while
+the variant's loss runs). Heads that cannot give an option refuse it by name
 (their ``refused_options``).
 """
 
