@@ -277,9 +277,17 @@ class AdaptiveSoftmaxHead(OutputHead):
         *,
         ignore_index: int = -100,
         reduction: str = "mean",
-        **options,
+        class_weight=None,
+        shift: bool = False,
+        return_token_accuracy: bool = False,
+        z_loss: float = 0.0,
+        return_lse: bool = False,
+        softcap: float | None = None,
     ) -> None:
-        super().__init__(in_features, num_classes, ignore_index=ignore_index, reduction=reduction, **options)
+        # the options by name, no **kwargs: a tied ``weight=`` must stay an unknown argument (build_head)
+        super().__init__(in_features, num_classes, ignore_index=ignore_index, reduction=reduction,
+                         class_weight=class_weight, shift=shift, return_token_accuracy=return_token_accuracy,
+                         z_loss=z_loss, return_lse=return_lse, softcap=softcap)
         self.cutoffs = check_cutoffs(cutoffs, num_classes)
         self.div_value = div_value
         self.shortlist_size = self.cutoffs[0]
