@@ -17,8 +17,9 @@ every kept row (``loss.sum()``, ``loss.mean()``); any other g reruns the pass wi
 Each variant supplies ``loss_and_grad(z, target, keep, row_weight) -> (loss (r,), G (r, C) or
 None, stats (r, s) or None)``: its head's :class:`~softmax_zoo.losses.row_loss.RowLoss` with the
 head's options (``options.py``), the same definition the plain path runs on the whole logits
-(``row_loss.py``); the stats (per-row lse, correct prediction) come back beside the loss. Matmuls run in the weight's dtype (autocast's under autocast), the loss and the
-logit gradient in float32 (float64 for float64), as ``_core`` says.
+(``row_loss.py``); the stats (per-row lse, correct prediction) come back beside the loss.
+Matmuls run in the weight's dtype (autocast's under autocast), the loss and the logit gradient in
+float32 (float64 for float64), as ``_core`` says.
 
 Memory: a few (chunk_size, C) buffers in the compute dtype (the logits, the variant's
 exp/probabilities, G), plus the gradients of hidden (N, d), weight (C, d) and bias (C,), held
