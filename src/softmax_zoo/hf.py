@@ -12,7 +12,11 @@ its bias if it has one), so the model keeps its parameters, its state dict and i
   or the ``shift_labels`` given); masked LMs: every labelled position, after the model's own
   head transform (e.g. BERT's ``cls.predictions.transform``); ``ignore_index`` (-100) ignored;
 - the mean over the labelled tokens, or their sum / ``num_items_in_batch`` when the Trainer
-  passes it (gradient accumulation), as transformers' own losses;
+  passes it (gradient accumulation), as transformers' own losses; with ``class_weight`` the mean
+  is Σ w_t·ℓ / Σ w_t over the labelled tokens (``num_items_in_batch``, a count, divides as given);
+- the head's loss options (``z_loss``, ``softcap``, ``class_weight``, ``return_lse``,
+  ``return_token_accuracy``; ``softmax_zoo.losses.options``) as head options; the output then
+  also carries ``lse`` (batch, positions) and ``token_accuracy``; ``shift`` is use_head's own;
 - in training mode the head reads the hidden states inside the output layer's call, in place of
   its logits, and the output's ``logits`` is None; with ``chunk_size`` set the logits are never
   held. In eval mode the model computes its logits as usual and the loss is the head's on them
@@ -37,6 +41,7 @@ ignores), so ``use_head(model)`` after ``from_pretrained`` restores the same hea
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import inspect
 import json
@@ -50,6 +55,8 @@ from torch import nn
 
 from .config import accepted_arguments, compose_option, group_options, unknown_name
 from .losses import LinearHead, variants
+from .losses._core import compute_dtype
+from .losses.options import HeadOutput, mean_count, reshape_output
 
 __all__ = ["head_of", "projection", "remove_head", "tied_variants", "use_head"]
 
@@ -62,10 +69,12 @@ REFUSED = {
         "own models (python -m softmax_zoo.train loss=adaptive_softmax)"
     ),
 }
-SET_BY_USE_HEAD = ("bias", "reduction", "weight", "in_features", "num_classes")
+SET_BY_USE_HEAD = ("bias", "reduction", "weight", "in_features", "num_classes", "shift")
 # Config fields of models whose logits are more than the output layer's (a head on the hidden
-# states would train a different model): Gemma 2/3 soft-capping, Cohere and Granite scaling.
-LOGIT_TRANSFORMS = ("final_logit_softcapping", "logit_scale", "logits_scaling")
+# states would train a different model): Cohere and Granite scaling. Gemma 2/3's soft-capping,
+# ``final_logit_softcapping``, becomes the head's ``softcap`` (``losses/options.py``).
+LOGIT_TRANSFORMS = ("logit_scale", "logits_scaling")
+SOFTCAP_FIELD = "final_logit_softcapping"
 CONFIG_KEY = "softmax_zoo_head"
 
 
@@ -90,12 +99,15 @@ def use_head(model: nn.Module, loss: str | dict | DictConfig | None = None, **he
             ``model.config.softmax_zoo_head`` by an earlier ``use_head`` (e.g. before
             ``save_pretrained``).
         **head_options: the head's keyword arguments (``chunk_size``, ``k``, ``label_smoothing``,
-            ``ignore_index``, ``sampler``, ``num_samples``, ...), over the config's; an unknown one
+            ``ignore_index``, ``sampler``, ``num_samples``, the loss options ``z_loss``, ``softcap``,
+            ``class_weight`` (a list is recorded in the config, a tensor is not), ``return_lse``,
+            ``return_token_accuracy``, ...), over the config's; an unknown one
             is a ``ValueError`` naming it and listing the head's. ``sampler`` is a ``Sampler``, a
             sampler config, or the name of one of configs/loss/sampler/*.yaml (``"uniform"``,
             ``"unigram"``, ``"quadratic"``, ``"quadratic_centred"``, ``"softmax"``).
             ``class_counts`` (C,) goes to ``build_head`` for ``counts: auto`` (``sampler="unigram"``).
-            ``bias`` and ``reduction`` are the model's (its output bias; the transformers mean) and refused.
+            ``bias``, ``reduction`` and ``shift`` are the model's (its output bias; the transformers
+            mean; the causal shift use_head makes) and refused.
 
     Calling it again replaces the head. For ``SparseSoftmaxHead(full_softmax_steps=...)`` give
     the Trainer ``softmax_zoo.trainer.TrainingStepToHeads(head_of(model))``.
@@ -113,7 +125,17 @@ def use_head(model: nn.Module, loss: str | dict | DictConfig | None = None, **he
         )
     for option in SET_BY_USE_HEAD:
         if option in head_options:
-            raise ValueError(f"{option} is set by use_head (the model's own output layer and the transformers mean)")
+            raise ValueError(
+                f"{option} is set by use_head (the model's own output layer, the transformers mean and the causal shift)"
+            )
+    model_cap = getattr(model.config, SOFTCAP_FIELD, None)
+    if model_cap is not None:  # the model caps its logits: so does the head, with its value
+        if head_options.get("softcap", model_cap) != model_cap:
+            raise ValueError(
+                f"softcap={head_options['softcap']} differs from the model's {SOFTCAP_FIELD}={model_cap}, "
+                "which the head applies"
+            )
+        head_options = {**head_options, "softcap": model_cap}
     if "forward" in vars(model):
         remove_head(model)
     loss = _plain(loss)
@@ -194,6 +216,8 @@ def _build_head(loss: str | dict, options: dict, layer: nn.Module) -> LinearHead
         raise ValueError(f"{type(head).__name__} has no single (C, d) projection to tie to the model's output layer")
     if getattr(layer, "bias", None) is not None:
         head.bias = layer.bias  # the same Parameter: trained once, saved once
+    if head.class_weight is not None:  # the head is not a submodule: follow the layer, in its compute dtype
+        head.class_weight = head.class_weight.to(layer.weight.device, compute_dtype(layer.weight.dtype))
     return head
 
 
@@ -235,9 +259,15 @@ def _current_head(model: nn.Module) -> LinearHead:
 
 
 def _output_layer_forward(self: nn.Module, hidden: torch.Tensor) -> torch.Tensor:
-    """The output layer's forward; while the model's forward computes a head's loss, that loss (a scalar)."""
+    """The output layer's forward; while the model's forward computes a head's loss, that loss (a scalar).
+
+    The head's whole output (its loss, and lse / token accuracy when asked) is also kept on the layer
+    (``softmax_zoo_output``), which the loss is read from: what the model does to its logits after the
+    layer (Gemma 2's soft-capping) then never reaches it.
+    """
     if self.softmax_zoo_loss is not None:
-        return self.softmax_zoo_loss(hidden)
+        output = self.softmax_zoo_output = self.softmax_zoo_loss(hidden)
+        return output.loss if isinstance(output, HeadOutput) else output
     return type(self).forward(self, hidden)
 
 
@@ -322,18 +352,40 @@ def _loss_forward(model: nn.Module, model_forward, labels: torch.Tensor, kwargs:
             out = model_forward(model, **kwargs)
         finally:
             layer.softmax_zoo_loss = None
-        total, logits = out.logits, None  # the output layer returned the head's summed loss
+            output = layer.__dict__.pop("softmax_zoo_output", None)
+        total, logits = output, None  # the head's output, the loss of which the output layer returned
     else:
         out = model_forward(model, **kwargs)
         logits = out.logits  # (..., T, C)
         target = target.to(logits.device)
-        total = head.loss_from_logits(logits.reshape(-1, logits.shape[-1]), target.reshape(-1))
+        total = reshape_output(_loss_of_logits(model, head, logits.reshape(-1, logits.shape[-1]), target.reshape(-1)),
+                               target.shape, head.reduction)
+    extras = total._asdict() if isinstance(total, HeadOutput) else {"loss": total}
+    total = extras.pop("loss")
     if num_items is None:
-        num_items = (target != head.ignore_index).sum()
+        keep = target != head.ignore_index
+        num_items = keep.sum() if head.class_weight is None else mean_count(head.class_weight, target * keep, keep)
     elif torch.is_tensor(num_items):
         num_items = num_items.to(total.device)
     fields = {k: v for k, v in out.items() if k not in ("loss", "logits")}
-    return type(out)(loss=total / num_items, logits=logits, **fields)
+    result = type(out)(loss=total / num_items, logits=logits, **fields)
+    for name, value in extras.items():  # lse, token_accuracy: beside the loss, as Liger's outputs carry them
+        if value is not None:
+            result[name] = value
+    return result
+
+
+def _loss_of_logits(model: nn.Module, head: LinearHead, logits: torch.Tensor, target: torch.Tensor):
+    """The head's loss of the model's logits (N, C); those of a model that caps them (Gemma 2/3)
+    are capped already, so the head's own softcap is off for them."""
+    if getattr(model.config, SOFTCAP_FIELD, None) is None:
+        return head.loss_from_logits(logits, target)
+    options = head.options
+    head.options = dataclasses.replace(options, softcap=None)
+    try:
+        return head.loss_from_logits(logits, target)
+    finally:
+        head.options = options
 
 
 def _plain(loss: str | dict | DictConfig) -> str | dict:

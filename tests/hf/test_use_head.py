@@ -237,10 +237,10 @@ def test_refusals_say_why():
                                                           num_attention_heads=2, intermediate_size=32))
     with pytest.raises(ValueError, match="causal and masked"):
         use_head(classifier, "softmax")
-    capped = make_model("llama")
-    capped.config.final_logit_softcapping = 30.0
+    scaled = make_model("llama")
+    scaled.config.logit_scale = 0.5
     with pytest.raises(ValueError, match="transforms its logits"):
-        use_head(capped, "softmax")
+        use_head(scaled, "softmax")
 
 
 SAMPLER_CONFIGS = sorted(Path("configs/loss/sampler").glob("*.yaml"))

@@ -172,10 +172,13 @@ def test_autocast_bf16_on_cpu(gen):
 
 @pytest.mark.parametrize("fast", [True, pytest.param(False, marks=pytest.mark.slow)])
 @pytest.mark.parametrize("reduction", ["mean", "none"])
-def test_gradcheck_float64(reduction, fast, monkeypatch):
-    """The custom Function _AdaptiveNLL: "mean" scales the stored gradients, "none" recomputes them."""
+@pytest.mark.parametrize("class_weight", [None, torch.linspace(0.5, 2.0, 14)], ids=["unweighted", "class_weight"])
+def test_gradcheck_float64(reduction, fast, class_weight, monkeypatch):
+    """The custom Function _AdaptiveNLL: "mean" scales the stored gradients, "none" recomputes them;
+    with class weights as the fused pass's row weights."""
     monkeypatch.setattr(adaptive, "_CHUNK_ELEMENTS", 10)  # several chunks per layer
-    head = AdaptiveSoftmaxHead(6, 14, [3, 7], div_value=2.0, head_bias=True, reduction=reduction).double()
+    head = AdaptiveSoftmaxHead(6, 14, [3, 7], div_value=2.0, head_bias=True, reduction=reduction,
+                               class_weight=class_weight).double()
     gen = torch.Generator().manual_seed(1)
     hidden = torch.randn(9, 6, generator=gen, dtype=torch.float64, requires_grad=True)
     target = torch.tensor([0, 4, 13, 2, 8, 5, -100, 11, 1])

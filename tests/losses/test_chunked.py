@@ -105,7 +105,7 @@ def test_gradcheck_float64(variant, reduction, gen):
     target[2] = -100
     keep = target != -100
     safe = target.masked_fill(~keep, 0)
-    fn = lambda h, w, b: _ChunkedLinearLoss.apply(head.row_loss().loss_and_grad, safe, keep, reduction, 3, h, w, b)  # noqa: E731
+    fn = lambda h, w, b: _ChunkedLinearLoss.apply(head.row_loss().loss_and_grad, safe, keep, reduction, 3, None, h, w, b)[0]  # noqa: E731
     weight = head.weight.detach().clone().requires_grad_(True)
     bias = head.bias.detach().clone().requires_grad_(True)
     assert torch.autograd.gradcheck(fn, (hidden, weight, bias))

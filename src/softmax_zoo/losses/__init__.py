@@ -15,6 +15,10 @@ Functions on logits (N, C) and targets (N,)::
     softmax_cross_entropy, stable_cross_entropy, stable_kd_loss,
     sparse_softmax, sparse_softmax_cross_entropy
 
+Every head takes the loss options ``z_loss``, ``return_lse``, ``class_weight``, ``softcap``,
+``shift`` and ``return_token_accuracy`` (:mod:`softmax_zoo.losses.options`; with ``return_*`` it
+returns a :class:`HeadOutput`), or refuses one it cannot give, by name.
+
 The memory-lean linear + loss as a function (any logit-level variant, by its registered name)::
 
     linear_cross_entropy(hidden, weight, target, *, bias=None, loss="softmax", chunk_size="auto", ...)
@@ -50,6 +54,7 @@ Modules::
     centred_kernel_sampler  the centred quadratic-kernel sampler (our extension)
     distill                 knowledge-distillation losses: the KL form beside stable_kd_loss
     row_loss                a logit-level loss written once: per-row values and their logit gradient
+    options                 the loss options (z-loss, lse, class weights, softcap, shift, token accuracy), once for every path
     chunked                 linear + loss ``chunk_size`` rows at a time, never the (N, C) logits
     memory                  the chunk budget per device, and the check that a buffer fits the free memory
     functional              linear_cross_entropy: the chunked linear + loss of any logit-level variant
@@ -68,6 +73,7 @@ from .centred_kernel_sampler import CentredQuadraticKernelSampler
 from .functional import linear_cross_entropy
 from .head import LinearHead, OutputHead
 from .kernel_sampler import QuadraticKernelSampler
+from .options import HeadOutput
 from .sampled import SampledSoftmaxHead
 from .samplers import Sampler, SoftmaxSampler, UniformSampler, UnigramSampler
 from .registry import register_variant, variant, variant_label, variant_title, variants
@@ -82,6 +88,7 @@ from .vocab_parallel_kd import vocab_parallel_stable_kd_loss
 __all__ = [
     "OutputHead",
     "LinearHead",
+    "HeadOutput",
     "SoftmaxHead",
     "StableSoftmaxHead",
     "SparseSoftmaxHead",

@@ -128,23 +128,27 @@ def check_ce_inputs(
     return keep, target.long().masked_fill(~keep, 0)
 
 
-def reduce_loss(loss: torch.Tensor, keep: torch.Tensor, reduction: str) -> torch.Tensor:
+def reduce_loss(loss: torch.Tensor, keep: torch.Tensor, reduction: str, count: torch.Tensor | None = None) -> torch.Tensor:
     """Reduce per-row ``loss`` (N,) whose ignored rows are already 0, with ``keep`` (N,) bool.
 
-    "mean" of no kept row is nan, through ``where`` so that the gradient is 0, not 0 · (1/0).
+    ``count``: the "mean"'s denominator, the number of kept rows unless given (with class weights,
+    Σ of the kept rows' weights, ``options.py``). "mean" over a zero count is nan, through ``where``
+    so that the gradient is 0, not 0 · (1/0).
     """
     if reduction == "none":
         return loss
     total = loss.sum()
     if reduction == "sum":
         return total
-    count = keep.sum()
-    return torch.where(count > 0, total / count.clamp(min=1), float("nan"))
+    count = keep.sum() if count is None else count
+    return torch.where(count > 0, total / torch.where(count > 0, count, 1), float("nan"))
 
 
-def reduction_scale(keep: torch.Tensor, reduction: str, dtype: torch.dtype) -> torch.Tensor:
-    """(N,) weight d loss / d row-loss for a reduction: what a custom backward multiplies by."""
+def reduction_scale(keep: torch.Tensor, reduction: str, dtype: torch.dtype, count: torch.Tensor | None = None) -> torch.Tensor:
+    """(N,) weight d loss / d row-loss for a reduction: what a custom backward multiplies by
+    (``count`` as in :func:`reduce_loss`)."""
     scale = keep.to(dtype)
     if reduction == "mean":
-        scale = scale / keep.sum().clamp(min=1)  # no kept row: all 0, not 0/0
+        count = keep.sum() if count is None else count
+        scale = scale / torch.where(count > 0, count, 1).to(dtype)  # a zero count: all 0, not 0/0
     return scale

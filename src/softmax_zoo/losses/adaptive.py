@@ -26,7 +26,7 @@ matmuls run in autocast's dtype as ``F.linear`` would.
 from __future__ import annotations
 
 import threading
-from typing import Sequence
+from typing import ClassVar, Sequence
 
 import torch
 import torch.nn.functional as F
@@ -43,6 +43,7 @@ from .adaptive_cutoffs import (
     tail_widths,
 )
 from .head import OutputHead
+from .options import HeadOutput
 from .registry import register_variant
 
 __all__ = [
@@ -193,17 +194,19 @@ def _adaptive_pass(plan, hidden, head_w, head_b, tail_ws, row_weight, grads):
 class _AdaptiveNLL(torch.autograd.Function):
     """Per-row adaptive-softmax NLL with every gradient computed in the forward, chunk by chunk.
 
-    The backward scales the stored gradients by the upstream (n,) gradient g: exact for d/dhidden
-    (one row each) for any g; for the weights only when g is the same in every row (reductions
-    "mean" and "sum"), so for any other g the pass is rerun with g as row weights.
+    With ``row_weight`` (n,) (class weights w_t) the rows' losses are w_t·NLL and the stored
+    gradients those of Σ w_t·NLL. The backward scales the stored gradients by the upstream (n,)
+    gradient g: exact for d/dhidden (one row each) for any g; for the weights only when g is the
+    same in every row (reductions "mean" and "sum"), so for any other g the pass is rerun with
+    g·w_t as row weights.
     """
 
     @staticmethod
-    def forward(ctx, plan, hidden, head_w, head_b, *tail_ws):
-        loss, grads = _adaptive_pass(plan, hidden, head_w, head_b, tail_ws, None, grads=True)
-        ctx.plan, ctx.grads = plan, grads
+    def forward(ctx, plan, row_weight, hidden, head_w, head_b, *tail_ws):
+        loss, grads = _adaptive_pass(plan, hidden, head_w, head_b, tail_ws, row_weight, grads=True)
+        ctx.plan, ctx.grads, ctx.row_weight = plan, grads, row_weight
         ctx.save_for_backward(hidden, head_w, head_b, *tail_ws)
-        return loss
+        return loss if row_weight is None else loss * row_weight
 
     @staticmethod
     @once_differentiable
@@ -213,10 +216,11 @@ class _AdaptiveNLL(torch.autograd.Function):
         if g.numel() > 0 and bool((g == g[0]).all()):
             grads = [None if t is None else t * g[0] for t in ctx.grads]
         elif g.numel() > 0:
-            _, grads = _adaptive_pass(ctx.plan, saved[0], saved[1], saved[2], saved[3:], g, grads=True)
+            w = g if ctx.row_weight is None else g * ctx.row_weight
+            _, grads = _adaptive_pass(ctx.plan, saved[0], saved[1], saved[2], saved[3:], w, grads=True)
         else:
             grads = ctx.grads
-        return (None, *(None if gr is None else gr.to(t.dtype) for gr, t in zip(grads, saved)))
+        return (None, None, *(None if gr is None else gr.to(t.dtype) for gr, t in zip(grads, saved)))
 
 
 def _adaptive_examples(num_classes: int) -> dict[str, dict]:
@@ -251,7 +255,17 @@ class AdaptiveSoftmaxHead(OutputHead):
             (:func:`~softmax_zoo.losses.adaptive_cutoffs.tail_widths`; torch's would be 0 at small d).
         head_bias: give the head a bias (torch's default and the paper's: no bias).
         ignore_index, reduction: see :class:`~softmax_zoo.losses.head.OutputHead`.
+        class_weight, shift, return_token_accuracy: as every head (``options.py``); the token
+            accuracy is that of :meth:`predict` (exact, one more pass over the head and the
+            clusters that can win). The other options are refused (:attr:`refused_options`).
     """
+
+    refused_options: ClassVar[dict[str, str]] = {
+        "z_loss": "the adaptive softmax normalises twice (the head over shortlist and clusters, then within "
+                  "a cluster); there is no single log-normaliser over the C classes to keep near 0",
+        "return_lse": "the adaptive softmax has no single log-normaliser over the C classes",
+        "softcap": "its logits are split over the head and the cluster projections, not one vector to cap",
+    }
 
     def __init__(
         self,
@@ -263,8 +277,17 @@ class AdaptiveSoftmaxHead(OutputHead):
         *,
         ignore_index: int = -100,
         reduction: str = "mean",
+        class_weight=None,
+        shift: bool = False,
+        return_token_accuracy: bool = False,
+        z_loss: float = 0.0,
+        return_lse: bool = False,
+        softcap: float | None = None,
     ) -> None:
-        super().__init__(in_features, num_classes, ignore_index=ignore_index, reduction=reduction)
+        # the options by name, no **kwargs: a tied ``weight=`` must stay an unknown argument (build_head)
+        super().__init__(in_features, num_classes, ignore_index=ignore_index, reduction=reduction,
+                         class_weight=class_weight, shift=shift, return_token_accuracy=return_token_accuracy,
+                         z_loss=z_loss, return_lse=return_lse, softcap=softcap)
         self.cutoffs = check_cutoffs(cutoffs, num_classes)
         self.div_value = div_value
         self.shortlist_size = self.cutoffs[0]
@@ -296,7 +319,7 @@ class AdaptiveSoftmaxHead(OutputHead):
         head = cls(
             module.in_features, module.n_classes, module.cutoffs[:-1], module.div_value, module.head_bias, **kwargs
         ).to(device=weight.device, dtype=weight.dtype)
-        head.load_state_dict(module.state_dict())
+        head.load_state_dict({**head.state_dict(), **module.state_dict()})  # class_weight, if given, kept
         return head
 
     def _flatten(self, hidden: torch.Tensor) -> torch.Tensor:
@@ -316,6 +339,7 @@ class AdaptiveSoftmaxHead(OutputHead):
         if tuple(target.shape) != tuple(hidden.shape[:-1]):
             raise ValueError(f"target must have shape {tuple(hidden.shape[:-1])} to match hidden, got {tuple(target.shape)}")
         check_target_dtype(target)
+        target = self.shifted(target)
         h, t = self._flatten(hidden), target.reshape(-1).long()  # (N, d), (N,)
         keep = check_target_range(t, self.num_classes, self.ignore_index)
         kept = None if bool(keep.all()) else keep.nonzero().squeeze(1)
@@ -335,14 +359,23 @@ class AdaptiveSoftmaxHead(OutputHead):
         plan = (*matmul_dtypes(h, self.head.weight), order, inverse, head_target, groups)
         weights = [w for proj, out in self.tail for w in (proj.weight, out.weight)]
         params = (h, self.head.weight, self.head.bias, *weights)
+        row_weight = None if self.class_weight is None else self.class_weight.to(t.device, plan[1])[t]  # (n,) w_t
         if torch.is_grad_enabled() and any(p is not None and p.requires_grad for p in params):
-            loss = _AdaptiveNLL.apply(plan, *params)  # (n,)
+            loss = _AdaptiveNLL.apply(plan, row_weight, *params)  # (n,)
         else:
             loss = _adaptive_pass(plan, h, self.head.weight, self.head.bias, weights, None, grads=False)[0]
+            loss = loss if row_weight is None else loss * row_weight
+        accuracy = None
+        if self.options.return_token_accuracy:
+            with torch.no_grad():
+                hits = (self.predict(h) == t).sum().to(plan[1])
+            accuracy = torch.where(keep.any(), hits / keep.sum().clamp(min=1), float("nan"))
+        count = None if row_weight is None else row_weight.sum()
         if kept is not None:
             loss = loss.new_zeros(keep.shape[0]).index_copy(0, kept, loss)  # (N,), 0 at ignored rows
-        loss = reduce_loss(loss, keep, self.reduction)
-        return loss.reshape(target.shape) if self.reduction == "none" else loss
+        loss = reduce_loss(loss, keep, self.reduction, count)
+        loss = loss.reshape(target.shape) if self.reduction == "none" else loss
+        return loss if accuracy is None else HeadOutput(loss, None, accuracy)
 
     def _head_log_probs(self, h: torch.Tensor) -> torch.Tensor:
         return torch.log_softmax(self.head(h).to(matmul_dtypes(h, self.head.weight)[1]), dim=-1)  # (N, c_0 + J)

@@ -15,9 +15,11 @@ ignored rows). The backward only multiplies these by the upstream gradient g. Fo
 every kept row (``loss.sum()``, ``loss.mean()``); any other g reruns the pass with g_i as w_i.
 
 Each variant supplies ``loss_and_grad(z, target, keep, row_weight) -> (loss (r,), G (r, C) or
-None)``: its head's :class:`~softmax_zoo.losses.row_loss.RowLoss`, the same definition the plain
-path runs on the whole logits (``row_loss.py``). Matmuls run in the weight's dtype (autocast's under autocast), the loss and the
-logit gradient in float32 (float64 for float64), as ``_core`` says.
+None, stats (r, s) or None)``: its head's :class:`~softmax_zoo.losses.row_loss.RowLoss` with the
+head's options (``options.py``), the same definition the plain path runs on the whole logits
+(``row_loss.py``); the stats (per-row lse, correct prediction) come back beside the loss.
+Matmuls run in the weight's dtype (autocast's under autocast), the loss and the logit gradient in
+float32 (float64 for float64), as ``_core`` says.
 
 Memory: a few (chunk_size, C) buffers in the compute dtype (the logits, the variant's
 exp/probabilities, G), plus the gradients of hidden (N, d), weight (C, d) and bias (C,), held
@@ -35,6 +37,7 @@ from torch.autograd.function import once_differentiable
 
 from ._core import CHUNK_LOGITS, check_target_dtype, check_target_range, matmul_dtypes, reduce_loss, reduction_scale
 from .memory import chunk_logits
+from .options import head_output, mean_count, reshape_output
 
 # Logits per chunk for chunk_size="auto" on a CPU (the softmax head holds about three such buffers at
 # once, ~200 MiB in float32). At N=4096, C=32000 this is 524 rows, 8 chunks. A GPU's: memory.chunk_logits.
@@ -66,15 +69,15 @@ def chunked_pass(loss_and_grad, target, keep, hidden, weight, bias, row_weight, 
     """Per-row loss of ``hidden @ weight.T + bias`` and, if ``row_weight`` is given, the gradients.
 
     Args:
-        loss_and_grad: the variant's ``(z, target, keep, row_weight) -> (loss, G or None)``.
+        loss_and_grad: the variant's ``(z, target, keep, row_weight) -> (loss, G or None, stats or None)``.
         target: (N,) long, ignored rows pointed at class 0. keep: (N,) bool.
         hidden: (N, d). weight: (C, d). bias: (C,) or None.
         row_weight: (N,) or None: the gradients are those of Σ_i row_weight_i · loss_i.
         chunk_rows: rows per chunk.
 
     Returns:
-        loss (N,) in the compute dtype, and (d/dhidden (N, d), d/dweight (C, d), d/dbias (C,) or
-        None) in the compute dtype, or None without ``row_weight``.
+        loss (N,) in the compute dtype; (d/dhidden (N, d), d/dweight (C, d), d/dbias (C,) or
+        None) in the compute dtype, or None without ``row_weight``; the stats (N, s) or None.
     """
     mm, acc = matmul_dtypes(hidden, weight)
     n, d, num_classes = hidden.shape[0], hidden.shape[1], weight.shape[0]
@@ -87,6 +90,7 @@ def chunked_pass(loss_and_grad, target, keep, hidden, weight, bias, row_weight, 
         h, w = hidden.to(mm), weight.to(mm)
         b = None if bias is None else bias.to(mm)
         loss = h.new_empty(n, dtype=acc)
+        stats = None
         if grads:
             gh = h.new_zeros(n, d, dtype=acc)
             gw = h.new_zeros(num_classes, d, dtype=acc)
@@ -94,8 +98,11 @@ def chunked_pass(loss_and_grad, target, keep, hidden, weight, bias, row_weight, 
         for s in range(0, n, chunk_rows):
             rows = slice(s, s + chunk_rows)
             z = F.linear(h[rows], w, b).to(acc)  # (r, C)
-            loss[rows], g = loss_and_grad(z, target[rows], keep[rows], None if not grads else row_weight[rows])
+            loss[rows], g, part = loss_and_grad(z, target[rows], keep[rows], None if not grads else row_weight[rows])
             del z
+            if part is not None:
+                stats = part.new_empty(n, part.shape[1]) if stats is None else stats
+                stats[rows] = part
             if not grads:
                 continue
             gm = g.to(mm)  # (r, C)
@@ -104,29 +111,32 @@ def chunked_pass(loss_and_grad, target, keep, hidden, weight, bias, row_weight, 
             if gb is not None:
                 gb.add_(g.sum(dim=0))
     if not grads:
-        return loss, None
+        return loss, None, stats
     for g in (gh, gw, gb):
         if g is not None:
             g.mul_(scale)  # in place: gw is (C, d)
-    return loss, (gh, gw, gb)
+    return loss, (gh, gw, gb), stats
 
 
 class _ChunkedLinearLoss(torch.autograd.Function):
-    """Reduced loss of a linear head with every gradient computed in the forward (module docstring)."""
+    """Reduced loss of a linear head with every gradient computed in the forward (module docstring),
+    and the per-row stats (N, s), not differentiable; ``count`` is the "mean"'s denominator or None."""
 
     @staticmethod
-    def forward(ctx, loss_and_grad, target, keep, reduction, chunk_rows, hidden, weight, bias):
+    def forward(ctx, loss_and_grad, target, keep, reduction, chunk_rows, count, hidden, weight, bias):
         acc = matmul_dtypes(hidden, weight)[1]
-        row_weight = reduction_scale(keep, reduction, acc)
-        loss, grads = chunked_pass(loss_and_grad, target, keep, hidden, weight, bias, row_weight, chunk_rows)
+        row_weight = reduction_scale(keep, reduction, acc, count)
+        loss, grads, stats = chunked_pass(loss_and_grad, target, keep, hidden, weight, bias, row_weight, chunk_rows)
         ctx.args = (loss_and_grad, target, keep, chunk_rows)
         ctx.reduction, ctx.grads = reduction, grads
         ctx.save_for_backward(hidden, weight, bias)
-        return reduce_loss(loss, keep, reduction)
+        stats = loss.new_empty(loss.shape[0], 0) if stats is None else stats
+        ctx.mark_non_differentiable(stats)
+        return reduce_loss(loss, keep, reduction, count), stats
 
     @staticmethod
     @once_differentiable
-    def backward(ctx, grad_loss):
+    def backward(ctx, grad_loss, grad_stats):
         saved = ctx.saved_tensors
         g = grad_loss.to(ctx.grads[0].dtype)
         if ctx.reduction != "none":
@@ -138,20 +148,21 @@ class _ChunkedLinearLoss(torch.autograd.Function):
                 scale = kept[0] if kept.numel() else 0.0
                 grads = [None if t is None else t * scale for t in ctx.grads]
             else:
-                _, grads = chunked_pass(*ctx.args[:3], *saved, g * keep, ctx.args[3])
+                _, grads, _ = chunked_pass(*ctx.args[:3], *saved, g * keep, ctx.args[3])
         out = (None if gr is None else gr.to(t.dtype) for gr, t in zip(grads, saved))
-        return (None, None, None, None, None, *out)
+        return (None, None, None, None, None, None, *out)
 
 
 def chunked_linear_loss(head, hidden: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
     """``head``'s loss of hidden (..., d) and target (...) through :class:`_ChunkedLinearLoss`.
 
     ``head`` is a :class:`~softmax_zoo.losses.softmax.SoftmaxHead` (or subclass) with an int or
-    "auto" ``chunk_size``: its ``weight``, ``bias``, ``ignore_index``, ``reduction`` and
-    ``row_loss()`` are used.
+    "auto" ``chunk_size``: its ``weight``, ``bias``, ``ignore_index``, ``reduction``, ``options``
+    and ``loss_rows()`` are used (``target`` is already shifted if ``shift``).
 
     Returns:
-        Scalar for "mean" and "sum"; target's shape for "none" (0 at ignored rows).
+        Scalar for "mean" and "sum"; target's shape for "none" (0 at ignored rows); or
+        ``options.HeadOutput`` with ``return_lse``/``return_token_accuracy``.
     """
     head.check_hidden(hidden, head.weight)
     if tuple(target.shape) != tuple(hidden.shape[:-1]):
@@ -167,9 +178,11 @@ def chunked_linear_loss(head, hidden: torch.Tensor, target: torch.Tensor) -> tor
     if rows == "auto":
         rows = auto_chunk_size(h.shape[0], head.num_classes, chunk_logits(h.device))
     params = (h, head.weight, head.bias)
-    loss_and_grad = head.row_loss().loss_and_grad  # the variant as set for this call, every chunk alike
+    loss_rows = head.loss_rows()  # the variant as set for this call, every chunk alike
+    count = mean_count(head.class_weight, t, keep)
     if torch.is_grad_enabled() and any(p is not None and p.requires_grad for p in params):
-        loss = _ChunkedLinearLoss.apply(loss_and_grad, t, keep, head.reduction, rows, *params)
+        loss, stats = _ChunkedLinearLoss.apply(loss_rows.loss_and_grad, t, keep, head.reduction, rows, count, *params)
     else:
-        loss = reduce_loss(chunked_pass(loss_and_grad, t, keep, *params, None, rows)[0], keep, head.reduction)
-    return loss.reshape(target.shape) if head.reduction == "none" else loss
+        loss, _, stats = chunked_pass(loss_rows.loss_and_grad, t, keep, *params, None, rows)
+        loss = reduce_loss(loss, keep, head.reduction, count)
+    return reshape_output(head_output(loss, stats, keep, head.options), target.shape, head.reduction)

@@ -32,11 +32,13 @@ def linear_cross_entropy(
         loss: a registered logit-level variant, e.g. "softmax", "stable_softmax", "sparse_softmax".
         chunk_size: rows per chunk, "auto" (``memory.chunk_logits`` logits a chunk) or None (the
             whole (N, C) logits).
-        **variant_options: the head's own arguments, e.g. ``k=20``, ``label_smoothing=0.1``.
+        **variant_options: the head's own arguments, e.g. ``k=20``, ``label_smoothing=0.1``, and the
+            loss options (``z_loss``, ``softcap``, ``class_weight``, ``shift``, ``return_lse``,
+            ``return_token_accuracy``; ``options.py``).
 
     Returns:
-        As the head: a scalar for "mean"/"sum", target's shape for "none"; gradients flow to
-        ``hidden``, ``weight`` and ``bias``.
+        As the head: a scalar for "mean"/"sum", target's shape for "none" (or a ``HeadOutput``);
+        gradients flow to ``hidden``, ``weight`` and ``bias``.
     """
     cls = variant(loss).head
     if not issubclass(cls, SoftmaxHead):

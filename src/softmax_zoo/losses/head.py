@@ -19,12 +19,14 @@ sampled head share.
 from __future__ import annotations
 
 import math
+from typing import ClassVar
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
 from ._core import check_k, check_reduction, check_target_dtype, compute_dtype
+from .options import LossOptions, check_loss_options, class_weight_tensor, reshape_output, shift_target
 from .streaming import topk_lowest_index
 
 
@@ -74,9 +76,19 @@ class OutputHead(nn.Module):
         num_classes: C, the number of classes (vocabulary size for language models).
         ignore_index: target value whose rows contribute nothing.
         reduction: "mean" (over non-ignored rows), "sum" or "none".
+        z_loss, return_lse, class_weight, softcap, shift, return_token_accuracy: the loss options,
+            defined in :mod:`softmax_zoo.losses.options`; a head refuses those in its
+            :attr:`refused_options`, naming the option and why.
     """
 
-    def __init__(self, in_features: int, num_classes: int, *, ignore_index: int = -100, reduction: str = "mean") -> None:
+    #: option name -> why this head cannot give it (``options.OPTIONS`` lists them all).
+    refused_options: ClassVar[dict[str, str]] = {}
+
+    def __init__(
+        self, in_features: int, num_classes: int, *, ignore_index: int = -100, reduction: str = "mean",
+        z_loss: float = 0.0, return_lse: bool = False, class_weight=None, softcap: float | None = None,
+        shift: bool = False, return_token_accuracy: bool = False,
+    ) -> None:
         super().__init__()
         if in_features < 1:
             raise ValueError(f"in_features must be >= 1, got {in_features}")
@@ -87,6 +99,13 @@ class OutputHead(nn.Module):
         self.num_classes = num_classes
         self.ignore_index = ignore_index
         self.reduction = reduction
+        check_loss_options(z_loss=z_loss, softcap=softcap, class_weight=class_weight, num_classes=num_classes)
+        self.options = LossOptions(float(z_loss), None if softcap is None else float(softcap), bool(shift),
+                                   bool(return_lse), bool(return_token_accuracy))
+        self.register_buffer("class_weight", class_weight_tensor(class_weight))
+        for name in self.options.given(class_weight):
+            if name in self.refused_options:
+                raise ValueError(f"{type(self).__name__} does not support {name}: {self.refused_options[name]}")
 
     @classmethod
     def check_options(cls, *, reduction: str = "mean", **options) -> None:
@@ -97,6 +116,11 @@ class OutputHead(nn.Module):
         check does not know are left to the constructor.
         """
         check_reduction(reduction)
+        check_loss_options(**options)
+
+    def shifted(self, target: torch.Tensor) -> torch.Tensor:
+        """``target`` as the loss reads it: shifted by one position with ``shift`` (``options.shift_target``)."""
+        return shift_target(target, self.ignore_index) if self.options.shift else target
 
     def check_hidden(self, hidden: torch.Tensor, weight: torch.Tensor) -> None:
         """Raise ``ValueError`` if ``hidden`` (..., d) does not fit ``weight`` (·, d)."""
@@ -151,7 +175,10 @@ class OutputHead(nn.Module):
         return values.masked_fill(nan, float("nan")).reshape(shape), ids.reshape(shape)
 
     def extra_repr(self) -> str:
-        return f"in_features={self.in_features}, num_classes={self.num_classes}, reduction={self.reduction!r}"
+        given = self.options.given(self.class_weight)
+        extra = "".join(f", {name}={getattr(self.options, name, True)!r}" for name in given if name != "class_weight")
+        extra += ", class_weight=(C,)" if "class_weight" in given else ""
+        return f"in_features={self.in_features}, num_classes={self.num_classes}, reduction={self.reduction!r}" + extra
 
 
 class LinearHead(OutputHead):
@@ -196,10 +223,11 @@ class LinearHead(OutputHead):
         """logits (N, C), target (N,) -> loss reduced by ``self.reduction``."""
         raise NotImplementedError
 
-    def forward(self, hidden: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+    def forward(self, hidden: torch.Tensor, target: torch.Tensor):
+        """hidden (..., d), target (...) -> the loss, or ``options.HeadOutput`` with ``return_lse``/``return_token_accuracy``."""
+        target = self.shifted(target)
         logits = self.logits(hidden).reshape(-1, self.num_classes)  # (..., C) -> (N, C)
-        loss = self.loss_from_logits(logits, target.reshape(-1))
-        return loss.reshape(target.shape) if self.reduction == "none" else loss
+        return reshape_output(self.loss_from_logits(logits, target.reshape(-1)), target.shape, self.reduction)
 
     def log_probs(self, hidden: torch.Tensor) -> torch.Tensor:
         """Full softmax in the logits' compute dtype (float32 for float16/bfloat16, else theirs)."""

@@ -6,6 +6,10 @@ A variant (softmax, stable, sparse, ...) is a :class:`RowLoss` with three method
     grad(state, target, w, shape, dtype)   -> ∂(Σ_i w_i·loss_i)/∂z   the backward, (N, C)
     log_probs(z)                           -> (..., C)               the distribution the loss is the cross-entropy of
 
+and, for the options that need the row's log-normaliser (z-loss, ``return_lse``; ``options.py``),
+``lse(state)`` -> (N,) and ``grad(..., lse_weight=v)`` -> ∂(Σ_i w_i·loss_i + v_i·lse_i)/∂z,
+with :attr:`RowLoss.has_lse` set (softmax, stable and sparse have them);
+
 and every path of the package runs that one definition:
 
 - the whole matrix, ``RowLoss.on_logits``: the (N, C) logits through :class:`_RowLossFunction`,
@@ -46,6 +50,9 @@ class RowLoss(ABC):
     #: :meth:`log_probs` of the full logits.
     softmax_of_logits = False
 
+    #: True when :meth:`lse` and ``grad(..., lse_weight=)`` are implemented.
+    has_lse = False
+
     def __init__(self, label_smoothing: float = 0.0) -> None:
         self.label_smoothing = float(label_smoothing)
 
@@ -69,10 +76,27 @@ class RowLoss(ABC):
         cross-entropy :meth:`rows` is at ε = 0 (loss_i = −log p_i,t wherever p_i,t > 0)."""
         raise NotImplementedError
 
+    def lse(self, state) -> torch.Tensor:
+        """(N,) the log-normaliser of the rows' distribution (log Σ over its support of exp z), from
+        :meth:`rows`' state, read before :meth:`grad` (which may overwrite the state)."""
+        raise NotImplementedError(f"{type(self).__name__} does not give its log-normaliser (has_lse is False)")
+
+    def argmax(self, z: torch.Tensor) -> torch.Tensor:
+        """(N,) the most probable class of :meth:`log_probs` (z (N, C)); the lowest id among ties."""
+        return (z if self.softmax_of_logits else self.log_probs(z)).argmax(dim=1)
+
+    def stats(self, state) -> torch.Tensor | None:
+        """(N, s) per-row statistics the caller reads beside the loss (``options.OptionRows``: lse,
+        correct prediction), or None."""
+        return None
+
     def loss_and_grad(self, z, target, keep, row_weight=None):
-        """loss (N,) and, if ``row_weight`` is given, its gradient (N, C): the chunked path's call."""
+        """loss (N,), if ``row_weight`` is given its gradient (N, C) else None, and :meth:`stats`:
+        the chunked path's call."""
         loss, state = self.rows(z, target, keep)
-        return loss, None if row_weight is None else self.grad(state, target, row_weight, z.shape, z.dtype)
+        stats = self.stats(state)  # before grad, which may overwrite the state
+        grad = None if row_weight is None else self.grad(state, target, row_weight, z.shape, z.dtype)
+        return loss, grad, stats
 
     def on_logits(self, logits: torch.Tensor, target: torch.Tensor, *, ignore_index: int = -100, reduction: str = "mean"):
         """The loss of logits (N, C) and target (N,) of any integer dtype, reduced by ``reduction``."""
@@ -81,7 +105,12 @@ class RowLoss(ABC):
 
     def reduced(self, logits: torch.Tensor, safe_target: torch.Tensor, keep: torch.Tensor, reduction: str):
         """:meth:`on_logits` after its checks: ``safe_target`` (N,) long, ignored rows at class 0."""
-        return reduce_loss(_RowLossFunction.apply(self, logits, safe_target, keep), keep, reduction)
+        return reduce_loss(self.per_row(logits, safe_target, keep)[0], keep, reduction)
+
+    def per_row(self, logits: torch.Tensor, safe_target: torch.Tensor, keep: torch.Tensor):
+        """loss (N,) of the whole logits (N, C), differentiable, and :meth:`stats` (N, s) or None."""
+        loss, stats = _RowLossFunction.apply(self, logits, safe_target, keep)
+        return loss, (None if stats.shape[1] == 0 else stats)
 
 
 class _RowLossFunction(torch.autograd.Function):
@@ -90,14 +119,19 @@ class _RowLossFunction(torch.autograd.Function):
     @staticmethod
     def forward(ctx, row_loss, logits, target, keep):
         loss, state = row_loss.rows(logits, target, keep)
+        stats = row_loss.stats(state)
+        stats = loss.new_empty(loss.shape[0], 0) if stats is None else stats  # (N, s)
+        ctx.mark_non_differentiable(stats)
         ctx.save_for_backward(*state, target, keep)
         ctx.row_loss, ctx.logits_meta = row_loss, (logits.shape, logits.dtype)
-        return loss
+        return loss, stats
 
     @staticmethod
-    def backward(ctx, grad_loss):
+    def backward(ctx, grad_loss, grad_stats):
         *state, target, keep = ctx.saved_tensors
         w = grad_loss * keep  # (N,) d loss / d row-loss, 0 at ignored rows
         shape, dtype = ctx.logits_meta
-        grad = ctx.row_loss.grad(tuple(state), target, w, shape, dtype)
+        # grad may overwrite the state, and a graph may be run backward twice (retain_graph, gradcheck)
+        state = tuple(None if t is None else t.clone() for t in state)
+        grad = ctx.row_loss.grad(state, target, w, shape, dtype)
         return None, grad.to(dtype), None, None

@@ -43,6 +43,7 @@ from __future__ import annotations
 
 import math
 import numbers
+from typing import ClassVar
 
 import torch
 import torch.nn.functional as F
@@ -50,9 +51,10 @@ import torch.nn.functional as F
 from . import memory
 from ._core import check_target_dtype, check_target_range, reduce_loss
 from .head import LinearHead
+from .options import mean_count, with_options
 from .registry import register_variant
 from .samplers import Sampler, UniformSampler
-from .softmax import softmax_cross_entropy
+from .softmax import SoftmaxRows
 
 # One GEMM over the U distinct candidates replaces the per-row gather when U <= this x (1 + m): the GEMM does
 # U / (1 + m) times the gather's multiply-adds, at a far higher rate. The ratio sits below the two's break-even;
@@ -96,6 +98,8 @@ class SampledSoftmaxHead(LinearHead):
             h·w), uniform and unigram do not look at logits.
         ignore_index: rows with this target contribute nothing (and draw nothing).
         reduction: "mean" over non-ignored rows, "sum" or "none".
+        class_weight, shift: as every head (``options.py``); class weights scale the sampled
+            row loss of the target's class. The other options are refused (:attr:`refused_options`).
 
     The sampler draws from torch's global generator unless :func:`seed_samplers` gave it one of its
     own: the engine does so under data parallelism (seed + rank), so that ranks draw different negatives.
@@ -105,6 +109,15 @@ class SampledSoftmaxHead(LinearHead):
     (``weight._version``, which every optimizer step bumps): once per training step, and again
     only if the weight is modified in between.
     """
+
+    refused_options: ClassVar[dict[str, str]] = {
+        "z_loss": "the sampled loss's logsumexp runs over the target and m corrected samples, an estimate "
+                  "of the full log-normaliser, not the lse a z-loss keeps near 0",
+        "return_lse": "training computes only the target's and m sampled classes' logits, not the full lse",
+        "softcap": "the samplers' proposals and the logQ correction read the uncapped logits",
+        "return_token_accuracy": "training computes only the target's and m sampled classes' logits, "
+                                 "not the argmax over all classes",
+    }
 
     def __init__(
         self,
@@ -133,8 +146,9 @@ class SampledSoftmaxHead(LinearHead):
         check_num_samples(num_samples, None)
 
     def loss_from_logits(self, logits: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
-        """Eval mode: the full softmax cross-entropy."""
-        return softmax_cross_entropy(logits, target, ignore_index=self.ignore_index, reduction=self.reduction)
+        """Eval mode: the full softmax cross-entropy (with the class weights)."""
+        rows = with_options(SoftmaxRows(), self.options, self.class_weight)
+        return rows.on_logits(logits, target, ignore_index=self.ignore_index, reduction=self.reduction)
 
     def refresh_sampler(self) -> None:
         """Refresh the sampler from the weight if the weight changed since the last refresh."""
@@ -146,6 +160,7 @@ class SampledSoftmaxHead(LinearHead):
     def forward(self, hidden: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
         if not self.training:
             return super().forward(hidden, target)
+        target = self.shifted(target)
         self.check_hidden(hidden, self.weight)
         h = hidden.reshape(-1, self.in_features)  # (..., d) -> (N, d)
         t = target.reshape(-1)  # (...) -> (N,)
@@ -174,8 +189,10 @@ class SampledSoftmaxHead(LinearHead):
         correction = log_q.to(logits.dtype) + math.log(self.num_samples)  # ln(m·q̃), never rounded to bfloat16
         logits = torch.cat([logits[:, :1], logits[:, 1:] - correction], dim=1)
         row_loss = torch.logsumexp(logits, dim=1) - logits[:, 0]  # (n,)
+        if self.class_weight is not None:
+            row_loss = row_loss * self.class_weight.to(row_loss.device, row_loss.dtype)[t_k]
         loss = row_loss.new_zeros(t.shape[0]).masked_scatter(keep, row_loss)  # (N,), 0 at ignored rows
-        loss = reduce_loss(loss, keep, self.reduction)
+        loss = reduce_loss(loss, keep, self.reduction, mean_count(self.class_weight, t.masked_fill(~keep, 0), keep))
         return loss.reshape(target.shape) if self.reduction == "none" else loss
 
     def extra_repr(self) -> str:

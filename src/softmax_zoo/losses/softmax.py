@@ -19,10 +19,11 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from ._core import check_ce_inputs, check_label_smoothing, compute_dtype
+from ._core import check_ce_inputs, check_label_smoothing, compute_dtype, reduce_loss
 from .chunked import check_chunk_size, chunked_linear_loss
 from .head import LinearHead
 from .lean_inference import lean_class_log_probs, lean_predict, lean_topk_log_probs
+from .options import OptionRows, check_loss_options, head_output, with_options
 from .registry import register_variant
 from .row_loss import RowLoss
 
@@ -61,11 +62,12 @@ class SoftmaxRows(RowLoss):
     ``F.cross_entropy``, :meth:`on_logits`).
 
     loss_i = lse_i − z_it + ε·(z_it − mean_j z_ij), F.cross_entropy's smoothing rewritten as in
-    ``stable.py``; d Σ_i w_i·loss_i / dz_ij = w_i·(softmax_ij − (1 − ε)·[j = t_i] − ε/C).
+    ``stable.py``; d Σ_i w_i·loss_i + v_i·lse_i / dz_ij = (w_i + v_i)·softmax_ij − w_i·((1 − ε)·[j = t_i] + ε/C).
     One exp per logit: the probabilities are exp(z − max) / their sum, normalised in place.
     """
 
     softmax_of_logits = True
+    has_lse = True
 
     def rows(self, z, target, keep):
         eps = self.label_smoothing
@@ -74,16 +76,23 @@ class SoftmaxRows(RowLoss):
         p = torch.sub(z, m).exp_()  # (N, C)
         total = p.sum(dim=1, keepdim=True)  # (N, 1)
         zt = z.gather(1, target.unsqueeze(1))  # (N, 1)
-        loss = (total.log() + m - zt).squeeze(1)
+        lse = (total.log() + m).squeeze(1)  # (N,)
+        loss = lse - zt.squeeze(1)
         if eps > 0:
             loss = loss + eps * (zt.squeeze(1) - z.mean(dim=1))
-        return loss.masked_fill(~keep, 0.0), (p, total)
+        return loss.masked_fill(~keep, 0.0), (p, total, lse)
 
-    def grad(self, state, target, row_weight, shape, dtype):
-        p, total = state  # (N, C) exp(z − max), overwritten; (N, 1)
+    def lse(self, state):
+        return state[2]
+
+    def grad(self, state, target, row_weight, shape, dtype, lse_weight=None):
+        p, total, _ = state  # (N, C) exp(z − max), overwritten; (N, 1)
         eps = self.label_smoothing
         w = row_weight.to(p.dtype).unsqueeze(1)  # (N, 1)
-        p.div_(total).sub_(eps / p.shape[1]).mul_(w)
+        on_p = w if lse_weight is None else w + lse_weight.to(p.dtype).unsqueeze(1)  # (N, 1) weight of softmax
+        p.div_(total).mul_(on_p)
+        if eps > 0:
+            p.sub_(eps / p.shape[1] * w)
         return p.scatter_add_(1, target.unsqueeze(1), -(1.0 - eps) * w)
 
     def log_probs(self, z):
@@ -105,6 +114,8 @@ class SoftmaxHead(LinearHead):
 
     Args:
         label_smoothing: ε for training; ``log_probs`` does not depend on it.
+        z_loss, return_lse, class_weight, softcap, shift, return_token_accuracy: every one, on
+            both paths (``options.py``); ``log_probs`` and ``predict`` read the capped logits.
         chunk_size: None: the loss from the full (N, C) logits. An int: the loss and all its
             gradients are computed in the forward, ``chunk_size`` rows at a time, never holding
             the (N, C) logits (``chunked.py``); values and gradients equal the plain path's.
@@ -121,20 +132,22 @@ class SoftmaxHead(LinearHead):
         super().__init__(in_features, num_classes, **kwargs)
         check_label_smoothing(label_smoothing)
         check_chunk_size(chunk_size)
+        check_loss_options(class_weight=self.class_weight, label_smoothing=label_smoothing)
         self.label_smoothing = label_smoothing
         self.chunk_size = chunk_size
 
     @classmethod
     def check_options(cls, *, label_smoothing: float = 0.0, chunk_size=None, **options) -> None:
-        super().check_options(**options)
+        super().check_options(label_smoothing=label_smoothing, **options)
         check_label_smoothing(label_smoothing)
         check_chunk_size(chunk_size)
 
-    def forward(self, hidden: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
-        """hidden (..., d), target (...) -> loss (scalar, or target's shape for reduction="none")."""
+    def forward(self, hidden: torch.Tensor, target: torch.Tensor):
+        """hidden (..., d), target (...) -> loss (scalar, or target's shape for reduction="none"),
+        or ``options.HeadOutput`` with ``return_lse``/``return_token_accuracy``."""
         if self.chunk_size is None:
             return super().forward(hidden, target)
-        return chunked_linear_loss(self, hidden, target)
+        return chunked_linear_loss(self, hidden, self.shifted(target))
 
     @property
     def support_k(self) -> int | None:
@@ -142,14 +155,15 @@ class SoftmaxHead(LinearHead):
         return None
 
     def log_probs(self, hidden: torch.Tensor) -> torch.Tensor:
-        """hidden (..., d) -> (..., C): the row loss's distribution (:meth:`RowLoss.log_probs`) of the logits."""
-        return self.row_loss().log_probs(self.logits(hidden))
+        """hidden (..., d) -> (..., C): the row loss's distribution (:meth:`RowLoss.log_probs`) of the
+        logits (capped with ``softcap``)."""
+        return self.loss_rows().log_probs(self.logits(hidden))
 
     def streams_inference(self) -> bool:
         """Whether ``predict``, ``class_log_probs`` and ``topk_log_probs`` run over class blocks:
         chunk_size is set and the distribution is one ``lean_inference.py`` streams
-        (:attr:`RowLoss.softmax_of_logits`)."""
-        return self.chunk_size is not None and self.row_loss().softmax_of_logits
+        (:attr:`RowLoss.softmax_of_logits`; not with ``softcap``, whose inference builds the logits)."""
+        return self.chunk_size is not None and self.loss_rows().softmax_of_logits
 
     def predict(self, hidden: torch.Tensor) -> torch.Tensor:
         if not self.streams_inference():
@@ -170,8 +184,18 @@ class SoftmaxHead(LinearHead):
         """The variant's loss on logits (``row_loss.py``), as this head is set now."""
         return SoftmaxRows(self.label_smoothing)
 
-    def loss_from_logits(self, logits: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
-        return self.row_loss().on_logits(logits, target, ignore_index=self.ignore_index, reduction=self.reduction)
+    def loss_rows(self) -> RowLoss:
+        """:meth:`row_loss` with the head's options (``options.with_options``): what every path runs."""
+        return with_options(self.row_loss(), self.options, self.class_weight)
+
+    def loss_from_logits(self, logits: torch.Tensor, target: torch.Tensor):
+        """logits (N, C), target (N,) -> the loss reduced by ``self.reduction`` (or ``options.HeadOutput``)."""
+        rows = self.loss_rows()
+        if not isinstance(rows, OptionRows):
+            return rows.on_logits(logits, target, ignore_index=self.ignore_index, reduction=self.reduction)
+        keep, safe = check_ce_inputs(logits, target, self.ignore_index, self.reduction, rows.label_smoothing)
+        loss, stats = rows.per_row(logits, safe, keep)
+        return head_output(reduce_loss(loss, keep, self.reduction, rows.count(safe, keep)), stats, keep, self.options)
 
     def extra_repr(self) -> str:
         chunk = "" if self.chunk_size is None else f", chunk_size={self.chunk_size!r}"

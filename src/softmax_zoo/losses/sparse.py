@@ -34,6 +34,7 @@ from __future__ import annotations
 import torch
 
 from ._core import check_ce_inputs, check_k, compute_dtype
+from .options import softcap
 from .registry import register_variant
 from .row_loss import RowLoss
 from .softmax import SoftmaxHead, SoftmaxRows
@@ -94,6 +95,7 @@ class SparseRows(RowLoss):
     """
 
     softmax_of_logits = True  # over the top-k: the head's support_k
+    has_lse = True  # logsumexp over the support S the loss normalises over (Ω_k, or Ω_k ∪ {t})
 
     def __init__(self, k: int, label_smoothing: float = 0.0, smoothing_over: str = "support", target_in_support: bool = False):
         super().__init__(label_smoothing)
@@ -124,22 +126,27 @@ class SparseRows(RowLoss):
             loss = loss + eps * (zt - mean)
         return loss.masked_fill(~keep, 0.0), (values, index, lse, zt, added, size)
 
-    def grad(self, state, target, row_weight, shape, dtype):
+    def lse(self, state):
+        """logsumexp over the support S the loss normalises over: Ω_k, or Ω_k ∪ {t} with ``target_in_support``."""
+        return state[2]
+
+    def grad(self, state, target, row_weight, shape, dtype, lse_weight=None):
         """A ``shape`` = (N, C) tensor of ``dtype``: k(+1) nonzeros a row, or C with
-        ``smoothing_over="all"`` and ε > 0."""
+        ``smoothing_over="all"`` and ε > 0; ``lse_weight`` v adds v·softmax over S."""
         values, index, lse, zt, added, size = state
         eps = self.label_smoothing
         w = row_weight.to(lse.dtype)  # (N,), 0 at ignored rows
+        on_p = w if lse_weight is None else w + lse_weight.to(lse.dtype)  # (N,) weight of softmax over S
         on_support = eps / size if self.smoothing_over == "support" else torch.zeros_like(size)  # (N,) −ε/|M| on S
-        top = torch.exp(values - lse.unsqueeze(1)).sub_(on_support.unsqueeze(1)).mul_(w.unsqueeze(1))  # (N, k)
+        top = torch.exp(values - lse.unsqueeze(1)).mul_(on_p.unsqueeze(1)).sub_((on_support * w).unsqueeze(1))  # (N, k)
         grad = torch.zeros(shape, dtype=dtype, device=values.device)
         if self.smoothing_over == "all" and eps > 0:
             grad -= (eps / shape[1] * w).to(dtype).unsqueeze(1)
         grad.scatter_add_(1, index, top.to(dtype))
         # The target adds −(1 − ε) to its top-k weight, or stands alone outside the top-k (with its
         # own softmax weight when it joined the support).
-        at_target = -(1.0 - eps) + torch.where(added, torch.exp(zt - lse) - on_support, 0.0)  # (N,)
-        return grad.scatter_add_(1, target.unsqueeze(1), (at_target * w).to(dtype).unsqueeze(1))
+        at_target = -(1.0 - eps) * w + torch.where(added, torch.exp(zt - lse) * on_p - on_support * w, 0.0)  # (N,)
+        return grad.scatter_add_(1, target.unsqueeze(1), at_target.to(dtype).unsqueeze(1))
 
     def log_probs(self, z):
         """:func:`sparse_log_softmax` over the top-k (the support at inference, whatever ``target_in_support``)."""
@@ -251,8 +258,9 @@ class SparseSoftmaxHead(SoftmaxHead):
         return None if self.k == self.num_classes else self.k
 
     def log_probs(self, hidden: torch.Tensor) -> torch.Tensor:
-        """hidden (..., d) -> (..., C) sparse log-probabilities in float32, −inf outside the top-k."""
-        return sparse_log_softmax(self.logits(hidden), self.k)
+        """hidden (..., d) -> (..., C) sparse log-probabilities in float32, −inf outside the top-k
+        (of the capped logits with ``softcap``)."""
+        return sparse_log_softmax(softcap(self.logits(hidden), self.options.softcap), self.k)
 
     def extra_repr(self) -> str:
         extra = f", k={self.k}"

@@ -42,9 +42,14 @@ class StableRows(RowLoss):
     distribution is the plain softmax (only the loss's form differs)."""
 
     softmax_of_logits = True
+    has_lse = True
 
     def log_probs(self, z):
         return softmax_log_probs(z)
+
+    def lse(self, state):
+        """logsumexp_j z_j = z_t + softplus(a)."""
+        return state[3] + F.softplus(state[2])
 
     def rows(self, z, target, keep):
         """One pass makes E = exp(z − max_j z_j) with the target's entry zeroed, so S = Σ_j E_j is
@@ -53,7 +58,7 @@ class StableRows(RowLoss):
         where the loss and the gradient are subnormal or 0 anyway.
 
         Returns:
-            loss (N,), and the state (E (N, C), S (N,), a (N,)) that :meth:`grad` takes.
+            loss (N,), and the state (E (N, C), S (N,), a (N,), z_t (N,)) that :meth:`grad` takes.
         """
         z = z.to(compute_dtype(z.dtype))  # (N, C), the logits themselves for float32/64
         m = z.amax(dim=1, keepdim=True)  # (N, 1)
@@ -66,20 +71,24 @@ class StableRows(RowLoss):
         loss = F.softplus(a)
         if self.label_smoothing > 0:
             loss = loss + self.label_smoothing * (zt - z.mean(dim=1))
-        return loss.masked_fill(~keep, 0.0), (e, total, a)
+        return loss.masked_fill(~keep, 0.0), (e, total, a, zt)
 
-    def grad(self, state, target, row_weight, shape, dtype):
-        """In the compute dtype: σ(a)·softmax_{j≠t} off the target, −σ(a) at it, then smoothing."""
-        e, total, a = state
+    def grad(self, state, target, row_weight, shape, dtype, lse_weight=None):
+        """In the compute dtype: σ(a)·softmax_{j≠t} off the target, −σ(a) at it, then smoothing;
+        ``lse_weight`` v adds v·softmax, which is v·σ(a)·softmax_{j≠t} off the target and v·σ(−a) at it."""
+        e, total, a, _ = state
         eps, num_classes = self.label_smoothing, e.shape[1]
         w = row_weight
-        sig = _sigmoid(a) * w  # (N,)
-        # σ(a)·w / S; rows with S = 0 (no other class, or all underflowed) have σ(a) = 0.
-        coef = torch.where(total > 0, sig / total, torch.zeros_like(sig))
+        sig = _sigmoid(a)  # (N,)
+        on_p = w if lse_weight is None else w + lse_weight
+        # σ(a)·(w + v) / S; rows with S = 0 (no other class, or all underflowed) have σ(a) = 0.
+        coef = torch.where(total > 0, sig * on_p / total, torch.zeros_like(sig))
         grad = torch.mul(e, coef.unsqueeze(1))  # (N, C) σ(a)·softmax_{j≠t}, 0 at the target
         if eps > 0:
             grad.sub_((eps / num_classes) * w.unsqueeze(1))
-        target_grad = -sig + (eps - eps / num_classes) * w  # (N,)
+        target_grad = -sig * w + (eps - eps / num_classes) * w  # (N,)
+        if lse_weight is not None:
+            target_grad = target_grad + _sigmoid(-a) * lse_weight
         return grad.scatter_(1, target.unsqueeze(1), target_grad.unsqueeze(1))
 
 

@@ -429,5 +429,5 @@ def vocab_parallel_linear_cross_entropy(
     chunk_rows = auto_chunk_size(h.shape[0], num_classes) if chunk_size == "auto" else chunk_size
     params = (h, weight, bias)
     if torch.is_grad_enabled() and any(p is not None and p.requires_grad for p in params):
-        return _ChunkedLinearLoss.apply(rows.loss_and_grad, t, keep, reduction, chunk_rows, *params)
+        return _ChunkedLinearLoss.apply(rows.loss_and_grad, t, keep, reduction, chunk_rows, None, *params)[0]
     return reduce_loss(chunked_pass(rows.loss_and_grad, t, keep, *params, None, chunk_rows)[0], keep, reduction)

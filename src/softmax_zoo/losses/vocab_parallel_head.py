@@ -72,6 +72,12 @@ class VocabParallelHead(OutputHead):
             )
         if isinstance(head, SampledSoftmaxHead):
             check_sampler(head.sampler)
+        given = head.options.given(head.class_weight)
+        if given:
+            raise ValueError(
+                f"{type(head).__name__} with {', '.join(given)} has no vocabulary-parallel form yet: those options "
+                "need the log-normaliser and the prediction across every shard; build the head without them"
+            )
         super().__init__(head.in_features, head.num_classes, ignore_index=head.ignore_index, reduction=head.reduction)
         self.spans = shard.check(head.num_classes)
         self.shard = shard

@@ -85,6 +85,32 @@ def sparse_options_ref(
     return _reduce(loss.masked_fill(~keep, 0.0), keep, reduction)
 
 
+def options_ref(
+    logits, target, per_row, support, *, ignore_index=-100, reduction="mean", z_loss=0.0, softcap=None,
+    class_weight=None,
+):
+    """A variant's loss with the options of ``losses.options``, by autograd of their formulas.
+
+    z ← c·tanh(z / c); ℓ_i ← w_{t_i}·(ℓ_i + β·lse_i²), lse_i the logsumexp of z over the support;
+    "mean" = Σ ℓ_i / Σ_kept w_{t_i}.
+
+    Args:
+        per_row: (z, target) -> the variant's per-row loss (N,), 0 at ignored rows.
+        support: z -> (N, C) bool, the classes the variant's distribution normalises over (not
+            differentiated: the support only selects).
+    """
+    z = logits if softcap is None else softcap * torch.tanh(logits / softcap)
+    keep = target != ignore_index
+    safe = target.masked_fill(~keep, 0)
+    lse = z.masked_fill(~support(z.detach()), float("-inf")).logsumexp(dim=1)  # (N,)
+    loss = per_row(z, target) + z_loss * lse.square() * keep
+    w = keep.to(z.dtype) if class_weight is None else class_weight.to(z.dtype)[safe] * keep
+    loss = loss * w
+    if reduction == "none":
+        return loss
+    return loss.sum() if reduction == "sum" else loss.sum() / w.sum()
+
+
 def kd_ref(student, teacher, *, temperature=1.0, reduction="mean"):
     """T²·KL(softmax(z_T/T) ‖ softmax(z_S/T)) through F.kl_div; "mean" = KL's "batchmean"."""
     log_q = torch.log_softmax(student / temperature, dim=1)

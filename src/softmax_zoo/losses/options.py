@@ -1,0 +1,233 @@
+"""The loss options every head takes, defined once: z-loss, return_lse, class weights, softcap,
+shift and token accuracy (reduction="none" is every loss's, ``_core``).
+
+With z_i the row's logits, t_i its target, ℓ_i the variant's loss (label smoothing included) and
+lse_i the log-normaliser of the variant's distribution (logsumexp over its support: all C classes
+for softmax and stable, the support S = Ω_k or Ω_k ∪ {t} for sparse-softmax):
+
+- ``softcap=c``: z ← c·tanh(z / c) before everything else, loss, lse, log_probs and predictions
+  alike (logit soft-capping, Gemma 2, Gemma Team 2024, arXiv:2408.00118);
+- ``z_loss=β``: ℓ_i ← ℓ_i + β·lse_i² (PaLM's auxiliary loss, Chowdhery et al. 2022,
+  arXiv:2204.02311, section 5, with β = 1e-4 there), which keeps lse near 0;
+- ``class_weight=w`` (C,): ℓ_i ← w_{t_i}·ℓ_i and "mean" is Σ_i w_{t_i}·ℓ_i / Σ_i w_{t_i} over the
+  kept rows, ``F.cross_entropy``'s ``weight=`` (the z-loss term is weighted with its row). With
+  label smoothing ``F.cross_entropy`` weighs each class's share of the smoothing term by that
+  class's own weight, not by w_t, so the two are refused together rather than silently differ;
+- ``shift=True`` (causal LMs): position t predicts target t + 1: the target is shifted left by one
+  along its last dimension and its last position ignored (``reduction="none"``: 0 there);
+- ``return_lse=True``: the head returns :class:`HeadOutput` with ``lse`` (target's shape, 0 at
+  ignored rows), detached: for logging, the z-loss itself is ``z_loss``;
+- ``return_token_accuracy=True``: :class:`HeadOutput` with ``token_accuracy``, the share of kept
+  rows whose most probable class under the variant's distribution (the argmax of the capped
+  logits for softmax, stable and sparse; the lowest id among ties) is the target; nan for no kept row.
+
+The logit-level heads (softmax, stable, sparse) run the options as :class:`OptionRows` around their
+:class:`~softmax_zoo.losses.row_loss.RowLoss`, so the whole-matrix path, the chunked path and
+``use_head`` share one definition; the chunked path keeps its memory bound (the softcap keeps its
+derivative 1 − tanh² as one more (chunk, C) buffer, and makes the capped logits, another, while
+the variant's loss runs). Heads that cannot give an option refuse it by name
+(their ``refused_options``).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+from typing import NamedTuple
+
+import torch
+import torch.nn.functional as F
+
+from ._core import check_ce_inputs, compute_dtype, reduce_loss
+from .row_loss import RowLoss
+
+#: Every option's name, in the order of the README's table.
+OPTIONS = ("z_loss", "return_lse", "class_weight", "softcap", "shift", "return_token_accuracy")
+
+
+class HeadOutput(NamedTuple):
+    """What a head returns with ``return_lse`` or ``return_token_accuracy``: the loss as without
+    them, the per-row lse (target's shape, 0 at ignored rows, detached) or None, and the token
+    accuracy (scalar, detached) or None."""
+
+    loss: torch.Tensor
+    lse: torch.Tensor | None
+    token_accuracy: torch.Tensor | None
+
+
+@dataclass(frozen=True)
+class LossOptions:
+    """The options of one head but its class weights (a buffer of the head, so they follow ``.to``)."""
+
+    z_loss: float = 0.0
+    softcap: float | None = None
+    shift: bool = False
+    return_lse: bool = False
+    return_token_accuracy: bool = False
+
+    @property
+    def returns(self) -> bool:
+        """Whether the head returns :class:`HeadOutput` rather than the loss alone."""
+        return self.return_lse or self.return_token_accuracy
+
+    def given(self, class_weight) -> list[str]:
+        """The names of the options set away from their defaults."""
+        values = {"z_loss": self.z_loss, "return_lse": self.return_lse, "class_weight": class_weight is not None,
+                  "softcap": self.softcap is not None, "shift": self.shift,
+                  "return_token_accuracy": self.return_token_accuracy}
+        return [name for name in OPTIONS if values[name]]
+
+
+def check_loss_options(*, z_loss=0.0, softcap=None, class_weight=None, num_classes: int | None = None,
+                  label_smoothing: float = 0.0, **_) -> None:
+    """Raise ``ValueError`` naming a bad option value (``num_classes`` None: the size is not checked)."""
+    if isinstance(z_loss, bool) or not isinstance(z_loss, (int, float)) or not z_loss >= 0 or math.isinf(z_loss):
+        raise ValueError(f"z_loss must be a finite coefficient >= 0, got {z_loss!r}")
+    if softcap is not None and (isinstance(softcap, bool) or not isinstance(softcap, (int, float))
+                                or not 0 < softcap < math.inf):
+        raise ValueError(f"softcap must be None or a finite number > 0, got {softcap!r}")
+    if class_weight is not None:
+        w = class_weight_tensor(class_weight)
+        if w.dim() != 1 or w.is_complex() or w.dtype == torch.bool:
+            raise ValueError(f"class_weight must be a 1-D tensor of C weights, got shape {tuple(w.shape)} {w.dtype}")
+        if num_classes is not None and w.shape[0] != num_classes:
+            raise ValueError(f"class_weight must have num_classes = {num_classes} entries, got {w.shape[0]}")
+        if bool((w < 0).any()) or not bool(w.isfinite().all()):
+            raise ValueError(f"class_weight must be finite and >= 0, got {w.tolist()[:8]}...")
+        if label_smoothing > 0:
+            raise ValueError(
+                f"class_weight with label_smoothing={label_smoothing} is refused: F.cross_entropy weighs each "
+                "class's share of the smoothing term by that class's weight, a row loss scaled by w_t would differ"
+            )
+
+
+def class_weight_tensor(class_weight) -> torch.Tensor | None:
+    """The class weights as a float tensor, or None; a list (or a config's ListConfig) of Python
+    floats becomes float64, losing nothing (the loss casts the weights to its compute dtype)."""
+    if class_weight is None:
+        return None
+    w = class_weight if isinstance(class_weight, torch.Tensor) else torch.tensor(list(class_weight), dtype=torch.float64)
+    return w if w.is_floating_point() else w.float()
+
+
+def shift_target(target: torch.Tensor, ignore_index: int) -> torch.Tensor:
+    """target (..., T) -> (..., T): position t gets target t + 1, the last position ``ignore_index``."""
+    if target.dim() == 0:
+        raise ValueError("shift=True needs a target with a sequence dimension, got a scalar")
+    return F.pad(target[..., 1:], (0, 1), value=ignore_index)
+
+
+def softcap(z: torch.Tensor, cap: float | None) -> torch.Tensor:
+    """c·tanh(z / c) in the compute dtype, or z as given for ``cap`` None."""
+    return z if cap is None else cap * torch.tanh(z.to(compute_dtype(z.dtype)) / cap)
+
+
+def mean_count(class_weight: torch.Tensor | None, target: torch.Tensor, keep: torch.Tensor):
+    """The "mean"'s denominator: None (the kept rows' count) or Σ_kept w_t; target (N,) with ignored rows at 0."""
+    if class_weight is None:
+        return None
+    return (class_weight.to(target.device)[target] * keep).sum()
+
+
+class OptionRows(RowLoss):
+    """A :class:`RowLoss` with the options (module docstring) around the variant's ``inner`` one.
+
+    The gradient: d/dz of Σ_i w_i·w_{t_i}·(ℓ_i + β·lse_i²) is the variant's with row weight
+    w_i·w_{t_i} and lse weight 2β·lse_i·w_i·w_{t_i} (``RowLoss.grad``'s ``lse_weight``), times
+    1 − tanh²(z / c) under the softcap.
+
+    Args:
+        inner: the variant's row loss. options: :class:`LossOptions`. class_weight: (C,) or None.
+    """
+
+    def __init__(self, inner: RowLoss, options: LossOptions, class_weight: torch.Tensor | None) -> None:
+        super().__init__(inner.label_smoothing)
+        self.inner, self.options, self.class_weight = inner, options, class_weight
+        self.softmax_of_logits = inner.softmax_of_logits and options.softcap is None
+        self.needs_lse = options.z_loss > 0 or options.return_lse
+        if self.needs_lse and not inner.has_lse:
+            raise ValueError(f"z_loss and return_lse need the log-normaliser, which {type(inner).__name__} does not give")
+        self.has_lse = inner.has_lse
+
+    def cap(self, z: torch.Tensor) -> torch.Tensor:
+        return softcap(z, self.options.softcap)
+
+    def rows(self, z, target, keep):
+        opt, dcap = self.options, None
+        if opt.softcap is not None:
+            t = torch.tanh(z.to(compute_dtype(z.dtype)) / opt.softcap)  # (N, C)
+            z = t * opt.softcap
+            dcap = t.square_().neg_().add_(1.0)  # (N, C) d cap / dz = 1 − tanh²
+        loss, state = self.inner.rows(z, target, keep)
+        lse = self.inner.lse(state) if self.needs_lse else None  # (N,)
+        if opt.z_loss > 0:
+            loss = loss + (opt.z_loss * lse.square()).masked_fill(~keep, 0.0)
+        cw = None
+        if self.class_weight is not None:
+            cw = self.class_weight.to(device=loss.device, dtype=loss.dtype)[target] * keep  # (N,) w_t, 0 ignored
+            loss = loss * cw
+        stats = None
+        if opt.returns:
+            lse_col = lse.masked_fill(~keep, 0.0) if opt.return_lse else torch.zeros_like(loss)
+            hit = (self.inner.argmax(z) == target) & keep if opt.return_token_accuracy else torch.zeros_like(keep)
+            stats = torch.stack([lse_col.detach(), hit.to(loss.dtype)], dim=1)  # (N, 2)
+        self.inner_len = len(state)
+        return loss, (*state, dcap, lse, cw, stats)
+
+    def stats(self, state):
+        return state[-1]
+
+    def lse(self, state):
+        return state[self.inner_len + 1]
+
+    def grad(self, state, target, row_weight, shape, dtype, lse_weight=None):
+        inner, (dcap, lse, cw, _) = state[: self.inner_len], state[self.inner_len :]
+        w = row_weight if cw is None else row_weight * cw
+        if self.options.z_loss > 0:
+            zw = 2.0 * self.options.z_loss * lse * w
+            lse_weight = zw if lse_weight is None else lse_weight + zw
+        more = {} if lse_weight is None else {"lse_weight": lse_weight}
+        g = self.inner.grad(tuple(inner), target, w, shape, dtype if dcap is None else dcap.dtype, **more)
+        return g if dcap is None else g.mul_(dcap)
+
+    def log_probs(self, z):
+        return self.inner.log_probs(self.cap(z))
+
+    def argmax(self, z):
+        return self.inner.argmax(self.cap(z))
+
+    def count(self, target: torch.Tensor, keep: torch.Tensor):
+        """The "mean"'s denominator (:func:`mean_count`)."""
+        return mean_count(self.class_weight, target, keep)
+
+    def on_logits(self, logits, target, *, ignore_index=-100, reduction="mean"):
+        keep, safe = check_ce_inputs(logits, target, ignore_index, reduction, self.label_smoothing)
+        return reduce_loss(self.per_row(logits, safe, keep)[0], keep, reduction, self.count(safe, keep))
+
+
+def with_options(rows: RowLoss, options: LossOptions, class_weight: torch.Tensor | None) -> RowLoss:
+    """``rows`` itself without options that touch the row loss (the variant's own fast paths; ``shift``
+    is the head's), else :class:`OptionRows` around it."""
+    if replace(options, shift=False) == LossOptions() and class_weight is None:
+        return rows
+    return OptionRows(rows, options, class_weight)
+
+
+def head_output(loss: torch.Tensor, stats: torch.Tensor | None, keep: torch.Tensor, options: LossOptions):
+    """The loss, or :class:`HeadOutput` from the (N, 2) stats (lse, hit) when the options ask for it."""
+    if not options.returns:
+        return loss
+    lse = stats[:, 0] if options.return_lse else None
+    accuracy = None
+    if options.return_token_accuracy:
+        kept = keep.sum()
+        accuracy = torch.where(kept > 0, stats[:, 1].sum() / kept.clamp(min=1), float("nan"))
+    return HeadOutput(loss, lse, accuracy)
+
+
+def reshape_output(out, shape: torch.Size, reduction: str):
+    """The flat (N,) loss ("none") and lse of ``out`` to the target's ``shape``."""
+    if isinstance(out, HeadOutput):
+        lse = None if out.lse is None else out.lse.reshape(shape)
+        return HeadOutput(reshape_output(out.loss, shape, reduction), lse, out.token_accuracy)
+    return out.reshape(shape) if reduction == "none" else out
