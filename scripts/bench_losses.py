@@ -29,8 +29,7 @@ import torch
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "scripts")]
 
-from bench_cases import Case, CASE_MODULES  # noqa: E402
-
+from bench_cases import CASE_MODULES, Case  # noqa: E402
 from softmax_zoo.records import write_text  # noqa: E402
 from softmax_zoo.timing import load_average, machine, medians, time_interleaved, utc_now  # noqa: E402
 

@@ -53,7 +53,6 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "scripts")]
 
 from bench_cases import gpu_linear_ce  # noqa: E402
-
 from softmax_zoo.data.prepare.generated import WORDS, write_pairs  # noqa: E402
 
 BUDGET_S = 480  # 8 minutes
@@ -429,8 +428,8 @@ def main() -> int:
         return 1
     if args.part:
         return child(args)
-    from softmax_zoo.records import write_text
     from softmax_zoo.data.prepare.generated import generated_data
+    from softmax_zoo.records import write_text
 
     start = time.monotonic()
     state = Path(tempfile.mkdtemp(prefix="gpu_check_"))

@@ -19,9 +19,7 @@ sys.path[:0] = [str(ROOT / "scripts")]
 import gpu_check  # noqa: E402
 from bench_cases import gpu_linear_ce  # noqa: E402
 from bench_cases.gpu_linear_ce import BASELINE, Row  # noqa: E402
-
 from softmax_zoo import hub  # noqa: E402
-
 from softmax_zoo.data.prepare.generated import summaries, write_pairs  # noqa: E402
 
 MINILM_TOKENIZER_FILES = ["config.json", "vocab.txt", "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json"]

@@ -19,7 +19,6 @@ from functools import lru_cache
 import torch
 
 from bench_cases import Case
-from softmax_zoo.losses import sampled
 from softmax_zoo.losses import (
     CentredQuadraticKernelSampler,
     QuadraticKernelSampler,
@@ -28,6 +27,7 @@ from softmax_zoo.losses import (
     SoftmaxSampler,
     UniformSampler,
     UnigramSampler,
+    sampled,
 )
 from softmax_zoo.losses.reference.sampled import naive_kernel_sample
 

@@ -11,8 +11,8 @@ from transformers import TrainerCallback
 from softmax_zoo import engine
 from softmax_zoo.data.classification import ClassificationCollator, TokenizedDataset
 from softmax_zoo.data.prepare.generated import CLASSIFICATION_SIZES as SIZES
-from softmax_zoo.models.classifier import build_text_classifier, pool, token_states
 from softmax_zoo.losses import SoftmaxHead
+from softmax_zoo.models.classifier import build_text_classifier, pool, token_states
 
 from .conftest import compose
 from .test_task import tiny_checkpoint  # noqa: F401 - the fixture

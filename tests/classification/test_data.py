@@ -17,7 +17,8 @@ from softmax_zoo.data.classification import (
     stratified_subset,
     tokenize,
 )
-from softmax_zoo.data.prepare.generated import CLASSIFICATION_SIZES as SIZES, NUM_CLASSES
+from softmax_zoo.data.prepare.generated import CLASSIFICATION_SIZES as SIZES
+from softmax_zoo.data.prepare.generated import NUM_CLASSES
 from softmax_zoo.data.tokenizers import CharTokenizer
 
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 import pytest
 
 from softmax_zoo import records
-from softmax_zoo.reports._pages import read_claims
 from softmax_zoo.reports import _fig2_claims, fig2
 from softmax_zoo.reports._fig2_claims import regime_note
 from softmax_zoo.reports._fig2_summary import mean_curve
+from softmax_zoo.reports._pages import read_claims
 
 SEEDS = (0, 1, 2)
 # test micro-F1 per (loss, k) and seed: softmax 50/52/54 -> 52.0 ± 5.0; sparse k=20 60/61/62 -> 61.0 ± 2.5

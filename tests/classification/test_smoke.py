@@ -13,7 +13,8 @@ import math
 import pytest
 
 from softmax_zoo import engine
-from softmax_zoo.data.prepare.generated import CLASSIFICATION_TASKS as TASKS, NUM_CLASSES
+from softmax_zoo.data.prepare.generated import CLASSIFICATION_TASKS as TASKS
+from softmax_zoo.data.prepare.generated import NUM_CLASSES
 
 from .conftest import compose
 

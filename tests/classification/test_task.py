@@ -6,7 +6,9 @@ import pytest
 import torch
 
 from softmax_zoo import config, engine
-from softmax_zoo.data.prepare.generated import CLASSIFICATION_SIZES as SIZES, CLASSIFICATION_TASKS as TASKS, NUM_CLASSES
+from softmax_zoo.data.prepare.generated import CLASSIFICATION_SIZES as SIZES
+from softmax_zoo.data.prepare.generated import CLASSIFICATION_TASKS as TASKS
+from softmax_zoo.data.prepare.generated import NUM_CLASSES
 from softmax_zoo.models.classifier import TextClassifier
 
 from .conftest import compose

@@ -7,9 +7,10 @@ import json
 import pytest
 
 from softmax_zoo import records
-from softmax_zoo.reports._pages import read_claims
 from softmax_zoo.reports import kernel_bias, lm1b
+from softmax_zoo.reports._pages import read_claims
 from softmax_zoo.reports._verdicts import VerdictKind
+
 
 def record(experiment: str, name: str, loss: str, metrics: dict, seed: int = 0, history=(), sampler=None, m=None) -> dict:
     return {

@@ -11,7 +11,11 @@ import pytest
 import torch
 
 from softmax_zoo.losses import (
-    CentredQuadraticKernelSampler, QuadraticKernelSampler, SampledSoftmaxHead, SoftmaxSampler, UniformSampler,
+    CentredQuadraticKernelSampler,
+    QuadraticKernelSampler,
+    SampledSoftmaxHead,
+    SoftmaxSampler,
+    UniformSampler,
 )
 from softmax_zoo.losses.reference.sampled import centred_kernel_probs, kernel_probs, softmax_probs
 from softmax_zoo.losses.sampled import candidate_logits

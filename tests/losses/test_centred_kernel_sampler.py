@@ -7,10 +7,18 @@ import pytest
 import torch
 
 from softmax_zoo.losses import CentredQuadraticKernelSampler
-
 from softmax_zoo.losses.reference.sampled import centred_kernel_probs, chi_square_pvalue, kernel_probs
+
 from .test_kernel_sampler import (
-    ALPHA, C, D, P_FALSE_ALARM, SMALL_TREE, TREE_IDS, TREES, check_draws_follow, check_log_prob_closed_form,
+    ALPHA,
+    P_FALSE_ALARM,
+    SMALL_TREE,
+    TREE_IDS,
+    TREES,
+    C,
+    D,
+    check_draws_follow,
+    check_log_prob_closed_form,
 )
 
 

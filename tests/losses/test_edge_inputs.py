@@ -12,7 +12,6 @@ import pytest
 import torch
 
 from softmax_zoo.losses import SoftmaxHead, softmax_cross_entropy, sparse_softmax_cross_entropy, stable_cross_entropy
-
 from softmax_zoo.losses.reference.logits import REDUCTIONS
 
 from .conftest import head_cases, logit_cases

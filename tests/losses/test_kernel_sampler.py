@@ -7,7 +7,6 @@ import pytest
 import torch
 
 from softmax_zoo.losses import QuadraticKernelSampler
-
 from softmax_zoo.losses.reference.sampled import chi_square_pvalue, kernel_probs
 
 P_FALSE_ALARM = 1e-6

@@ -9,7 +9,6 @@ import pytest
 import torch
 
 from softmax_zoo.losses import SoftmaxSampler, UniformSampler, UnigramSampler
-
 from softmax_zoo.losses.reference.sampled import chi_square_pvalue, softmax_probs, unigram_probs
 
 P_FALSE_ALARM = 1e-6  # a correct sampler fails a chi-square test with this probability

@@ -7,7 +7,6 @@ import torch
 import torch.nn.functional as F
 
 from softmax_zoo.losses import softmax_cross_entropy
-
 from softmax_zoo.losses.reference.logits import REDUCTIONS, cross_entropy_ref, make_inputs, value_and_grad
 
 

@@ -6,7 +6,6 @@ import pytest
 import torch
 
 from softmax_zoo.losses import SparseSoftmaxHead, softmax_cross_entropy, sparse_softmax, sparse_softmax_cross_entropy
-
 from softmax_zoo.losses.reference.logits import REDUCTIONS, make_inputs, sparse_cross_entropy_ref, sparse_softmax_ref, value_and_grad
 
 

@@ -10,9 +10,15 @@ import pytest
 import torch
 
 from softmax_zoo.losses import SparseSoftmaxHead, softmax_cross_entropy, sparse_softmax_cross_entropy
+from softmax_zoo.losses.reference.logits import (
+    REDUCTIONS,
+    cross_entropy_ref,
+    make_inputs,
+    sparse_cross_entropy_ref,
+    sparse_options_ref,
+    value_and_grad,
+)
 from softmax_zoo.trainer import TrainingStepToHeads
-
-from softmax_zoo.losses.reference.logits import REDUCTIONS, cross_entropy_ref, make_inputs, sparse_cross_entropy_ref, sparse_options_ref, value_and_grad
 
 OPTIONS = [
     {"smoothing_over": "all"},

@@ -7,8 +7,8 @@ import torch
 import torch.nn.functional as F
 
 from softmax_zoo.losses import stable_cross_entropy
-
 from softmax_zoo.losses.reference.logits import REDUCTIONS, cross_entropy_ref, make_inputs, value_and_grad
+
 
 @pytest.mark.parametrize("reduction", REDUCTIONS)
 @pytest.mark.parametrize("label_smoothing", [0.0, 0.2])

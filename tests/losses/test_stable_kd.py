@@ -6,7 +6,6 @@ import pytest
 import torch
 
 from softmax_zoo.losses import stable_kd_loss
-
 from softmax_zoo.losses.reference.logits import REDUCTIONS, kd_ref
 
 

@@ -11,7 +11,14 @@ from pathlib import Path
 import pytest
 
 from softmax_zoo.reports._kernel_bias_review import (
-    DESIGN, FLAT_GAIN, deviation_row, diminishing_row, flat_from, gains_per_doubling, gaps_by_m, spearman,
+    DESIGN,
+    FLAT_GAIN,
+    deviation_row,
+    diminishing_row,
+    flat_from,
+    gains_per_doubling,
+    gaps_by_m,
+    spearman,
 )
 from softmax_zoo.reports._pages import read_claims
 from softmax_zoo.reports._stable_examples import cancellation_example, collapse_example, equivalence, example_rows

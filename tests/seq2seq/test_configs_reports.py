@@ -3,16 +3,15 @@
 import numpy as np
 import pytest
 
-from softmax_zoo import config
+from softmax_zoo import config, records
 from softmax_zoo.metrics import bleu_stats
-from softmax_zoo.reports.table3 import corpus_bootstrap
-from softmax_zoo import records
 from softmax_zoo.reports import table5
-from softmax_zoo.reports._pages import read_claims
 from softmax_zoo.reports._compare import Compared, Comparison, Design
+from softmax_zoo.reports._pages import read_claims
 from softmax_zoo.reports._seq2seq import SOFTMAX, SPARSE, inits, lone_seeds, output_shares, paired_runs, stutters
 from softmax_zoo.reports._stats import SeedAwareDelta
 from softmax_zoo.reports._verdicts import VerdictKind
+from softmax_zoo.reports.table3 import corpus_bootstrap
 
 
 @pytest.mark.parametrize("scale", ["cpu", "paper"])

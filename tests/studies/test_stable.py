@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import json
 
-from softmax_zoo.reports import stable as page
 from softmax_zoo import records
 from softmax_zoo.records import RECORD_SCHEMA
+from softmax_zoo.reports import stable as page
 from softmax_zoo.studies.stable import Setting, main, run_all
 
 TINY = Setting(modulus=11, embed=8, hidden=16, collapse_steps=20, teacher_steps=20, distill_steps=10, generalise_steps=10,

@@ -74,9 +74,9 @@ from .functional import linear_cross_entropy
 from .head import LinearHead, OutputHead
 from .kernel_sampler import QuadraticKernelSampler
 from .options import HeadOutput
+from .registry import register_variant, variant, variant_label, variant_title, variants
 from .sampled import SampledSoftmaxHead
 from .samplers import Sampler, SoftmaxSampler, UniformSampler, UnigramSampler
-from .registry import register_variant, variant, variant_label, variant_title, variants
 from .softmax import SoftmaxHead, softmax_cross_entropy
 from .sparse import SparseSoftmaxHead, sparse_softmax, sparse_softmax_cross_entropy
 from .stable import StableSoftmaxHead, stable_cross_entropy

@@ -16,7 +16,6 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from ..markdown import markdown_table
 from ..records import REPO_ROOT, atomic_write, get, write_text
 
 CLAIMS_FILE = "claims.md"

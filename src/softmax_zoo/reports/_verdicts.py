@@ -21,10 +21,9 @@ verdict cell; :attr:`Verdict.kind` is for counting.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import Enum
-
-from collections.abc import Sequence
 
 from ._stats import LinearTrend, SeedAwareDelta, UnpairedSeedDelta, min_detectable_delta, seeds_label
 

@@ -35,7 +35,20 @@ from ..records import get, load_records, runs_dir
 from ._fig2_claims import PAPER_F1, PAPER_K, Rows, by_claim, ledger, speed_claim, text_claims
 from ._fig2_plots import SMOOTH, plot_fig1, plot_fig2
 from ._fig2_settings import encoder, fig2_settings
-from ._fig2_summary import LOSS_OF_KIND, Groups, arms, best_k, cell, commands, compare, first_record, metric, sparse_ks, summarize, task_name
+from ._fig2_summary import (
+    LOSS_OF_KIND,
+    Groups,
+    arms,
+    best_k,
+    cell,
+    commands,
+    compare,
+    first_record,
+    metric,
+    sparse_ks,
+    summarize,
+    task_name,
+)
 from ._pages import REGIME_NOT_MEASURED, commits, markdown_table, page_command, shown_path, write_page
 from ._settings import pretrained_name, settings_part
 from ._stats import mean, mean_ci

@@ -23,10 +23,21 @@ from typing import Any
 
 from ..records import get, load_records, runs_dir
 from ._compare import Comparison, Design, compare_values
-from ._lm1b_summary import SPEED_FILE  # noqa: F401  (where the side-by-side measurement is read from)
 from ._lm1b_summary import (
-    EXPERIMENT, LSTM, MAKE_TARGETS, NEAR_SAME_PPL, PAPER, SPEEDUP_TARGET, by_model, head_label, head_rows, plot, side_by_side,
-    speedups, summarize,
+    EXPERIMENT,
+    LSTM,
+    MAKE_TARGETS,
+    NEAR_SAME_PPL,
+    PAPER,
+    SPEED_FILE,  # noqa: F401  (where the side-by-side measurement is read from)
+    SPEEDUP_TARGET,
+    by_model,
+    head_label,
+    head_rows,
+    plot,
+    side_by_side,
+    speedups,
+    summarize,
 )
 from ._pages import commits, page_command, shown_path, write_page
 from ._render import render_page

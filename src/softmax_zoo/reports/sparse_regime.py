@@ -21,7 +21,8 @@ from ..records import choice, get, load_records, read_predictions, runs_dir
 from ._pages import page_command, provenance, pyplot, save_figure, shown_path, write_page
 from ._render import render_page
 from ._seq2seq import BOOTSTRAP_SAMPLES, SOFTMAX, SPARSE, per_seed_scores, stutters
-from ._seq2seq_settings import PAPER as PAPER_SETTINGS, seq2seq_settings
+from ._seq2seq_settings import PAPER as PAPER_SETTINGS
+from ._seq2seq_settings import seq2seq_settings
 from ._settings import settings_data, shown
 from ._stats import LinearTrend, SeedAwareDelta, mean, paired_bootstrap
 from ._verdicts import claimed_direction, trend_verdict, verdict

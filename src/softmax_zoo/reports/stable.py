@@ -24,7 +24,16 @@ from ._stable_kd_ptb import claim_row as kd_ptb_row
 from ._stable_kd_ptb import section as kd_ptb_section
 from ._stable_plots import plots
 from ._stable_tables import (
-    accuracy_lines, ce_table, comparisons, finals, group, kd_table, ratio_text, reading, saturate_table, sci,
+    accuracy_lines,
+    ce_table,
+    comparisons,
+    finals,
+    group,
+    kd_table,
+    ratio_text,
+    reading,
+    saturate_table,
+    sci,
 )
 from ._stats import mean, seeds_label
 from ._verdicts import not_tested, verdict

@@ -19,7 +19,16 @@ from ._compare import Comparison, Design, compare
 from ._pages import write_page
 from ._render import render_page
 from ._seq2seq import (
-    ARMS, BOOTSTRAP_SAMPLES, claim, delta_row, load_pairs, page, paper_setting_claims, per_seed_scores, setting, setting_columns,
+    ARMS,
+    BOOTSTRAP_SAMPLES,
+    claim,
+    delta_row,
+    load_pairs,
+    page,
+    paper_setting_claims,
+    per_seed_scores,
+    setting,
+    setting_columns,
 )
 from ._seq2seq_settings import seq2seq_settings
 from ._settings import settings_data

@@ -17,8 +17,8 @@ import sys
 from collections.abc import Sequence
 
 from ..cli_args import ArgumentError, Option, fail
-from ._jobs import study_parser
 from ._jobs import main as run_chain
+from ._jobs import study_parser
 
 PARSER = study_parser("kernel_bias_paper", [
     Option("scale", "cpu", "scale of every job"),

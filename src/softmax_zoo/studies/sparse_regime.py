@@ -29,8 +29,8 @@ import sys
 from collections.abc import Sequence
 
 from ..cli_args import ArgumentError, Option, fail
-from ._jobs import record_path, run_all, study_parser
 from ._jobs import main as run_chain
+from ._jobs import record_path, run_all, study_parser
 
 __all__ = ["PARSER", "jobs", "main", "record_path", "run_all"]
 

@@ -37,8 +37,20 @@ import torch
 from ..cli_args import ArgumentError, Option, Parser, fail
 from ..records import record_path, study_record, write_record
 from ._stable_runs import (
-    DTYPES, FORMS, REGIMES, ModAddMLP, Setting, accuracy, cancellation_run, collapse_run, collapse_stats,
-    cross_entropy, distill_loss, logits_of, modular_data, train_teacher,
+    DTYPES,
+    FORMS,
+    REGIMES,
+    ModAddMLP,
+    Setting,
+    accuracy,
+    cancellation_run,
+    collapse_run,
+    collapse_stats,
+    cross_entropy,
+    distill_loss,
+    logits_of,
+    modular_data,
+    train_teacher,
 )
 
 __all__ = [  # the study's public names, its loops' among them

@@ -28,6 +28,7 @@ import torch
 from omegaconf import DictConfig
 from torch import nn
 
+from .. import progress
 from ..data.classification import (
     ClassificationCollator,
     FeatureDataset,
@@ -43,13 +44,13 @@ from ..data.classification import (
 )
 from ..data.layout import CHAR_VOCAB_FILE, SPLITS
 from ..data.tokenizers import CharTokenizer
-from .. import progress
+from ..diagnostics.topk import TopkDiagnostics, head_scores
+from ..diagnostics.topk import diagnostics_k as topk_k
 from ..hub import resolve_pretrained
-from ..records import atomic_write
 from ..metrics import macro_f1, micro_f1
 from ..models import build_model, evaluating, head_factory
 from ..models.classifier import TextClassifier, pooled_features, token_states
-from ..diagnostics.topk import TopkDiagnostics, head_scores, diagnostics_k as topk_k
+from ..records import atomic_write
 from .base import Batches, Evaluation, Task, require_prepared, split_prefix
 
 log = logging.getLogger(__name__)

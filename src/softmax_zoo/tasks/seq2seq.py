@@ -40,7 +40,8 @@ import hydra
 import torch
 from omegaconf import DictConfig
 
-from softmax_zoo import metrics as M, progress
+from softmax_zoo import metrics as M
+from softmax_zoo import progress
 from softmax_zoo.data.layout import read_jsonl
 from softmax_zoo.data.seq2seq import (
     Seq2SeqDataset,
@@ -53,9 +54,9 @@ from softmax_zoo.data.seq2seq import (
     encode_target,
 )
 from softmax_zoo.data.tokenizers import minilm_tokenizer, pretrained_tokenizer
+from softmax_zoo.diagnostics.topk import TopkDiagnostics, diagnostics_k, head_scores
 from softmax_zoo.hub import MINILM, tokenizer_folder
 from softmax_zoo.models import build_model, evaluating, head_factory
-from softmax_zoo.diagnostics.topk import TopkDiagnostics, diagnostics_k, head_scores
 from softmax_zoo.models.decoding import DecodeConfig, Decoded, decode, decoding_view, teacher_forced_states
 from softmax_zoo.models.unilm import UniLM
 from softmax_zoo.tasks.base import Batches, Evaluation, Task, require_prepared, split_prefix

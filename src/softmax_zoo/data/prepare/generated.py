@@ -21,6 +21,7 @@ import json
 import random
 from collections.abc import Callable
 from pathlib import Path
+
 import torch
 
 from softmax_zoo.data.prepare.registry import preparers

@@ -19,6 +19,7 @@ from typing import Any, Iterable, Iterator
 
 from softmax_zoo.data.layout import open_text
 
+
 def read_lines(path: str | Path) -> list[str]:
     """Lines of a text file without their endings (LF or CRLF; a missing final newline is fine)."""
     with open_text(path) as f:
