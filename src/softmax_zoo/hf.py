@@ -55,7 +55,6 @@ from torch import nn
 
 from .config import accepted_arguments, compose_option, group_options, unknown_name
 from .losses import LinearHead, variants
-from .losses._core import compute_dtype
 from .losses.options import HeadOutput, mean_count, reshape_output
 
 __all__ = ["head_of", "projection", "remove_head", "tied_variants", "use_head"]
@@ -217,7 +216,7 @@ def _build_head(loss: str | dict, options: dict, layer: nn.Module) -> LinearHead
     if getattr(layer, "bias", None) is not None:
         head.bias = layer.bias  # the same Parameter: trained once, saved once
     if head.class_weight is not None:  # the head is not a submodule: follow the layer, in its compute dtype
-        head.class_weight = head.class_weight.to(layer.weight.device, compute_dtype(layer.weight.dtype))
+        head.class_weight = head.class_weight.to(layer.weight.device, torch.promote_types(layer.weight.dtype, torch.float32))
     return head
 
 
