@@ -93,3 +93,13 @@ def test_unsupported_row_loss_options_are_refused(group):
     rows.z_loss = 1e-4
     with pytest.raises(ValueError, match=r"SoftmaxRows options \['z_loss'\] have no vocabulary-parallel form"):
         shard_row_loss(rows, VocabShard(0, C), C)
+
+
+@pytest.mark.parametrize("option", [{"z_loss": 1e-4}, {"softcap": 30.0}, {"class_weight": [1.0] * 12}, {"return_lse": True}])
+def test_a_head_with_loss_options_is_refused_by_name(group, option):
+    """The options need the log-normaliser or the prediction across every shard: refused, naming them."""
+    from softmax_zoo.losses import SoftmaxHead, VocabParallelHead, VocabShard
+
+    head = SoftmaxHead(4, 12, **option)
+    with pytest.raises(ValueError, match=next(iter(option))):
+        VocabParallelHead(head, VocabShard(0, 12))
