@@ -59,12 +59,18 @@ class _StableKD(torch.autograd.Function):
 
     @staticmethod
     def backward(ctx, grad_loss):
-        grad_s, grad_t = ctx.saved_tensors
-        w = grad_loss.unsqueeze(1)  # (N, 1) d loss / d row-loss
-        dtype_s, dtype_t = ctx.dtypes
-        out_s = None if grad_s is None else torch.mul(grad_s, w.to(grad_s.dtype)).to(dtype_s)
-        out_t = None if grad_t is None else torch.mul(grad_t, w.to(grad_t.dtype)).to(dtype_t)
-        return out_s, out_t, None
+        return (*scaled_row_grads(ctx, grad_loss), None)
+
+
+def scaled_row_grads(ctx, grad_loss: torch.Tensor) -> tuple[torch.Tensor | None, torch.Tensor | None]:
+    """The backward of a KD Function whose forward saved each row-loss's gradients (grad_s, grad_t)
+    and the inputs' dtypes: those gradients times d loss / d row-loss, in the inputs' dtypes."""
+    grad_s, grad_t = ctx.saved_tensors
+    w = grad_loss.unsqueeze(1)  # (N, 1) d loss / d row-loss
+    dtype_s, dtype_t = ctx.dtypes
+    out_s = None if grad_s is None else torch.mul(grad_s, w.to(grad_s.dtype)).to(dtype_s)
+    out_t = None if grad_t is None else torch.mul(grad_t, w.to(grad_t.dtype)).to(dtype_t)
+    return out_s, out_t
 
 
 def stable_kd_loss(

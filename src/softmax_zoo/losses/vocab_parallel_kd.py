@@ -16,6 +16,7 @@ from __future__ import annotations
 import torch
 
 from ._core import check_reduction, compute_dtype
+from .stable_kd import scaled_row_grads
 from .vocab_parallel import VocabShard, _all_reduce, global_max
 
 
@@ -49,12 +50,7 @@ class _ShardStableKD(torch.autograd.Function):
 
     @staticmethod
     def backward(ctx, grad_loss):
-        grad_s, grad_t = ctx.saved_tensors
-        w = grad_loss.unsqueeze(1)  # (N, 1)
-        dtype_s, dtype_t = ctx.dtypes
-        out_s = None if grad_s is None else torch.mul(grad_s, w.to(grad_s.dtype)).to(dtype_s)
-        out_t = None if grad_t is None else torch.mul(grad_t, w.to(grad_t.dtype)).to(dtype_t)
-        return out_s, out_t, None, None
+        return (*scaled_row_grads(ctx, grad_loss), None, None)
 
 
 def vocab_parallel_stable_kd_loss(
