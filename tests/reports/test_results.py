@@ -10,9 +10,10 @@ import numpy as np
 import pytest
 
 from softmax_zoo import config, records, reports
+from softmax_zoo.markdown import markdown_table
 from softmax_zoo.records import REPO_ROOT as REPO
 from softmax_zoo.reports import __main__ as cli
-from softmax_zoo.reports._pages import markdown_table, provenance, read_claims, update_claims
+from softmax_zoo.reports._pages import provenance, read_claims, update_claims
 from softmax_zoo.reports._stats import format_mean_ci, mean_ci, paired_bootstrap
 
 

@@ -14,7 +14,7 @@ from typing import Any
 
 import jinja2
 
-from ._pages import markdown_table
+from ..markdown import markdown_table
 from ._stats import SEED_INTERVAL_NOTE, format_mean_ci, seeds_label
 from ._verdicts import NON_SEED_RULES, VERDICT_RULES, detectability, seed_summary
 
@@ -61,7 +61,7 @@ def span(interval: Sequence[float], digits: int = 2) -> str:
 
 
 def table(rows: Sequence[Sequence[Any]], header: Sequence[str]) -> str:
-    """A Markdown table (:func:`softmax_zoo.reports._pages.markdown_table`) of ``rows`` under ``header``,
+    """A Markdown table (:func:`softmax_zoo.markdown.markdown_table`) of ``rows`` under ``header``,
     without its last newline (the template's line gives it)."""
     return markdown_table(header, rows).rstrip("\n")
 

@@ -12,9 +12,10 @@ import math
 from pathlib import Path
 from typing import Any
 
+from ..markdown import markdown_table
 from ..records import get, load_records, runs_dir
 from ._compare import unpaired
-from ._pages import commits, markdown_table, shown_path
+from ._pages import commits, shown_path
 from ._stats import seeds_label
 from ._verdicts import Verdict, not_tested, verdict
 

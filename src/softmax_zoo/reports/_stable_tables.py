@@ -15,8 +15,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from ..markdown import markdown_table
 from ._compare import unpaired
-from ._pages import markdown_table
 from ._stats import format_mean_ci, mean, mean_ci, seeds_label
 from ._verdicts import Verdict, verdict
 

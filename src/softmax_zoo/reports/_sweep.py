@@ -35,9 +35,10 @@ from omegaconf import OmegaConf
 
 from ..config import CHOICE_GROUPS, CONFIG_DIR, SCRATCH_DIR, name_exclude_keys
 from ..losses.registry import variant_label
+from ..markdown import markdown_table
 from ..preflight import EXTENDS_A_RUN
 from ..records import get, load_records, runs_dir, write_text
-from ._pages import line_plot, markdown_table, provenance
+from ._pages import line_plot, provenance
 from ._stats import mean_ci
 
 POOLED = ("seed",)  # keys pooled over, never a swept value

@@ -31,6 +31,7 @@ from omegaconf import OmegaConf
 
 from ..config import CONFIG_DIR
 from ..losses.registry import variant_title
+from ..markdown import markdown_table
 from ..records import get, load_records, runs_dir
 from ._fig2_claims import PAPER_F1, PAPER_K, Rows, by_claim, ledger, speed_claim, text_claims
 from ._fig2_plots import SMOOTH, plot_fig1, plot_fig2
@@ -49,7 +50,7 @@ from ._fig2_summary import (
     summarize,
     task_name,
 )
-from ._pages import REGIME_NOT_MEASURED, commits, markdown_table, page_command, shown_path, write_page
+from ._pages import REGIME_NOT_MEASURED, commits, page_command, shown_path, write_page
 from ._settings import pretrained_name, settings_part
 from ._stats import mean, mean_ci
 

@@ -25,11 +25,12 @@ import math
 from pathlib import Path
 from typing import Any
 
+from ..markdown import markdown_table
 from ..records import get, load_records, runs_dir
 from ._kernel_bias_claims import EXPERIMENT, collect, fewer_samples_verdict, log_time_claim, review_claims, sampler_name
 from ._kernel_bias_review import FLAT_GAIN, design_rows, review_rows
 from ._kernel_bias_settings import settings_section
-from ._pages import commits, line_plot, markdown_table, page_command, pyplot, shown_path, write_page
+from ._pages import commits, line_plot, page_command, pyplot, shown_path, write_page
 from ._stats import format_mean_ci, mean, seeds_label
 from ._verdicts import NON_SEED_RULES, VERDICT_RULES, Verdict, no_interval_verdict, not_tested
 
