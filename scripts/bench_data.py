@@ -116,7 +116,8 @@ def main() -> int:
 
 Command: `{command}`
 Machine: {machine()}
-Load average (1, 5, 15 min) before / after the timed run: {load_before[0]:.2f} {load_before[1]:.2f} {load_before[2]:.2f} / {load_after[0]:.2f} {load_after[1]:.2f} {load_after[2]:.2f}
+Load average (1, 5, 15 min) before / after the timed run: {load_before[0]:.2f} {load_before[1]:.2f} {load_before[2]:.2f} / \
+{load_after[0]:.2f} {load_after[1]:.2f} {load_after[2]:.2f}
 (the machine was shared with other jobs during the run, so the figures are a lower bound on speed).
 
 Input: {n:,} generated sentences in the lm1b release layout ({args.shards} training shards + 2 held-out
@@ -125,12 +126,14 @@ shards of {HELDOUT_SENTENCES:,}), Zipf(1) over {args.vocab:,} word types, mean ~
 
 | measure | value | target |
 |---|---|---|
-| sentences prepared (train / validation / test) | {res['splits']['train']['sentences']:,} / {res['splits']['validation']['sentences']:,} / {res['splits']['test']['sentences']:,} | |
+| sentences prepared (train / validation / test) | {res['splits']['train']['sentences']:,} / \
+{res['splits']['validation']['sentences']:,} / {res['splits']['test']['sentences']:,} | |
 | words in train | {res['splits']['train']['words']:,} | |
 | `prepare_task("lm1b")` wall time (split files + vocab.txt + sha256 of every shard) | {res['prepare_s']:.1f} s | |
 | CPU time of that process (user + system) | {res['prepare_cpu_s']:.1f} s | |
 | throughput (sentences / wall time) | {per_min / 1e6:.2f} M sentences / minute | >= 1 M / minute: {'met' if ok_speed else 'NOT met'} |
-| peak RSS of the preparing process (ru_maxrss, includes the Python interpreter and imports) | {peak_mib:,.0f} MiB | < 1024 MiB: {'met' if ok_mem else 'NOT met'} |
+| peak RSS of the preparing process (ru_maxrss, includes the Python interpreter and imports) | {peak_mib:,.0f} MiB | \
+< 1024 MiB: {'met' if ok_mem else 'NOT met'} |
 | vocab.txt word types (train) | {res['vocab_types']:,} | |
 | `WordVocab.load(vocab.txt, min_count=3)` | {res['vocab_load_s']:.2f} s, {res['vocab_min3']:,} ids | |
 

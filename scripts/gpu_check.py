@@ -416,7 +416,8 @@ def main() -> int:
     ap.add_argument("--budget-s", type=float, default=BUDGET_S, help="the whole check's seconds; parts that no longer fit are not run")
     ap.add_argument("--out", type=Path, default=ROOT / "results" / "gpu_check.md")
     ap.add_argument("--bench-out", type=Path, default=ROOT / "results" / "bench_losses_cuda.md")
-    ap.add_argument("--gigaword", type=Path, default=ROOT / "data" / "gigaword", help="prepared Gigaword-10k for the Table 5 slice (generated pairs if absent)")
+    ap.add_argument("--gigaword", type=Path, default=ROOT / "data" / "gigaword",
+                    help="prepared Gigaword-10k for the Table 5 slice (generated pairs if absent)")
     ap.add_argument("--table5-steps", type=int, default=TABLE5_STEPS)
     ap.add_argument("--part", help=argparse.SUPPRESS)  # internal: run one part in this process
     ap.add_argument("--state", type=Path, help=argparse.SUPPRESS)
@@ -424,7 +425,8 @@ def main() -> int:
     ap.add_argument("--table5-data-note", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if not torch.cuda.is_available():
-        print(f"gpu-check: no CUDA GPU visible to torch {torch.__version__} (torch.cuda.is_available() is False); nothing checked", file=sys.stderr)
+        print(f"gpu-check: no CUDA GPU visible to torch {torch.__version__} (torch.cuda.is_available() is False); nothing checked",
+              file=sys.stderr)
         return 1
     if args.part:
         return child(args)
@@ -444,7 +446,8 @@ def main() -> int:
     items = [
         ("cuda-marked tests", limit["cuda-marked tests"], in_child(argv, limit["cuda-marked tests"], state, "tests", collected)),
         ("losses bench, float32 and bfloat16", limit["losses bench"], in_child(argv, limit["losses bench"], state, "bench", collected)),
-        ("output heads under autocast, C=32,768", limit["autocast heads"], in_child(argv, limit["autocast heads"], state, "autocast", collected)),
+        ("output heads under autocast, C=32,768", limit["autocast heads"],
+         in_child(argv, limit["autocast heads"], state, "autocast", collected)),
         (f"Table 5 slice ({args.table5_steps} steps, paper scale)", limit["Table 5 slice"],
          in_child(argv, limit["Table 5 slice"], state, "table5", collected)),
         *((f"pipeline: {name}", per_experiment * len(e), in_child(argv, per_experiment * len(e), state, f"pipeline{i}", collected))
@@ -463,7 +466,8 @@ def main() -> int:
     if bench:
         write_text(args.bench_out, render_bench(meta, bench))
     ok = all(status == "pass" for _, status, _, _ in results)
-    print(f"[gpu-check] {'pass' if ok else 'FAIL'} in {meta['total_s']:.0f} s; wrote {args.out}" + (f" and {args.bench_out}" if bench else ""))
+    print(f"[gpu-check] {'pass' if ok else 'FAIL'} in {meta['total_s']:.0f} s; wrote {args.out}"
+          + (f" and {args.bench_out}" if bench else ""))
     return 0 if ok else 1
 
 

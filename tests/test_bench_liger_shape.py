@@ -13,7 +13,7 @@ import torch.nn.functional as F
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT / "scripts")]
 
-from bench_cases import gpu_linear_ce
+from bench_cases import gpu_linear_ce  # noqa: E402  # scripts/ is importable only after the sys.path insert above
 
 pytestmark = pytest.mark.skipif(not hasattr(F, "linear_cross_entropy"), reason="torch < 2.13 has no F.linear_cross_entropy")
 

@@ -92,12 +92,14 @@ def test_bench_budget_cuts_the_timed_rounds_to_one():
 
 
 def fake_meta() -> dict:
-    return {"budget_s": 480, "total_s": 400, "versions": "torch 2.11", "device": "NVIDIA H200 (1 visible, 139 GiB)", "date": "2030-01-01 00:00 UTC"}
+    return {"budget_s": 480, "total_s": 400, "versions": "torch 2.11", "device": "NVIDIA H200 (1 visible, 139 GiB)",
+            "date": "2030-01-01 00:00 UTC"}
 
 
 def test_pages_render_from_made_up_results(tmp_path):
     results = [("cuda-marked tests", "pass", 50.0, "37 passed"), ("pipeline: lm1b", "FAIL", 3.0, "RuntimeError: a|b")]
-    t5 = {"steps": 300, "steps_per_s": 10.0, "peak_mib": 5000.0, "precision": "bf16", "batch": 64, "epochs": 30, "full_steps": 4710, "estimate_h": 4710 / 10 / 3600}
+    t5 = {"steps": 300, "steps_per_s": 10.0, "peak_mib": 5000.0, "precision": "bf16", "batch": 64, "epochs": 30, "full_steps": 4710,
+          "estimate_h": 4710 / 10 / 3600}
     page = gpu_check.render_check(fake_meta(), results, t5, "gigaword (the prepared Gigaword-10k)")
     assert "verdict: FAIL" in page and "| pipeline: lm1b | FAIL | 3.0 | RuntimeError: a/b |" in page
     assert "Random weights of the all-MiniLM-L6-v2 architecture" in page and "Data: gigaword (the prepared Gigaword-10k);" in page
@@ -158,7 +160,8 @@ def test_table5_slice_runs_two_steps_on_cpu_without_minilm_weights(tmp_path, mon
     rng = random.Random(0)
     write_pairs(tmp_path / "gigaword", {"train": summaries(rng, 16), "test": summaries(rng, 4)})
     overrides = gpu_check.table5_overrides(tmp_path / "gigaword", 2, tmp_path)
-    smoke = ["train.batch_size=4", "train.precision=fp32", "task.max_source_len=32", "task.max_target_len=8", "model.max_pred=8", "task.decode.max_len=4",
+    smoke = ["train.batch_size=4", "train.precision=fp32", "task.max_source_len=32", "task.max_target_len=8", "model.max_pred=8",
+             "task.decode.max_len=4",
              "allow_dirty=true"]  # a slice is a test, not a reproduction: it runs from a working tree with changes
     out = gpu_check.table5_slice(overrides + smoke, full_train_pairs=10_000)
     assert out["steps"] == 2 and out["device"] == "cpu" and out["peak_mib"] is None and out["steps_per_s"] > 0

@@ -2,7 +2,8 @@
 
     python scripts/bench_cases/gpu_linear_ce.py                       # CUDA, full sizes -> prints the table
     python scripts/bench_cases/gpu_linear_ce.py --quick --device cpu  # tiny sizes (a check that it runs)
-    python scripts/bench_cases/gpu_linear_ce.py --liger-shape         # Liger's shape, CUDA only -> results/bench_losses_cuda_liger-shape.{md,json}
+    python scripts/bench_cases/gpu_linear_ce.py --liger-shape         # Liger's shape, CUDA only \
+-> results/bench_losses_cuda_liger-shape.{md,json}
 
 ``make gpu-check`` (scripts/gpu_check.py) runs it and writes results/bench_losses_cuda.md.
 Sizes: N = 8,192 tokens, d = 4,096 hidden, C = 128,000 classes (a LLaMA-3-size vocabulary and
@@ -116,8 +117,10 @@ def losses(device: torch.device, with_torch_lce: bool = False) -> tuple[dict[str
         "stable_cross_entropy(hidden @ W.T)": lambda h, w, t: stable_cross_entropy(h @ w.T, t),
         f"sparse_softmax_cross_entropy(hidden @ W.T, k={K})": lambda h, w, t: sparse_softmax_cross_entropy(h @ w.T, t, k=K),
         'linear_cross_entropy(loss="softmax", chunk_size="auto")': lambda h, w, t: linear_cross_entropy(h, w, t, loss="softmax"),
-        'linear_cross_entropy(loss="stable_softmax", chunk_size="auto")': lambda h, w, t: linear_cross_entropy(h, w, t, loss="stable_softmax"),
-        f'linear_cross_entropy(loss="sparse_softmax", k={K}, chunk_size="auto")': lambda h, w, t: linear_cross_entropy(h, w, t, loss="sparse_softmax", k=K),
+        'linear_cross_entropy(loss="stable_softmax", chunk_size="auto")':
+            lambda h, w, t: linear_cross_entropy(h, w, t, loss="stable_softmax"),
+        f'linear_cross_entropy(loss="sparse_softmax", k={K}, chunk_size="auto")':
+            lambda h, w, t: linear_cross_entropy(h, w, t, loss="sparse_softmax", k=K),
     }
     if with_torch_lce:
         rows |= torch_lce_losses((16, 32) if device.type == "cpu" else TORCH_CHUNK_SWEEP)

@@ -180,13 +180,15 @@ def cases(quick: bool) -> list[Case]:
     rebuild = "rebuild from scratch"
     rows += [
         refresh_case(group, rebuild, n, large, None, baseline=rebuild),
-        refresh_case(group, f"after {n * (M + 1):,} changed rows (one sampled step's: compare, then rebuild)", n, large, n * (M + 1), baseline=rebuild),
+        refresh_case(group, f"after {n * (M + 1):,} changed rows (one sampled step's: compare, then rebuild)", n, large, n * (M + 1),
+                     baseline=rebuild),
         refresh_case(group, "update after 1,000 changed rows", n, large, 1000, baseline=rebuild),
     ]
     group = f"sampled softmax: training step (N={n}, m={M}, d={D}, C={large:,})"
     rows += [
         train_case(group, "SoftmaxHead forward+backward", "full", n, large, repeats=3),
-        train_case(group, "SampledSoftmaxHead + QuadraticKernelSampler (sample+refresh+fwd+bwd+SGD)", "kernel", n, large, target=(">=", 3.0), repeats=3),
+        train_case(group, "SampledSoftmaxHead + QuadraticKernelSampler (sample+refresh+fwd+bwd+SGD)", "kernel", n, large,
+                   target=(">=", 3.0), repeats=3),
         train_case(group, "SampledSoftmaxHead + UniformSampler (sample+fwd+bwd+SGD)", "uniform", n, large, repeats=3),
         train_case(group, "SampledSoftmaxHead + UnigramSampler (sample+fwd+bwd+SGD)", "unigram", n, large, repeats=3),
     ]

@@ -4,7 +4,8 @@
 ``task.model`` with the transformers ``Trainer`` (accelerate underneath: one process, or DDP
 under ``torchrun --nproc_per_node=N -m softmax_zoo.train ...``), evaluates every split of
 ``task.eval_datasets`` with ``task.evaluate`` on the main process only (the trained model is the
-same on every rank; the others end), in float32 whatever ``train.precision`` trained in, on each split's first ``train.eval_subset`` examples where
+same on every rank; the others end), in float32 whatever ``train.precision`` trained in, on each split's first \
+``train.eval_subset`` examples where
 that is set (``scale=smoke``: 200; the log line of each split says so), and writes on the main process the run record
 (:mod:`softmax_zoo.records`) and, for tasks whose evaluation returns per-example rows, one
 ``<run>.<split>.predictions.jsonl`` beside it (:func:`softmax_zoo.records.write_predictions`).

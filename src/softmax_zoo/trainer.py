@@ -177,7 +177,8 @@ class ResumeState(TrainerCallback):
     def load(self, path: Path, step: int) -> list[dict[str, Any]]:
         """Give each holder its state from ``path``; return the earlier segments (one of unknown time without the file)."""
         if not path.is_file():
-            log.warning("resume: %s is missing, so the carried states start afresh and the time of the first %d steps is unknown", path, step)
+            log.warning("resume: %s is missing, so the carried states start afresh and the time of the first %d steps is unknown",
+                        path, step)
             return [{"from_step": 0, "to_step": step, "train_s": None, "wall_s": None}]
         saved = torch.load(path, map_location="cpu", weights_only=True)
         for name, holder in self.holders.items():

@@ -84,8 +84,9 @@ def test_claims_rows(built):
     assert claims["fig2-k20-best-iflytek"]["verdict"].startswith("supported (seeds 0, 1, 2): 95% intervals over seeds apart")
     assert "(seeds 0, 1, 2)" in claims["fig2-k20-best-iflytek"]["ours"]
     robust = claims["fig2-robust-k-iflytek"]
+    # no diagnostics
     assert robust["ours"] == ("test micro-F1 spread of the means over k=5..100: 20.0 points; k above the softmax baseline: [20];"
-                              " below it: [5] (seeds 0, 1, 2); regime: not measured (the records carry no top-k diagnostics)")  # no diagnostics
+                              " below it: [5] (seeds 0, 1, 2); regime: not measured (the records carry no top-k diagnostics)")
     assert robust["verdict"].startswith("contradicts (seeds 0, 1, 2): the 95% interval over seeds of k=[5] lies wholly below")
     assert claims["fig2-iflytek-f1"]["paper"] == "60.7" and claims["fig2-iflytek-f1"]["ours"].startswith("61.0")
     fig1 = claims["fig1-convergence-iflytek"]

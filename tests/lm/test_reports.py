@@ -35,7 +35,8 @@ def lm1b_records(seeds=(0, 1)):
     out = []
     for name, ((loss, sampler, m), ppl, tps) in heads.items():
         for seed in seeds:
-            curve = [{"step": s, "train_wall_s": 10.0 * s, "train/tokens": 640 * s, "val/curve_perplexity": ppl * (3 - s)} for s in range(3)]
+            curve = [{"step": s, "train_wall_s": 10.0 * s, "train/tokens": 640 * s, "val/curve_perplexity": ppl * (3 - s)}
+                     for s in range(3)]
             out.append(record("lm1b", name, loss, {"val/perplexity": ppl + seed, "test/perplexity": ppl + 2 * seed,
                                                    "train/tokens_per_second": tps, "train/tokens": 1000.0}, seed, curve, sampler, m))
     return out
@@ -55,7 +56,8 @@ def test_lm1b_report(tmp_path):
     claims = read_claims(tmp_path / "claims.md")
     assert claims["lm1b-cpu-speedup-3x"]["verdict"] == "met"
     # 211/201 = 1.05 <= 1.10, but two seeds give no verdict
-    assert claims["lm1b-adaptive-speed-ppl"]["verdict"].startswith("too few seeds (seeds 0, 1): speed and perplexity within the claim (5.00x, ppl 1.0")
+    assert claims["lm1b-adaptive-speed-ppl"]["verdict"].startswith(
+        "too few seeds (seeds 0, 1): speed and perplexity within the claim (5.00x, ppl 1.0")
 
 
 @pytest.mark.parametrize("adaptive, kind, within, low", [
@@ -103,7 +105,8 @@ def test_lm1b_report_takes_the_speed_from_the_side_by_side_measurement(tmp_path)
     assert "load average 1.00 1.00 1.00 before the timing, 1.10 1.00 1.00 at its end" in text
     assert "processed 4.00x the full softmax's training tokens per second (in a side-by-side measurement" in text
     claims = read_claims(tmp_path / "claims.md")
-    assert claims["lm1b-cpu-speedup-3x"]["ours"] == "4.00x (training-step tokens/s measured side by side, load average 1.00 1.00 1.00, seeds 0, 1)"
+    assert claims["lm1b-cpu-speedup-3x"]["ours"] == (
+        "4.00x (training-step tokens/s measured side by side, load average 1.00 1.00 1.00, seeds 0, 1)")
     assert claims["lm1b-cpu-speedup-3x"]["verdict"] == "met"
 
 
@@ -157,7 +160,8 @@ def kernel_records(quadratic_gaps: dict[int, float], seeds=(0,)):
 
 @pytest.mark.parametrize("quadratic_gaps, verdict, ratio", [
     # reaches uniform's m=256 gap at m=8, but one run per arm decides nothing
-    ({8: 0.19, 16: 0.1, 64: 0.05, 256: 0.01}, "single run (seed 0): largest ratio 32.0x, at or above the paper's 10x", "32.0x (uniform m=256)"),
+    ({8: 0.19, 16: 0.1, 64: 0.05, 256: 0.01}, "single run (seed 0): largest ratio 32.0x, at or above the paper's 10x",
+     "32.0x (uniform m=256)"),
     ({8: 0.9, 16: 0.6, 64: 0.15, 256: 0.05}, "single run (seed 0): largest ratio 4.0x, below the paper's 10x", "4.0x (uniform m=256)"),
     ({8: 1.5, 16: 1.2, 64: 0.9, 256: 0.7}, "single run (seed 0): largest ratio 0.1x, below", "0.1x (uniform m=8)"),  # reached only at m=64
 ])

@@ -30,7 +30,8 @@ TREE_IDS = ["walked", "walked_tiles_of_4", "dense_only"]
 
 
 def check_draws_follow(sampler, probs_of, data, excluded: bool) -> None:
-    """Chi-square of 20,000 draws per row against ``probs_of(hidden, weight, ALPHA, exclude)``, exact log q, target never drawn when excluded."""
+    """Chi-square of 20,000 draws per row against ``probs_of(hidden, weight, ALPHA, exclude)``, exact log q,
+    target never drawn when excluded."""
     hidden, weight, target = data
     exclude = target if excluded else None
     sampler.refresh(weight)

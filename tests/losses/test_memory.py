@@ -41,7 +41,8 @@ def test_lm1b_paper_tree_cannot_fit_an_h200():
     assert sum(sampler.level_sizes(793_471)) == 16_275
     tree = sampler.tree_bytes(793_471, 2048)
     assert tree / 2**30 == pytest.approx(254.3 + 6.1, abs=0.1) and tree > H200
-    assert QuadraticKernelSampler(leaf_size=1024).tree_bytes(793_471, 2048) / 2**30 == pytest.approx(18.2, abs=0.1)  # one level of 775 nodes
+    # one level of 775 nodes
+    assert QuadraticKernelSampler(leaf_size=1024).tree_bytes(793_471, 2048) / 2**30 == pytest.approx(18.2, abs=0.1)
 
 
 def test_top_level_in_row_chunks_keeps_log_q_exact(monkeypatch):

@@ -136,7 +136,8 @@ def test_gradcheck_with_every_option(variant, path, reduction, gen):
     weight = head.weight.detach().clone().requires_grad_(True)
     bias = head.bias.detach().clone().requires_grad_(True)
 
-    head_fn = lambda h, w, b: _with_params(head, w, b, lambda: head(h, target))
+    def head_fn(h, w, b):
+        return _with_params(head, w, b, lambda: head(h, target))
     assert torch.autograd.gradcheck(head_fn, (hidden.requires_grad_(True), weight, bias))
 
 

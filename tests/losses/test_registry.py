@@ -47,7 +47,8 @@ def test_labels_and_titles():
     options = {"_target_": "softmax_zoo.losses.SampledSoftmaxHead", "num_samples": 64, "sampler": {"_target_": "..."}}
     assert variant_label("sampled_softmax", options, {"loss": "sampled_softmax", "sampler": "quadratic"}) == "sampled (quadratic, m=64)"
     assert variant_label("not_a_variant") == variant_title("not_a_variant") == "not_a_variant"
-    with pytest.warns(UserWarning, match=r"cannot import module 'no_such_module' \(ModuleNotFoundError: No module named 'no_such_module'\)"):
+    with pytest.warns(UserWarning,
+                      match=r"cannot import module 'no_such_module' \(ModuleNotFoundError: No module named 'no_such_module'\)"):
         assert variant_label("not_a_variant", {"_target_": "no_such_module.Head"}) == "not_a_variant"
     with pytest.raises(KeyError, match="no loss variant 'nope' is registered"):
         variant("nope")

@@ -123,7 +123,8 @@ def test_cli_dispatches_to_a_report(tmp_path, monkeypatch, capsys):
 def test_provenance_names_the_command_and_commits():
     recs = [{"git": {"commit": "abcdef123", "dirty": False}}, {"git": {"commit": "abcdef123", "dirty": True}}]
     line = provenance("fig2", recs)
-    assert line == "Made by `python -m softmax_zoo.reports fig2` from 2 run records; records from commit abcdef1 (2 runs, 1 with uncommitted changes).\n"
+    assert line == ("Made by `python -m softmax_zoo.reports fig2` from 2 run records; "
+                    "records from commit abcdef1 (2 runs, 1 with uncommitted changes).\n")
 
 
 def test_atomic_write_leaves_the_old_file_when_the_writer_fails(tmp_path):

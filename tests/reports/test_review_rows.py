@@ -30,7 +30,8 @@ LEDGER = REPO / "results" / "claims.md"
 
 def test_deterministic_and_by_construction_verdicts():
     v = deterministic("0 vs 0", True, where="torch 2.0, CPU, float32")
-    assert v.kind is VerdictKind.DETERMINISTIC and str(v) == "deterministic (no training, no seed; torch 2.0, CPU, float32): matches the paper: 0 vs 0"
+    assert v.kind is VerdictKind.DETERMINISTIC and str(v) == (
+        "deterministic (no training, no seed; torch 2.0, CPU, float32): matches the paper: 0 vs 0")
     assert "differs from the paper" in str(deterministic("1 vs 0", False, where="x"))
     b = by_construction("reads h and w", "tests/a.py::test_b")
     assert b.kind is VerdictKind.BY_CONSTRUCTION and str(b) == "by construction: reads h and w; checked by tests/a.py::test_b"

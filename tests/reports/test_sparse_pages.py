@@ -149,7 +149,7 @@ def test_fig1_main_panels_plot_validation_micro_f1_of_both_arms_and_every_seed(m
     top, bottom = saved["fig"].axes[0], saved["fig"].axes[1]
     assert top.get_ylabel() == "validation micro-F1 (%)" and "common metric" in top.get_title()
     assert len(top.lines) == 2 * (3 + 1)  # each arm: its 3 seeds (thin) and their mean (bold)
-    assert [l.get_ydata()[0] for l in top.lines if l.get_linewidth() == 2.0] == [20.0, 30.0]
+    assert [line.get_ydata()[0] for line in top.lines if line.get_linewidth() == 2.0] == [20.0, 30.0]
     assert "own objective" in bottom.get_title() and "not comparable" in bottom.get_title()
     labels = [t.get_text() for ax in saved["fig"].axes for leg in [ax.get_legend()] if leg for t in leg.get_texts()]
     assert len(labels) == 4 and all(label.strip() for label in labels)

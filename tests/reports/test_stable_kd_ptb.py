@@ -8,7 +8,8 @@ from softmax_zoo.reports import _stable_kd_ptb as kd
 
 
 def write(tmp_path, name, seed, ppl, kl=None):
-    distill = {"teacher": "checkpoints/stable_kd_ptb/teacher", "kl": kl, "alpha": 0.5, "temperature": 1.0, "topk": 64} if kl else {"teacher": None}
+    distill = ({"teacher": "checkpoints/stable_kd_ptb/teacher", "kl": kl, "alpha": 0.5, "temperature": 1.0, "topk": 64}
+               if kl else {"teacher": None})
     record = {"seed": seed, "metrics": {"test/perplexity": ppl}, "timing": {"wall_s": 120.0, "global_steps": 400},
               "config": {"distill": distill, "model": {"hidden_size": 200},
                          "train": {"optim": "adagrad", "lr": 0.1, "batch_size": 32}}}

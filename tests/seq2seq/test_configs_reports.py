@@ -104,7 +104,8 @@ def table5_records(runs, shifts: dict[int, float], lone: dict[int, str] = {}) ->
         name = f"gigaword_{loss}_cpu_seed{seed}"
         rows = [{"reference": f"ref {i}", **{f"beam{b}": {"prediction": "a b c", "rouge1": s, "rouge2": s / 2, "rougeL": s}
                                               for b in (1, 5)}} for i, s in enumerate(scores.tolist())]
-        metrics = {f"test/{m}_beam{b}": float(np.mean([r[f"beam{b}"][m] for r in rows])) for m in ("rouge1", "rouge2", "rougeL") for b in (1, 5)}
+        metrics = {f"test/{m}_beam{b}": float(np.mean([r[f"beam{b}"][m] for r in rows]))
+                   for m in ("rouge1", "rouge2", "rougeL") for b in (1, 5)}
         metrics |= {f"test/examples_per_s_beam{b}": 10.0 for b in (1, 5)}
         records.write_record({
             "experiment": "table5", "run_name": name, "seed": seed, "choices": {"loss": loss}, "metrics": metrics,

@@ -1,4 +1,5 @@
-"""``python -m softmax_zoo.reports <page> [results_dir=DIR] [out=DIR] [wandb=offline|online]``: rebuild one result page from the run records.
+"""\
+``python -m softmax_zoo.reports <page> [results_dir=DIR] [out=DIR] [wandb=offline|online]``: rebuild one result page from the run records.
 
 - ``results_dir`` (default results) holds the records (``<results_dir>/runs``); ``out`` (default
   ``results_dir``) receives the page and its claims rows. ``make reproduce-* SCALE=smoke`` passes

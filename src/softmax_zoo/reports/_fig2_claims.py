@@ -117,7 +117,8 @@ def text_claims() -> Rows:
             "claim": "\"the difference between maximum logit z_max and minimum logit z_min must be greater or equal to "
                      "log(n−1)\" for the loss to reach 0.69, and \"the margin log(n−1) is relatively small in sparse-softmax "
                      "as we diminish the number of category n to hyperparameter k, such that alleviate the overfitting problem\"",
-            "paper": "a margin of log(n−1), \"relatively massive\" for large n, smaller with n diminished to k; less overfitting (no number)",
+            "paper": "a margin of log(n−1), \"relatively massive\" for large n, smaller with n diminished to k; "
+                     "less overfitting (no number)",
             "ours": "—",
             "verdict": str(not_tested("the bound is algebra (with z_t = z_max, CE ≥ log(1 + (n−1)·exp(z_min − z_max)), so "
                                       "CE ≤ log 2 needs z_max − z_min ≥ log(n−1)); the overfitting it predicts needs train-set "

@@ -50,7 +50,8 @@ def summarize(records: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     """Per head: metric lists over seeds, and the validation curve of each run."""
     out: dict[str, dict[str, Any]] = {}
     for r in records:
-        s = out.setdefault(head_label(r), {"seeds": [], "val": [], "test": [], "tps": [], "train_s": [], "tokens": [], "curves": [], "curve_tokens": []})
+        s = out.setdefault(head_label(r), {"seeds": [], "val": [], "test": [], "tps": [], "train_s": [], "tokens": [], "curves": [],
+                                           "curve_tokens": []})
         m = r["metrics"]
         s["seeds"].append(r["seed"])
         s["val"].append(m.get("val/perplexity", math.nan))

@@ -158,7 +158,8 @@ def update_claims(rows: Iterable[dict[str, str]], path: str | Path = "results/cl
         ledger[str(row["id"])] = {k: str(row[k]) for k in CLAIMS_HEADER}
     from ._render import render
 
-    return write_text(path, render("claims.md.j2", header=CLAIMS_HEADER, rows=[[r[k] for k in CLAIMS_HEADER] for _, r in sorted(ledger.items())]))
+    return write_text(path, render("claims.md.j2", header=CLAIMS_HEADER,
+                                   rows=[[r[k] for k in CLAIMS_HEADER] for _, r in sorted(ledger.items())]))
 
 
 def bench_group(path: Path, title: str) -> tuple[dict[str, Any], dict[str, Any]]:

@@ -163,8 +163,8 @@ def claim(claim_id: str, row: dict[str, Any], section: dict[str, Any], source: s
     """A claims-ledger row as data (rendered by the page template's ``claim``, ``ours`` and ``verdict`` macros)."""
     decided = row["verdict"].kind in (VerdictKind.SUPPORTED, VerdictKind.CONTRADICTS)
     return {"id": claim_id, "source": source, "paper": row["paper"], "delta": row["delta"], "verdict": row["verdict"],
-            "scale": section["scale"], "regime": section["regime"], "untested": False, "below_paper_scale": decided and not section["scale"].startswith("paper"),
-            **words}
+            "scale": section["scale"], "regime": section["regime"], "untested": False,
+            "below_paper_scale": decided and not section["scale"].startswith("paper"), **words}
 
 
 def paper_setting_claims(by_setting: dict[str, list[Pair]], claims: list[dict[str, Any]], experiment: str) -> list[dict[str, Any]]:

@@ -116,7 +116,8 @@ def example_rows() -> list[dict[str, str]]:
     ours_eq = "; ".join(
         f"{name}: loss rel. error {v['loss rel']:.1e}, gradient abs. error {v['grad abs']:.1e}, target-gradient rel. error "
         f"{v['target rel']:.1e}" for name, v in e.items())
-    shape = f"{EQUIVALENCE_SHAPE[0]} rows x {EQUIVALENCE_SHAPE[1]} classes at logit scales {', '.join(f'{s:g}' for s in EQUIVALENCE_SCALES)}"
+    shape = (f"{EQUIVALENCE_SHAPE[0]} rows x {EQUIVALENCE_SHAPE[1]} classes at logit scales "
+             f"{', '.join(f'{s:g}' for s in EQUIVALENCE_SCALES)}")
     row = {"source": "stable"}
     return [
         {**row, "id": "stable-example-collapse",

@@ -1,7 +1,8 @@
 """The stable page's part on distillation in the training pipeline: self-distillation on Penn Treebank.
 
 A float32 full-softmax LSTM teacher, then students of the same model from a fresh initialisation, trained with
-bfloat16 logits (CPU autocast; the LSTM in float32) on α·T²·KL(teacher ‖ student) + (1 − α)·CE with the KL in the standard form (kl_div of two
+bfloat16 logits (CPU autocast; the LSTM in float32) on α·T²·KL(teacher ‖ student) + (1 − α)·CE with the KL in the standard form \
+(kl_div of two
 log-softmaxes) or the stable expm1 form (configs/experiment/stable_kd_ptb.yaml). The two forms are compared
 on the students' test perplexity, seed by seed, with Welch's interval over seeds on its log.
 """
@@ -21,7 +22,8 @@ from ._verdicts import Verdict, not_tested, verdict
 
 EXPERIMENT = "stable_kd_ptb"
 FORMS = ("standard", "stable")
-CLAIM = "stable vs standard KL in a real pipeline (PTB self-distillation, bfloat16): the stable form's student reaches a lower test perplexity"
+CLAIM = ("stable vs standard KL in a real pipeline (PTB self-distillation, bfloat16): "
+         "the stable form's student reaches a lower test perplexity")
 PAPER = "precision issues affect training dynamics (no number, no pipeline)"
 
 
@@ -72,12 +74,14 @@ def section(results_dir: str | Path) -> str:
              ", ".join(f"{perplexity_of(t):.2f}" for t in teachers), ", ".join(f"{t['timing']['wall_s'] / 60:.1f}" for t in teachers)]]
     for form, runs in students.items():
         ordered = [r for _, r in sorted(runs.items())]
-        rows.append([f"student, {form} KL (bfloat16 logits)", seeds_label(sorted(runs)), ", ".join(f"{perplexity_of(r):.2f}" for r in ordered),
+        rows.append([f"student, {form} KL (bfloat16 logits)", seeds_label(sorted(runs)),
+                     ", ".join(f"{perplexity_of(r):.2f}" for r in ordered),
                      ", ".join(f"{r['timing']['wall_s'] / 60:.1f}" for r in ordered)])
     sample = next((r for runs in students.values() for r in runs.values()), teachers[0] if teachers else None)
     d = get(sample, "config.distill") or {}
     setting = (f"PTB, the LSTM LM of {get(sample, 'config.model.hidden_size')} units, {sample['timing']['global_steps']} steps of "
-               f"{get(sample, 'config.train.optim')} at lr {get(sample, 'config.train.lr'):g}, batch {get(sample, 'config.train.batch_size')}")
+               f"{get(sample, 'config.train.optim')} at lr {get(sample, 'config.train.lr'):g}, "
+               f"batch {get(sample, 'config.train.batch_size')}")
     if d.get("teacher"):
         setting += (f"; students: α = {d.get('alpha')}, T = {d.get('temperature')}, the teacher's {d.get('topk')} largest logits "
                     "and one bucket for the rest, every student seed from the seed-0 teacher")
@@ -86,7 +90,8 @@ def section(results_dir: str | Path) -> str:
             f"Made by `make reproduce-stable-kd-ptb` (records in {shown_path(runs_dir(results_dir) / EXPERIMENT)}/, from "
             f"{commits(teachers + [r for runs in students.values() for r in runs.values()])}). {setting}. The setting is ours: "
             "the paper names no pipeline; bfloat16 is the precision where it expects the two forms to differ. Under CPU "
-            "autocast the students' LSTM runs in float32 and their logits are bfloat16, for both forms; the standard KL computes in bfloat16 and the stable "
+            "autocast the students' LSTM runs in float32 and their logits are bfloat16, for both forms; "
+            "the standard KL computes in bfloat16 and the stable "
             "one, like the package's stable functions, in float32, so this comparison does not separate the rewrite from "
             "the float32 compute (the toy study's cast arm does).\n\n"
             f"{table}\n\nVerdict (stable's test perplexity below standard's, Welch's 95% interval over seeds on log "

@@ -78,7 +78,8 @@ def plots(records, out: Path) -> None:
     panels(out / "stable_generalise.png", [
         ("CE: test accuracy", "test accuracy", False, lines("generalise", "test_accuracy", ("float32", "bfloat16"), loss="ce")),
         ("CE: loss", "train loss (float64)", True, lines("generalise", "loss", ("float32", "bfloat16"), loss="ce")),
-        ("fresh-student KD: test accuracy", "test accuracy", False, lines("generalise", "test_accuracy", ("float32", "bfloat16"), loss="kd"))],
+        ("fresh-student KD: test accuracy", "test accuracy", False,
+         lines("generalise", "test_accuracy", ("float32", "bfloat16"), loss="kd"))],
         title="Generalise regime (AdamW, weight decay 1)")
     floor = 1e-12
     panels(out / "stable_drift.png", [

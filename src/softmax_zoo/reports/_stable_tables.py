@@ -176,7 +176,8 @@ def saturate_table(records, level: float = 0.5) -> tuple[str, dict[int, int | No
         for when in ("onset", "end"):
             points = [at_step(r, onset[r["seed"]]) if when == "onset" else r["final"] for r in runs]
             if points:
-                cells = [f"{100 * mean([p[k] for p in points]):.1f}" if "share" in k or "accuracy" in k else f"{mean([p[k] for p in points]):.2e}"
+                cells = [f"{100 * mean([p[k] for p in points]):.1f}" if "share" in k or "accuracy" in k
+                         else f"{mean([p[k] for p in points]):.2e}"
                          for k in keys]
                 rows.append([dtype, FORM_LABEL[form], when, *cells])
     header = ["logits", "CE", "step", "float32 q_t exactly 1 (%)", "target grad exactly 0 (%)", "train loss (float64)", "‖∂L/∂θ‖",

@@ -222,7 +222,8 @@ def discussion(summary: dict[str, Groups], rows: dict[str, Rows], speed: dict[st
         "fine-tuned on the full training sets, a GPU) is meant to approach."
         + (f" Where the encoder is frozen ({', '.join(map(task_name, frozen))}) only a small head sees the loss, so any "
            "effect sparse-softmax has through fine-tuning the encoder cannot show there." if frozen else "")
-        + f" With {len(seeds)} seed{'s' if len(seeds) != 1 else ''} the 95% intervals are wide (half-widths up to {widest:.1f} points here): "
+        + f" With {len(seeds)} seed{'s' if len(seeds) != 1 else ''} the 95% intervals are wide "
+        f"(half-widths up to {widest:.1f} points here): "
         "differences between neighbouring k smaller than that are within seed noise.\n"
     )
     return "\n".join(lines)

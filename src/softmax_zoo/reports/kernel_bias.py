@@ -227,7 +227,8 @@ def setting_section(results_dir: str | Path, out: Path, experiment: str, records
     if not records:
         raise FileNotFoundError(f"no records in {runs_dir(results_dir) / experiment}; run `{make_target}` first")
     if not full or not grid:
-        return (f"\n## {title}\n\nIncomplete: {len(records)} run record(s) in {shown_path(runs_dir(results_dir) / experiment)}/, the full-softmax "
+        return (f"\n## {title}\n\nIncomplete: {len(records)} run record(s) in "
+                f"{shown_path(runs_dir(results_dir) / experiment)}/, the full-softmax "
                 f"run and at least one sampled run are needed (`{make_target}` resumes the study).\n"), []
     plot(full, grid, out / f"{experiment}.png", title)
     has_curves = curves_plot(records, out / f"{experiment}_curves.png", title)

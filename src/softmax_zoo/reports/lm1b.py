@@ -127,7 +127,8 @@ def summarise(results_dir: str | Path = "results") -> dict[str, Any]:
     measured, source = side_by_side(results_dir, records)
     r0 = records[0]
     data = {
-        "make": MAKE_TARGETS[LSTM], "folder": shown_path(runs / EXPERIMENT), "commits": origin, "command": page_command(EXPERIMENT, results_dir),
+        "make": MAKE_TARGETS[LSTM], "folder": shown_path(runs / EXPERIMENT), "commits": origin,
+        "command": page_command(EXPERIMENT, results_dir),
         "facts": {k.rsplit(".", 1)[-1]: get(r0, k) for k in (
             "task_info.vocab_size", "task_info.min_count", "config.model.hidden_size", "config.model.embedding_dim", "config.task.bptt",
             "config.train.batch_size", "config.train.optim", "config.train.lr", "config.train.max_grad_norm", "timing.global_steps")},
@@ -153,7 +154,8 @@ def summarise(results_dir: str | Path = "results") -> dict[str, Any]:
         data["decided"]["kernel"] = (kernel[0][0], kernel[1][0]) if all(kernel) and not math.isnan(kernel[0][0] / kernel[1][0]) else None
     ids = []
     if data["decided"]:
-        ids = ["lm1b-adaptive-speed-ppl", "lm1b-cpu-speedup-3x"] + ["lm1b-adaptive-vs-approximations"] * bool(data["decided"]["approximations"])
+        ids = (["lm1b-adaptive-speed-ppl", "lm1b-cpu-speedup-3x"]
+               + ["lm1b-adaptive-vs-approximations"] * bool(data["decided"]["approximations"]))
         ids.append("lm1b-adaptive-43.9")
     data["claims"] = [{"id": i, "source": EXPERIMENT} for i in ids + ["lm1b-adaptive-gpu", "lm1b-adaptive-cutoffs"]]
     return data

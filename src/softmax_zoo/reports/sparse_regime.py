@@ -167,7 +167,8 @@ def curve(pts: list[dict[str, Any]]) -> list[dict[str, Any]]:
     for k in sorted({p["k"] for p in pts}):
         ps = sorted((p for p in pts if p["k"] == k), key=lambda p: p["share"])
         d = [p["rouge1"]["delta"] for p in ps]
-        out.append({"k": k, "points": ps, "above": sum(p["rouge1"]["low"] > 0 for p in ps), "below": sum(p["rouge1"]["high"] < 0 for p in ps),
+        out.append({"k": k, "points": ps, "above": sum(p["rouge1"]["low"] > 0 for p in ps),
+                    "below": sum(p["rouge1"]["high"] < 0 for p in ps),
                     "trend": ("rises" if all(b > a for a, b in zip(d, d[1:])) else
                               "falls" if all(b < a for a, b in zip(d, d[1:])) else "is not monotone")})
     return out

@@ -90,7 +90,8 @@ def claims_of(records) -> list[dict[str, str]]:
 def collapse_rows(records, row) -> None:
     """The collapse rows (``row(id, claim, paper, ours, verdict)`` adds one): the saturate regime's zero gradients and loss."""
 
-    sat = {(f, d): group(records, study="saturate", form=f, dtype=d) for f, d in (("standard", "float32"), ("stable", "float32"), ("standard", "float64"))}
+    sat = {(f, d): group(records, study="saturate", form=f, dtype=d)
+           for f, d in (("standard", "float32"), ("stable", "float32"), ("standard", "float64"))}
     if all(sat.values()):
         std, stb = (share_peak(sat[k], "zero_target_grad_share") for k in (("standard", "float32"), ("stable", "float32")))
         seeds = sorted(std)
@@ -106,7 +107,8 @@ def collapse_rows(records, row) -> None:
             "the softplus form keeps it", "q_t − 1 = 0 in float32 for logits [18, 0]", ours, verdict(delta(stb, std), +1, digits=3))
         text, v = ratios(sat[("standard", "float32")], sat[("stable", "float32")], "loss")
         f64, _ = ratios(sat[("standard", "float32")], sat[("standard", "float64")], "loss")
-        row("stable-collapse-training", "after collapse, standard float32 CE trains differently from the stable form (its final loss is higher)",
+        row("stable-collapse-training",
+            "after collapse, standard float32 CE trains differently from the stable form (its final loss is higher)",
             "precision issues affect training dynamics (no number)",
             f"saturate regime, final train loss standard / stable (float32): {text}; standard float32 / float64: {f64}",
             v or not_tested("a final loss of 0"))
@@ -117,7 +119,8 @@ def collapse_rows(records, row) -> None:
 
 def training_rows(records, row) -> None:
     """The rows of the bfloat16 rewrite, cancellation, generalisation and zero-sum comparisons."""
-    for study, loss, key, what in (("collapse", None, "loss", "final train loss"), ("cancellation", None, "drift", "drift at identical logits")):
+    for study, loss, key, what in (("collapse", None, "loss", "final train loss"),
+                                   ("cancellation", None, "drift", "drift at identical logits")):
         match = {"start": "equal"} if study == "cancellation" else {}
         cast, stb = (group(records, study=study, dtype="bfloat16", form=f, **match) for f in ("cast", "stable"))
         std = group(records, study=study, dtype="bfloat16", form="standard", **match)
@@ -128,7 +131,8 @@ def training_rows(records, row) -> None:
                 v = verdict(delta(by(stb, key), by(cast, key)), +1, digits=4)
             row(f"stable-{study}-bfloat16-rewrite", f"in bfloat16 the rewritten form, not the float32 compute alone, lowers the {what}",
                 "the fix is the rewrite (no bfloat16 number)",
-                f"memorise regime, {what}, bfloat16 logits: standard on float32-cast logits / stable {text}; standard / stable {text_std}", v)
+                f"memorise regime, {what}, bfloat16 logits: standard on float32-cast logits / stable {text}; "
+                f"standard / stable {text_std}", v)
     eq = {f: group(records, study="cancellation", start="equal", dtype="float32", form=f) for f in ("standard", "stable")}
     if all(eq.values()):
         std, stb = by(eq["standard"], "drift"), by(eq["stable"], "drift")
@@ -143,7 +147,8 @@ def training_rows(records, row) -> None:
         std, stb = (group(records, study="generalise", loss=loss, dtype="bfloat16", form=f) for f in ("standard", "stable"))
         if std and stb:
             acc = accuracy_lines(records, "generalise", loss=loss)
-            row(f"stable-generalise-{loss}", f"where the model generalises, stable {what} reaches a higher test accuracy than standard (bfloat16 logits)",
+            row(f"stable-generalise-{loss}",
+                f"where the model generalises, stable {what} reaches a higher test accuracy than standard (bfloat16 logits)",
                 "precision issues affect training dynamics (no number)", "; ".join(acc),
                 verdict(delta(by(std, "test_accuracy"), by(stb, "test_accuracy")), +1, digits=3))
     for id_, claim, paper, study, match, regime in (
@@ -159,7 +164,8 @@ def training_rows(records, row) -> None:
             text, v = ratios(std, stb, "zero_sum_violation")
             row(id_, claim, paper,
                 f"{regime}, float32, final mean |Σ_j ∂L_i/∂z_ij| standard {sci(finals(std, 'zero_sum_violation'))} vs stable "
-                f"{sci(finals(stb, 'zero_sum_violation'))}; standard / stable {text} (verdict on log10 of the ratio)", v or not_tested("no violation in either form"))
+                f"{sci(finals(stb, 'zero_sum_violation'))}; standard / stable {text} (verdict on log10 of the ratio)",
+                v or not_tested("no violation in either form"))
 
 
 
@@ -190,7 +196,8 @@ def saturate_lines(records, onset: dict[int, int]) -> list[str]:
            f"{', '.join(str(onset[x]) for x in sorted(onset))} ({seeds_label(sorted(onset))}); peak share "
            f"{', '.join(f'{100 * peaks[x]:.0f}%' for x in sorted(peaks))}"]
     for arm, runs in sat_runs.items():
-        worst = {r["seed"]: max(p["loss"] for p in r["curve"] if p["step"] > onset[r["seed"]]) for r in runs if onset.get(r["seed"]) is not None}
+        worst = {r["seed"]: max(p["loss"] for p in r["curve"] if p["step"] > onset[r["seed"]])
+                 for r in runs if onset.get(r["seed"]) is not None}
         if worst:
             out.append(f"{arm}: largest train loss after the onset, per seed: {', '.join(f'{worst[x]:.1e}' for x in sorted(worst))}")
     for a, b in (("standard float32", "stable float32"), ("standard float32", "standard float64"), ("stable float32", "standard float64")):
