@@ -11,7 +11,7 @@ grows; the paper's claim is that the quadratic kernel reaches a given gap with 1
 samples than uniform sampling, and that the softmax sampler (the oracle) is unbiased.
 
 Each setting's section, when results/diagnostics/sampler_bias/<experiment>/ holds diagnostics of
-its full-softmax run's checkpoints (``python -m softmax_zoo.diagnostics.sampler_bias``, ``make sampler-diagnostic``),
+its full-softmax run's checkpoints (``python -m softmax_zoo.studies.sampler_bias``, ``make sampler-diagnostic``),
 shows per checkpoint how far each sampler's q is from the model's p and the bias of the sampled
 loss and output-layer gradient, measured directly at fixed weights.
 
@@ -206,7 +206,7 @@ def diagnostic_section(results_dir: str | Path, experiment: str = EXPERIMENT) ->
     trained = {r["meta"].get("trained_by") for r in results} - {None}
     return (
         "\n### Sampler bias at fixed checkpoints of the full-softmax run\n\n"
-        f"Diagnostics in results/{(DIAGNOSTICS / experiment).as_posix()}/ (`python -m softmax_zoo.diagnostics.sampler_bias`, "
+        f"Diagnostics in results/{(DIAGNOSTICS / experiment).as_posix()}/ (`python -m softmax_zoo.studies.sampler_bias`, "
         "`make sampler-diagnostic CKPT=...`)"
         + (f" of the checkpoints of `{'`, `'.join(sorted(trained))}`" if trained else "")
         + ". Over the first training batches: KL(p̃‖q̃) between the model's distribution and the sampler's, "
