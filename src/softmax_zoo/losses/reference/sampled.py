@@ -34,11 +34,6 @@ def _normalise(mass: torch.Tensor, exclude: torch.Tensor | None) -> torch.Tensor
     return mass / mass.sum(1, keepdim=True)
 
 
-def naive_sample(probs: torch.Tensor, num_samples: int) -> torch.Tensor:
-    """(N, m) draws with replacement by ``torch.multinomial`` over all C classes."""
-    return torch.multinomial(probs, num_samples, replacement=True)
-
-
 def chi_square_pvalue(ids: torch.Tensor, probs: torch.Tensor, min_expected: float = 5.0) -> float:
     """p-value of Pearson's chi-square test that each row of ``ids`` (N, m) follows ``probs`` (N, C).
 
