@@ -40,9 +40,14 @@ def inputs(n: int, d: int, c: int) -> tuple[torch.Tensor, torch.Tensor, torch.Te
 
 
 def head_case(group: str, name: str, head: str, n: int, d: int, c: int, chunk_size, baseline: str, **kw) -> Case:
+    return module_case(group, name, *heads(c)[head], n, d, c, chunk_size, baseline, **kw)
+
+
+def module_case(group: str, name: str, cls: type, extra: dict, n: int, d: int, c: int, chunk_size, baseline: str,
+                **kw) -> Case:
+    """The forward + backward of head ``cls(d, c, **extra)`` on the shared inputs (n, d, c)."""
     def setup():
         hidden, target, weight = inputs(n, d, c)
-        cls, extra = heads(c)[head]
         module = cls(d, c, weight=torch.nn.Parameter(weight), chunk_size=chunk_size, **extra)
 
         def step():

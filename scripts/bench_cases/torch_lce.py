@@ -24,7 +24,7 @@ import torch
 import torch.nn.functional as F
 
 from bench_cases import Case
-from bench_cases.chunked_heads import inputs
+from bench_cases.chunked_heads import inputs, module_case
 from softmax_zoo.losses import SoftmaxHead, SparseSoftmaxHead, StableSoftmaxHead
 
 K = 10  # the sparse head's k, as in logit_losses.py
@@ -40,19 +40,7 @@ HEADS = {
 
 
 def head_case(group: str, name: str, n: int, d: int, c: int, **kw) -> Case:
-    def setup():
-        hidden, target, weight = inputs(n, d, c)
-        cls, extra = HEADS[name]
-        module = cls(d, c, weight=torch.nn.Parameter(weight), chunk_size="auto", **extra)
-
-        def step():
-            hidden.grad = None
-            module.zero_grad(set_to_none=True)
-            module(hidden, target).backward()
-
-        return step
-
-    return Case(group=group, name=name, setup=setup, baseline=OURS, **kw)
+    return module_case(group, name, *HEADS[name], n, d, c, "auto", OURS, **kw)
 
 
 def torch_case(group: str, name: str, n: int, d: int, c: int, options, **kw) -> Case:
