@@ -75,7 +75,7 @@ def test_welch_is_scipy_and_the_unpaired_delta():
     ((5.0, 5.1, 4.9), EquivalenceKind.NOT_EQUIVALENT),
     ((-5.0, -5.1, -4.9), EquivalenceKind.NOT_EQUIVALENT),
     ((0.0, 2.0, -2.0), EquivalenceKind.INCONCLUSIVE),
-    ((0.9, 1.0, 1.1), EquivalenceKind.INCONCLUSIVE),  # 90% interval crosses +margin, 95% still touches inside
+    ((0.9, 1.0, 1.1), EquivalenceKind.INCONCLUSIVE),  # the 90% interval crosses +margin and the 95% one reaches inside it
     ((0.0, 0.1), VerdictKind.TOO_FEW_SEEDS),
     ((0.0,), VerdictKind.SINGLE_RUN),
 ])
