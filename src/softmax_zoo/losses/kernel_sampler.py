@@ -222,7 +222,7 @@ class QuadraticKernelSampler(Sampler):
         padded = self.level_sizes(num_classes)
         return 4 * (sum(padded) * dim * dim + padded[0] * self.leaf_size * (dim + 1))
 
-    def step_buffers(self, rows, num_samples, num_classes, dim, free=None):
+    def step_buffers(self, rows: int, num_samples: int, num_classes: int, dim: int, free: int | None = None) -> dict[str, int]:
         """The tree (:meth:`tree_bytes`), one chunk of the top level's h⊗h (:func:`outer_rows`) and the
         (rows, K) masses of the K top nodes (float32 quadratic forms, float64 masses and their cumsum)."""
         d = dim + self.extra_dims

@@ -221,7 +221,7 @@ class SoftmaxSampler(Sampler):
             logits = logits.scatter(1, exclude[:, None], -math.inf)
         return torch.log_softmax(logits, dim=1)  # (N, C)
 
-    def step_buffers(self, rows, num_samples, num_classes, dim, free=None):
+    def step_buffers(self, rows: int, num_samples: int, num_classes: int, dim: int, free: int | None = None) -> dict[str, int]:
         what = f"the softmax sampler's ({rows:,}, {num_classes:,}) logits x {memory.LOGIT_BUFFERS}"
         return {what: memory.logits_bytes(rows, num_classes)}
 
