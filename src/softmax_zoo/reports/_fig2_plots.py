@@ -5,8 +5,9 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-from ._fig2_claims import PAPER_K
-from ._fig2_summary import Groups, epoch_curve, epoch_curves, mean_curve, metric, moving_average, sparse_ks, task_name
+import numpy as np
+
+from ._fig2_summary import F1, PAPER_K, Groups, epoch_curves, mean_curve, metric, sparse_ks, task_name
 from ._pages import pyplot, save_figure
 from ._stats import mean_ci
 
@@ -20,11 +21,11 @@ def plot_fig2(summary: dict[str, Groups], path: Path) -> None:
     for ax, task in zip(axes[0], tasks):
         groups = summary[task]
         ks = sparse_ks(groups)
-        stats = [mean_ci(metric(groups[("sparse", k)], "test/micro_f1")) for k in ks]
+        stats = [mean_ci(metric(groups[("sparse", k)], F1)) for k in ks]
         ax.errorbar(ks, [s[0] for s in stats], yerr=[0 if math.isnan(s[1]) else s[1] for s in stats],
                     marker="o", capsize=3, label="sparse-softmax (mean ± 95% CI)")
         if ("softmax", None) in groups:
-            m, h, _ = mean_ci(metric(groups[("softmax", None)], "test/micro_f1"))
+            m, h, _ = mean_ci(metric(groups[("softmax", None)], F1))
             h = 0 if math.isnan(h) else h
             ax.axhline(m, color="gray", label="softmax (band: 95% CI)")
             ax.axhspan(m - h, m + h, color="gray", alpha=0.25)
@@ -57,15 +58,18 @@ def plot_fig1(summary: dict[str, Groups], path: Path) -> None:
             if key not in groups:
                 continue
             runs = groups[key]
-            for curve in epoch_curves(runs):
+            curves = epoch_curves(runs)
+            for curve in curves:
                 top.plot(*zip(*curve), color=color, linestyle=style, linewidth=0.8, alpha=0.45, zorder=2)
-            epochs, f1 = epoch_curve(runs)
-            if epochs:
-                top.plot(epochs, f1, color=color, linestyle=style, marker=marker, linewidth=2.0, zorder=3,
-                         label=f"{label}:\nmean of {len(epoch_curves(runs))} seeds (bold), each seed (thin)")
+            if curves:  # the mean over seeds, truncated to the shortest run
+                n = min(map(len, curves))
+                top.plot([e for e, _ in curves[0][:n]], [float(np.mean([c[i][1] for c in curves])) for i in range(n)], color=color,
+                         linestyle=style, marker=marker, linewidth=2.0, zorder=3,
+                         label=f"{label}:\nmean of {len(curves)} seeds (bold), each seed (thin)")
             steps, loss = mean_curve(runs)
             bottom.plot(steps, loss, color=color, alpha=0.3, linewidth=0.7, zorder=2)
-            smooth = moving_average(loss, SMOOTH)
+            window = max(1, min(SMOOTH, len(loss)))
+            smooth = np.convolve(loss, np.ones(window) / window, mode="valid")
             lag = (len(steps) - len(smooth)) // 2  # centre each window on its middle step
             bottom.plot(steps[lag:lag + len(smooth)], smooth, color=color, linestyle=style, linewidth=1.8, zorder=3,
                         label=f"{label}: its own loss,\nmean of {len(runs)} seeds (faint), {SMOOTH}-step average (bold)")

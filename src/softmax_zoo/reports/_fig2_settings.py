@@ -11,8 +11,8 @@ from __future__ import annotations
 from typing import Any
 
 from ..records import get
-from ._fig2_claims import PAPER_F1, PAPER_K
-from ._fig2_summary import task_name
+from ._fig2_claims import PAPER_F1
+from ._fig2_summary import PAPER_K, task_name
 from ._settings import NOT_RECORDED, NOT_STATED, Records, Setting, pretrained_name, shown, values
 from ._stats import seeds_label
 from ._verdicts import MIN_SEEDS
