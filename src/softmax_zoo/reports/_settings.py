@@ -85,9 +85,3 @@ def settings_data(settings: Sequence[Setting], columns: dict[str, Records], pape
     the columns of ours and the rows."""
     return {"paper": paper, "columns": list(columns), "rows": settings_rows(settings, columns), "not_stated": NOT_STATED}
 
-
-def settings_part(settings: Sequence[Setting], columns: dict[str, Records], paper: str) -> str:
-    """The part rendered on its own: a heading, one sentence saying what each side is, and the table."""
-    from ._render import render
-
-    return render("_settings_part.md.j2", settings=settings_data(settings, columns, paper))
