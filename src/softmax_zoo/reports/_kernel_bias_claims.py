@@ -16,6 +16,10 @@ from ._stats import mean, seeds_label
 from ._verdicts import MIN_SEEDS, Verdict, VerdictKind, no_interval_verdict, verdict
 
 EXPERIMENT = "kernel_bias"  # the page's name and our setting's experiment
+PAPER_SETTING = "kernel_bias_paper"  # the paper's setting's experiment: no output bias, plain SGD
+SAMPLERS = ("uniform", "unigram", "quadratic", "quadratic_centred", "softmax")  # the page's sampler order, others after
+KERNELS = ("quadratic", "quadratic_centred")
+DIAGNOSTICS = Path("diagnostics") / "sampler_bias"  # under results_dir: the fixed-checkpoint diagnostics' JSON files
 FEW_SAMPLES = (10, 50)  # the review's m ≈ 10–50
 BENCH_FILE = "bench_losses_cpu.md"  # under results_dir: scripts/bench_losses.py's page; its data is the .json beside it
 BENCH_SECTION = "sampled softmax: tree sampling time vs C"

@@ -25,14 +25,12 @@ from typing import Any
 from scipy import stats
 
 from ..records import get
-from ._kernel_bias_claims import EXPERIMENT, sampler_name
+from ._kernel_bias_claims import DIAGNOSTICS, EXPERIMENT, SAMPLERS, sampler_name
 from ._stats import mean
 from ._verdicts import no_interval_verdict
 
 FLAT_GAIN = 0.05  # nats per doubling of m: ours, about the exact softmax sampler's spread over m in our setting (0.06)
-DIAGNOSTICS = Path("diagnostics") / "sampler_bias"  # under results_dir
 DESIGN_IDS = ("kernel-design-last-hidden-layer", "kernel-design-sampling-only")
-ORDER = ("uniform", "unigram", "quadratic", "quadratic_centred", "softmax")  # the page's sampler order, others after
 
 
 def _curve(record: dict[str, Any]) -> dict[int, float]:
@@ -78,7 +76,7 @@ def flat_from(gains: list[tuple[int, int, float]]) -> int | None:
 def diminishing_row(records: list[dict[str, Any]], experiment: str) -> list[dict[str, Any]]:
     """The diminishing-returns row of one setting ([] without sampled runs at two m or more)."""
     with_curves, gaps = gaps_by_m(records)
-    order = sorted(gaps, key=lambda name: (ORDER.index(name) if name in ORDER else len(ORDER), name))
+    order = sorted(gaps, key=lambda name: (SAMPLERS.index(name) if name in SAMPLERS else len(SAMPLERS), name))
     gains = {name: gains_per_doubling(gaps[name]) for name in order if len(gaps[name]) >= 2 and name != "softmax"}
     if not gains:
         return []

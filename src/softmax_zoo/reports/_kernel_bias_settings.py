@@ -8,14 +8,12 @@ The review gives no dataset, model, optimiser, rate, length, α or output bias: 
 from __future__ import annotations
 
 from ..records import get
-from ._kernel_bias_claims import sampler_name
+from ._kernel_bias_claims import KERNELS, PAPER_SETTING, sampler_name
 from ._render import words
 from ._settings import NOT_STATED, Records, Setting, joined
 from ._stats import seeds_label
 from ._verdicts import MIN_SEEDS
 
-PAPER_SETTING = "kernel_bias_paper"
-KERNELS = ("quadratic", "quadratic_centred")
 # The full-softmax learning rates compared for the paper setting's plain SGD (300 steps each); no record keeps
 # them. The chosen rate, 20, is the grid's largest: a larger rate was not tried.
 SGD_RATE_GRID = (1, 10, 20)

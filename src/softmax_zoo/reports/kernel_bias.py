@@ -28,7 +28,18 @@ from pathlib import Path
 from typing import Any
 
 from ..records import get, load_records, runs_dir
-from ._kernel_bias_claims import EXPERIMENT, collect, fewer_samples_verdict, log_time_claim, review_claims, sampler_name
+from ._kernel_bias_claims import (
+    DIAGNOSTICS,
+    EXPERIMENT,
+    KERNELS,
+    PAPER_SETTING,
+    SAMPLERS,
+    collect,
+    fewer_samples_verdict,
+    log_time_claim,
+    review_claims,
+    sampler_name,
+)
 from ._kernel_bias_review import DESIGN_IDS, FLAT_GAIN, review_rows
 from ._kernel_bias_settings import kernel_bias_settings
 from ._pages import commits, line_plot, page_command, pyplot, shown_path, write_page
@@ -37,13 +48,9 @@ from ._settings import settings_data
 from ._stats import mean, seeds_label
 from ._verdicts import no_interval_verdict, not_tested
 
-PAPER_SETTING = "kernel_bias_paper"
 TITLES = {EXPERIMENT: "Our setting: Adagrad, an output bias, 400 steps",  # each setting's section and figure title
           PAPER_SETTING: "The paper's setting: no output bias, plain SGD, 1,200 steps"}
-SAMPLERS = ("uniform", "unigram", "quadratic", "quadratic_centred", "softmax")
-KERNELS = ("quadratic", "quadratic_centred")
 FEWER_SAMPLES = 10.0  # the paper: one to two orders of magnitude (10-100x) fewer samples than uniform
-DIAGNOSTICS = Path("diagnostics") / "sampler_bias"  # under results_dir: the diagnostic's JSON files
 Grid = dict[str, dict[int, list[float]]]  # sampler -> m -> final validation losses over seeds
 
 
