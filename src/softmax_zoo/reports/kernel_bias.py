@@ -40,9 +40,10 @@ from ._kernel_bias_claims import (
     review_claims,
     sampler_name,
 )
+from ._kernel_bias_plots import curves_plot, plot
 from ._kernel_bias_review import DESIGN_IDS, FLAT_GAIN, review_rows
 from ._kernel_bias_settings import kernel_bias_settings
-from ._pages import commits, line_plot, page_command, pyplot, shown_path, write_page
+from ._pages import commits, page_command, shown_path, write_page
 from ._render import render_page
 from ._settings import settings_data
 from ._stats import mean, seeds_label
@@ -88,8 +89,8 @@ def finding(full: list[float], grid: Grid, kernel: str, records: list[dict[str, 
             "rivals": {r: ms for r, ms in rivals.items() if ms and kernel == "quadratic"}}
 
 
-def setting(results_dir: str | Path, out: Path, experiment: str, records: list[dict[str, Any]]) -> dict[str, Any]:
-    """One setting's section (its figures written into ``out``): the table, the findings per kernel, the diagnostics."""
+def setting(results_dir: str | Path, experiment: str, records: list[dict[str, Any]]) -> dict[str, Any]:
+    """One setting's section: its setup, the table, the findings per kernel, the validation curves, the diagnostics."""
     folder = runs_dir(results_dir) / experiment
     if not records:
         raise FileNotFoundError(f"no records in {folder}; run `make reproduce-kernel-bias` first")
@@ -98,20 +99,19 @@ def setting(results_dir: str | Path, out: Path, experiment: str, records: list[d
             "folder": shown_path(folder), "n_records": len(records), "complete": bool(full and grid)}
     if not data["complete"]:
         return data
-    plot(full, grid, out / f"{experiment}.png", TITLES[experiment])
     suffix = "-paper-setting" if data["paper_setting"] else ""
     findings = [finding(full, grid, k, records) | {"id": f"kernel-bias-{'10-100x' if k == 'quadratic' else 'centred'}{suffix}",
                                                    "paper_setting": data["paper_setting"], "source": EXPERIMENT}
                 for k in KERNELS if k in grid]
     ms = sorted({m for per_m in grid.values() for m in per_m})
     keys = ("model.hidden_size", "task.bptt", "train.optim", "train.lr", "loss.bias")
-    data["setup"] = {key.split(".")[1]: get(records[0], f"config.{key}") for key in keys} | {"steps": records[0]["timing"]["global_steps"]}
-    return data | {"commits": commits(records), "seeds": sorted({r["seed"] for r in records}), "ms": ms,
-                   "full": full, "base": mean(full),
+    setup = {key.split(".")[1]: get(records[0], f"config.{key}") for key in keys} | {"steps": records[0]["timing"]["global_steps"]}
+    return data | {"commits": commits(records), "setup": setup, "seeds": sorted({r["seed"] for r in records}), "ms": ms,
+                   "full": full, "grid": grid, "base": mean(full),
                    "rows": [(name, [(mean(grid[name][m]), len(grid[name][m])) if m in grid[name] else None for m in ms])
                             for name in samplers(grid)],
                    "oracle_gap": max((abs(mean(v) - mean(full)) for v in grid.get("softmax", {}).values()), default=math.nan),
-                   "findings": findings, "curves": curves_plot(records, out / f"{experiment}_curves.png", TITLES[experiment]),
+                   "findings": findings, **curves(records),
                    "diagnostics": (found := diagnostics(results_dir, experiment)),
                    "trained": sorted({r["meta"].get("trained_by") for r in found} - {None})}
 
@@ -132,12 +132,21 @@ def diagnostics(results_dir: str | Path, experiment: str = EXPERIMENT) -> list[d
     return results
 
 
-def summarise(results_dir: str | Path = "results", out: str | Path | None = None) -> dict[str, Any]:
-    """The page's data, each setting's figures drawn into ``out``: the settings, per setting its section, the review's rows."""
-    runs, out = runs_dir(results_dir), Path(out or results_dir)
+def curves(records: list[dict[str, Any]]) -> dict[str, Any]:
+    """Per run with a validation curve: (its sampler, None for the full softmax; its m; its (step, perplexity) points),
+    and the curves' validation-prefix sizes in tokens."""
+    found = [(sampler_name(r), get(r, "config.loss.num_samples") or 0,
+              [(h["step"], h["val/curve_perplexity"]) for h in r.get("history", []) if "val/curve_perplexity" in h]) for r in records]
+    return {"curves": [c for c in found if c[2]],
+            "curve_tokens": sorted({h["val/curve_tokens"] for r in records for h in r.get("history", []) if "val/curve_tokens" in h})}
+
+
+def summarise(results_dir: str | Path = "results") -> dict[str, Any]:
+    """The page's data: the settings, per setting its section, the review's rows, the ledger rows."""
+    runs = runs_dir(results_dir)
     found = {e: load_records(runs, e) for e in TITLES}
     found = {e: records for e, records in found.items() if records or e == EXPERIMENT}  # the paper setting's are optional
-    sections = [setting(results_dir, out, e, records) for e, records in found.items()]
+    sections = [setting(results_dir, e, records) for e, records in found.items()]
     findings = [f for s in sections if s["complete"] for f in s["findings"]]
     reviewed = [row for e, records in found.items() for row in review_claims(records, e)]
     more = [row for e, records in found.items() for row in review_rows(results_dir, records, e)]
@@ -149,46 +158,9 @@ def summarise(results_dir: str | Path = "results", out: str | Path | None = None
 
 def build(results_dir: str | Path = "results", out: str | Path | None = None) -> None:
     """Write kernel_bias.md, its figures and the kernel-bias rows of claims.md into ``out`` (default ``results_dir``)."""
-    out = Path(out or results_dir)
-    write_page(out, EXPERIMENT, *render_page(f"{EXPERIMENT}.md.j2", summarise(results_dir, out)))
-
-
-def plot(full: list[float], grid: Grid, path: Path, title: str) -> None:
-    with line_plot(path, xlabel="negatives per row m (log scale)", ylabel="final validation loss, full softmax (nats/token)",
-                   title=f"Penn Treebank: bias of sampled softmax vs m\n{title}") as ax:
-        for name in [s for s in SAMPLERS if s in grid]:
-            ms = sorted(grid[name])
-            ax.plot(ms, [mean(grid[name][m]) for m in ms], marker="o", label=f"sampled, {name}")
-        ax.axhline(mean(full), color="black", linestyle="--", label="full softmax")
-        ax.set_xscale("log", base=2)
-def curves_plot(records: list[dict[str, Any]], path: Path, title: str) -> bool:
-    """Validation perplexity on the curve's validation prefix against step, one line per run; False if no run has a curve.
-
-    The full softmax is drawn last and thickest, so the sampled runs that reach it do not hide it.
-    """
-    runs = []
-    for r in records:
-        curve = [(h["step"], h["val/curve_perplexity"]) for h in r.get("history", []) if "val/curve_perplexity" in h]
-        if curve:
-            name = sampler_name(r)
-            runs.append((SAMPLERS.index(name) if name in SAMPLERS else -1, get(r, "config.loss.num_samples") or 0, name, curve))
-    if not runs:
-        return False
-    styles = {"uniform": ":", "unigram": "-.", "quadratic": "--", "quadratic_centred": "-", "softmax": "-"}
-    sizes = sorted({h["val/curve_tokens"] for r in records for h in r.get("history", []) if "val/curve_tokens" in h})
-    on = f"first {sizes[0]:,} validation tokens" if len(sizes) == 1 else "a validation prefix"
-    colours = {"uniform": "Blues", "unigram": "Purples", "quadratic": "Oranges", "quadratic_centred": "Greens", "softmax": "Greys"}
-    ms = {name: sorted({m for _, m, n, _ in runs if n == name}) for _, _, name, _ in runs}
-    cmap = pyplot().get_cmap
-    with line_plot(path, xlabel="optimiser step", ylabel=f"validation perplexity\n({on}, log scale)",
-                   title=f"Penn Treebank: training curves\n{title}", legend_outside=True) as ax:
-        for rank, m, name, curve in sorted(runs, key=lambda x: (x[2] is None, x[0], x[1])):
-            xs, ys = zip(*curve[1:] or curve)  # step 0 (the initialisation, ~n classes) would squash the scale
-            if name is None:
-                ax.plot(xs, ys, color="black", linestyle="--", linewidth=2.2, label="full softmax", zorder=5)
-                continue
-            shade = 0.45 + 0.5 * ms[name].index(m) / max(1, len(ms[name]) - 1)  # darker = larger m
-            ax.plot(xs, ys, linestyle=styles.get(name, "-"), color=cmap(colours.get(name, "Greys"))(shade), marker=".",
-                    label=f"{name}{' (ours)' if name == 'quadratic_centred' else ''}, m={m}")
-        ax.set_yscale("log")
-    return True
+    out, data = Path(out or results_dir), summarise(results_dir)
+    for s in (s for s in data["sections"] if s["complete"]):
+        plot(s["full"], s["grid"], out / f"{s['experiment']}.png", s["title"])
+        if s["curves"]:
+            curves_plot(s["curves"], s["curve_tokens"], out / f"{s['experiment']}_curves.png", s["title"])
+    write_page(out, EXPERIMENT, *render_page(f"{EXPERIMENT}.md.j2", data))
