@@ -141,7 +141,7 @@ def test_fig1_main_panels_plot_validation_micro_f1_of_both_arms_and_every_seed(m
                            ("sparse", 20): [run(s, 0.3, 20) for s in (0, 1, 2)]}}
     saved = {}
     monkeypatch.setattr(_fig2_plots, "save_figure", lambda fig, path: saved.setdefault("fig", fig))
-    _fig2_plots.plot_fig1(summary, tmp_path / "fig1.png")
+    _fig2_plots.plot_fig1({"IFLYTEK": _fig2_plots.fig1_data(summary["iflytek"])}, tmp_path / "fig1.png")
     top, bottom = saved["fig"].axes[0], saved["fig"].axes[1]
     assert top.get_ylabel() == "validation micro-F1 (%)" and "common metric" in top.get_title()
     assert len(top.lines) == 2 * (3 + 1)  # each arm: its 3 seeds (thin) and their mean (bold)

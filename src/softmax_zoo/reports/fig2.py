@@ -34,7 +34,7 @@ from ..losses.registry import variant_title
 from ..records import choice, get, load_records, runs_dir
 from ._compare import compare
 from ._fig2_claims import PAPER_F1, VS_SOFTMAX, speed_claim, task_claims
-from ._fig2_plots import SMOOTH, plot_fig1, plot_fig2
+from ._fig2_plots import SMOOTH, fig1_data, plot_fig1, plot_fig2
 from ._fig2_settings import encoder, fig2_settings
 from ._fig2_summary import F1, PAPER_K, Groups, arms, best_k, commands, first_record, metric, sparse_ks, summarize, task_name
 from ._pages import commits, page_command, shown_path, write_page
@@ -114,15 +114,15 @@ def summarise(results_dir: str | Path = "results") -> dict[str, Any]:
             "task_names": {t: task_name(t) for t in summary | tuned},
             "settings": settings_data(fig2_settings(), columns, "Sun et al. 2021's text on its classification experiments"),
             "tasks": [task_data(t, summary[t]) for t in sorted(summary)], "tuned": [task_data(t, tuned[t]) for t in sorted(tuned)],
-            "task_claims": claims, "headline": headline(summary, claims), "speed": speed, "summary": summary,
+            "task_claims": claims, "headline": headline(summary, claims), "speed": speed,
+            "fig1": {task_name(t): fig1_data(summary[t]) for t in sorted(summary)},
             "fig1_counts": {t: [len(summary[t].get(arm, [])) for arm in (("softmax", None), ("sparse", PAPER_K))] for t in sorted(summary)},
             "claims": [c for t in claims.values() for c in t.values()] + tuned_claims + text_claims + [speed]}
 
 
 def build(results_dir: str | Path = "results", out: str | Path | None = None) -> None:
     """Write fig2.md, fig2.png, fig1.png and the fig2 rows of claims.md into ``out`` (default ``results_dir``)."""
-    data = summarise(results_dir)
-    out = Path(out or results_dir)
-    plot_fig2(data["summary"], out / "fig2.png")
-    plot_fig1(data["summary"], out / "fig1.png")
+    data, out = summarise(results_dir), Path(out or results_dir)
+    plot_fig2(data["tasks"], out / "fig2.png")
+    plot_fig1(data["fig1"], out / "fig1.png")
     write_page(out, "fig2", *render_page("fig2.md.j2", data))
