@@ -15,8 +15,7 @@ from ..records import get
 from ._fig2_claims import PAPER_F1
 from ._fig2_summary import PAPER_K, task_name
 from ._render import words
-from ._settings import NOT_RECORDED, NOT_STATED, Records, Setting, pretrained_name, shown, values
-from ._stats import seeds_label
+from ._settings import NOT_RECORDED, NOT_STATED, Records, Setting, pretrained_name, seeds, shown, sparse_ks, values
 from ._verdicts import MIN_SEEDS
 
 
@@ -42,11 +41,6 @@ def _data(records: Records) -> str:
     return f"{get(r, 'task_info.examples.train') or '?'} training examples, {get(r, 'task_info.num_classes') or '?'} classes"
 
 
-def _ks(records: Records) -> str:
-    ks = sorted(values([r for r in records if get(r, "choices.loss") == "sparse_softmax"], "config.loss.k"))
-    return ", ".join(map(str, ks)) or "—"
-
-
 def _metric(records: Records) -> str:
     text = "test micro-F1 over all classes (single-label: accuracy)"
     return text + ("; in-scope accuracy beside it" if values(records, "config.task.oos_label") else "")
@@ -60,7 +54,7 @@ def fig2_settings() -> list[Setting]:
         "training data": _data, "model": _model, "epochs": lambda rs: shown(rs, "config.train.epochs"),
         "batch size": lambda rs: shown(rs, "config.train.batch_size"),
         "learning rate": lambda rs: shown(rs, "config.train.lr", lambda v: f"{v:g}"),
-        "maximum length (tokens)": lambda rs: shown(rs, "config.task.max_length"), "sparse-softmax k": _ks, "metric": _metric,
-        "seeds": lambda rs: seeds_label(sorted(values(rs, "seed"))) if rs else NOT_RECORDED,
+        "maximum length (tokens)": lambda rs: shown(rs, "config.task.max_length"), "sparse-softmax k": sparse_ks, "metric": _metric,
+        "seeds": seeds,
     }
     return [Setting(name, text.paper.get(name, NOT_STATED), read, text.why[name]) for name, read in readers.items()]

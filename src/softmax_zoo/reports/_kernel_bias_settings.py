@@ -10,8 +10,7 @@ from __future__ import annotations
 from ..records import get
 from ._kernel_bias_claims import KERNELS, PAPER_SETTING, sampler_name
 from ._render import words
-from ._settings import NOT_STATED, Records, Setting, joined
-from ._stats import seeds_label
+from ._settings import NOT_STATED, Records, Setting, joined, seeds
 from ._verdicts import MIN_SEEDS
 
 # The full-softmax learning rates compared for the paper setting's plain SGD (300 steps each); no record keeps
@@ -47,7 +46,7 @@ def kernel_bias_settings() -> list[Setting]:
         "α": lambda rs: f"α = {joined([r for r in rs if sampler_name(r) in KERNELS], 'config.loss.sampler.alpha')} "
                         "for the kernel α(h·w)² + 1",
         "schedule": lambda rs: f"gradient norm clipped to {get(rs[0], 'config.train.max_grad_norm')}, "
-                               f"{rs[0]['timing']['global_steps']} steps, {seeds_label(sorted({r['seed'] for r in rs}))}",
+                               f"{rs[0]['timing']['global_steps']} steps, {seeds(rs)}",
         "plain optimiser": _only(True, lambda rs: f"plain {optimiser(rs)}"),
         "no output bias": _only(True, lambda rs: "no output bias"),
         "optimiser": _only(False, lambda rs: f"{optimiser(rs)}, with an output bias"),

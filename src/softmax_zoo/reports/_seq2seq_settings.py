@@ -13,11 +13,9 @@ from typing import Any
 
 from ..records import get
 from ._render import words
-from ._settings import NOT_RECORDED, NOT_STATED, Records, Setting, pretrained_name, shown, values
-from ._stats import seeds_label
+from ._settings import NOT_RECORDED, NOT_STATED, SPARSE, Records, Setting, pretrained_name, seeds, shown, sparse_ks, values
 from ._verdicts import MIN_SEEDS
 
-SPARSE = "sparse_softmax"  # configs/loss/ name of the sparse-softmax arm
 WORDS = words("_seq2seq_settings.j2", NOT_STATED=NOT_STATED, MIN_SEEDS=MIN_SEEDS)  # the paper's values, our metric, why ours
 PAPER: dict[str, dict[str, str]] = WORDS.paper  # task -> setting -> Sun et al. 2021's §4, as its text states it
 UNITS = {"gigaword": "pair", "squad_qg": "question"}
@@ -94,11 +92,6 @@ def decoding_mask(records: Records) -> str:
     return "the full distribution for every arm" if records else NOT_RECORDED
 
 
-def k(records: Records) -> str:
-    ks = sorted(values(_sparse(records), "config.loss.k"))
-    return ", ".join(map(str, ks)) if ks else "—"
-
-
 def test_set(unit: str):
     def read(records: Records) -> str:
         r = _first(records)
@@ -107,10 +100,6 @@ def test_set(unit: str):
             return f"{n} {unit}s (all)"
         return f"{n} {unit}s (a fixed random subset, data seed {get(r, 'config.task.data_seed')})"
     return read
-
-
-def seeds(records: Records) -> str:
-    return seeds_label(sorted(values(records, "seed"))) if records else NOT_RECORDED
 
 
 def seq2seq_settings(task: str, reasons: dict[str, str] | None = None) -> list[Setting]:
@@ -132,7 +121,7 @@ def _rows(task: str) -> list[Setting]:
         "batch size": lambda rs: shown(rs, "config.train.batch_size"), "learning rate": learning_rate,
         "masking probability": lambda rs: shown(rs, "config.model.mask_prob"),
         "label smoothing": lambda rs: shown(rs, "config.loss.label_smoothing"), "label smoothing of the sparse arm": sparse_smoothing,
-        "maximum length": maximum_length, "beams": beams, "decoding mask": decoding_mask, "sparse-softmax k": k,
+        "maximum length": maximum_length, "beams": beams, "decoding mask": decoding_mask, "sparse-softmax k": sparse_ks,
         "test set": test_set(unit), "metric": lambda rs: WORDS.metric[task], "seeds": seeds,
     }
     return [Setting(name, paper.get(name, NOT_STATED), read, why[name]) for name, read in readers.items()]
