@@ -41,6 +41,7 @@ from ._pages import commits, page_command, shown_path, write_page
 from ._render import render_page
 from ._settings import pretrained_name, settings_data
 from ._stats import mean, mean_ci
+from ._verdicts import VerdictKind
 
 EXPERIMENT_PREFIX = "fig2_"
 FINETUNE_PREFIX = "fig2_finetune_"  # make reproduce-fig2-finetune: shown beside the frozen rows, kept out of their tables
@@ -82,12 +83,12 @@ def task_data(task: str, groups: Groups) -> dict[str, Any]:
 def headline(summary: dict[str, Groups], claims: dict[str, dict[str, dict[str, Any]]]) -> dict[str, Any]:
     """What the short summary names: the tasks where k=20 was faster (and where not), robust over k, best at k=20."""
     converged = [t for t in summary if "convergence" in claims[t]]
-    faster = [t for t in converged if (c := claims[t]["convergence"]["faster"]) and c["verdict"].kind.value == "supported"]
+    faster = [t for t in converged if (c := claims[t]["convergence"]["faster"]) and c["verdict"].kind is VerdictKind.SUPPORTED]
     best = {t: best_k(g) for t, g in summary.items() if sparse_ks(g)}
     halves = [mean_ci(metric(runs, F1))[1] for groups in summary.values() for runs in groups.values()]
     return {"faster": faster, "not_faster": [t for t in converged if t not in faster],
             "robust": [t for t in summary if "robust-k" in claims[t]
-                       and claims[t]["robust-k"]["verdict"].kind.value in ("supported", "inconclusive")],
+                       and claims[t]["robust-k"]["verdict"].kind in (VerdictKind.SUPPORTED, VerdictKind.INCONCLUSIVE)],
             "best": dict(sorted(best.items())), "k20": [t for t, k in best.items() if k == PAPER_K],
             "frozen": [t for t in sorted(summary) if get(first_record(summary[t]), "config.model.cache_features")],
             "widest": max((h for h in halves if not np.isnan(h)), default=float("nan")),

@@ -23,7 +23,6 @@ and :mod:`._kernel_bias_review`); templates/kernel_bias.md.j2 holds its words. B
 from __future__ import annotations
 
 import json
-import math
 from pathlib import Path
 from typing import Any
 
@@ -110,7 +109,7 @@ def setting(results_dir: str | Path, experiment: str, records: list[dict[str, An
                    "full": full, "grid": grid, "base": mean(full),
                    "rows": [(name, [(mean(grid[name][m]), len(grid[name][m])) if m in grid[name] else None for m in ms])
                             for name in samplers(grid)],
-                   "oracle_gap": max((abs(mean(v) - mean(full)) for v in grid.get("softmax", {}).values()), default=math.nan),
+                   "oracle_gap": max((abs(mean(v) - mean(full)) for v in grid.get("softmax", {}).values()), default=None),
                    "findings": findings, **curves(records),
                    "diagnostics": (found := diagnostics(results_dir, experiment)),
                    "trained": sorted({r["meta"].get("trained_by") for r in found} - {None})}
