@@ -6,9 +6,11 @@ import pytest
 
 from softmax_zoo import records
 from softmax_zoo.reports import _fig2_claims, fig2
-from softmax_zoo.reports._fig2_claims import regime_note
+from softmax_zoo.reports._fig2_claims import regime
 from softmax_zoo.reports._fig2_summary import mean_curve
 from softmax_zoo.reports._pages import read_claims
+from softmax_zoo.reports._stats import mean_ci
+from softmax_zoo.reports._verdicts import VerdictKind
 
 SEEDS = (0, 1, 2)
 # test micro-F1 per (loss, k) and seed: softmax 50/52/54 -> 52.0 ± 5.0; sparse k=20 60/61/62 -> 61.0 ± 2.5
@@ -56,21 +58,23 @@ def built(tmp_path_factory):
     return tmp_path
 
 
-def test_table_has_means_intervals_and_the_paper_number(built):
-    text = (built / "fig2.md").read_text()
-    assert fig2.caveat("iflytek") in text and "not CLUE's 12,133 / 2,599 split" in fig2.caveat("iflytek")  # configs/task/iflytek.yaml
+def test_summary_has_means_intervals_the_paper_number_and_the_baseline(built):
+    data = fig2.summarise(built)
     # the per-job Hydra overrides of the records, gathered back into the two multirun commands
-    assert "    python -m softmax_zoo.train -m experiment=fig2_iflytek scale=cpu loss.k=5,20,100 seed=0,1,2\n" in text
-    assert "    python -m softmax_zoo.train -m experiment=fig2_iflytek_softmax scale=cpu seed=0,1,2\n" in text
-    rows = {line.split("|")[1].strip() + line.split("|")[2].strip(): line for line in text.splitlines() if line.startswith("| ")}
-    assert "52.0 ± 5.0 (n=3)" in rows["softmax—"]  # t(0.975, 2) * 2 / sqrt(3) = 4.97
-    assert "61.0 ± 2.5 (n=3)" in rows["sparse-softmax20"] and "60.7 (best k)" in rows["sparse-softmax20"]
-    assert "60.0 ± 2.5 (n=3)" in rows["sparse-softmax20"]  # validation column
-    assert "—" in rows["sparse-softmax5"].split("|")[-2]  # no paper number for k=5
-    assert "The best sparse k is 20 (61.0)" in text
-    assert "wholly above the softmax interval: k=[20]; wholly below it: k=[5]" in text  # k=100: 56 ± 2.5 overlaps
-    assert "- IFLYTEK: faster/smoother convergence at k=20 (Fig. 1): faster: supported (seeds 0, 1, 2)" in text
-    assert "k=20 had the best mean on IFLYTEK (best means: IFLYTEK k=20)" in text
+    assert data["commands"] == ["python -m softmax_zoo.train -m experiment=fig2_iflytek scale=cpu loss.k=5,20,100 seed=0,1,2",
+                                "python -m softmax_zoo.train -m experiment=fig2_iflytek_softmax scale=cpu seed=0,1,2"]
+    task, = data["tasks"]
+    assert task["caveat"] == fig2.caveat("iflytek") and "not CLUE's 12,133 / 2,599 split" in task["caveat"]  # configs/task/iflytek.yaml
+    rows = {(r["kind"], r["k"]): r for r in task["rows"]}
+    assert list(rows) == [("softmax", None), ("sparse", 5), ("sparse", 20), ("sparse", 100)]  # softmax first, then by k
+    assert mean_ci(rows[("softmax", None)]["test/micro_f1"])[:2] == pytest.approx((52.0, 4.97), abs=0.01)  # t(0.975, 2) * 2 / sqrt(3)
+    assert mean_ci(rows[("sparse", 20)]["val/micro_f1"])[0] == pytest.approx(60.0)
+    assert rows[("sparse", 20)]["paper"] == 60.7 and rows[("sparse", 5)]["paper"] is None
+    assert task["best"] == 20 and task["best_mean"] == pytest.approx(61.0)
+    assert task["above"] == [20] and task["below"] == [5]  # k=100: 56 ± 2.5 overlaps 52 ± 5.0
+    assert data["headline"]["faster"] == ["iflytek"] and data["headline"]["k20"] == ["iflytek"]
+    text = (built / "fig2.md").read_text()
+    assert "| sparse-softmax | 20 | 61.0 ± 2.5 (n=3) | 60.0 ± 2.5 (n=3) | 60.7 (best k) |" in text
 
 
 def test_plots_are_written(built):
@@ -80,33 +84,29 @@ def test_plots_are_written(built):
 
 
 def test_claims_rows(built):
-    claims = read_claims(built / "claims.md")
-    assert claims["fig2-k20-best-iflytek"]["verdict"].startswith("supported (seeds 0, 1, 2): 95% intervals over seeds apart")
-    assert "(seeds 0, 1, 2)" in claims["fig2-k20-best-iflytek"]["ours"]
-    robust = claims["fig2-robust-k-iflytek"]
-    # no diagnostics
-    assert robust["ours"] == ("test micro-F1 spread of the means over k=5..100: 20.0 points; k above the softmax baseline: [20];"
-                              " below it: [5] (seeds 0, 1, 2); regime: not measured (the records carry no top-k diagnostics)")
-    assert robust["verdict"].startswith("contradicts (seeds 0, 1, 2): the 95% interval over seeds of k=[5] lies wholly below")
-    assert claims["fig2-iflytek-f1"]["paper"] == "60.7" and claims["fig2-iflytek-f1"]["ours"].startswith("61.0")
-    fig1 = claims["fig1-convergence-iflytek"]
-    assert "after epoch 1: softmax 42.0, sparse 51.0" in fig1["ours"]  # mean f1 - 10 points
+    claims = {c["kind"]: c for c in fig2.summarise(built)["task_claims"]["iflytek"].values()}
+    assert claims["k20-best"]["verdict"].kind is VerdictKind.SUPPORTED and claims["k20-best"]["seeds"] == [0, 1, 2]
+    robust = claims["robust-k"]
+    assert robust["above"] == [20] and robust["below"] == [5] and robust["regime"] is None  # no diagnostics
+    assert robust["verdict"].kind is VerdictKind.CONTRADICTS  # k=5 lies wholly below the softmax interval
+    assert claims["f1"]["paper"] == 60.7 and claims["f1"]["k20"] == pytest.approx(61.0)
+    faster, smoother = claims["convergence"]["faster"], claims["convergence"]["smoother"]
+    assert (faster["softmax"], faster["sparse"]) == pytest.approx((42.0, 51.0))  # mean f1 - 10 points after epoch 1
     # 51 ± 2.5 lies above 42 ± 5.0; the curves are the same, so their jitter does not differ
-    assert fig1["verdict"] == ("faster: supported (seeds 0, 1, 2): 95% intervals over seeds apart, on the claim's side; "
-                               "smoother: inconclusive (seeds 0, 1, 2): 95% intervals over seeds overlap")
-    assert fig1["ours"].endswith("(seeds 0, 1, 2)")
+    assert faster["verdict"].kind is VerdictKind.SUPPORTED and smoother["verdict"].kind is VerdictKind.INCONCLUSIVE
+    ledger = read_claims(built / "claims.md")
+    assert ledger["fig2-iflytek-f1"]["paper"] == "60.7" and ledger["fig2-iflytek-f1"]["ours"].startswith("61.0")
+    assert {"fig2-k20-best-iflytek", "fig2-robust-k-iflytek", "fig1-convergence-iflytek", "sparse-faster-timing"} <= set(ledger)
 
 
-@pytest.mark.parametrize("seeds, kind", [((0,), "single run (seed 0)"), ((0, 1), "too few seeds (seeds 0, 1")])
+@pytest.mark.parametrize("seeds, kind", [((0,), VerdictKind.SINGLE_RUN), ((0, 1), VerdictKind.TOO_FEW_SEEDS)])
 def test_fewer_seeds_than_a_verdict_needs(tmp_path, seeds, kind):
     for (arm, k), values in F1.items():
         for seed, f1 in zip(seeds, values):
             records.write_record(record(arm, k, seed, f1), records.runs_dir(tmp_path))
-    fig2.build(tmp_path)
-    claims = read_claims(tmp_path / "claims.md")
-    for cid in ("fig2-k20-best-iflytek", "fig2-robust-k-iflytek"):
-        assert claims[cid]["verdict"].startswith(kind), claims[cid]["verdict"]
-    assert claims["fig1-convergence-iflytek"]["verdict"].startswith(f"faster: {kind}")
+    claims = fig2.summarise(tmp_path)["task_claims"]["iflytek"]
+    assert claims["k20-best"]["verdict"].kind is kind and claims["robust-k"]["verdict"].kind is kind
+    assert claims["convergence"]["faster"]["verdict"].kind is kind
 
 
 def test_mean_curve_averages_seeds_step_by_step():
@@ -122,8 +122,7 @@ def test_no_records_says_what_to_run(tmp_path):
 
 
 def test_fine_tuned_rows_appear_beside_the_frozen_ones_only_when_recorded(built, tmp_path):
-    frozen = (built / "fig2.md").read_text()
-    assert "fine-tuned with the head" not in frozen
+    assert fig2.summarise(built)["tuned"] == []
     for (kind, k), values in F1.items():
         for seed, f1 in zip(SEEDS, values):
             r = record(kind, k, seed, f1 + 0.2)
@@ -131,40 +130,25 @@ def test_fine_tuned_rows_appear_beside_the_frozen_ones_only_when_recorded(built,
             r["config"]["model"]["cache_layers"] = 1
             r["metrics"]["test/target_in_topk"] = 0.9
             records.write_record(r, records.runs_dir(built))
-    fig2.build(built, tmp_path)
-    text = (tmp_path / "fig2.md").read_text()
-    head, tuned = text.split("## IFLYTEK: top 1 encoder layer(s) fine-tuned with the head")
-    assert "| sparse-softmax | 20 | 61.0 ± 2.5 (n=3)" in head and "81.0" not in head  # the frozen table keeps its own runs
-    assert "| softmax | — | 72.0 ± 5.0 (n=3)" in tuned and "| sparse-softmax | 20 | 81.0 ± 2.5 (n=3)" in tuned
-    assert "top 1 encoder layer(s) trained with the head on cached token states" in tuned
-    assert "(100 training examples/s)" in tuned and "k=20 90.0 ± 0.0 (n=3)" in tuned
+    data = fig2.summarise(built)
+    (frozen,), (tuned,) = data["tasks"], data["tuned"]
+    assert max(max(r["test/micro_f1"]) for r in frozen["rows"]) == pytest.approx(62.0)  # the frozen table keeps its own runs
+    assert mean_ci(tuned["rows"][0]["test/micro_f1"])[0] == pytest.approx(72.0) and tuned["cache_layers"] == 1
+    assert tuned["setup"]["encoder"].startswith("top 1 encoder layer(s) trained") and tuned["setup"]["rate"] == 100.0
+    assert tuned["topk_measured"] and not frozen["topk_measured"]
+    assert {c["id"] for c in data["claims"]} >= {"fig2-finetune-k20-best-iflytek", "fig1-finetune-convergence-iflytek"}
 
 
 def test_claims_name_the_measured_regime():
-    runs = [{"metrics": {"test/target_in_topk": share}} for share in (0.97, 0.99)]
-    assert regime_note({("sparse", 20): runs}) == "; regime: test targets in the top-20 98.0% (k=20 runs)"
-    assert regime_note({("sparse", 20): [*runs, {"metrics": {}}]}).startswith("; regime: not measured")
-
-
-def test_topk_line_gives_each_arms_share_or_says_it_was_not_measured():
-    from softmax_zoo.reports.fig2 import topk_line
-
-    def run(share):
-        return {"metrics": {"test/target_in_topk": share}, "config": {"task": {"diagnostics_k": 20}}}
-
-    groups = {("sparse", 5): [run(0.5), run(0.7)], ("softmax", None): [run(0.9), run(0.9)]}
-    line = topk_line(groups)
-    assert line.startswith("Test targets inside the top-k (each sparse run's own k; softmax: its top-20)")
-    assert line.index("softmax 90.0") < line.index("k=5 60.0")  # softmax first, then by k
-    groups[("sparse", 5)][1]["metrics"] = {}
-    assert "k=5 50.0 (n=1)" in topk_line(groups)  # only the records that have the metric
-    assert "not measured" in topk_line({("softmax", None): [{"metrics": {}}]})
+    runs = [{"seed": s, "metrics": {"test/target_in_topk": share}} for s, share in enumerate((0.97, 0.99))]
+    assert regime({("sparse", 20): runs}) == pytest.approx(98.0)
+    assert regime({("sparse", 20): [*runs, {"seed": 2, "metrics": {}}]}) is None
 
 
 def test_claims_are_computed_once_per_build(built, tmp_path, monkeypatch):
     calls = []
-    claims = _fig2_claims.claims
-    monkeypatch.setattr(_fig2_claims, "claims",
+    claims = _fig2_claims.task_claims
+    monkeypatch.setattr(fig2, "task_claims",
                         lambda task, groups, **kw: calls.append((task, kw.get("finetuned", False))) or claims(task, groups, **kw))
     fig2.build(built, tmp_path)
     assert ("iflytek", False) in calls and len(calls) == len(set(calls))  # once per task and group (frozen, fine-tuned)

@@ -54,3 +54,38 @@ def test_paired_by_item_needs_the_items_and_bootstraps_each_seed():
     found = compare(spec, items=items, num_samples=200)
     assert found.delta.deltas == pytest.approx((1.0, 1.25, 1.5)) and found.delta.n_items == (4, 4, 4)
     assert found.method.startswith("paired bootstrap over test items per seed")
+
+
+def test_intervals_apart_decides_by_each_arms_interval_over_seeds():
+    spec = Comparison("A", "B", "metrics.test/ppl", Design.INTERVALS_APART)
+    apart = compare(spec, runs(A), runs(B))  # A 11 ± 2.48, B 13.67 ± 1.90: [8.52, 13.48] against [11.77, 15.56] overlap
+    assert apart.delta.side == "overlap" and apart.method == Design.INTERVALS_APART.value
+    assert apart.verdict(direction=1).kind is VerdictKind.INCONCLUSIVE
+    far = compare(spec, runs(A), runs({s: v + 10 for s, v in B.items()}))
+    assert far.delta.side == "higher" and far.mean == pytest.approx(12.666, abs=1e-3)
+    assert far.verdict(direction=1).kind is VerdictKind.SUPPORTED and far.verdict(direction=-1).kind is VerdictKind.CONTRADICTS
+    one = compare(spec, runs({0: 1.0}), runs({0: 2.0}))  # a single value is its own interval
+    assert one.delta.side == "higher" and one.verdict(direction=1).kind is VerdictKind.SINGLE_RUN
+    assert compare(spec, runs({0: 1.0, 1: 2.0}), runs(B)).verdict(direction=1).kind is VerdictKind.TOO_FEW_SEEDS
+
+
+def test_all_apart_over_several_k_contradicts_when_one_does():
+    from softmax_zoo.reports._compare import all_apart
+    from softmax_zoo.reports._verdicts import Verdict
+
+    def v(kind):
+        return Verdict(kind, kind.value)
+
+    seeds = [0, 1, 2]
+    assert all_apart({5: v(VerdictKind.SUPPORTED), 10: v(VerdictKind.SUPPORTED)}, seeds, "x", "below").kind is VerdictKind.SUPPORTED
+    mixed = all_apart({5: v(VerdictKind.SUPPORTED), 10: v(VerdictKind.CONTRADICTS)}, seeds, "x", "below")
+    assert mixed.kind is VerdictKind.CONTRADICTS and "k=[10]" in str(mixed)
+    assert all_apart({5: v(VerdictKind.INCONCLUSIVE), 10: v(VerdictKind.SUPPORTED)}, seeds, "x", "below").kind is VerdictKind.INCONCLUSIVE
+    assert all_apart({5: v(VerdictKind.SINGLE_RUN)}, [0], "x", "below").kind is VerdictKind.SINGLE_RUN
+
+
+def test_per_seed_partial_leaves_out_runs_without_the_metric():
+    rs = runs(A) + [{"run_name": "r3", "seed": 3, "metrics": {}}]
+    assert per_seed(rs, "metrics.test/ppl", partial=True) == A
+    with pytest.raises(KeyError, match="r3 has no"):
+        per_seed(rs, "metrics.test/ppl")

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from softmax_zoo.reports._kernel_bias_review import (
-    DESIGN,
+    DESIGN_IDS,
     FLAT_GAIN,
     deviation_row,
     diminishing_row,
@@ -78,14 +78,15 @@ def _record(sampler, m, val_loss, curve=None, seed=0):
 def test_diminishing_returns_reads_the_curves_when_every_run_has_one():
     full = _record(None, None, 5.0, {0: 9.0, 100: 6.0, 200: 5.0})
     runs = [full, *(_record("quadratic", m, 5.0 + g, {0: 9.0, 100: 6.0 + g, 200: 5.0 + g}) for m, g in ((8, 0.3), (32, 0.1), (128, 0.05)))]
-    what, gaps = gaps_by_m(runs)
-    assert what.startswith("mean gap along the validation curve") and gaps["quadratic"] == pytest.approx({8: 0.3, 32: 0.1, 128: 0.05})
+    with_curves, gaps = gaps_by_m(runs)
+    assert with_curves and gaps["quadratic"] == pytest.approx({8: 0.3, 32: 0.1, 128: 0.05})
     row, = diminishing_row(runs, "kernel_bias_paper")
-    assert row["id"] == "kernel-bias-diminishing-returns-paper-setting"
-    assert row["verdict"] == "single run (seed 0): quadratic flat from m=32; one run per point decides nothing"
+    assert row["id"] == "kernel-bias-diminishing-returns-paper-setting" and row["paper_setting"]
+    assert row["gains"]["quadratic"] == [(8, 32, pytest.approx(0.1)), (32, 128, pytest.approx(0.025))]
+    assert row["verdict"].kind is VerdictKind.SINGLE_RUN and "quadratic flat from m=32" in str(row["verdict"])
     without_curves = [_record(None, None, 5.0), _record("uniform", 8, 7.0), _record("uniform", 16, 6.0)]
-    assert gaps_by_m(without_curves)[0].startswith("gap of the final validation loss")
-    assert "uniform not flat up to m=16" in diminishing_row(without_curves, "kernel_bias")[0]["verdict"]
+    assert gaps_by_m(without_curves) == (False, {"uniform": {8: 2.0, 16: 1.0}})
+    assert "uniform not flat up to m=16" in str(diminishing_row(without_curves, "kernel_bias")[0]["verdict"])
 
 
 def test_deviation_row_ranks_kl_against_bias_at_the_last_checkpoint(tmp_path):
@@ -98,14 +99,15 @@ def test_deviation_row_ranks_kl_against_bias_at_the_last_checkpoint(tmp_path):
         meta = {"step": step, "rows": 10, "draws": 4, "seed": 7, "run_name": "ptb_full_softmax_cpu_seed2"}
         (folder / f"s{step}.json").write_text(json.dumps({"meta": meta, "rows": rows, "stats": {}}))
     row, = deviation_row(tmp_path, "kernel_bias")
-    assert "step 400" in row["ours"] and "m=8 +1.00 / +1.00 (seed 2)" in row["ours"]
-    assert row["verdict"].startswith("single run (seed 2): a single measurement at one checkpoint: the smallest ρ over m is +1.00")
+    assert row["meta"]["step"] == 400 and row["seed"] == 2 and row["rho"] == {8: pytest.approx((1.0, 1.0))}
+    assert row["verdict"].kind is VerdictKind.SINGLE_RUN and "the smallest ρ over m is +1.00" in str(row["verdict"])
 
 
-@pytest.mark.parametrize("row", DESIGN, ids=[d[0] for d in DESIGN])
-def test_design_rows_name_tests_that_exist(row):
-    *_, first, more = row
-    for node in [first, *re.findall(r"tests/\S+::test_\w+", more)]:
+@pytest.mark.parametrize("row_id", DESIGN_IDS)
+def test_design_rows_name_tests_that_exist(row_id):
+    nodes = re.findall(r"tests/\S+::test_\w+", read_claims(LEDGER)[row_id]["verdict"])
+    assert nodes
+    for node in nodes:
         path, name = node.split("::")
         assert re.search(rf"^def {name}\(", (REPO / path).read_text(), re.M), f"{node} does not exist"
 

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from softmax_zoo import config, engine
-from softmax_zoo.reports.kernel_bias import diagnostic_section
+from softmax_zoo.reports.kernel_bias import diagnostics
 from softmax_zoo.studies import sampler_bias
 
 
@@ -52,14 +52,15 @@ def test_a_folder_that_is_not_a_checkpoint_is_refused(lm_corpus, tmp_path):
 
 
 def test_kernel_bias_page_section_shows_the_diagnostics(lm_corpus, tmp_path):
-    assert diagnostic_section(tmp_path) == ""  # no diagnostics: the page has no such section
+    assert diagnostics(tmp_path) == []  # no diagnostics: the page has no such section
     result = diagnose("init", lm_corpus, tmp_path, "--trained-by", "train.max_steps=0", out=None)
     experiment = result["meta"]["experiment"]  # the default folder: <results_dir>/diagnostics/sampler_bias/<experiment>
     assert (tmp_path / "diagnostics" / "sampler_bias" / experiment / f"{result['meta']['run_name']}_step0.json").is_file()
-    assert diagnostic_section(tmp_path, "kernel_bias") == ""
-    section = diagnostic_section(tmp_path, experiment)
-    assert "of the checkpoints of `train.max_steps=0`" in section and "**Step 0**" in section
-    assert "| quadratic_centred (ours) |" in section and "loss bias m=16" in section
+    assert diagnostics(tmp_path, "kernel_bias") == []
+    found, = diagnostics(tmp_path, experiment)
+    assert found["meta"]["trained_by"] == "train.max_steps=0" and found["meta"]["step"] == 0
+    assert 16 in found["ms"] and "quadratic_centred" in [s["name"] for s in found["samplers"]]
+    assert all(s["kl"] >= 0 and len(s["loss"]) == len(s["grad"]) == len(found["ms"]) for s in found["samplers"])
 
 
 def test_options_are_dashed_and_every_key_value_is_an_override():

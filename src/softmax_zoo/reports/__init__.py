@@ -26,7 +26,7 @@ Modules::
     _verdicts       the claims ledger's verdict vocabulary
     _seq2seq        what table5 and table3 share: softmax/sparse-softmax pairs, per-seed item scores, a setting's data
     _sweep          any sweep as a table and a plot (``python -m softmax_zoo.reports sweep ...``)
-    _fig2_summary   the fig2 records summarised by task and arm
+    _fig2_summary   the fig2 records grouped by task and arm, their per-seed values and curves
     _fig2_claims    the fig2 claims of Sun et al. 2021 and our verdicts on them
     _fig2_plots     the fig2 figures: micro-F1 against k, validation micro-F1 per epoch and each arm's own loss
     _fig2_settings  the classification settings of Sun et al. 2021 beside ours, one column per task
@@ -39,5 +39,6 @@ Modules::
     _stable_examples     the fix paper's FP32 minimal examples and its equivalence, computed (deterministic rows)
     _stable_kd_ptb       the stable page's PTB self-distillation in the training pipeline (standard vs stable KL)
     _kernel_bias_review  the review's diminishing returns, deviation vs bias and design rows
+    _kernel_bias_plots   the kernel-bias figures: validation loss against m, the validation curves
     _kernel_bias_settings  the kernel-bias page's "what the review states, what we chose"
 """

@@ -9,6 +9,8 @@ row of a page prints. The designs:
   over the items, over seeds a Student-t interval of the per-seed Δ (:class:`._stats.SeedAwareDelta`).
 * ``PAIRED_BY_SEED``: one value per run, arms paired by seed; Student-t over the per-seed Δ.
 * ``UNPAIRED``: one value per run, arms not paired; Welch's interval (:class:`._stats.UnpairedSeedDelta`).
+* ``INTERVALS_APART``: one value per run; each arm's 95% Student-t interval over seeds, and whether the
+  two lie apart (:class:`ArmIntervals`). Stricter than an interval of Δ excluding 0.
 
 :func:`per_seed` is the one extractor of a metric per seed that every page uses.
 """
@@ -22,8 +24,8 @@ from enum import Enum
 from typing import Any
 
 from ..records import get
-from ._stats import SeedAwareDelta, UnpairedSeedDelta, paired_seed_deltas
-from ._verdicts import Verdict, claimed_direction, verdict
+from ._stats import SeedAwareDelta, UnpairedSeedDelta, mean, mean_ci, paired_seed_deltas, seeds_label
+from ._verdicts import MIN_SEEDS, Verdict, VerdictKind, claimed_direction, verdict
 
 Records = Sequence[dict[str, Any]]
 
@@ -32,6 +34,71 @@ class Design(Enum):
     PAIRED_BY_ITEM = "paired bootstrap over test items per seed, Student-t over seeds"
     PAIRED_BY_SEED = "paired by seed, Student-t over seeds"
     UNPAIRED = "unpaired, Welch over seeds"
+    INTERVALS_APART = "95% Student-t intervals over seeds of each arm, apart or overlapping"
+
+
+APART = "95% intervals over seeds apart"
+
+
+@dataclass(frozen=True)
+class ArmIntervals:
+    """Two arms' values over seeds (:data:`Design.INTERVALS_APART`): does B's 95% interval lie wholly above or below A's?"""
+
+    seeds: tuple[int, ...]  # the seeds of both arms
+    values_a: tuple[float, ...]
+    values_b: tuple[float, ...]
+
+    @property
+    def n_seeds(self) -> int:
+        return min(len(self.values_a), len(self.values_b))
+
+    @property
+    def mean(self) -> float:
+        return mean(self.values_b) - mean(self.values_a)
+
+    @property
+    def side(self) -> str:
+        """"higher" / "lower" if B's interval lies wholly above / below A's (a single value is its own interval), else "overlap"."""
+        (alo, ahi), (blo, bhi) = (interval(v) for v in (self.values_a, self.values_b))
+        return "higher" if blo > ahi else "lower" if bhi < alo else "overlap"
+
+    def verdict(self, direction: int) -> Verdict:
+        """The claim that B lies above A (``direction`` +1) or below it (-1): decided by the intervals lying apart."""
+        label = seeds_label(self.seeds)
+        if self.n_seeds == 1:
+            return Verdict(VerdictKind.SINGLE_RUN, f"single run ({label}): Δ {self.mean:+.1f}, no interval over seeds")
+        if self.n_seeds < MIN_SEEDS:
+            return Verdict(VerdictKind.TOO_FEW_SEEDS, f"too few seeds ({label}; a verdict needs {MIN_SEEDS}): Δ {self.mean:+.1f}")
+        if self.side == "overlap":
+            return Verdict(VerdictKind.INCONCLUSIVE, f"inconclusive ({label}): 95% intervals over seeds overlap")
+        if (self.side == "higher") == (direction > 0):
+            return Verdict(VerdictKind.SUPPORTED, f"supported ({label}): {APART}, on the claim's side")
+        return Verdict(VerdictKind.CONTRADICTS, f"contradicts ({label}): {APART}, opposite to the claim")
+
+
+def interval(values: Sequence[float]) -> tuple[float, float]:
+    """(low, high) of the 95% Student-t interval of the mean; a single value is its own interval."""
+    m, half, _ = mean_ci(values)
+    half = 0.0 if math.isnan(half) else half
+    return m - half, m + half
+
+
+def all_apart(parts: Mapping[int, Verdict], seeds: Sequence[int], reference: str, against: str) -> Verdict:
+    """One verdict over :data:`Design.INTERVALS_APART` comparisons of several k: supported when all are, contradicts
+    when one does, else inconclusive. ``reference`` names what each k is compared with ("k=20's"), ``against``
+    where a contradicting k's interval lies ("above"); fewer seeds than a verdict needs give that kind."""
+    kinds = {v.kind for v in parts.values()}
+    label = seeds_label(seeds)
+    if few := kinds & {VerdictKind.SINGLE_RUN, VerdictKind.TOO_FEW_SEEDS}:
+        kind = VerdictKind.SINGLE_RUN if VerdictKind.SINGLE_RUN in few else VerdictKind.TOO_FEW_SEEDS
+        return Verdict(kind, f"{kind.value} ({label}): no interval over seeds decides")
+    if opposed := [k for k, v in parts.items() if v.kind is VerdictKind.CONTRADICTS]:
+        return Verdict(VerdictKind.CONTRADICTS, f"contradicts ({label}): the 95% interval over seeds of k={opposed} lies "
+                                                f"wholly {against} {reference}")
+    if kinds == {VerdictKind.SUPPORTED}:
+        return Verdict(VerdictKind.SUPPORTED, f"supported ({label}): {APART} from {reference} for every k, on the claim's side")
+    open_ = [k for k, v in parts.items() if v.kind is VerdictKind.INCONCLUSIVE]
+    return Verdict(VerdictKind.INCONCLUSIVE, f"inconclusive ({label}): the 95% intervals over seeds of k={open_} overlap {reference}")
 
 
 @dataclass(frozen=True)
@@ -47,6 +114,7 @@ class Comparison:
     metric: str | Callable[[dict[str, Any]], float]
     design: Design
     log: bool = False
+    partial: bool = False  # runs without the metric are left out, not an error
 
 
 @dataclass(frozen=True)
@@ -54,7 +122,7 @@ class Compared:
     """One comparison's result: its spec, the statistic over seeds, and the method's name."""
 
     spec: Comparison
-    delta: SeedAwareDelta | UnpairedSeedDelta
+    delta: SeedAwareDelta | UnpairedSeedDelta | ArmIntervals
 
     @property
     def method(self) -> str:
@@ -74,25 +142,27 @@ class Compared:
             if paper is None:
                 return None
             direction = claimed_direction(paper)
+        if isinstance(self.delta, ArmIntervals):
+            return self.delta.verdict(direction)
         return verdict(self.delta, direction, digits=digits)
 
 
-def value(record: dict[str, Any], metric: str | Callable[[dict[str, Any]], float]) -> float:
-    """A record's value of ``metric`` (a dotted key or a function of the record)."""
-    found = metric(record) if callable(metric) else get(record, metric)
-    if found is None:
-        raise KeyError(f"record {record.get('run_name', '?')} has no {metric}")
-    return float(found)
+def per_seed(records: Records, metric: str | Callable[[dict[str, Any]], float | None], log: bool = False,
+             partial: bool = False) -> dict[int, float]:
+    """seed -> the metric of that seed's record (its log with ``log``), in record order; one record per seed.
 
-
-def per_seed(records: Records, metric: str | Callable[[dict[str, Any]], float], log: bool = False) -> dict[int, float]:
-    """seed -> the metric of that seed's record (its log with ``log``); one record per seed."""
+    ``metric``: a dotted record key or a function of one record. A record without it is an error, or
+    with ``partial`` left out.
+    """
     out: dict[int, float] = {}
     for r in records:
         if r["seed"] in out:
             raise ValueError(f"two records of seed {r['seed']} in one arm ({r.get('run_name', '?')})")
-        v = value(r, metric)
-        out[r["seed"]] = math.log(v) if log else v
+        found = metric(r) if callable(metric) else get(r, metric)
+        if found is None and not partial:
+            raise KeyError(f"record {r.get('run_name', '?')} has no {metric}")
+        if found is not None:
+            out[r["seed"]] = math.log(found) if log else float(found)
     return out
 
 
@@ -104,11 +174,13 @@ def compare(spec: Comparison, a: Records = (), b: Records = (), *, items: Mappin
         if items is None:
             raise ValueError(f"{spec.design.name} needs the per-item scores of each seed")
         return Compared(spec, paired_seed_deltas(items, num_samples=num_samples, bootstrap=bootstrap))
-    return compare_values(spec, per_seed(a, spec.metric, spec.log), per_seed(b, spec.metric, spec.log))
+    return compare_values(spec, *(per_seed(arm, spec.metric, spec.log, spec.partial) for arm in (a, b)))
 
 
 def compare_values(spec: Comparison, va: Mapping[int, float], vb: Mapping[int, float]) -> Compared:
-    """Δ = B − A by ``spec``'s design (``PAIRED_BY_SEED`` or ``UNPAIRED``) from each arm's seed -> value."""
+    """Δ = B − A by ``spec``'s design (``PAIRED_BY_SEED``, ``UNPAIRED`` or ``INTERVALS_APART``) from each arm's seed -> value."""
+    if spec.design is Design.INTERVALS_APART:
+        return Compared(spec, ArmIntervals(tuple(sorted({*va, *vb})), tuple(va.values()), tuple(vb.values())))
     if spec.design is Design.UNPAIRED:
         return Compared(spec, UnpairedSeedDelta.from_values(va, vb))
     seeds = sorted(set(va) & set(vb))

@@ -1,6 +1,4 @@
-"""More of the review's Blanc & Rendle 2018 findings: diminishing returns in m, bias against the sampler's
-deviation from the softmax, the design properties, and the page's part on what the review states and
-what we chose.
+"""More of the review's Blanc & Rendle 2018 findings, as data for the ledger macros of templates/kernel_bias.md.j2.
 
 * Diminishing returns ("increasing the sample size beyond a certain point does not improve
   convergence speed"): per sampler, the *gain per doubling of m*, the drop of its gap to the full
@@ -13,7 +11,7 @@ what we chose.
   distribution"): at the last diagnosed checkpoint of the full-softmax run, per m the Spearman rank
   correlation over the samplers of KL(p̃‖q̃) against the sampled loss's |bias| and the gradient bias.
 * Design ("relies only on the model's last hidden layer"; "the kernel only for sampling, the loss via
-  full softmax"): how our code satisfies it and the test that checks it.
+  full softmax"): the rows :data:`DESIGN_IDS`, whose words and tests are the template's.
 """
 
 from __future__ import annotations
@@ -24,16 +22,15 @@ import re
 from pathlib import Path
 from typing import Any
 
+from scipy import stats
+
 from ..records import get
-from ._kernel_bias_claims import EXPERIMENT, sampler_name
-from ._stats import mean, seeds_label
-from ._verdicts import by_construction, no_interval_verdict
+from ._kernel_bias_claims import DIAGNOSTICS, EXPERIMENT, SAMPLERS, sampler_name
+from ._stats import mean
+from ._verdicts import no_interval_verdict
 
 FLAT_GAIN = 0.05  # nats per doubling of m: ours, about the exact softmax sampler's spread over m in our setting (0.06)
-QUOTE_DIMINISHING = ("\"Once bias is sufficiently reduced, increasing the sample size beyond a certain point does not improve "
-                     "convergence speed, indicating diminishing returns for larger m\"")
-QUOTE_DEVIATION = "\"the bias increases the more the sampling distribution deviates from the output distribution\""
-DIAGNOSTICS = Path("diagnostics") / "sampler_bias"  # under results_dir
+DESIGN_IDS = ("kernel-design-last-hidden-layer", "kernel-design-sampling-only")
 
 
 def _curve(record: dict[str, Any]) -> dict[int, float]:
@@ -42,8 +39,8 @@ def _curve(record: dict[str, Any]) -> dict[int, float]:
             if "val/curve_perplexity" in h and h["step"] > 0}
 
 
-def gaps_by_m(records: list[dict[str, Any]]) -> tuple[str, dict[str, dict[int, float]]]:
-    """(what the gap is, sampler -> m -> gap to the full softmax, mean over seeds); see the module docstring."""
+def gaps_by_m(records: list[dict[str, Any]]) -> tuple[bool, dict[str, dict[int, float]]]:
+    """(whether the gaps are along the validation curves, sampler -> m -> gap to the full softmax, mean over seeds)."""
     full = {r["seed"]: r for r in records if sampler_name(r) is None}
     with_curves = all(_curve(r) for r in records)
     per_run: dict[str, dict[int, list[float]]] = {}
@@ -57,15 +54,7 @@ def gaps_by_m(records: list[dict[str, Any]]) -> tuple[str, dict[str, dict[int, f
         else:
             gap = r["metrics"]["val/loss"] - base["metrics"]["val/loss"]
         per_run.setdefault(name, {}).setdefault(int(get(r, "config.loss.num_samples")), []).append(gap)
-    what = ("mean gap along the validation curve, ln ppl − ln ppl(full softmax) at each logged step" if with_curves
-            else "gap of the final validation loss to the full softmax's")
-    return what, {name: {m: mean(v) for m, v in sorted(per_m.items())} for name, per_m in per_run.items()}
-
-
-def _order(name: str) -> tuple[int, str]:
-    """The page's sampler order, others after."""
-    known = ("uniform", "unigram", "quadratic", "quadratic_centred", "softmax")
-    return (known.index(name) if name in known else len(known), name)
+    return with_curves, {name: {m: mean(v) for m, v in sorted(per_m.items())} for name, per_m in per_run.items()}
 
 
 def gains_per_doubling(gaps: dict[int, float]) -> list[tuple[int, int, float]]:
@@ -84,128 +73,53 @@ def flat_from(gains: list[tuple[int, int, float]]) -> int | None:
     return flat
 
 
-def diminishing_row(records: list[dict[str, Any]], experiment: str) -> list[dict[str, str]]:
+def diminishing_row(records: list[dict[str, Any]], experiment: str) -> list[dict[str, Any]]:
     """The diminishing-returns row of one setting ([] without sampled runs at two m or more)."""
-    what, gaps = gaps_by_m(records)
-    samplers = {name: gaps[name] for name in sorted(gaps, key=_order) if len(gaps[name]) >= 2 and name != "softmax"}
-    if not samplers:
+    with_curves, gaps = gaps_by_m(records)
+    order = sorted(gaps, key=lambda name: (SAMPLERS.index(name) if name in SAMPLERS else len(SAMPLERS), name))
+    gains = {name: gains_per_doubling(gaps[name]) for name in order if len(gaps[name]) >= 2 and name != "softmax"}
+    if not gains:
         return []
     seeds = sorted({r["seed"] for r in records})
-    parts, flats = [], {}
-    for name, g in samplers.items():
-        gains = gains_per_doubling(g)
-        flats[name] = flat_from(gains)
-        parts.append(f"{name}: " + ", ".join(f"m={a}→{b} {gain:+.3f}" for a, b, gain in gains))
-    result = "; ".join(f"{name} flat from m={m}" if m is not None else f"{name} not flat up to m={max(samplers[name])}"
+    flats = {name: flat_from(g) for name, g in gains.items()}
+    result = "; ".join(f"{name} flat from m={m}" if m is not None else f"{name} not flat up to m={max(gaps[name])}"
                        for name, m in flats.items())
-    suffix, where = ("", "") if experiment == EXPERIMENT else ("-paper-setting", " (the paper's setting: no output bias, plain SGD)")
-    return [{
-        "id": f"kernel-bias-diminishing-returns{suffix}",
-        "claim": f"{QUOTE_DIMINISHING}{where}",
-        "paper": "no gain in convergence speed beyond some m once the bias is small (no number)",
-        "ours": f"gain per doubling of m in the {what} (nats): {'; '.join(parts)}; flat = every further doubling gains "
-                f"< {FLAT_GAIN} nats (our threshold) ({seeds_label(seeds)})",
-        "verdict": str(no_interval_verdict(seeds, result, single="; one run per point decides nothing",
-                                           many="; the gains have no interval over seeds")),
-        "source": EXPERIMENT,
-    }]
-
-
-def ranks(values: list[float]) -> list[float]:
-    """Ranks from 1, ties given their mean rank."""
-    order = sorted(range(len(values)), key=values.__getitem__)
-    out = [0.0] * len(values)
-    i = 0
-    while i < len(order):
-        j = i
-        while j + 1 < len(order) and values[order[j + 1]] == values[order[i]]:
-            j += 1
-        for k in order[i:j + 1]:
-            out[k] = (i + j) / 2 + 1
-        i = j + 1
-    return out
+    paper_setting = experiment != EXPERIMENT
+    return [{"kind": "diminishing", "id": f"kernel-bias-diminishing-returns{'-paper-setting' if paper_setting else ''}",
+             "paper_setting": paper_setting, "with_curves": with_curves, "gains": gains, "seeds": seeds, "flat_gain": FLAT_GAIN,
+             "verdict": no_interval_verdict(seeds, result, single="; one run per point decides nothing",
+                                            many="; the gains have no interval over seeds"), "source": EXPERIMENT}]
 
 
 def spearman(x: list[float], y: list[float]) -> float:
-    """Spearman's rank correlation (Pearson's on the ranks; nan when either is constant)."""
-    rx, ry = ranks(x), ranks(y)
-    mx, my = mean(rx), mean(ry)
-    sxy = sum((a - mx) * (b - my) for a, b in zip(rx, ry))
-    sxx, syy = sum((a - mx) ** 2 for a in rx), sum((b - my) ** 2 for b in ry)
-    return sxy / math.sqrt(sxx * syy) if sxx and syy else math.nan
+    """Spearman's rank correlation (ties given their mean rank; nan when either is constant)."""
+    return math.nan if len(set(x)) < 2 or len(set(y)) < 2 else float(stats.spearmanr(x, y).statistic)
 
 
-def last_diagnostic(results_dir: str | Path, experiment: str) -> dict[str, Any] | None:
-    """The diagnostic of the latest checkpoint of ``experiment``'s full-softmax run, None if there is none."""
-    files = sorted(Path(results_dir, DIAGNOSTICS, experiment).glob("*.json"))
-    results = [json.loads(f.read_text()) for f in files]
-    return max(results, key=lambda r: r["meta"]["step"], default=None)
-
-
-def deviation_row(results_dir: str | Path, experiment: str) -> list[dict[str, str]]:
+def deviation_row(results_dir: str | Path, experiment: str) -> list[dict[str, Any]]:
     """The deviation-and-bias row of one setting, from its last checkpoint's diagnostic ([] without one)."""
-    result = last_diagnostic(results_dir, experiment)
+    results = [json.loads(f.read_text()) for f in sorted(Path(results_dir, DIAGNOSTICS, experiment).glob("*.json"))]
+    result = max(results, key=lambda r: r["meta"]["step"], default=None)
     if result is None:
         return []
     meta, rows = result["meta"], result["rows"]
-    ms = sorted({r["m"] for r in rows})
     rho = {}
-    for m in ms:
-        cells = [r for r in rows if r["m"] == m]
-        kl = [max(r["kl"], 0.0) for r in cells]  # KL >= 0; a negative value is rounding
-        rho[m] = (spearman(kl, [abs(r["loss_bias"]) for r in cells]), spearman(kl, [r["grad_bias"] for r in cells]))
+    for m in sorted({r["m"] for r in rows}):
+        at = [r for r in rows if r["m"] == m]
+        kl = [max(r["kl"], 0.0) for r in at]  # KL >= 0; a negative value is rounding
+        rho[m] = (spearman(kl, [abs(r["loss_bias"]) for r in at]), spearman(kl, [r["grad_bias"] for r in at]))
     samplers = list(dict.fromkeys(r["sampler"] for r in rows))
-    low = min(min(v) for v in rho.values())
-    suffix, where = ("", "") if experiment == EXPERIMENT else ("-paper-setting", " (the paper's setting: no output bias, plain SGD)")
     trained = re.search(r"seed(\d+)", meta.get("run_name", ""))
     seed = int(trained.group(1)) if trained else meta.get("seed", 0)
-    ours = (f"the last diagnosed checkpoint (step {meta['step']}) of a full-softmax run, {len(samplers)} samplers ({', '.join(samplers)}), "
-            f"{meta['rows']} rows, {meta['draws']} draws per point; Spearman ρ over the samplers of KL(p̃‖q̃) against "
-            "|loss bias| / gradient bias: " + ", ".join(f"m={m} {a:+.2f} / {b:+.2f}" for m, (a, b) in rho.items())
-            + f" (seed {seed})")
-    result_text = f"a single measurement at one checkpoint: the smallest ρ over m is {low:+.2f}"
-    return [{
-        "id": f"kernel-bias-deviation{suffix}",
-        "claim": f"{QUOTE_DEVIATION}{where}",
-        "paper": "bias increases with the deviation of q from the output distribution (no number)",
-        "ours": ours,
-        "verdict": str(no_interval_verdict([seed], result_text,
-                                           single="; one checkpoint of one run decides nothing, and ρ over "
-                                                  f"{len(samplers)} samplers has no interval")),
-        "source": EXPERIMENT,
-    }]
+    low = min(min(v) for v in rho.values())
+    paper_setting = experiment != EXPERIMENT
+    return [{"kind": "deviation", "id": f"kernel-bias-deviation{'-paper-setting' if paper_setting else ''}", "paper_setting": paper_setting,
+             "meta": meta, "samplers": samplers, "rho": rho, "seed": seed, "source": EXPERIMENT,
+             "verdict": no_interval_verdict([seed], f"a single measurement at one checkpoint: the smallest ρ over m is {low:+.2f}",
+                                            single=f"; one checkpoint of one run decides nothing, and ρ over {len(samplers)} samplers "
+                                                   "has no interval")}]
 
 
-DESIGN = (
-    ("kernel-design-last-hidden-layer",
-     "\"Kernel based sampling can be easily applied to many models because it relies only on the model's last hidden layer\"",
-     "the sampler reads only the last hidden layer (and the class embeddings)",
-     "QuadraticKernelSampler.sample and .log_prob take the rows' hidden states h (detached) and the output weight w, "
-     "and ignore the output bias; SampledSoftmaxHead hands them nothing else and runs them without an autograd graph",
-     "the sampler's inputs are the hidden rows and the output weight, without a graph",
-     "tests/losses/test_sampled.py::test_target_never_drawn_and_only_touched_rows_get_gradient",
-     " and tests/losses/test_kernel_sampler.py::test_ignores_bias"),
-    ("kernel-design-sampling-only",
-     "\"Apply the kernel-based sampling only during training, preserving the full exponential softmax for loss computation "
-     "to maintain model quality\"",
-     "the kernel only for sampling; the model's distribution stays the exponential softmax",
-     "the kernel enters SampledSoftmaxHead only as q: the draw of the negatives and the correction ln(m·q̃) of their logits "
-     "h·w; in eval mode the head's loss and log-probabilities are the full softmax of h·w, and every validation and test "
-     "number on this page is that full softmax",
-     "evaluation is the full softmax of h·w; the kernel only draws the negatives and their correction",
-     "tests/losses/test_sampled.py::test_eval_mode_equals_softmax_head",
-     " and tests/losses/test_sampled.py::test_softmax_sampler_loss_equals_full_ce_for_every_draw"),
-)
-
-
-def design_rows() -> list[dict[str, str]]:
-    """The review's two design properties: how our implementation satisfies them, and the tests that check it."""
-    return [{"id": id_, "claim": claim, "paper": paper, "ours": how, "verdict": str(by_construction(short, test)) + more,
-             "source": EXPERIMENT} for id_, claim, paper, how, short, test, more in DESIGN]
-
-
-def review_rows(results_dir: str | Path, records: list[dict[str, Any]], experiment: str) -> list[dict[str, str]]:
-    """This module's rows for one setting (the design rows are added once, by :func:`design_rows`)."""
-    if not records:
-        return []
-    return diminishing_row(records, experiment) + deviation_row(results_dir, experiment)
+def review_rows(results_dir: str | Path, records: list[dict[str, Any]], experiment: str) -> list[dict[str, Any]]:
+    """This module's rows for one setting (the design rows are added once, :data:`DESIGN_IDS`)."""
+    return diminishing_row(records, experiment) + deviation_row(results_dir, experiment) if records else []

@@ -1,21 +1,24 @@
-"""The kernel-bias page's part on what the text we hold of Blanc & Rendle 2018 (a review of the paper)
-states and what we chose: the numbers read from each setting's records; the words in
-templates/_kernel_bias_settings.md.j2."""
+"""The kernel-bias page's choices beside what the review of Blanc & Rendle 2018 states, one column per setting.
+
+The review gives no dataset, model, optimiser, rate, length, α or output bias: every row is
+:data:`~._settings.NOT_STATED`, ours read from a setting's records (rows of
+:func:`softmax_zoo.reports._settings.settings_rows`; a row that does not apply to a setting reads None).
+"""
 
 from __future__ import annotations
 
-from typing import Any
-
 from ..records import get
-from ._kernel_bias_claims import sampler_name
-from ._settings import joined
+from ._kernel_bias_claims import KERNELS, PAPER_SETTING, sampler_name
+from ._render import words
+from ._settings import NOT_STATED, Records, Setting, joined, seeds
+from ._verdicts import MIN_SEEDS
 
 # The full-softmax learning rates compared for the paper setting's plain SGD (300 steps each); no record keeps
 # them. The chosen rate, 20, is the grid's largest: a larger rate was not tried.
 SGD_RATE_GRID = (1, 10, 20)
 
 
-def _grid(records: list[dict[str, Any]]) -> str:
+def _grid(records: Records) -> str:
     """sampler: its m values, from the records."""
     grid: dict[str, set[int]] = {}
     for r in records:
@@ -24,22 +27,29 @@ def _grid(records: list[dict[str, Any]]) -> str:
     return "; ".join(f"{name} m={', '.join(map(str, sorted(ms)))}" for name, ms in sorted(grid.items()))
 
 
-def setting_data(records: list[dict[str, Any]], paper_setting: bool) -> dict[str, Any]:
-    """One setting's numbers, read from its records, for its choices in templates/_kernel_bias_settings.md.j2."""
-    r0 = records[0]
-    return {
-        "paper_setting": paper_setting, "hidden": get(r0, "config.model.hidden_size"), "bptt": get(r0, "config.task.bptt"),
-        "batch": get(r0, "config.train.batch_size"), "grid": _grid(records),
-        "alphas": joined([r for r in records if sampler_name(r) in ("quadratic", "quadratic_centred")], "config.loss.sampler.alpha"),
-        "clip": get(r0, "config.train.max_grad_norm"), "steps": r0["timing"]["global_steps"],
-        "seeds": sorted({r["seed"] for r in records}), "optim": get(r0, "config.train.optim") or "optimiser not recorded",
-        "lr": joined(records, "config.train.lr"), "rate_grid": SGD_RATE_GRID,
+def _only(paper_setting: bool, text):
+    """A reader for the rows of one setting only: ``text(records)`` there, None in the other."""
+    return lambda rs: text(rs) if (rs[0]["experiment"] == PAPER_SETTING) == paper_setting else None
+
+
+def kernel_bias_settings() -> list[Setting]:
+    """The rows of the page's choices: ours per setting, and why ours (templates/_kernel_bias_settings.j2)."""
+    why = words("_kernel_bias_settings.j2", MIN_SEEDS=MIN_SEEDS, rate_grid=SGD_RATE_GRID).why
+
+    def optimiser(rs: Records) -> str:
+        return f"{get(rs[0], 'config.train.optim') or 'optimiser not recorded'}, lr {joined(rs, 'config.train.lr')}"
+
+    readers = {
+        "data and model": lambda rs: f"Penn Treebank, an LSTM of {get(rs[0], 'config.model.hidden_size')} units, BPTT "
+                                     f"{get(rs[0], 'config.task.bptt')}, batch {get(rs[0], 'config.train.batch_size')}",
+        "m": lambda rs: f"the grid of m ({_grid(rs)})",
+        "α": lambda rs: f"α = {joined([r for r in rs if sampler_name(r) in KERNELS], 'config.loss.sampler.alpha')} "
+                        "for the kernel α(h·w)² + 1",
+        "schedule": lambda rs: f"gradient norm clipped to {get(rs[0], 'config.train.max_grad_norm')}, "
+                               f"{rs[0]['timing']['global_steps']} steps, {seeds(rs)}",
+        "plain optimiser": _only(True, lambda rs: f"plain {optimiser(rs)}"),
+        "no output bias": _only(True, lambda rs: "no output bias"),
+        "optimiser": _only(False, lambda rs: f"{optimiser(rs)}, with an output bias"),
+        "unigram arm": _only(False, lambda rs: "the unigram arm (training-set word counts)"),
     }
-
-
-def settings_section(settings: dict[str, list[dict[str, Any]]], paper_experiment: str) -> str:
-    """Markdown: what the review states, then each setting's choices (``settings``: experiment -> its records)."""
-    from ._render import render
-
-    return render("_kernel_bias_settings.md.j2", settings={experiment: setting_data(records, experiment == paper_experiment)
-                                                           for experiment, records in settings.items() if records})
+    return [Setting(name, NOT_STATED, read, why[name]) for name, read in readers.items()]

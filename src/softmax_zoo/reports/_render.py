@@ -99,3 +99,9 @@ def render_page(template: str, data: dict[str, Any]) -> tuple[str, list[dict[str
     return str(words), [{"id": c["id"], "claim": str(words.claim(c)), "paper": str(words.paper(c)), "ours": str(words.ours(c)),
                          "verdict": str(words.verdict(c)), "source": c["source"]} for c in data.get("claims", ())]
 
+
+
+def words(template: str, **data: Any) -> Any:
+    """The variables ``templates/<template>`` sets (``{% set paper = {...} %}``), ``data`` given to it: a page's words
+    that Python pairs with numbers (the statements and reasons of a settings table), as attributes."""
+    return ENV.get_template(template).make_module(data)

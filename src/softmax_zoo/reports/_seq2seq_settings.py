@@ -2,7 +2,8 @@
 
 :func:`seq2seq_settings` gives the rows of :func:`softmax_zoo.reports._settings.settings_rows` for
 one task: the paper's values as its §4 states them, ours read from a column's records (both arms of
-a setting, or the runs of one start), and the reason for each choice of ours at the cpu scale.
+a setting, or the runs of one start), and the reason for each choice of ours at the cpu scale. The
+paper's values and our reasons are the words of templates/_seq2seq_settings.j2.
 """
 
 from __future__ import annotations
@@ -11,53 +12,13 @@ from dataclasses import replace
 from typing import Any
 
 from ..records import get
-from ._settings import NOT_RECORDED, NOT_STATED, Records, Setting, pretrained_name, shown, values
-from ._stats import seeds_label
+from ._render import words
+from ._settings import NOT_RECORDED, NOT_STATED, SPARSE, Records, Setting, pretrained_name, seeds, shown, sparse_ks, values
 from ._verdicts import MIN_SEEDS
 
-SPARSE = "sparse_softmax"  # configs/loss/ name of the sparse-softmax arm
-
-# Sun et al. 2021, §4, as its text states them (summarisation: Table 5; question generation: Table 3).
-PAPER = {
-    "gigaword": {
-        "model": "UniLM (Dong et al. 2019), fine-tuned as a sequence-to-sequence model",
-        "training data": "Gigaword-10k's training set",
-        "epochs": "30",
-        "batch size": "64",
-        "learning rate": NOT_STATED,
-        "masking probability": "0.7",
-        "label smoothing": "0.1",
-        "maximum length": "256",
-        "beams": "1 and 5",
-        "decoding mask": "beam 5: all but the top 5 tokens masked",
-        "test set": "Gigaword-10k's test set (its size not stated)",
-        "metric": "the F1 version of ROUGE, as UniLM computes it",
-    },
-    "squad_qg": {
-        "model": "UniLM (Dong et al. 2019), fine-tuned as a sequence-to-sequence model",
-        "training data": "SQuAD 1.1's training set (split and size not stated)",
-        "epochs": "10",
-        "batch size": "32",
-        "learning rate": "2e-5",
-        "masking probability": "0.7",
-        "label smoothing": "0.1",
-        "maximum length": "input truncated to 464 tokens, a passage chunk that contains the answer",
-        "beams": "1",
-        "decoding mask": NOT_STATED,
-        "test set": NOT_STATED,
-        "metric": "BLEU-4 as in Dong et al. 2019 (Table 3 also gives BLEU-1 to 3)",
-    },
-}
+WORDS = words("_seq2seq_settings.j2", NOT_STATED=NOT_STATED, MIN_SEEDS=MIN_SEEDS)  # the paper's values, our metric, why ours
+PAPER: dict[str, dict[str, str]] = WORDS.paper  # task -> setting -> Sun et al. 2021's §4, as its text states it
 UNITS = {"gigaword": "pair", "squad_qg": "question"}
-METRIC_OURS = {
-    "gigaword": "rouge-score's F1 (stemmed)",
-    "squad_qg": "corpus BLEU-1 to 4 (sacrebleu's computation on lower-cased BERT-basic tokens, one reference per question)",
-}
-METRIC_WHY = {
-    "gigaword": "UniLM's ROUGE-1.5.5 (Perl) needs XML::DOM; results/rouge_perl.md compares the two on these outputs",
-    "squad_qg": "Du et al.'s script takes the questions on one sentence as its references; ours scores each question "
-                "against its own, so absolute BLEU is not directly comparable with UniLM's",
-}
 
 
 def _first(records: Records) -> dict[str, Any]:
@@ -131,11 +92,6 @@ def decoding_mask(records: Records) -> str:
     return "the full distribution for every arm" if records else NOT_RECORDED
 
 
-def k(records: Records) -> str:
-    ks = sorted(values(_sparse(records), "config.loss.k"))
-    return ", ".join(map(str, ks)) if ks else "—"
-
-
 def test_set(unit: str):
     def read(records: Records) -> str:
         r = _first(records)
@@ -144,10 +100,6 @@ def test_set(unit: str):
             return f"{n} {unit}s (all)"
         return f"{n} {unit}s (a fixed random subset, data seed {get(r, 'config.task.data_seed')})"
     return read
-
-
-def seeds(records: Records) -> str:
-    return seeds_label(sorted(values(records, "seed"))) if records else NOT_RECORDED
 
 
 def seq2seq_settings(task: str, reasons: dict[str, str] | None = None) -> list[Setting]:
@@ -163,39 +115,13 @@ def seq2seq_settings(task: str, reasons: dict[str, str] | None = None) -> list[S
 
 
 def _rows(task: str) -> list[Setting]:
-    paper, unit = PAPER[task], UNITS[task]
-    budget = "fits the cpu-scale budget: per seed, two trainings and their test decodes on a shared CPU"
-    return [
-        Setting("model", paper["model"], model,
-                "no UniLM checkpoint is reachable here (offline); all-MiniLM-L6-v2, a BERT-format encoder we have, "
-                "runs with UniLM's sequence-to-sequence attention mask (`scale=paper` takes UniLM v1)"),
-        Setting("training data", paper["training data"], training_data(unit),
-                "Gigaword-10k is a prefix of the training split: the same set" if task == "gigaword" else
-                "a subset, to fit the budget; the split is Du et al.'s, the one UniLM's question-generation result uses"),
-        Setting("epochs", paper["epochs"], epochs, budget),
-        Setting("batch size", paper["batch size"], lambda rs: shown(rs, "config.train.batch_size"),
-                "the cpu scale's batch for both tables; not tuned"),
-        Setting("learning rate", paper["learning rate"], learning_rate,
-                "a few hundred steps from an encoder whose LM-head transform starts fresh need a larger step than "
-                "UniLM's fine-tuning rate; not tuned"),
-        Setting("masking probability", paper["masking probability"], lambda rs: shown(rs, "config.model.mask_prob"),
-                "UniLM's fine-tuning value, which the paper keeps"),
-        Setting("label smoothing", paper["label smoothing"], lambda rs: shown(rs, "config.loss.label_smoothing"),
-                "UniLM's fine-tuning value, which the paper keeps"),
-        Setting("label smoothing of the sparse arm", NOT_STATED, sparse_smoothing,
-                "sparse-softmax gives no probability outside its top k, so the smoothing mass stays inside them"),
-        Setting("maximum length", paper["maximum length"], maximum_length,
-                "a shorter input costs less attention; Gigaword's sources are short, so the cut touches few"
-                if task == "gigaword" else
-                "attention over the paper's input length does not fit the budget: a shorter chunk around the answer"),
-        Setting("beams", paper["beams"], beams, "the beam the paper reports"),
-        Setting("decoding mask", paper["decoding mask"], decoding_mask,
-                "the paper's beam-5 rule, applied to the sparse arm at every beam; at beam 1 keeping the top 1 picks "
-                "the same token as the full distribution (greedy decoding)"),
-        Setting("sparse-softmax k", NOT_STATED, k, "the paper's best classification k (Fig. 2); it gives none for this table"),
-        Setting("test set", paper["test set"], test_set(unit),
-                "the whole test set where the decoding budget allows it; a fixed subset, the same for every arm, where not"),
-        Setting("metric", paper["metric"], lambda rs: METRIC_OURS[task], METRIC_WHY[task]),
-        Setting("seeds", NOT_STATED, seeds,
-                f"each seed costs two trainings at this scale; a verdict needs {MIN_SEEDS}, and fewer say so"),
-    ]
+    paper, unit, why = PAPER[task], UNITS[task], WORDS.why | WORDS.why_of_task[task]
+    readers = {
+        "model": model, "training data": training_data(unit), "epochs": epochs,
+        "batch size": lambda rs: shown(rs, "config.train.batch_size"), "learning rate": learning_rate,
+        "masking probability": lambda rs: shown(rs, "config.model.mask_prob"),
+        "label smoothing": lambda rs: shown(rs, "config.loss.label_smoothing"), "label smoothing of the sparse arm": sparse_smoothing,
+        "maximum length": maximum_length, "beams": beams, "decoding mask": decoding_mask, "sparse-softmax k": sparse_ks,
+        "test set": test_set(unit), "metric": lambda rs: WORDS.metric[task], "seeds": seeds,
+    }
+    return [Setting(name, paper.get(name, NOT_STATED), read, why[name]) for name, read in readers.items()]

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..records import get
+from ._stats import seeds_label
 
 NOT_STATED = "not stated in the paper"
 NOT_RECORDED = "not recorded"
@@ -23,6 +24,7 @@ REASONED_SCALE = "cpu"  # the scale the reasons are written for
 # Checkpoint names of the pretrained models the configs load offline, as their authors name them.
 PRETRAINED_NAMES = {"minilm": "all-MiniLM-L6-v2"}
 Records = Sequence[dict[str, Any]]
+SPARSE = "sparse_softmax"  # configs/loss/ name of the sparse-softmax arm
 
 
 @dataclass(frozen=True)
@@ -31,7 +33,7 @@ class Setting:
 
     name: str
     paper: str
-    ours: Callable[[Records], str]  # a column's records -> our value as the page shows it
+    ours: Callable[[Records], str | None]  # a column's records -> our value as the page shows it (None: not this column's)
     why: str  # the reason at the cpu scale
 
 
@@ -54,6 +56,16 @@ def joined(records: Records, key: str) -> str:
     """The distinct values of ``key`` over ``records``, sorted and "/"-joined ("0.1/20"; floats as %g); "—" if none."""
     found = sorted({f"{v:g}" if isinstance(v := get(r, key), float) else str(v) for r in records if get(r, key) is not None})
     return "/".join(found) if found else "—"
+
+
+def seeds(records: Records) -> str:
+    """"seeds 0, 1, 2": the seeds of ``records``; :data:`NOT_RECORDED` without records."""
+    return seeds_label(sorted(values(records, "seed"))) if records else NOT_RECORDED
+
+
+def sparse_ks(records: Records) -> str:
+    """"5, 10, 20": the k of the records' sparse-softmax runs (configs/loss/sparse_softmax.yaml), sorted; "—" without any."""
+    return ", ".join(map(str, sorted(values([r for r in records if get(r, "choices.loss") == SPARSE], "config.loss.k")))) or "—"
 
 
 def pretrained_name(name: str | None) -> str:
@@ -85,9 +97,3 @@ def settings_data(settings: Sequence[Setting], columns: dict[str, Records], pape
     the columns of ours and the rows."""
     return {"paper": paper, "columns": list(columns), "rows": settings_rows(settings, columns), "not_stated": NOT_STATED}
 
-
-def settings_part(settings: Sequence[Setting], columns: dict[str, Records], paper: str) -> str:
-    """The part rendered on its own: a heading, one sentence saying what each side is, and the table."""
-    from ._render import render
-
-    return render("_settings_part.md.j2", settings=settings_data(settings, columns, paper))
