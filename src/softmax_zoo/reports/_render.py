@@ -15,8 +15,8 @@ from typing import Any
 import jinja2
 
 from ..markdown import markdown_table
-from ._stats import SEED_INTERVAL_NOTE, format_mean_ci, seeds_label
-from ._verdicts import NON_SEED_RULES, VERDICT_RULES, detectability, seed_summary
+from ._stats import SEED_INTERVAL_NOTE, format_mean_ci, mean_ci, seeds_label
+from ._verdicts import NON_SEED_RULES, VERDICT_RULES, detectability, deterministic, not_tested, seed_summary
 
 
 def signed(x: float, digits: int = 2) -> str:
@@ -47,6 +47,12 @@ def fmt(x: Any, spec: str) -> str:
 def pick(row: dict[str, Any], keys: Sequence[str]) -> list[Any]:
     """The values of ``keys`` in ``row``, as a table row."""
     return [row[k] for k in keys]
+
+
+def sci(values: Sequence[float]) -> str:
+    """"1.12e-08 ± 5.1e-09 (n=3)": mean ± 95% half-width over seeds in scientific notation ("x (n=1)" alone)."""
+    m, half, n = mean_ci(values)
+    return f"{m:.2e}" + ("" if n == 1 else f" ± {half:.1e}") + f" (n={n})"
 
 
 def code(text: Any) -> str:
@@ -81,10 +87,11 @@ ENV = jinja2.Environment(
 )
 ENV.filters.update(signed=signed, fixed=fixed, pct=pct, per100=per100, code=code, fmt=fmt, pick=pick,
                    seed_summary=seed_summary, detectability=detectability, span=span, table=table, prefixed=prefixed, seeds=seeds_label,
-                   mean_ci=format_mean_ci)
+                   mean_ci=format_mean_ci, sci=sci)
 
 
-ENV.globals.update(SEED_INTERVAL_NOTE=SEED_INTERVAL_NOTE, VERDICT_RULES=VERDICT_RULES, NON_SEED_RULES=NON_SEED_RULES)
+ENV.globals.update(SEED_INTERVAL_NOTE=SEED_INTERVAL_NOTE, VERDICT_RULES=VERDICT_RULES, NON_SEED_RULES=NON_SEED_RULES,
+                   deterministic=deterministic, not_tested=not_tested)
 
 
 def render(template: str, **data: Any) -> str:
