@@ -1,10 +1,40 @@
 """Result pages built from run records: one module per page, each with ``build(results_dir, out)``.
 
 Each page writes ``results/<page>.md`` (+ .png) and its rows of ``results/claims.md``; build one with
-``python -m softmax_zoo.reports <page>``, check them all with ``--check`` (:mod:`.__main__`). A page is
-``summarise(results_dir) -> plain data`` (numbers, rows, :class:`._verdicts.Verdict` objects) plus its template
-``templates/<page>.md.j2``, which holds every word of the page and, as the macros claim / paper / ours / verdict,
-of its claims rows (rendered into the ledger by ``templates/claims.md.j2``). A new page is its module here
-(found by name: every module not starting with "_"), its template and its committed ``results/<page>.md``;
-modules starting with "_" are what pages share or a page's parts, each saying what it holds.
+``python -m softmax_zoo.reports <page>``, check them all with ``--check``. A page is ``summarise(results_dir) ->
+plain data`` (numbers, rows, :class:`._verdicts.Verdict` objects) plus its template ``templates/<page>.md.j2``,
+which holds every word of the page and, as the macros claim / paper / ours / verdict, of its claims rows
+(rendered into the ledger by ``templates/claims.md.j2``). A new page is its module here (found by name: every
+module not starting with "_"), its template and its committed ``results/<page>.md``.
+
+Modules::
+
+    fig2            Sparse-softmax Fig. 1 and Fig. 2 (Sun et al. 2021): classification micro-F1 against k
+    table5          Sparse-softmax Table 5: Gigaword-10k ROUGE, UniLM with softmax vs sparse-softmax
+    table3          Sparse-softmax Table 3: SQuAD 1.1 question generation, softmax vs sparse-softmax
+    sparse_regime   the sparse-softmax regime study: delta ROUGE against the start's share of targets in the top k
+    lm1b            One Billion Word head comparison (Grave et al. 2017)
+    kernel_bias     Blanc & Rendle 2018's sampler bias study on Penn Treebank
+    stable          softmax collapse and KD cancellation in training
+    __main__        the command line: ``python -m softmax_zoo.reports <page> [results_dir=DIR] [out=DIR]``
+    _pages          what every page shares: folders, Markdown tables, figures, the claims ledger
+    _render         the Jinja2 environment over templates/ and its number formats (one filter per format)
+    _compare        the comparison engine: arms, metric, design (paired by item / by seed, unpaired) -> Δ, interval, method
+    _status         README.md's generated results status table (``python -m softmax_zoo.reports readme``)
+    _stats          Student-t intervals over seeds, paired bootstraps over examples
+    _verdicts       the claims ledger's verdict vocabulary
+    _seq2seq        what table5 and table3 share: softmax/sparse-softmax pairs, per-seed item scores, a setting's data
+    _sweep          any sweep as a table and a plot (``python -m softmax_zoo.reports sweep ...``)
+    _fig2_summary   the fig2 records summarised by task and arm
+    _fig2_claims    the fig2 claims of Sun et al. 2021 and our verdicts on them
+    _fig2_plots     the fig2 figures: micro-F1 against k, validation micro-F1 per epoch and each arm's own loss
+    _fig2_settings  the classification settings of Sun et al. 2021 beside ours, one column per task
+    _settings       a page's table of the paper's stated settings beside ours (read from the records) and why
+    _seq2seq_settings  the UniLM fine-tuning settings of Sun et al. 2021's Tables 5 and 3 beside ours
+    _kernel_bias_claims  the kernel-bias claims the page's table does not decide (unigram, m ≈ 10–50, O(D log n))
+    _lm1b_summary   the lm1b records summarised per model and head, the speed-up, the table rows, the figure
+    _stable_plots   the stable page's figures, and its arms (form, dtype) and runs grouped by arm
+    _stable_examples     the fix paper's FP32 minimal examples and its equivalence, computed (deterministic rows)
+    _kernel_bias_review  the review's diminishing returns, deviation vs bias and design rows
+    _kernel_bias_settings  the kernel-bias page's "what the review states, what we chose"
 """
