@@ -10,11 +10,13 @@ filter the templates name: ``{{ x | signed }}`` "+0.67", ``{{ x | fixed(1) }}`` 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import jinja2
 
 from ..markdown import markdown_table
+from ._pages import write_page
 from ._stats import SEED_INTERVAL_NOTE, format_mean_ci, mean_ci, seeds_label
 from ._verdicts import NON_SEED_RULES, VERDICT_RULES, detectability, deterministic, not_tested, seed_summary
 
@@ -106,3 +108,8 @@ def render_page(template: str, data: dict[str, Any]) -> tuple[str, list[dict[str
     return str(words), [{"id": c["id"], "claim": str(words.claim(c)), "paper": str(words.paper(c)), "ours": str(words.ours(c)),
                          "verdict": str(words.verdict(c)), "source": c["source"]} for c in data.get("claims", ())]
 
+
+
+def publish(out: str | Path, page: str, data: dict[str, Any]) -> None:
+    """Write ``<out>/<page>.md`` from ``templates/<page>.md.j2`` and ``data``, and its claims rows into ``<out>/claims.md``."""
+    write_page(out, page, *render_page(f"{page}.md.j2", data))

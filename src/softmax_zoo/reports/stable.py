@@ -16,8 +16,8 @@ from typing import Any
 
 from ..records import get, load_records, runs_dir
 from ._compare import unpaired
-from ._pages import commits, page_command, shown_path, write_page
-from ._render import render_page
+from ._pages import commits, page_command, shown_path
+from ._render import publish
 from ._stable_examples import examples
 from ._stable_plots import FORM_LABEL, arms, group, plots
 from ._stats import mean
@@ -254,4 +254,4 @@ def build(results_dir: str | Path = "results", out: str | Path | None = None) ->
     data = summarise(results_dir)
     out = Path(out or results_dir)
     plots(data["records"], out)
-    write_page(out, EXPERIMENT, *render_page(f"{EXPERIMENT}.md.j2", data))
+    publish(out, EXPERIMENT, data)
