@@ -32,7 +32,6 @@ Modules::
     _settings       a page's table of the paper's stated settings beside ours (read from the records) and why
     _seq2seq_settings  the UniLM fine-tuning settings of Sun et al. 2021's Tables 5 and 3 beside ours
     _kernel_bias_claims  the kernel-bias claims the page's table does not decide (unigram, m ≈ 10–50, O(D log n))
-    _lm1b_summary   the lm1b records summarised per model and head, the speed-up, the table rows, the figure
     _stable_plots   the stable page's figures, and its arms (form, dtype) and runs grouped by arm
     _stable_examples     the fix paper's FP32 minimal examples and its equivalence, computed (deterministic rows)
     _kernel_bias_review  the review's diminishing returns, deviation vs bias and design rows
