@@ -23,7 +23,7 @@ from typing import Any
 
 from softmax_zoo import reports
 from softmax_zoo.cli_args import ArgumentError, Option, Parser
-from softmax_zoo.reports._pages import CLAIMS_FILE
+from softmax_zoo.reports._pages import CLAIMS_FILE, ledger_data
 
 USAGE = (
     "usage: python -m softmax_zoo.reports <page> [results_dir=DIR] [out=DIR] [wandb=offline|online] | --check [page ...] | readme "
@@ -62,8 +62,9 @@ def differences(page: str, results_dir: str | Path = "results") -> list[str]:
     results_dir = Path(results_dir)
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp)
-        if (results_dir / CLAIMS_FILE).is_file():
-            shutil.copy(results_dir / CLAIMS_FILE, out / CLAIMS_FILE)
+        for ledger in (CLAIMS_FILE, ledger_data(CLAIMS_FILE)):
+            if (results_dir / ledger).is_file():
+                shutil.copy(results_dir / ledger, out / ledger)
         builder(page)(results_dir, out)
         return [
             p.name for p in sorted(out.iterdir())

@@ -10,7 +10,6 @@ records come from (:func:`commits`; :func:`provenance` says all three).
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -104,29 +103,31 @@ def line_plot(path: str | Path, *, xlabel: str, ylabel: str, title: str, legend_
     save_figure(fig, path)
 
 
+def ledger_data(path: str | Path) -> Path:
+    """The ledger's rows as data, beside its page: claims.json for claims.md."""
+    return Path(path).with_suffix(".json")
+
+
 def read_claims(path: str | Path) -> dict[str, dict[str, str]]:
-    """Rows of the claims ledger keyed by id (empty if the file does not exist); "\\|" in a cell is a "|"."""
-    path = Path(path)
-    rows = {}
-    for line in path.read_text().splitlines() if path.exists() else ():
-        cells = [c.strip().replace("\\|", "|") for c in re.split(r"(?<!\\)\|", line.strip()[1:-1])]
-        if line.startswith("| ") and not line.startswith("| id |") and len(cells) == len(CLAIMS_HEADER):
-            rows[cells[0]] = dict(zip(CLAIMS_HEADER, cells))
-    return rows
+    """The rows of the claims ledger ``path`` (claims.md) keyed by id, read from its data (:func:`ledger_data`;
+    empty when there is none)."""
+    data = ledger_data(path)
+    return json.loads(data.read_text(encoding="utf-8")) if data.is_file() else {}
 
 
 def update_claims(rows: Iterable[dict[str, str]], path: str | Path = "results/claims.md") -> Path:
-    """Add or replace claims by id (dicts with the keys of :data:`CLAIMS_HEADER`) in the ledger at ``path``,
-    leaving every other row as it is; the ledger's words are templates/claims.md.j2."""
+    """Add or replace claims by id (dicts with the keys of :data:`CLAIMS_HEADER`) in the ledger at ``path``, leaving
+    every other row as it is: its data (:func:`ledger_data`), and the page that templates/claims.md.j2 makes of it."""
     ledger = read_claims(path)
     for row in rows:
         if missing := [k for k in CLAIMS_HEADER if k not in row]:
             raise ValueError(f"claim row {row.get('id', row)} lacks {missing}")
         ledger[str(row["id"])] = {k: str(row[k]) for k in CLAIMS_HEADER}
+    ledger = dict(sorted(ledger.items()))
+    write_text(ledger_data(path), json.dumps(ledger, ensure_ascii=False, indent=1) + "\n")
     from ._render import render
 
-    return write_text(path, render("claims.md.j2", header=CLAIMS_HEADER,
-                                   rows=[[r[k] for k in CLAIMS_HEADER] for _, r in sorted(ledger.items())]))
+    return write_text(path, render("claims.md.j2", header=CLAIMS_HEADER, rows=[[r[k] for k in CLAIMS_HEADER] for r in ledger.values()]))
 
 
 def bench_group(path: Path, title: str) -> tuple[dict[str, Any], dict[str, Any]]:
