@@ -104,6 +104,7 @@ def test_claims_ledger_rows_are_keyed_by_id(tmp_path):
     assert set(rows) == {"fig2.iflytek", "lm1b.ppl"}
     assert rows["fig2.iflytek"]["ours"] == "61.0" and rows["lm1b.ppl"]["ours"] == "120"
     assert rows["lm1b.ppl"]["claim"] == "k=20 | best"
+    assert "| k=20 \\| best |" in ledger.read_text()  # the page made from the rows' data (claims.json) escapes "|"
     with pytest.raises(ValueError, match="lacks"):
         update_claims([{"id": "x"}], ledger)
 

@@ -1,12 +1,11 @@
 """Result pages built from run records: one module per page, each with ``build(results_dir, out)``.
 
-Each page writes ``results/<page>.md`` (+ .png) and its rows of ``results/claims.md``. Build one
-with ``python -m softmax_zoo.reports <page>``. A page is ``summarise(results_dir) -> plain data``
-(numbers, rows, :class:`._verdicts.Verdict` objects; its comparisons declared as
-:class:`._compare.Comparison`) plus its template ``templates/<page>.md.j2``, which holds every word
-of the page and, as the macros claim / paper / ours / verdict, of its claims rows. A new page is its
-module here (found by name, :func:`softmax_zoo.reports.__main__.pages`), its template and its
-committed ``results/<page>.md``.
+Each page writes ``results/<page>.md`` (+ .png) and its rows of ``results/claims.md``; build one with
+``python -m softmax_zoo.reports <page>``, check them all with ``--check``. A page is ``summarise(results_dir) ->
+plain data`` (numbers, rows, :class:`._verdicts.Verdict` objects) plus its template ``templates/<page>.md.j2``,
+which holds every word of the page and, as the macros claim / paper / ours / verdict, of its claims rows
+(rendered into the ledger by ``templates/claims.md.j2``). A new page is its module here (found by name: every
+module not starting with "_"), its template and its committed ``results/<page>.md``.
 
 Modules::
 
@@ -32,12 +31,9 @@ Modules::
     _fig2_settings  the classification settings of Sun et al. 2021 beside ours, one column per task
     _settings       a page's table of the paper's stated settings beside ours (read from the records) and why
     _seq2seq_settings  the UniLM fine-tuning settings of Sun et al. 2021's Tables 5 and 3 beside ours
-    _stable_tables  the stable page's tables and seed-by-seed comparisons
     _kernel_bias_claims  the kernel-bias claims the page's table does not decide (unigram, m ≈ 10–50, O(D log n))
-    _lm1b_summary   the lm1b records summarised per model and head, the speed-up, the table rows, the figure
-    _stable_plots   the stable page's figures (one line style per arm, none hidden)
+    _stable_plots   the stable page's figures, and its arms (form, dtype) and runs grouped by arm
     _stable_examples     the fix paper's FP32 minimal examples and its equivalence, computed (deterministic rows)
-    _stable_kd_ptb       the stable page's PTB self-distillation in the training pipeline (standard vs stable KL)
     _kernel_bias_review  the review's diminishing returns, deviation vs bias and design rows
     _kernel_bias_plots   the kernel-bias figures: validation loss against m, the validation curves
     _kernel_bias_settings  the kernel-bias page's "what the review states, what we chose"

@@ -1,21 +1,11 @@
-"""\
-``python -m softmax_zoo.reports <page> [results_dir=DIR] [out=DIR] [wandb=offline|online]``: rebuild one result page from the run records.
+"""``python -m softmax_zoo.reports <page> [results_dir=DIR] [out=DIR] [wandb=offline|online]``: rebuild one page.
 
-- ``results_dir`` (default results) holds the records (``<results_dir>/runs``); ``out`` (default
-  ``results_dir``) receives the page and its claims rows. ``make reproduce-* SCALE=smoke`` passes
-  ``results_dir=scratch``, so that smoke pages never touch the committed ones.
-- ``wandb=offline|online`` also logs the page to wandb (project softmax_zoo, group "reports"): its
-  figures as images and its markdown as text (:func:`softmax_zoo.tracking.log_page`).
-- ``python -m softmax_zoo.reports`` alone lists the pages; ``--help`` lists the options
-  (:mod:`softmax_zoo.cli_args`, the parser every entry point shares).
-- ``python -m softmax_zoo.reports --check [page ...]`` rebuilds pages (default: all) into a
-  temporary folder instead and exits 1 if any file differs from the committed one in results/;
-  without page names it also checks README.md's results status block.
-- ``python -m softmax_zoo.reports readme`` rewrites README.md's results status block from results/
-  (:mod:`softmax_zoo.reports._status`).
-- ``python -m softmax_zoo.reports sweep <records folder | experiment | multirun folder> [metric=NAME]
-  [diagnostics=true] [results_dir=DIR] [out=DIR]``: any sweep as a table and a plot, the task's primary
-  metric first, one table per task (:mod:`softmax_zoo.reports._sweep`).
+``results_dir`` (default results) holds the records, ``out`` (default ``results_dir``) receives the page and its
+claims rows; ``wandb=`` also logs the page (:func:`softmax_zoo.tracking.log_page`). Alone it lists the pages;
+``--check [page ...]`` rebuilds pages (default: all, and README.md's status block) into a temporary folder and
+exits 1 if any file differs from results/; ``readme`` rewrites README.md's status block (:mod:`._status`);
+``sweep <records|experiment|multirun folder> [metric=NAME] [diagnostics=true]`` tabulates and plots any sweep
+(:mod:`._sweep`).
 """
 
 from __future__ import annotations
@@ -33,7 +23,7 @@ from typing import Any
 
 from softmax_zoo import reports
 from softmax_zoo.cli_args import ArgumentError, Option, Parser
-from softmax_zoo.reports._pages import CLAIMS_FILE
+from softmax_zoo.reports._pages import CLAIMS_FILE, ledger_data
 
 USAGE = (
     "usage: python -m softmax_zoo.reports <page> [results_dir=DIR] [out=DIR] [wandb=offline|online] | --check [page ...] | readme "
@@ -72,8 +62,9 @@ def differences(page: str, results_dir: str | Path = "results") -> list[str]:
     results_dir = Path(results_dir)
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp)
-        if (results_dir / CLAIMS_FILE).is_file():
-            shutil.copy(results_dir / CLAIMS_FILE, out / CLAIMS_FILE)
+        for ledger in (CLAIMS_FILE, ledger_data(CLAIMS_FILE)):
+            if (results_dir / ledger).is_file():
+                shutil.copy(results_dir / ledger, out / ledger)
         builder(page)(results_dir, out)
         return [
             p.name for p in sorted(out.iterdir())

@@ -1,16 +1,15 @@
-"""What every page shares: where it reads and writes, Markdown tables, figures, the claims ledger.
+"""What every page shares: where it reads and writes, figures, the claims ledger.
 
 A page module exposes ``build(results_dir="results", out=None)``: it reads the run records under
 ``<results_dir>/runs`` and writes its files, and its rows of ``claims.md``, into ``out`` (default
-``results_dir``). ``out`` lets a check rebuild a page beside the committed one and compare. A page
-names the folder it read (:func:`shown_path`), the command that rebuilds it (:func:`page_command`)
-and the commits its records come from (:func:`commits`; :func:`provenance` says all three).
+``results_dir``), so that a check can rebuild a page beside the committed one and compare. A page names the
+folder it read (:func:`shown_path`), the command that rebuilds it (:func:`page_command`) and the commits its
+records come from (:func:`commits`; :func:`provenance` says all three).
 """
 
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -26,9 +25,6 @@ REGIME_NOT_MEASURED = "not measured (the records carry no top-k diagnostics)"
 CLAIMS_HEADER = ("id", "claim", "paper", "ours", "verdict", "source")
 
 
-# ---------------------------------------------------------------- tables and pages
-
-
 def shown_path(path: str | Path) -> str:
     """``path`` as a page names it: relative to the repository when inside it ("scratch/runs/table5"), else absolute."""
     resolved = Path(path).resolve()
@@ -39,8 +35,7 @@ def shown_path(path: str | Path) -> str:
 
 
 def page_command(report: str, results_dir: str | Path = DEFAULT_RESULTS) -> str:
-    """The command that rebuilds ``report`` from ``results_dir``: ``python -m softmax_zoo.reports <report>``,
-    with ``results_dir=<folder>`` unless it is the committed results/."""
+    """``python -m softmax_zoo.reports <report>``, with ``results_dir=<folder>`` unless it is the committed results/."""
     folder = shown_path(results_dir)
     return f"{COMMAND} {report}" + ("" if folder == DEFAULT_RESULTS else f" results_dir={folder}")
 
@@ -48,29 +43,23 @@ def page_command(report: str, results_dir: str | Path = DEFAULT_RESULTS) -> str:
 def commits(records: Sequence[dict[str, Any]]) -> str:
     """The commits of the code that made ``records``, oldest first, with their runs and how many ran changed code.
 
-    ``"commits 3e2adde (5 runs, 2 with uncommitted changes), 9a7cf16 (1 run)"``. A run counts as
-    changed when its record lists changed files the run is made from (``git.dirty_paths``), or, in a
-    record from before those were kept, when any tracked file was changed (``git.dirty``).
+    ``"commits 3e2adde (5 runs, 2 with uncommitted changes), 9a7cf16 (1 run)"``. A run counts as changed when its
+    record lists changed files the run is made from (``git.dirty_paths``), or, in a record from before those were
+    kept, when any tracked file was changed (``git.dirty``).
     """
-    runs: dict[str, list[dict[str, Any]]] = {}
+    runs: dict[str, list[bool]] = {}
     for record in sorted(records, key=lambda r: str(r.get("created"))):
-        commit = get(record, "git.commit")
-        runs.setdefault(str(commit)[:7] if commit else "unknown", []).append(record)
-
-    def changed(record: dict[str, Any]) -> bool:
-        paths = get(record, "git.dirty_paths")
-        return bool(paths) if paths is not None else bool(get(record, "git.dirty"))
-
-    def counts(group: list[dict[str, Any]]) -> str:
-        dirty = sum(map(changed, group))
-        return f"{len(group)} run{'s' if len(group) != 1 else ''}" + (f", {dirty} with uncommitted changes" if dirty else "")
-
-    listed = ", ".join(f"{commit} ({counts(group)})" for commit, group in runs.items())
+        commit, paths = get(record, "git.commit"), get(record, "git.dirty_paths")
+        runs.setdefault(str(commit)[:7] if commit else "unknown", []).append(
+            bool(paths) if paths is not None else bool(get(record, "git.dirty")))
+    listed = ", ".join(f"{commit} ({len(changed)} run{'s' if len(changed) != 1 else ''}"
+                       + (f", {sum(changed)} with uncommitted changes" if any(changed) else "") + ")"
+                       for commit, changed in runs.items())
     return f"commit{'s' if len(runs) != 1 else ''} {listed}"
 
 
 def provenance(report: str, records: Sequence[dict[str, Any]], results_dir: str | Path = DEFAULT_RESULTS) -> str:
-    """A line naming the command that builds a page from ``results_dir``, its record count and the code's commits (:func:`commits`)."""
+    """A line naming the command that builds a page from ``results_dir``, its record count and the code's commits."""
     origin = f"; records from {commits(records)}" if records else ""
     return f"Made by `{page_command(report, results_dir)}` from {len(records)} run records{origin}.\n"
 
@@ -80,9 +69,6 @@ def write_page(out: str | Path, name: str, text: str, claims: Sequence[dict[str,
     write_text(Path(out) / f"{name}.md", text)
     if claims:
         update_claims(claims, Path(out) / CLAIMS_FILE)
-
-
-# ---------------------------------------------------------------- figures
 
 
 def pyplot() -> Any:
@@ -107,59 +93,41 @@ def save_figure(fig: Any, path: str | Path, dpi: int = 120) -> Path:
 
 @contextmanager
 def line_plot(path: str | Path, *, xlabel: str, ylabel: str, title: str, legend_outside: bool = False) -> Iterator[Any]:
-    """One 6.4 x 4.2 in axes to draw on; on exit: labels, title, grid, legend, saved to ``path``.
-
-    ``legend_outside``: the legend to the right of the axes (a wider figure), where it would hide curves."""
+    """One 6.4 x 4.2 in axes to draw on (9.6 wide with the legend ``legend_outside`` the axes, where it would hide
+    curves); on exit: labels, title, grid, legend, saved to ``path``."""
     fig, ax = pyplot().subplots(figsize=(9.6, 4.2) if legend_outside else (6.4, 4.2))
     yield ax
-    ax.set_xlabel(xlabel)
-    ax.set_ylabel(ylabel)
-    ax.set_title(title)
+    ax.set(xlabel=xlabel, ylabel=ylabel, title=title)
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(**({"loc": "upper left", "bbox_to_anchor": (1.02, 1.0), "fontsize": 8} if legend_outside else {}))
     save_figure(fig, path)
 
 
-# ---------------------------------------------------------------- claims ledger
+def ledger_data(path: str | Path) -> Path:
+    """The ledger's rows as data, beside its page: claims.json for claims.md."""
+    return Path(path).with_suffix(".json")
 
 
 def read_claims(path: str | Path) -> dict[str, dict[str, str]]:
-    """Rows of the claims ledger keyed by id (empty if the file does not exist)."""
-    path = Path(path)
-    if not path.exists():
-        return {}
-    rows = {}
-    for line in path.read_text().splitlines():
-        if not line.startswith("| ") or line.startswith("| id |"):
-            continue
-        cells = [c.strip().replace("\\|", "|") for c in _split_row(line)]
-        if len(cells) == len(CLAIMS_HEADER):
-            rows[cells[0]] = dict(zip(CLAIMS_HEADER, cells))
-    return rows
-
-
-def _split_row(line: str) -> list[str]:
-    """Cells of a Markdown table row ("| a | b |"), honouring escaped pipes."""
-    return re.split(r"(?<!\\)\|", line.strip()[1:-1])
+    """The rows of the claims ledger ``path`` (claims.md) keyed by id, read from its data (:func:`ledger_data`;
+    empty when there is none)."""
+    data = ledger_data(path)
+    return json.loads(data.read_text(encoding="utf-8")) if data.is_file() else {}
 
 
 def update_claims(rows: Iterable[dict[str, str]], path: str | Path = "results/claims.md") -> Path:
-    """Add or replace claims by id, leaving every other row as it is.
-
-    Args:
-        rows: dicts with the keys of ``CLAIMS_HEADER`` (id, claim, paper, ours, verdict, source).
-        path: the ledger (results/claims.md).
-    """
+    """Add or replace claims by id (dicts with the keys of :data:`CLAIMS_HEADER`) in the ledger at ``path``, leaving
+    every other row as it is: its data (:func:`ledger_data`), and the page that templates/claims.md.j2 makes of it."""
     ledger = read_claims(path)
     for row in rows:
-        missing = [k for k in CLAIMS_HEADER if k not in row]
-        if missing:
+        if missing := [k for k in CLAIMS_HEADER if k not in row]:
             raise ValueError(f"claim row {row.get('id', row)} lacks {missing}")
         ledger[str(row["id"])] = {k: str(row[k]) for k in CLAIMS_HEADER}
+    ledger = dict(sorted(ledger.items()))
+    write_text(ledger_data(path), json.dumps(ledger, ensure_ascii=False, indent=1) + "\n")
     from ._render import render
 
-    return write_text(path, render("claims.md.j2", header=CLAIMS_HEADER,
-                                   rows=[[r[k] for k in CLAIMS_HEADER] for _, r in sorted(ledger.items())]))
+    return write_text(path, render("claims.md.j2", header=CLAIMS_HEADER, rows=[[r[k] for k in CLAIMS_HEADER] for r in ledger.values()]))
 
 
 def bench_group(path: Path, title: str) -> tuple[dict[str, Any], dict[str, Any]]:

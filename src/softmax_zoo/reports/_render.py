@@ -1,90 +1,50 @@
 """The words of every page: one Jinja2 environment over reports/templates/ and the number formats it knows.
 
 A page's summariser returns plain data (numbers, rows, :class:`softmax_zoo.reports._verdicts.Verdict`
-objects); :func:`render` puts it into the page's template. Each number format has one home here, a
-filter the templates name: ``{{ x | signed }}`` "+0.67", ``{{ x | fixed(1) }}`` "43.9",
-``{{ share | pct }}`` "42%", ``{{ (low, high) | span }}`` "[-0.72, -0.40]". Undefined names fail
-(StrictUndefined), so a template cannot print a silent blank.
+objects); :func:`render` puts it into the page's template. Each number format has one home here, a filter
+the templates name (:data:`FILTERS`). Undefined names fail (StrictUndefined), so a template cannot print a
+silent blank.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import jinja2
 
 from ..markdown import markdown_table
-from ._stats import SEED_INTERVAL_NOTE, format_mean_ci, seeds_label
-from ._verdicts import NON_SEED_RULES, VERDICT_RULES, detectability, seed_summary
+from ._pages import write_page
+from ._stats import SEED_INTERVAL_NOTE, format_mean_ci, mean_ci, seeds_label
+from ._verdicts import NON_SEED_RULES, VERDICT_RULES, detectability, deterministic, not_tested, seed_summary
 
 
-def signed(x: float, digits: int = 2) -> str:
-    """"+0.67" / "-8.95": a delta with its sign."""
-    return f"{x:+.{digits}f}"
+def sci(values: Sequence[float]) -> str:
+    """"1.12e-08 ± 5.1e-09 (n=3)": mean ± 95% half-width over seeds in scientific notation ("x (n=1)" alone)."""
+    m, half, n = mean_ci(values)
+    return f"{m:.2e}" + ("" if n == 1 else f" ± {half:.1e}") + f" (n={n})"
 
 
-def fixed(x: float, digits: int = 2) -> str:
-    """"15.42": a value with ``digits`` decimals."""
-    return f"{x:.{digits}f}"
-
-
-def per100(share: float, digits: int = 0) -> str:
-    """"42" of a share in [0, 1], in percent without the sign."""
-    return f"{100 * share:.{digits}f}"
-
-
-def pct(share: float, digits: int = 0) -> str:
-    """"42%" of a share in [0, 1]."""
-    return f"{per100(share, digits)}%"
-
-
-def fmt(x: Any, spec: str) -> str:
-    """``format(x, spec)``: a format that has no filter of its own (".3g", ",")."""
-    return format(x, spec)
-
-
-def pick(row: dict[str, Any], keys: Sequence[str]) -> list[Any]:
-    """The values of ``keys`` in ``row``, as a table row."""
-    return [row[k] for k in keys]
-
-
-def code(text: Any) -> str:
-    """"`text`": a path or a name in code type."""
-    return f"`{text}`"
-
-
-def span(interval: Sequence[float], digits: int = 2) -> str:
-    """"[-0.72, -0.40]" of a (low, high) interval of deltas."""
-    low, high = interval
-    return f"[{low:+.{digits}f}, {high:+.{digits}f}]"
-
-
-def table(rows: Sequence[Sequence[Any]], header: Sequence[str]) -> str:
-    """A Markdown table (:func:`softmax_zoo.markdown.markdown_table`) of ``rows`` under ``header``,
-    without its last newline (the template's line gives it)."""
-    return markdown_table(header, rows).rstrip("\n")
-
-
-def prefixed(items: Sequence[Any], prefix: str) -> list[str]:
-    """Each item as a string after ``prefix`` (table headers: "ours: " + column)."""
-    return [f"{prefix}{x}" for x in items]
-
-
-ENV = jinja2.Environment(
-    loader=jinja2.PackageLoader("softmax_zoo.reports", "templates"),
-    undefined=jinja2.StrictUndefined,
-    trim_blocks=True,
-    lstrip_blocks=True,
-    keep_trailing_newline=True,
-    autoescape=False,
-)
-ENV.filters.update(signed=signed, fixed=fixed, pct=pct, per100=per100, code=code, fmt=fmt, pick=pick,
-                   seed_summary=seed_summary, detectability=detectability, span=span, table=table, prefixed=prefixed, seeds=seeds_label,
-                   mean_ci=format_mean_ci)
-
-
-ENV.globals.update(SEED_INTERVAL_NOTE=SEED_INTERVAL_NOTE, VERDICT_RULES=VERDICT_RULES, NON_SEED_RULES=NON_SEED_RULES)
+FILTERS = {
+    "signed": lambda x, digits=2: f"{x:+.{digits}f}",  # "+0.67": a delta with its sign
+    "fixed": lambda x, digits=2: f"{x:.{digits}f}",  # "15.42"
+    "per100": lambda share, digits=0: f"{100 * share:.{digits}f}",  # "42" of a share in [0, 1]
+    "pct": lambda share, digits=0: f"{100 * share:.{digits}f}%",  # "42%" of a share in [0, 1]
+    "fmt": format,  # a format without a filter of its own: x | fmt(".3g")
+    "pick": lambda row, keys: [row[k] for k in keys],  # the values of keys in a dict, as a table row
+    "code": lambda text: f"`{text}`",  # a path or a name in code type
+    "span": lambda interval, digits=2: "[{:+.{d}f}, {:+.{d}f}]".format(*interval, d=digits),  # "[-0.72, -0.40]"
+    # a Markdown table (softmax_zoo.markdown.markdown_table) without its last newline (the template's line gives it)
+    "table": lambda rows, header: markdown_table(header, rows).rstrip("\n"),
+    "prefixed": lambda items, prefix: [f"{prefix}{x}" for x in items],  # table headers: "ours: " + column
+    "seeds": seeds_label, "mean_ci": format_mean_ci, "sci": sci, "seed_summary": seed_summary, "detectability": detectability,
+}
+ENV = jinja2.Environment(loader=jinja2.PackageLoader("softmax_zoo.reports", "templates"), undefined=jinja2.StrictUndefined,
+                         trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True, autoescape=False)
+ENV.filters.update(FILTERS)
+ENV.globals.update(SEED_INTERVAL_NOTE=SEED_INTERVAL_NOTE, VERDICT_RULES=VERDICT_RULES, NON_SEED_RULES=NON_SEED_RULES,
+                   deterministic=deterministic, not_tested=not_tested)
 
 
 def render(template: str, **data: Any) -> str:
@@ -100,8 +60,12 @@ def render_page(template: str, data: dict[str, Any]) -> tuple[str, list[dict[str
                          "verdict": str(words.verdict(c)), "source": c["source"]} for c in data.get("claims", ())]
 
 
-
 def words(template: str, **data: Any) -> Any:
     """The variables ``templates/<template>`` sets (``{% set paper = {...} %}``), ``data`` given to it: a page's words
     that Python pairs with numbers (the statements and reasons of a settings table), as attributes."""
     return ENV.get_template(template).make_module(data)
+
+
+def publish(out: str | Path, page: str, data: dict[str, Any]) -> None:
+    """Write ``<out>/<page>.md`` from ``templates/<page>.md.j2`` and ``data``, and its claims rows into ``<out>/claims.md``."""
+    write_page(out, page, *render_page(f"{page}.md.j2", data))

@@ -19,6 +19,8 @@ from ..losses.registry import variant_label
 from ..records import choice, get, load_records, read_predictions, runs_dir
 from ._compare import Compared
 from ._pages import commits, page_command, shown_path
+from ._seq2seq_settings import seq2seq_settings
+from ._settings import settings_data
 from ._verdicts import VerdictKind, not_tested
 
 SOFTMAX, SPARSE = "softmax", "sparse_softmax"  # the two arms, as configs/loss/ names them
@@ -184,10 +186,20 @@ def setting_columns(by_setting: dict[str, list[Pair]]) -> dict[str, list[dict[st
     return {f"scale={setting}": [r for pair in pairs for r in pair] for setting, pairs in by_setting.items()}
 
 
-def page(experiment: str, results_dir: str | Path, sections: list[dict[str, Any]], claims: list[dict[str, Any]],
-         settings: dict[str, Any]) -> dict[str, Any]:
-    """The page's data: where its records are, the sections, the claims rows (with the paper's untested ones)."""
+def summarise(experiment: str, results_dir: str | Path, task: str, rows_of: Callable[[list[Pair], Path], tuple[list[int], list]],
+              claim_of: Callable[[dict[str, Any]], tuple[str, dict[str, Any]]], source: str) -> dict[str, Any]:
+    """A UniLM page's data: per setting its section (``rows_of(pairs, runs) -> (beams, rows)``), the claims rows of the
+    rows with a paper Δ (``claim_of(row) -> (id after the setting, words)``) and the paper's untested ones, the settings."""
     runs = runs_dir(results_dir)
+    by_setting, lone = load_pairs(runs, experiment)
+    sections, claims = [], []
+    for scale, pairs in by_setting.items():
+        beams, rows = rows_of(pairs, runs)
+        sections.append(section := setting(scale, pairs, runs, beams, lone.get(scale), rows))
+        claims += [claim(f"{experiment}_{scale}_{key}", r, section, experiment, **words)
+                   for r in rows if r["paper"] is not None for key, words in [claim_of(r)]]
     return {"command": page_command(experiment, results_dir), "folder": shown_path(runs / experiment),
             "commits": commits(load_records(runs, experiment)), "bootstrap_samples": BOOTSTRAP_SAMPLES,
-            "settings": settings, "sections": sections, "claims": claims}
+            "settings": settings_data(seq2seq_settings(task), setting_columns(by_setting), source), "sections": sections,
+            "claims": claims + paper_setting_claims(by_setting, claims, experiment)}
+

@@ -15,11 +15,12 @@ arithmetic, which the row names.
 
 from __future__ import annotations
 
+from typing import Any
+
 import torch
 import torch.nn.functional as F
 
 from ..losses import stable_cross_entropy, stable_kd_loss
-from ._verdicts import deterministic
 
 COLLAPSE_LOGITS = (18.0, 0.0)  # the paper's first minimal example, target 0
 PAPER_COLLAPSE = {"standard": 0.0, "stable": -1.52e-8}  # its printed gradients
@@ -97,51 +98,16 @@ def equivalence() -> dict[str, dict[str, float]]:
     return out
 
 
-def _g(values: list[float]) -> str:
-    return "[" + ", ".join(f"{v:.3g}" for v in values) + "]"
-
-
-def example_rows() -> list[dict[str, str]]:
-    """The claims rows of the two minimal examples and of the equivalence check."""
-    c = collapse_example()
-    collapse_matches = c["paper standard"] == 0.0 and f"{c['paper stable']:.2e}" == f"{PAPER_COLLAPSE['stable']:.2e}"
-    ours_collapse = ", ".join(f"{name} {v:.3g}" for name, v in c.items())
-    k = cancellation_example()
-    residual = any(v != 0 for v in k["standard (autograd)"])
-    zero = all(v == 0 for v in k["paper stable"] + k["stable_kd_loss"])
-    ours_kd = "; ".join(f"{name} {_g(v)}" for name, v in k.items())
-    e = equivalence()
+def examples() -> list[dict[str, Any]]:
+    """The claims rows of the two minimal examples and of the equivalence check, as data."""
+    c, k, e = collapse_example(), cancellation_example(), equivalence()
     bound = EQUIVALENT_ULPS * torch.finfo(torch.float32).eps
-    within = e["stable"]["grad abs"] <= bound
-    ours_eq = "; ".join(
-        f"{name}: loss rel. error {v['loss rel']:.1e}, gradient abs. error {v['grad abs']:.1e}, target-gradient rel. error "
-        f"{v['target rel']:.1e}" for name, v in e.items())
-    shape = (f"{EQUIVALENCE_SHAPE[0]} rows x {EQUIVALENCE_SHAPE[1]} classes at logit scales "
-             f"{', '.join(f'{s:g}' for s in EQUIVALENCE_SCALES)}")
-    row = {"source": "stable"}
     return [
-        {**row, "id": "stable-example-collapse",
-         "claim": "\"The two gradients are mathematically identical, but only the stable formulation preserves the small nonzero "
-                  "gradient\" (the paper's FP32 minimal example: logits [18, 0], target 0)",
-         "paper": f"q_t − 1 = {PAPER_COLLAPSE['standard']}, −σ(a) = {PAPER_COLLAPSE['stable']:.2e}",
-         "ours": f"target gradient: {ours_collapse}",
-         "verdict": str(deterministic(f"q_t − 1 = {c['paper standard']:.3g}, −σ(a) = {c['paper stable']:.3g}; the package's "
-                                      f"stable_cross_entropy gives {c['stable_cross_entropy']:.3g}", collapse_matches, where=where()))},
-        {**row, "id": "stable-example-cancellation",
-         "claim": "\"When teacher and student logits are identical, the stable formulation produces zero gradient\" (the paper's "
-                  "FP32 minimal example: t = [2, 1, 0], s = t; the standard gradient \"May contain nonzero residuals\")",
-         "paper": "standard: may contain nonzero residuals; stable: tensor([0., 0., 0.])",
-         "ours": f"student gradient: {ours_kd}",
-         "verdict": str(deterministic(
-             f"the stable gradients are exactly 0 ({'both' if zero else 'not both'}: the paper's formula and stable_kd_loss); the "
-             f"standard one {'has nonzero residuals' if residual else 'is exactly 0 too'} here", zero, where=where()))},
-        {**row, "id": "stable-equivalence",
-         "claim": "\"mathematically equivalent but numerically more stable formulations\" (the softplus CE against the float64 "
-                  "computation on the same float32 logits)",
-         "paper": "mathematically equivalent (no number)",
-         "ours": f"{shape} (inputs from generator seed {EQUIVALENCE_INPUTS_SEED}), max over all: {ours_eq}",
-         "verdict": str(deterministic(
-             f"the stable form's gradient is within {EQUIVALENT_ULPS} float32 ulps of 1 ({bound:.1e}) of float64's: "
-             f"{e['stable']['grad abs']:.1e} (our tolerance); its target gradient's relative error is "
-             f"{e['stable']['target rel']:.1e}, the standard form's {e['standard']['target rel']:.1e}", within, where=where()))},
+        {"id": "stable-example-collapse", "grads": c, "paper": PAPER_COLLAPSE, "where": where(),
+         "matches": c["paper standard"] == 0.0 and f"{c['paper stable']:.2e}" == f"{PAPER_COLLAPSE['stable']:.2e}"},
+        {"id": "stable-example-cancellation", "grads": k, "where": where(),
+         "zero": all(v == 0 for v in k["paper stable"] + k["stable_kd_loss"]), "residual": any(v != 0 for v in k["standard (autograd)"])},
+        {"id": "stable-equivalence", "errors": e, "where": where(), "bound": bound, "ulps": EQUIVALENT_ULPS,
+         "shape": EQUIVALENCE_SHAPE, "scales": EQUIVALENCE_SCALES, "seed": EQUIVALENCE_INPUTS_SEED,
+         "within": e["stable"]["grad abs"] <= bound},
     ]

@@ -9,8 +9,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from ._pages import pyplot, save_figure
-from ._stable_tables import FORM_LABEL, arms, group
 from ._stats import mean
+
+FORM_LABEL = {"standard": "standard", "cast": "standard on float32-cast logits", "stable": "stable"}  # legends and the page's
 
 STYLE = {  # (colour, line style, marker) per (form, dtype)
     ("standard", "float32"): ("tab:blue", "-", "o"),
@@ -20,6 +21,16 @@ STYLE = {  # (colour, line style, marker) per (form, dtype)
     ("stable", "bfloat16"): ("tab:green", "-.", "v"),
     ("standard", "float64"): ("black", (0, (5, 2, 1, 2)), "x"),
 }
+
+
+def arms(dtypes=("float32", "bfloat16")) -> list[tuple[str, str]]:
+    """(form, dtype) in page order: standard, cast (bfloat16 only), stable."""
+    return [(f, d) for d in dtypes for f in ("standard", "cast", "stable") if f != "cast" or d == "bfloat16"]
+
+
+def group(records, **match) -> list[dict]:
+    """The runs whose fields equal ``match``."""
+    return [r for r in records if all(r.get(k) == v for k, v in match.items())]
 
 
 def mean_curve(runs, key: str) -> tuple[list[int], list[float]]:

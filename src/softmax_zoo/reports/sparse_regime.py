@@ -1,14 +1,10 @@
 """The sparse-softmax regime study: Δ ROUGE (sparse − softmax) against the start's share of targets in Ω_k.
 
-``python -m softmax_zoo.reports sparse_regime`` (the last step of ``make reproduce-sparse-regime``)
-reads the records of experiment ``sparse_regime`` (:mod:`softmax_zoo.studies.sparse_regime`) and
-their test predictions, and writes ``results/sparse_regime.md`` and ``sparse_regime.png``. For each
-start (the start run's epoch e, ``config.regime.start_epoch``), scale and seed, the softmax arm is
-paired with each sparse arm (its k): Δ ROUGE-1/2 at beam 1 with a paired bootstrap 95% interval
-over the test pairs, against the softmax arm's share of test targets inside its top-k
-(``test/target_in_topk``, teacher-forced; :mod:`softmax_zoo.diagnostics.topk`). The claims row
-takes the seeds of a (start, k) together (:func:`seed_delta`) and its verdict from
-:mod:`softmax_zoo.reports._verdicts`. Without records the page says how to make them.
+Records of ``make reproduce-sparse-regime`` (:mod:`softmax_zoo.studies.sparse_regime`): per start (the start run's
+epoch e), scale and seed, the softmax arm paired with each sparse arm (its k): Δ ROUGE-1/2 at beam 1 with a paired
+bootstrap interval over the test pairs, against the softmax arm's share of test targets inside its top-k
+(``test/target_in_topk``). A claims row takes the seeds of a (start, k) together (:func:`seed_delta`). Without
+records the page says how to make them. Words: templates/sparse_regime.md.j2.
 """
 
 from __future__ import annotations
@@ -18,8 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from ..records import choice, get, load_records, read_predictions, runs_dir
-from ._pages import page_command, provenance, pyplot, save_figure, shown_path, write_page
-from ._render import render_page
+from ._pages import page_command, provenance, pyplot, save_figure, shown_path
+from ._render import publish
 from ._seq2seq import BOOTSTRAP_SAMPLES, SOFTMAX, SPARSE, per_seed_scores, stutters
 from ._seq2seq_settings import PAPER as PAPER_SETTINGS
 from ._seq2seq_settings import seq2seq_settings
@@ -97,12 +93,8 @@ def degenerate_share(record: dict[str, Any], runs: Path) -> float:
 
 
 def per_start(pts: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """One row per (scale, start, k): the seeds' Δ R-1 over seeds, and the regime of the start (means over its seeds).
-
-    The regime is measured on the softmax arms (one more softmax epoch from the start): the share of
-    test targets in Ω_k, the median target rank, their ROUGE-1 (the start's strength), and each arm's
-    share of degenerate outputs.
-    """
+    """One row per (scale, start, k): the seeds' Δ R-1, and the start's regime, means over its seeds of the softmax arms'
+    share of test targets in Ω_k, median target rank and ROUGE-1, and of each arm's share of degenerate outputs."""
     groups: dict[tuple[str, int, int], list[dict[str, Any]]] = defaultdict(list)
     for p in pts:
         groups[p["scale"], p["start"], p["k"]].append(p)
@@ -175,11 +167,8 @@ def curve(pts: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def headline(pts: list[dict[str, Any]]) -> dict[str, Any]:
-    """The ledger row's data: the paper's beam-1 gain against ours at the strongest start, for the smallest k (the paper's 20).
-
-    The strongest start is the (scale, start) whose softmax arms hold the largest mean share of targets in Ω_k;
-    its seeds give the verdict, compared paired by test item within each seed.
-    """
+    """The ledger row's data: the paper's beam-1 gain against ours at the strongest start (the largest mean share of
+    targets in Ω_k), for the smallest k (the paper's 20), its seeds compared paired by test item within each seed."""
     k = min(p["k"] for p in pts)
     starts: dict[tuple[str, int], list[dict[str, Any]]] = defaultdict(list)
     for p in pts:
@@ -231,4 +220,4 @@ def build(results_dir: str | Path = "results", out: str | Path | None = None) ->
     data = summarise(results_dir)
     if data["points"]:
         figure(data["points"], out / f"{EXPERIMENT}.png")
-    write_page(out, EXPERIMENT, *render_page(f"{EXPERIMENT}.md.j2", data | {"claims": data.get("claims", [])}))
+    publish(out, EXPERIMENT, data | {"claims": data.get("claims", [])})

@@ -1,48 +1,45 @@
 """Softmax collapse and KD cancellation in training: results/stable.md, its figures, the stable-* claims rows.
 
-Reads the records of ``python -m softmax_zoo.studies.stable`` (``make reproduce-stable``) in
-``<results_dir>/runs/stable/``: per run its settings, per-step curve and final numbers. Tables give
-means over seeds with 95% Student-t intervals (:mod:`._stable_tables`); two arms are compared seed by
-seed, with verdicts from :mod:`._verdicts`; figures: :mod:`._stable_plots` (stable_collapse.png,
-stable_saturate.png, stable_generalise.png, stable_drift.png).
-
-Build: ``python -m softmax_zoo.reports stable``.
+Reads the records of ``python -m softmax_zoo.studies.stable`` in ``<results_dir>/runs/stable/`` (a run: its
+arms study, form, dtype and start or loss, seed, per-step curve, final numbers) and of the PTB
+self-distillation ``<results_dir>/runs/stable_kd_ptb/``. Means carry 95% Student-t intervals over seeds; two
+arms are compared seed by seed as the ratio of their final values, the verdict on log10(A/B) (on A − B where
+B is exactly 0) with Welch's interval over seeds. The words are templates/stable.md.j2.
 """
 
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 from typing import Any
 
-from ..records import runs_dir
+from ..records import get, load_records, runs_dir
 from ._compare import unpaired
-from ._pages import commits, page_command, shown_path, write_page
-from ._render import render
-from ._stable_examples import example_rows
-from ._stable_kd_ptb import claim_row as kd_ptb_row
-from ._stable_kd_ptb import section as kd_ptb_section
-from ._stable_plots import plots
-from ._stable_tables import (
-    accuracy_lines,
-    ce_table,
-    comparisons,
-    finals,
-    group,
-    kd_table,
-    ratio_text,
-    reading,
-    saturate_table,
-    sci,
-)
-from ._stats import mean, seeds_label
-from ._verdicts import not_tested, verdict
+from ._pages import commits, page_command, shown_path
+from ._render import publish
+from ._stable_examples import examples
+from ._stable_plots import FORM_LABEL, arms, group, plots
+from ._stats import mean
+from ._verdicts import verdict
 
-EXPERIMENT = "stable"
+EXPERIMENT, KD_PTB = "stable", "stable_kd_ptb"
+SATURATE_ARMS = (("standard", "float32"), ("stable", "float32"), ("standard", "float64"))
+PAIRS = {"float32": [("standard", "stable")], "bfloat16": [("standard", "stable"), ("standard", "cast"), ("cast", "stable")]}
+CE_KEYS = ("zero_target_grad_share", "target_prob_one_share", "zero_sum_violation", "loss", "param_grad_norm",
+           "train_accuracy", "test_accuracy")
+KD_KEYS = ("logit_grad_norm", "drift", "kl", "test_accuracy", "agreement")
+SATURATE_KEYS = ("target_prob_one_share", "zero_target_grad_share", "loss", "param_grad_norm", "train_accuracy", "test_accuracy")
+
+
+def as_run(record: dict[str, Any]) -> dict[str, Any]:
+    """One run as the page reads it, from a record in the training records' schema (:func:`softmax_zoo.records.study_record`)."""
+    return {**record["config"], "run": record["run_name"], "curve": record["history"], "final": record["metrics"],
+            "seconds": record["timing"]["wall_s"], "git": record.get("git"), "created": record.get("created")}
 
 
 def load(results_dir: str | Path) -> list[dict[str, Any]]:
-    """The study's runs as :func:`as_run` gives them, in file-name order."""
+    """The study's runs (:func:`as_run`), in file-name order."""
     folder = runs_dir(results_dir) / EXPERIMENT
     records = [as_run(json.loads(p.read_text())) for p in sorted(folder.glob("*.json"))]
     if not records:
@@ -50,193 +47,205 @@ def load(results_dir: str | Path) -> list[dict[str, Any]]:
     return records
 
 
-def as_run(record: dict[str, Any]) -> dict[str, Any]:
-    """One run as the page reads it: its arms (study, form, dtype, start), seed, setting, curve, final numbers, seconds,
-    from a record in the training records' schema (:func:`softmax_zoo.records.study_record`)."""
-    return {**record["config"], "run": record["run_name"], "curve": record["history"], "final": record["metrics"],
-            "seconds": record["timing"]["wall_s"], "git": record.get("git"), "created": record.get("created")}
-
-
 def setting_of(records, study: str) -> dict[str, Any]:
     """The Setting of ``study``'s runs (the fullest one, as older records lack the newer regimes' fields)."""
     return max((r["setting"] for r in group(records, study=study)), key=len, default={})
-
-
-def seconds_of(records, study: str) -> float:
-    return sum(r["seconds"] for r in group(records, study=study))
-
-
-def delta(a: dict[int, float], b: dict[int, float]):
-    """Δ = mean(B) − mean(A) of two arms' per-seed values (Welch)."""
-    return unpaired(a, b)
-
-
-def share_peak(runs, key: str) -> dict[int, float]:
-    return {r["seed"]: max(p.get(key, 0.0) for p in r["curve"]) for r in runs}
-
-
-def claims_of(records) -> list[dict[str, str]]:
-    """The stable-* rows of the claims ledger, each verdict from :mod:`._verdicts` (seeds named)."""
-    rows: list[dict[str, str]] = []
-
-    def row(id_, claim, paper, ours, v):
-        rows.append({"id": id_, "claim": claim, "paper": paper, "ours": ours, "verdict": str(v), "source": "stable"})
-
-    collapse_rows(records, row)
-    training_rows(records, row)
-    return rows + example_rows()
-
-
-def collapse_rows(records, row) -> None:
-    """The collapse rows (``row(id, claim, paper, ours, verdict)`` adds one): the saturate regime's zero gradients and loss."""
-
-    sat = {(f, d): group(records, study="saturate", form=f, dtype=d)
-           for f, d in (("standard", "float32"), ("stable", "float32"), ("standard", "float64"))}
-    if all(sat.values()):
-        std, stb = (share_peak(sat[k], "zero_target_grad_share") for k in (("standard", "float32"), ("stable", "float32")))
-        seeds = sorted(std)
-        ours = (f"saturate regime, float32: peak share of training examples with target gradient exactly 0, standard "
-                f"{', '.join(f'{100 * std[s]:.0f}%' for s in seeds)} vs stable {', '.join(f'{100 * stb[s]:.0f}%' for s in seeds)} "
-                f"({seeds_label(seeds)})")
-        mem = group(records, study="collapse", dtype="bfloat16", form="standard")
-        if mem:
-            shares = ", ".join(f"{100 * r['final']['zero_target_grad_share']:.0f}%" for r in mem)
-            ours += (f"; memorise regime, bfloat16: standard ends with {shares} "
-                     f"({seeds_label([r['seed'] for r in mem])}), stable 0%")
-        row("stable-collapse", "with standard CE the target gradient q_t − 1 rounds to 0 once the target dominates (softmax collapse); "
-            "the softplus form keeps it", "q_t − 1 = 0 in float32 for logits [18, 0]", ours, verdict(delta(stb, std), +1, digits=3))
-        text, v = ratios(sat[("standard", "float32")], sat[("stable", "float32")], "loss")
-        f64, _ = ratios(sat[("standard", "float32")], sat[("standard", "float64")], "loss")
-        row("stable-collapse-training",
-            "after collapse, standard float32 CE trains differently from the stable form (its final loss is higher)",
-            "precision issues affect training dynamics (no number)",
-            f"saturate regime, final train loss standard / stable (float32): {text}; standard float32 / float64: {f64}",
-            v or not_tested("a final loss of 0"))
-    else:
-        row("stable-collapse", "with standard CE the target gradient q_t − 1 rounds to 0 once the target dominates (softmax collapse); "
-            "the softplus form keeps it", "q_t − 1 = 0 in float32 for logits [18, 0]", "—", not_tested("the saturate runs are missing"))
-
-
-def training_rows(records, row) -> None:
-    """The rows of the bfloat16 rewrite, cancellation, generalisation and zero-sum comparisons."""
-    for study, loss, key, what in (("collapse", None, "loss", "final train loss"),
-                                   ("cancellation", None, "drift", "drift at identical logits")):
-        match = {"start": "equal"} if study == "cancellation" else {}
-        cast, stb = (group(records, study=study, dtype="bfloat16", form=f, **match) for f in ("cast", "stable"))
-        std = group(records, study=study, dtype="bfloat16", form="standard", **match)
-        if cast and stb and std:
-            text, v = ratios(cast, stb, key)
-            text_std, _ = ratios(std, stb, key)
-            if study == "cancellation":
-                v = verdict(delta(by(stb, key), by(cast, key)), +1, digits=4)
-            row(f"stable-{study}-bfloat16-rewrite", f"in bfloat16 the rewritten form, not the float32 compute alone, lowers the {what}",
-                "the fix is the rewrite (no bfloat16 number)",
-                f"memorise regime, {what}, bfloat16 logits: standard on float32-cast logits / stable {text}; "
-                f"standard / stable {text_std}", v)
-    eq = {f: group(records, study="cancellation", start="equal", dtype="float32", form=f) for f in ("standard", "stable")}
-    if all(eq.values()):
-        std, stb = by(eq["standard"], "drift"), by(eq["stable"], "drift")
-        step0 = {f: [r["curve"][0]["logit_grad_norm"] for r in eq[f]] for f in eq}
-        row("stable-cancellation", "the KD gradient q − p cancels when student ≈ teacher, so identical logits still move the student; "
-            "p·expm1(s) gives exactly 0", "nonzero residuals vs exactly 0",
-            f"float32, student = teacher: logit-gradient norm at step 0 standard {mean(step0['standard']):.1e}, stable "
-            f"{mean(step0['stable']):.1e}; drift after {setting_of(records, 'cancellation').get('distill_steps')} steps per seed standard "
-            f"{', '.join(f'{v:.2e}' for v in std.values())} vs stable {', '.join(f'{v:.2e}' for v in stb.values())}",
-            verdict(delta(stb, std), +1, digits=4))
-    for loss, what in (("ce", "CE"), ("kd", "fresh-student KD")):
-        std, stb = (group(records, study="generalise", loss=loss, dtype="bfloat16", form=f) for f in ("standard", "stable"))
-        if std and stb:
-            acc = accuracy_lines(records, "generalise", loss=loss)
-            row(f"stable-generalise-{loss}",
-                f"where the model generalises, stable {what} reaches a higher test accuracy than standard (bfloat16 logits)",
-                "precision issues affect training dynamics (no number)", "; ".join(acc),
-                verdict(delta(by(std, "test_accuracy"), by(stb, "test_accuracy")), +1, digits=3))
-    for id_, claim, paper, study, match, regime in (
-        ("stable-zero-sum-ce", "\"non-target gradients remain positive, violating the zero-sum gradient property\" (standard CE once q_t "
-         "rounds to 1; tested against the softplus form)", "violated by the standard form (no number)", "saturate", {},
-         "saturate regime"),
-        ("stable-zero-sum-kd", "\"To reduce floating-point violations of the zero-sum gradient property, apply: g_i = u_i − q_i Σ_j u_j\"",
-         "the correction reduces the violation (no number)", "cancellation", {"start": "fresh"},
-         "distillation from a fresh student"),
-    ):
-        std, stb = (group(records, study=study, dtype="float32", form=f, **match) for f in ("standard", "stable"))
-        if std and stb:
-            text, v = ratios(std, stb, "zero_sum_violation")
-            row(id_, claim, paper,
-                f"{regime}, float32, final mean |Σ_j ∂L_i/∂z_ij| standard {sci(finals(std, 'zero_sum_violation'))} vs stable "
-                f"{sci(finals(stb, 'zero_sum_violation'))}; standard / stable {text} (verdict on log10 of the ratio)",
-                v or not_tested("no violation in either form"))
-
-
-
-def ratios(a_runs, b_runs, key: str):
-    """:func:`ratio_text` without its verdict (a claims row has its own verdict cell)."""
-    text, v = ratio_text(a_runs, b_runs, key)
-    return text.split("; on ")[0], v
-
-
-def read(lines_: list[str], verdicts, what: str) -> list[str]:
-    """The comparison lines, then what the bfloat16 ones say (:func:`reading`)."""
-    sentence = reading(verdicts, what)
-    return lines_ + ([f"**{sentence}**"] if sentence else [])
 
 
 def by(runs, key: str) -> dict[int, float]:
     return {r["seed"]: float(r["final"][key]) for r in runs}
 
 
-def saturate_lines(records, onset: dict[int, int]) -> list[str]:
-    """The saturate regime's comparisons: the onset per seed, the largest loss after it, and the arms' final ratios."""
-    sat_runs = {f"{f} {d}": group(records, study="saturate", form=f, dtype=d)
-                for f, d in (("standard", "float32"), ("stable", "float32"), ("standard", "float64"))}
-    if not sat_runs["standard float32"]:
-        return []
-    peaks = {r["seed"]: max(p["target_prob_one_share"] for p in r["curve"]) for r in sat_runs["standard float32"]}
-    out = [f"standard float32: first logged step with ≥ 50% of training examples at q_t exactly 1, per seed: "
-           f"{', '.join(str(onset[x]) for x in sorted(onset))} ({seeds_label(sorted(onset))}); peak share "
-           f"{', '.join(f'{100 * peaks[x]:.0f}%' for x in sorted(peaks))}"]
-    for arm, runs in sat_runs.items():
-        worst = {r["seed"]: max(p["loss"] for p in r["curve"] if p["step"] > onset[r["seed"]])
-                 for r in runs if onset.get(r["seed"]) is not None}
-        if worst:
-            out.append(f"{arm}: largest train loss after the onset, per seed: {', '.join(f'{worst[x]:.1e}' for x in sorted(worst))}")
-    for a, b in (("standard float32", "stable float32"), ("standard float32", "standard float64"), ("stable float32", "standard float64")):
-        if sat_runs[a] and sat_runs[b]:
-            for key, what in (("loss", "final train loss"), ("param_grad_norm", "final ‖∂L/∂θ‖")):
-                text, _ = ratio_text(sat_runs[a], sat_runs[b], key)
-                out.append(f"{what}, A = {a} / B = {b}: {text}")
+def finals(runs, key: str) -> list[float] | None:
+    """Final ``key`` of every run; None when some run lacks it (the page's dash)."""
+    return [float(r["final"][key]) for r in runs] if runs and all(key in r["final"] for r in runs) else None
+
+
+def ratio(a_runs, b_runs, key: str) -> dict[str, Any] | None:
+    """Final ``key`` of arm A and B per common seed, and the verdict on A > B: on log10(A/B) when every value is
+    positive, on A − B when some B is exactly 0 (``on`` names which; None when A and B are equal everywhere)."""
+    a, b = by(a_runs, key), by(b_runs, key)
+    seeds = sorted(set(a) & set(b))
+    if not seeds:
+        return None
+    out = {"seeds": seeds, "pairs": [(a[s], b[s]) for s in seeds], "on": None, "verdict": None}
+    if all(a[s] > 0 and b[s] > 0 for s in seeds):
+        log_a, log_b = ({s: math.log10(v[s]) for s in seeds} for v in (a, b))
+        out |= {"on": "log10", "verdict": verdict(unpaired(log_b, log_a), +1)}
+    elif any(a[s] != b[s] for s in seeds):
+        out |= {"on": "difference", "verdict": verdict(unpaired({s: b[s] for s in seeds}, {s: a[s] for s in seeds}), +1, digits=4)}
     return out
 
 
+def comparison(records, study: str, key: str, **match) -> dict[str, Any]:
+    """:func:`ratio` of each pair of forms in :data:`PAIRS`, and which source of a bfloat16 difference the verdicts point to."""
+    lines, kinds = [], {}
+    for dtype, forms in PAIRS.items():
+        for a, b in forms:
+            ra, rb = (group(records, study=study, dtype=dtype, form=f, **match) for f in (a, b))
+            if ra and rb:
+                r = ratio(ra, rb, key)
+                lines.append({"dtype": dtype, "a": a, "b": b, "ratio": r})
+                kinds[f"{dtype} {a}/{b}"] = r["verdict"].kind.value if r and r["verdict"] else None
+    std_cast, cast_stable, std_stable = (kinds.get(f"bfloat16 {p}") for p in ("standard/cast", "cast/stable", "standard/stable"))
+    reading = (None if None in (std_cast, cast_stable, std_stable) else
+               "none" if std_cast == cast_stable == std_stable == "inconclusive" else
+               "rewrite" if cast_stable == "supported" else
+               "float32" if std_cast == "supported" and cast_stable == "inconclusive" else "unseparated")
+    return {"lines": lines, "reading": reading}
+
+
+def accuracy(records, study: str, **match) -> dict[str, Any]:
+    """Each arm's test accuracies, and stable − standard per seed for each dtype with both."""
+    arm_rows = [{"dtype": d, "form": f, "test": finals(runs, "test_accuracy")}
+                for f, d in arms() if (runs := group(records, study=study, dtype=d, form=f, **match))]
+    diffs = []
+    for dtype in ("float32", "bfloat16"):
+        std, stb = (by(group(records, study=study, dtype=dtype, form=f, **match), "test_accuracy") for f in ("standard", "stable"))
+        if std and stb:
+            seeds = sorted(set(std) & set(stb))
+            diffs.append({"dtype": dtype, "seeds": seeds, "pp": [100 * (stb[s] - std[s]) for s in seeds]})
+    return {"arms": arm_rows, "diffs": diffs}
+
+
+def ce_rows(records, study: str, **match) -> list[dict[str, Any]]:
+    """Final numbers of the CE runs of ``study``, one row per (dtype, form)."""
+    return [{"dtype": d, "form": f, **{k: finals(runs, k) for k in CE_KEYS}}
+            for f, d in arms() if (runs := group(records, study=study, dtype=d, form=f, **match))]
+
+
+def kd_rows(records, study: str, starts=("equal", "fresh"), **match) -> list[dict[str, Any]]:
+    """Final numbers of the distillation runs of ``study``, one row per (start, dtype, form), with the step-0 gradient norm."""
+    rows = []
+    for start in starts:
+        for f, d in arms():
+            runs = group(records, study=study, dtype=d, form=f, **({"start": start} if study == "cancellation" else {}), **match)
+            if runs:
+                rows.append({"start": start, "dtype": d, "form": f, "step0": [float(r["curve"][0]["logit_grad_norm"]) for r in runs],
+                             **{k: finals(runs, k) for k in KD_KEYS}})
+    return rows
+
+
+def at_step(run: dict[str, Any], step: int) -> dict[str, float]:
+    """The logged point at ``step`` with the latest test accuracy at or before it."""
+    point = next(p for p in run["curve"] if p["step"] == step)
+    tests = [p for p in run["curve"] if p["step"] <= step and "test_accuracy" in p]
+    return {**point, "test_accuracy": tests[-1]["test_accuracy"]} if tests else point
+
+
+def saturate(records, level: float = 0.5) -> dict[str, Any]:
+    """The saturate regime: per seed the first step where standard float32 CE has ``level`` of q_t exactly 1 (the onset),
+    each arm's means at the onset and at the end, the largest loss after the onset, the arms' final ratios."""
+    sat = {(f, d): group(records, study="saturate", form=f, dtype=d) for f, d in SATURATE_ARMS}
+    std = sat["standard", "float32"]
+    onset = {r["seed"]: next((p["step"] for p in r["curve"] if p.get("target_prob_one_share", 0.0) >= level), None)
+             for r in sorted(std, key=lambda r: r["seed"])}
+    rows, worst = [], {}
+    for (f, d), runs in sat.items():
+        runs = [r for r in runs if onset.get(r["seed"]) is not None]
+        for when in ("onset", "end"):
+            points = [at_step(r, onset[r["seed"]]) if when == "onset" else r["final"] for r in runs]
+            if points:
+                rows.append({"dtype": d, "form": f, "when": when, **{k: mean([p[k] for p in points]) for k in SATURATE_KEYS}})
+        if runs:
+            worst[f"{f} {d}"] = {r["seed"]: max(p["loss"] for p in r["curve"] if p["step"] > onset[r["seed"]]) for r in runs}
+    ratios = [{"a": f"{a[0]} {a[1]}", "b": f"{b[0]} {b[1]}", "key": key, "ratio": ratio(sat[a], sat[b], key)}
+              for a, b in ((SATURATE_ARMS[0], SATURATE_ARMS[1]), (SATURATE_ARMS[0], SATURATE_ARMS[2]), (SATURATE_ARMS[1], SATURATE_ARMS[2]))
+              if sat[a] and sat[b] for key in ("loss", "param_grad_norm")]
+    return {"onset": onset, "peaks": {r["seed"]: max(p["target_prob_one_share"] for p in r["curve"]) for r in std},
+            "rows": rows, "worst": {k: dict(sorted(v.items())) for k, v in worst.items() if v}, "ratios": ratios, "any": bool(std)}
+
+
+def peak_share(runs) -> dict[int, float]:
+    return {r["seed"]: max(p.get("zero_target_grad_share", 0.0) for p in r["curve"]) for r in runs}
+
+
+def claims(records) -> list[dict[str, Any]]:
+    """The stable-* claims rows of the toy study as data (templates/stable.md.j2's macros word them)."""
+    rows: list[dict[str, Any]] = []
+    sat = {(f, d): group(records, study="saturate", form=f, dtype=d) for f, d in SATURATE_ARMS}
+    if all(sat.values()):
+        std, stb = peak_share(sat["standard", "float32"]), peak_share(sat["stable", "float32"])
+        mem = group(records, study="collapse", dtype="bfloat16", form="standard")
+        rows += [{"id": "stable-collapse", "std": std, "stb": stb, "verdict": verdict(unpaired(stb, std), +1, digits=3),
+                  "memorise": [(r["seed"], r["final"]["zero_target_grad_share"]) for r in mem]},
+                 {"id": "stable-collapse-training", "stable": ratio(sat["standard", "float32"], sat["stable", "float32"], "loss"),
+                  "float64": ratio(sat["standard", "float32"], sat["standard", "float64"], "loss")}]
+    else:
+        rows.append({"id": "stable-collapse", "missing": True})
+    for study, key in (("collapse", "loss"), ("cancellation", "drift")):
+        match = {"start": "equal"} if study == "cancellation" else {}
+        cast, stb, std = (group(records, study=study, dtype="bfloat16", form=f, **match) for f in ("cast", "stable", "standard"))
+        if cast and stb and std:
+            row = {"id": f"stable-{study}-bfloat16-rewrite", "study": study, "cast": ratio(cast, stb, key),
+                   "standard": ratio(std, stb, key)}
+            rows.append(row | {"verdict": verdict(unpaired(by(stb, key), by(cast, key)), +1, digits=4)
+                               if study == "cancellation" else row["cast"]["verdict"]})
+    eq = {f: group(records, study="cancellation", start="equal", dtype="float32", form=f) for f in ("standard", "stable")}
+    if all(eq.values()):
+        std, stb = by(eq["standard"], "drift"), by(eq["stable"], "drift")
+        rows.append({"id": "stable-cancellation", "std": std, "stb": stb, "verdict": verdict(unpaired(stb, std), +1, digits=4),
+                     "steps": setting_of(records, "cancellation").get("distill_steps"),
+                     "step0": {f: mean([r["curve"][0]["logit_grad_norm"] for r in eq[f]]) for f in eq}})
+    for loss in ("ce", "kd"):
+        std, stb = (group(records, study="generalise", loss=loss, dtype="bfloat16", form=f) for f in ("standard", "stable"))
+        if std and stb:
+            rows.append({"id": f"stable-generalise-{loss}", "loss": loss, "accuracy": accuracy(records, "generalise", loss=loss),
+                         "verdict": verdict(unpaired(by(std, "test_accuracy"), by(stb, "test_accuracy")), +1, digits=3)})
+    for loss, study, match in (("ce", "saturate", {}), ("kd", "cancellation", {"start": "fresh"})):
+        std, stb = (group(records, study=study, dtype="float32", form=f, **match) for f in ("standard", "stable"))
+        if std and stb:
+            rows.append({"id": f"stable-zero-sum-{loss}", "std": finals(std, "zero_sum_violation"),
+                         "stb": finals(stb, "zero_sum_violation"), "ratio": ratio(std, stb, "zero_sum_violation")})
+    return rows
+
+
+def kd_ptb(results_dir: str | Path) -> dict[str, Any]:
+    """The PTB self-distillation: its teachers, its students per KL form and seed, and the verdict on the stable
+    form's lower test perplexity (Welch over seeds on log perplexity; None below two forms with runs)."""
+    teachers, students = [], {"standard": {}, "stable": {}}
+    for record in load_records(runs_dir(results_dir), KD_PTB):
+        form = get(record, "config.distill.kl") if get(record, "config.distill.teacher") else None
+        if form is None:
+            teachers.append(record)
+        elif form in students:
+            students[form][record["seed"]] = record
+    students = {form: [r for _, r in sorted(runs.items())] for form, runs in students.items()}
+    students_all = [r for runs in students.values() for r in runs]
+    ppl = {f: {r["seed"]: math.log(r["metrics"]["test/perplexity"]) for r in runs} for f, runs in students.items()}
+    return {"id": "stable-kd-ptb", "teachers": teachers, "students": students,
+            "verdict": verdict(unpaired(ppl["stable"], ppl["standard"]), +1, digits=4) if all(students.values()) else None,
+            "sample": next(iter(students_all), teachers[0] if teachers else None),
+            "folder": shown_path(runs_dir(results_dir) / KD_PTB), "commits": commits(teachers + students_all)}
+
+
 def summarise(results_dir: str | Path = "results") -> dict[str, Any]:
-    """The page's data: the study's settings and budget, each regime's tables and comparison lines, the claims rows."""
+    """The page's data: the study's settings and budget, each regime's rows and comparisons, the claims rows."""
     records = load(results_dir)
-    sat_table, onset = saturate_table(records)
     memorise = group(records, study="collapse", dtype="float32", form="standard")
+    ptb = kd_ptb(results_dir)
+    example = examples()
     return {
         "records": records, "folder": shown_path(runs_dir(results_dir) / EXPERIMENT), "command": page_command(EXPERIMENT, results_dir),
         "commits": commits(records), "seeds": sorted({r["seed"] for r in records}),
         "threads": sorted({r["torch_threads"] for r in records if r.get("torch_threads") is not None}),
         "no_threads": sum(r.get("torch_threads") is None for r in records),
-        "minutes": {study: seconds_of(records, study) / 60 for study in ("collapse", "cancellation", "generalise", "saturate")},
+        "minutes": {s: sum(r["seconds"] for r in group(records, study=s)) / 60
+                    for s in ("collapse", "cancellation", "generalise", "saturate")},
         "s": setting_of(records, "collapse"), "g": setting_of(records, "generalise"), "sat": setting_of(records, "saturate"),
         "k": setting_of(records, "cancellation"),
-        "memorise_peak": max((max(p.get("zero_target_grad_share", 0.0) for p in r["curve"]) for r in memorise), default=None),
-        "examples": example_rows(), "sat_table": sat_table, "sat_lines": saturate_lines(records, onset),
-        "tables": {"collapse": ce_table(records, "collapse"), "generalise_ce": ce_table(records, "generalise", loss="ce"),
-                   "generalise_kd": kd_table(records, "generalise", starts=("fresh",), loss="kd"),
-                   "cancellation": kd_table(records, "cancellation")},
-        "lines": {
-            "collapse": read(*comparisons(records, "collapse", "loss", "final train loss"), "final train loss"),
-            "cancellation": read(*comparisons(records, "cancellation", "drift", "drift", start="equal"), "drift at identical logits")
-            + read(*comparisons(records, "cancellation", "kl", "final KL", start="fresh"), "final KL of a fresh student"),
-            "generalise_ce": read(*comparisons(records, "generalise", "loss", "final train loss", loss="ce"), "final train loss")
-            + accuracy_lines(records, "generalise", loss="ce"),
-            "generalise_kd": read(*comparisons(records, "generalise", "kl", "final KL", loss="kd"), "final KL")
-            + accuracy_lines(records, "generalise", loss="kd"),
-        },
-        "kd_ptb": kd_ptb_section(results_dir),
-        "claims": [*claims_of(records), kd_ptb_row(results_dir)],
+        "memorise_peak": max((max(peak_share([r]).values()) for r in memorise), default=None),
+        "examples": example, "saturate": saturate(records),
+        "ce": {"collapse": ce_rows(records, "collapse"), "generalise": ce_rows(records, "generalise", loss="ce")},
+        "kd": {"generalise": kd_rows(records, "generalise", starts=("fresh",), loss="kd"),
+               "cancellation": kd_rows(records, "cancellation")},
+        "comparisons": {"collapse": comparison(records, "collapse", "loss"),
+                        "drift": comparison(records, "cancellation", "drift", start="equal"),
+                     "fresh_kl": comparison(records, "cancellation", "kl", start="fresh"),
+                     "generalise_ce": comparison(records, "generalise", "loss", loss="ce"),
+                     "generalise_kd": comparison(records, "generalise", "kl", loss="kd")},
+        "accuracy": {loss: accuracy(records, "generalise", loss=loss) for loss in ("ce", "kd")},
+        "forms": FORM_LABEL, "kd_ptb": ptb, "claims": [c | {"source": EXPERIMENT} for c in (*claims(records), *example, ptb)],
     }
 
 
@@ -245,4 +254,4 @@ def build(results_dir: str | Path = "results", out: str | Path | None = None) ->
     data = summarise(results_dir)
     out = Path(out or results_dir)
     plots(data["records"], out)
-    write_page(out, "stable", render("stable.md.j2", **data), data["claims"])
+    publish(out, EXPERIMENT, data)

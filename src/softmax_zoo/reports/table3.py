@@ -1,10 +1,8 @@
-"""Sparse-softmax Table 3: SQuAD 1.1 question generation (Du split), UniLM, softmax vs sparse-softmax.
+"""Sparse-softmax Table 3: SQuAD 1.1 question generation (Du split), UniLM, softmax vs sparse-softmax (``make reproduce-table3``).
 
-``python -m softmax_zoo.reports table3`` (the last step of ``make reproduce-table3``) reads the
-records of experiment ``table3`` and their test predictions and writes ``results/table3.md``
-(templates/table3.md.j2) and its rows of the claims ledger: BLEU-1..4 (corpus BLEU from the
-per-example n-gram counts the evaluation saves) and ROUGE-L at beam 1 for both losses, Δ = sparse −
-softmax compared paired by test item within each seed (corpus BLEU recomputed on each resample).
+BLEU-1..4 (corpus BLEU from the per-example n-gram counts the evaluation saves) and ROUGE-L at beam 1 for both
+losses, Δ = sparse − softmax compared paired by test item within each seed (corpus BLEU recomputed on each
+resample; :mod:`._seq2seq`). Words: templates/table3.md.j2.
 """
 
 from __future__ import annotations
@@ -15,24 +13,9 @@ from typing import Any
 import numpy as np
 
 from ..metrics import BLEU_ORDERS, bleu_from_stats
-from ..records import runs_dir
+from . import _seq2seq as s2s
 from ._compare import Comparison, Design, compare
-from ._pages import write_page
-from ._render import render_page
-from ._seq2seq import (
-    ARMS,
-    BOOTSTRAP_SAMPLES,
-    claim,
-    delta_row,
-    load_pairs,
-    page,
-    paper_setting_claims,
-    per_seed_scores,
-    setting,
-    setting_columns,
-)
-from ._seq2seq_settings import seq2seq_settings
-from ._settings import settings_data
+from ._render import publish
 
 EXPERIMENT = "table3"
 BEAM = 1
@@ -69,34 +52,29 @@ def corpus_bootstrap(stats_a: np.ndarray, stats_b: np.ndarray, order: int, num_s
     }
 
 
-def summarise(results_dir: str | Path = "results") -> dict[str, Any]:
-    """The page's data: per setting (scale) a section of rows (metric) and the claims rows."""
-    runs = runs_dir(results_dir)
+def rows(pairs: list[s2s.Pair], runs: Path) -> tuple[list[int], list[dict[str, Any]]]:
+    """A setting's beam, and its rows: corpus BLEU-1..4 and ROUGE-L at :data:`BEAM`, compared paired by test item."""
     key = f"beam{BEAM}"
-    by_setting, lone = load_pairs(runs, EXPERIMENT)
-    sections, claims = [], []
-    for scale, pairs in by_setting.items():
-        bleu_items = per_seed_scores(pairs, runs, lambda r: r[key]["bleu_stats"])
-        compared = {
-            f"bleu{n}": compare(Comparison(*ARMS, f"bleu{n}", Design.PAIRED_BY_ITEM), items=bleu_items,
-                                bootstrap=lambda a, b, n=n: corpus_bootstrap(np.asarray(a, dtype=np.int64), np.asarray(b, dtype=np.int64),
-                                                                             n, BOOTSTRAP_SAMPLES))
-            for n in BLEU_ORDERS
-        }
-        compared["rougeL"] = compare(Comparison(*ARMS, "rougeL", Design.PAIRED_BY_ITEM),
-                                     items=per_seed_scores(pairs, runs, lambda r: r[key]["rougeL"]), num_samples=BOOTSTRAP_SAMPLES)
-        rows = [delta_row(pairs, f"test/{metric}_{key}", c, PAPER_DELTAS.get(metric), [metric, UNILM.get(metric, "")])
-                for metric, c in compared.items()]
-        section = setting(scale, pairs, runs, [BEAM], lone.get(scale), rows)
-        sections.append(section)
-        claims += [claim(f"{EXPERIMENT}_{scale}_{r['lead'][0]}", r, section, EXPERIMENT, metric=r["lead"][0], beam=BEAM)
-                   for r in rows if r["paper"] is not None]
-    settings = settings_data(seq2seq_settings("squad_qg"), setting_columns(by_setting),
-                             "Sun et al. 2021's §4 on question generation (Table 3)")
-    data = page(EXPERIMENT, results_dir, sections, claims + paper_setting_claims(by_setting, claims, EXPERIMENT), settings)
+    bleu_items = s2s.per_seed_scores(pairs, runs, lambda r: r[key]["bleu_stats"])
+    compared = {
+        f"bleu{n}": compare(Comparison(*s2s.ARMS, f"bleu{n}", Design.PAIRED_BY_ITEM), items=bleu_items,
+                            bootstrap=lambda a, b, n=n: corpus_bootstrap(np.asarray(a, dtype=np.int64), np.asarray(b, dtype=np.int64),
+                                                                         n, s2s.BOOTSTRAP_SAMPLES))
+        for n in BLEU_ORDERS
+    }
+    compared["rougeL"] = compare(Comparison(*s2s.ARMS, "rougeL", Design.PAIRED_BY_ITEM),
+                                 items=s2s.per_seed_scores(pairs, runs, lambda r: r[key]["rougeL"]), num_samples=s2s.BOOTSTRAP_SAMPLES)
+    return [BEAM], [s2s.delta_row(pairs, f"test/{metric}_{key}", c, PAPER_DELTAS.get(metric), [metric, UNILM.get(metric, "")])
+                    for metric, c in compared.items()]
+
+
+def summarise(results_dir: str | Path = "results") -> dict[str, Any]:
+    """The page's data: per setting (scale) a section of rows (metric), the claims rows, UniLM's result."""
+    data = s2s.summarise(EXPERIMENT, results_dir, "squad_qg", rows, lambda r: (r["lead"][0], {"metric": r["lead"][0], "beam": BEAM}),
+                         "Sun et al. 2021's §4 on question generation (Table 3)")
     return data | {"unilm": UNILM, "beam": BEAM}
 
 
 def build(results_dir: str | Path = "results", out: str | Path | None = None) -> None:
-    """Write ``<out>/table3.md`` and the table3 rows of ``<out>/claims.md`` (``out`` defaults to ``results_dir``)."""
-    write_page(out or results_dir, EXPERIMENT, *render_page(f"{EXPERIMENT}.md.j2", summarise(results_dir)))
+    """Write ``<out>/table3.md`` and its claims rows (``out`` defaults to ``results_dir``)."""
+    publish(out or results_dir, EXPERIMENT, summarise(results_dir))
