@@ -98,10 +98,10 @@ class _Tiles(NamedTuple):
     slots: torch.Tensor
     chunks: list[tuple[int, int, int, int, int]]
 
-    def blocks(self, row_pad: torch.Tensor):
-        """Per chunk: the tiles' nodes (t,) and the rows of their draws (t, width), padding → N."""
+    def blocks(self):
+        """Per chunk: the tiles' nodes (t,) and the draw ids of their slots (t, width), padding → M."""
         for a, b, width, s0, s1 in self.chunks:
-            yield self.node[a:b], row_pad[self.slots[s0:s1].view(b - a, width)]
+            yield self.node[a:b], self.slots[s0:s1].view(b - a, width)
 
 
 def _tiles(node: torch.Tensor, max_tile: int, chunk: int = _CHUNK) -> _Tiles:
@@ -281,7 +281,7 @@ class QuadraticKernelSampler(Sampler):
         flat_W = self._W.view(-1, d)
         q_t = None if exclude is None else ((h * flat_W[exclude]).sum(1)) ** 2  # (N,) (h·w_t)²
 
-        # Dense top level: masses of all K nodes for all rows, one GEMM per chunk of rows whose h⊗h
+        # Dense top level: hᵀ S h of all K nodes for all rows, one GEMM per chunk of rows whose h⊗h
         # fits the device's chunk budget; m draws per row.
         K = self._S[top].shape[0]
         rows = max(1, memory.chunk_logits(h.device) // (d * d))
@@ -289,14 +289,16 @@ class QuadraticKernelSampler(Sampler):
             (hc[:, :, None] * hc[:, None, :]).reshape(-1, d * d) @ self._S[top].view(K, d * d).T
             for hc in h.split(rows)
         ])  # (N, K)
-        mass = (a * quad + self._cnt[top]).double()
-        if exclude is not None:
-            anc = (exclude // L) // B**top  # (N,) the target's node at the top level
-            mass.scatter_(1, anc[:, None], self._rest(quad.gather(1, anc[:, None]), q_t[:, None],
-                                                      self._cnt[top][anc][:, None]).double())
-        cum = mass.cumsum(1)  # (N, K) float64
+        cnt = self._cnt[top].expand(N, K)
+        if exclude is not None:  # the target's top node without the target
+            anc = ((exclude // L) // B**top)[:, None]  # (N, 1)
+            quad.scatter_(1, anc, (quad.gather(1, anc) - q_t[:, None]).clamp_(min=0))
+            cnt = cnt.scatter(1, anc, cnt.gather(1, anc) - 1)
+        cum = self._mass(quad, cnt).double().cumsum(1)  # (N, K) float64
         thr = (1 - torch.rand(N, m, dtype=cum.dtype, device=h.device, generator=self.generator)) * cum[:, -1:]  # (0, 1]·total
-        node = torch.searchsorted(cum, thr).clamp_(max=K - 1).reshape(N * m)  # (N·m,) first cum >= thr
+        node = torch.searchsorted(cum, thr).clamp_(max=K - 1)  # (N, m) first cum >= thr
+        node_quad = quad.gather(1, node).reshape(N * m)  # (N·m,) hᵀ S h of each draw's node
+        node = node.reshape(N * m)
 
         h_pad = torch.cat([h, h.new_zeros(1, d)])  # row N: zeros, for the padding slots
         row_pad = torch.cat([torch.arange(N, device=h.device).repeat_interleave(m), node.new_tensor([N])])  # (N·m + 1,)
@@ -306,52 +308,61 @@ class QuadraticKernelSampler(Sampler):
         # Walk down the lower levels, draws tiled by node, tiles in chunks.
         for k in range(top - 1, -1, -1):
             tiles = _tiles(node, self.max_tile)
-            child = torch.cat([
-                self._children(k, tile_node, rows, h_pad, t_pad, qt_pad).reshape(-1)
-                for tile_node, rows in tiles.blocks(row_pad)
-            ])  # (S,) per slot
-            node = node * B + _per_draw(child, tiles.slots, N * m)
+            quad_pad = torch.cat([node_quad, node_quad.new_zeros(1)])
+            parts = [self._children(k, tile_node, row_pad[slots], quad_pad[slots], h_pad, t_pad, qt_pad)
+                     for tile_node, slots in tiles.blocks()]
+            node = node * B + _per_draw(torch.cat([p[0].reshape(-1) for p in parts]), tiles.slots, N * m)
+            node_quad = _per_draw(torch.cat([p[1].reshape(-1) for p in parts]), tiles.slots, N * m)
 
         # Leaves: the classes' own kernel values decide.
         tiles = _tiles(node, self.max_tile)
-        parts = [self._leaf(tile_node, rows, h_pad, t_pad) for tile_node, rows in tiles.blocks(row_pad)]
+        parts = [self._leaf(tile_node, row_pad[slots], h_pad, t_pad) for tile_node, slots in tiles.blocks()]
         ids = _per_draw(torch.cat([p[0].reshape(-1) for p in parts]), tiles.slots, N * m).view(N, m)
         k_s = _per_draw(torch.cat([p[1].reshape(-1) for p in parts]), tiles.slots, N * m).view(N, m)  # K(h, w_s)
         log_q = k_s.double().log() - self._log_z(h, q_t)[:, None]
         return ids, log_q.float()
 
-    def _children(self, k, tile_node, rows, h_pad, t_pad, qt_pad) -> torch.Tensor:
-        """Child index (t, P) drawn for each draw of the tiles at nodes ``tile_node`` (t,) of level k+1."""
+    def _mass(self, quad: torch.Tensor, cnt: torch.Tensor) -> torch.Tensor:
+        """Node masses α·hᵀ S h + count from ``quad`` and ``cnt`` (broadcast), 0 for a node without classes."""
+        return (self.alpha * quad + cnt) * (cnt > 0)
+
+    def _children(self, k, tile_node, rows, parent_quad, h_pad, t_pad, qt_pad) -> tuple[torch.Tensor, torch.Tensor]:
+        """Child index (t, P) drawn for each draw of the tiles at nodes ``tile_node`` (t,) of level k+1,
+        and the child's hᵀ S h (t, P), given the parent's ``parent_quad`` (t, P).
+
+        Only the first B − 1 children's sums are read: the last child's hᵀ S h is the parent's
+        minus theirs (the node sums add up), so a level costs (B − 1)·d² per draw.
+        """
         B, d, L = self.branching, h_pad.shape[1], self.leaf_size
-        Hq = _gather(h_pad, rows).transpose(1, 2)  # (t, d, P)
-        S = _gather(self._S[k].view(-1, B * d, d), tile_node)  # (t, B·d, d): the B children's Σ w wᵀ
-        v = torch.bmm(S, Hq).view(-1, B, d, rows.shape[1])  # (t, B, d, P): S_b h
-        quad = v.mul_(Hq[:, None]).sum(2).transpose(1, 2)  # (t, P, B): hᵀ S_b h
+        Hq = _gather(h_pad, rows)  # (t, P, d)
+        S = self._S[k].view(-1, B * d * d)[:, : (B - 1) * d * d].index_select(0, tile_node)  # (t, (B−1)·d·d)
+        v = torch.bmm(Hq, S.view(-1, (B - 1) * d, d).transpose(1, 2))  # (t, P, (B−1)·d): S_b h (S_b symmetric)
+        quad = v.view(*rows.shape, B - 1, d).mul_(Hq[:, :, None]).sum(3)  # (t, P, B−1): hᵀ S_b h
         cnt = self._cnt[k].view(-1, B)[tile_node][:, None, :]  # (t, 1, B)
-        mass = self.alpha * quad + cnt
-        if t_pad is not None:
+        if t_pad is not None:  # the target's child (if the target is under this node) without the target
             t = t_pad[rows]  # (t, P), -1 on padding slots
             t_node = (t.clamp(min=0) // L) // B**k  # the target's node at level k
             hit = ((t_node // B) == tile_node[:, None]) & (t >= 0)
             is_t = hit[..., None] & (torch.arange(B, device=t.device) == (t_node % B)[..., None])  # (t, P, B)
-            mass = torch.where(is_t, self._rest(quad, qt_pad[rows][..., None], cnt), mass)
-        return _pick(mass, self.generator)
+            quad = (quad - is_t[..., : B - 1] * qt_pad[rows][..., None]).clamp_(min=0)
+            cnt = cnt - is_t.to(cnt.dtype)
+        last = (parent_quad - quad.sum(2)).clamp_(min=0)  # (t, P): hᵀ S_{B−1} h
+        quad = torch.cat([quad, last[..., None]], 2)  # (t, P, B)
+        child = _pick(self._mass(quad, cnt), self.generator)
+        return child, quad.gather(2, child[..., None])[..., 0]
 
     def _leaf(self, tile_node, rows, h_pad, t_pad) -> tuple[torch.Tensor, torch.Tensor]:
         """Class ids (t, P) drawn in the leaves ``tile_node`` (t,), and their kernel values."""
         L = self.leaf_size
-        Hq = _gather(h_pad, rows).transpose(1, 2)  # (t, d, P)
-        logit = torch.bmm(_gather(self._W, tile_node), Hq).transpose(1, 2)  # (t, L, P) -> (t, P, L)
-        kern = self.alpha * logit**2 + self._cls_cnt[tile_node][:, None, :]
-        cls = tile_node[:, None] * L + torch.arange(L, device=rows.device)  # (t, L)
-        if t_pad is not None:
-            kern = kern.masked_fill(cls[:, None, :] == t_pad[rows][..., None], 0.0)
+        Hq = _gather(h_pad, rows)  # (t, P, d)
+        logit = torch.bmm(Hq, _gather(self._W, tile_node).transpose(1, 2))  # (t, P, L)
+        kern = torch.addcmul(self._cls_cnt[tile_node][:, None, :], logit, logit, value=self.alpha)  # α(h·w)² + 1, 0 on padding
+        if t_pad is not None:  # the target's kernel value set to 0
+            t = t_pad[rows]  # (t, P), -1 on padding slots
+            i, p = ((t // L == tile_node[:, None]) & (t >= 0)).nonzero(as_tuple=True)
+            kern[i, p, t[i, p] - tile_node[i] * L] = 0.0
         j = _pick(kern, self.generator)  # (t, P)
-        return cls.gather(1, j), kern.gather(2, j[..., None])[..., 0]
-
-    def _rest(self, quad: torch.Tensor, q_t: torch.Tensor, cnt: torch.Tensor) -> torch.Tensor:
-        """Mass of a node without the target: α(quad − (h·w_t)²)₊ + count − 1, 0 if nothing is left."""
-        return (self.alpha * (quad - q_t).clamp(min=0) + cnt - 1) * (cnt > 1)
+        return tile_node[:, None] * L + j, kern.gather(2, j[..., None])[..., 0]
 
     @torch.no_grad()
     @outside_autocast
