@@ -70,8 +70,8 @@ _CHUNK = 8192  # draw slots per batched GEMM (e.g. 256 tiles of 32): bounds the 
 def _pick(mass: torch.Tensor, generator: torch.Generator | None) -> torch.Tensor:
     """Index along the last dim, drawn in proportion to the non-negative ``mass`` (..., B)."""
     cum = mass.cumsum(-1)
-    thr = (1 - torch.rand(mass.shape[:-1], dtype=cum.dtype, device=mass.device, generator=generator)) * cum[..., -1]  # (0, 1]·total
-    return (cum < thr[..., None]).sum(-1).clamp_(max=mass.shape[-1] - 1)  # first index with cum >= thr
+    thr = (1 - torch.rand(*mass.shape[:-1], 1, dtype=cum.dtype, device=mass.device, generator=generator)) * cum[..., -1:]  # (0, 1]·total
+    return torch.searchsorted(cum, thr)[..., 0].clamp_(max=mass.shape[-1] - 1)  # first index with cum >= thr
 
 
 def _gather(table: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
@@ -305,8 +305,8 @@ class QuadraticKernelSampler(Sampler):
         t_pad = None if exclude is None else torch.cat([exclude, exclude.new_tensor([-1])])
         qt_pad = None if exclude is None else torch.cat([q_t, q_t.new_zeros(1)])
 
-        # Walk down the lower levels, draws tiled by node, tiles in chunks.
-        for k in range(top - 1, -1, -1):
+        # Walk down to level 1, draws tiled by node, tiles in chunks.
+        for k in range(top - 1, 0, -1):
             tiles = _tiles(node, self.max_tile)
             quad_pad = torch.cat([node_quad, node_quad.new_zeros(1)])
             parts = [self._children(k, tile_node, row_pad[slots], quad_pad[slots], h_pad, t_pad, qt_pad)
@@ -314,9 +314,10 @@ class QuadraticKernelSampler(Sampler):
             node = node * B + _per_draw(torch.cat([p[0].reshape(-1) for p in parts]), tiles.slots, N * m)
             node_quad = _per_draw(torch.cat([p[1].reshape(-1) for p in parts]), tiles.slots, N * m)
 
-        # Leaves: the classes' own kernel values decide.
+        # The classes under the node (a leaf, or the B leaves of a level-1 node): their own kernel values decide.
         tiles = _tiles(node, self.max_tile)
-        parts = [self._leaf(tile_node, row_pad[slots], h_pad, t_pad) for tile_node, slots in tiles.blocks()]
+        level = min(top, 1)
+        parts = [self._classes(level, tile_node, row_pad[slots], h_pad, t_pad) for tile_node, slots in tiles.blocks()]
         ids = _per_draw(torch.cat([p[0].reshape(-1) for p in parts]), tiles.slots, N * m).view(N, m)
         k_s = _per_draw(torch.cat([p[1].reshape(-1) for p in parts]), tiles.slots, N * m).view(N, m)  # K(h, w_s)
         log_q = k_s.double().log() - self._log_z(h, q_t)[:, None]
@@ -338,31 +339,44 @@ class QuadraticKernelSampler(Sampler):
         S = self._S[k].view(-1, B * d * d)[:, : (B - 1) * d * d].index_select(0, tile_node)  # (t, (B−1)·d·d)
         v = torch.bmm(Hq, S.view(-1, (B - 1) * d, d).transpose(1, 2))  # (t, P, (B−1)·d): S_b h (S_b symmetric)
         quad = v.view(*rows.shape, B - 1, d).mul_(Hq[:, :, None]).sum(3)  # (t, P, B−1): hᵀ S_b h
-        cnt = self._cnt[k].view(-1, B)[tile_node][:, None, :]  # (t, 1, B)
-        if t_pad is not None:  # the target's child (if the target is under this node) without the target
+        cnt = self._cnt[k].view(-1, B)[tile_node][:, None, :].expand(*rows.shape, B)  # (t, P, B)
+        if t_pad is not None:  # the target's child (where the target is under this node) without the target
             t = t_pad[rows]  # (t, P), -1 on padding slots
-            t_node = (t.clamp(min=0) // L) // B**k  # the target's node at level k
-            hit = ((t_node // B) == tile_node[:, None]) & (t >= 0)
-            is_t = hit[..., None] & (torch.arange(B, device=t.device) == (t_node % B)[..., None])  # (t, P, B)
-            quad = (quad - is_t[..., : B - 1] * qt_pad[rows][..., None]).clamp_(min=0)
-            cnt = cnt - is_t.to(cnt.dtype)
+            i, p = ((t // (L * B ** (k + 1)) == tile_node[:, None]) & (t >= 0)).nonzero(as_tuple=True)
+            b = (t[i, p] // (L * B**k)) % B  # the target's child
+            cnt = cnt.clone()
+            cnt[i, p, b] -= 1
+            i, p, b = i[b < B - 1], p[b < B - 1], b[b < B - 1]  # the last child's quad comes from the parent's
+            quad[i, p, b] = (quad[i, p, b] - qt_pad[rows[i, p]]).clamp_(min=0)
         last = (parent_quad - quad.sum(2)).clamp_(min=0)  # (t, P): hᵀ S_{B−1} h
         quad = torch.cat([quad, last[..., None]], 2)  # (t, P, B)
         child = _pick(self._mass(quad, cnt), self.generator)
         return child, quad.gather(2, child[..., None])[..., 0]
 
-    def _leaf(self, tile_node, rows, h_pad, t_pad) -> tuple[torch.Tensor, torch.Tensor]:
-        """Class ids (t, P) drawn in the leaves ``tile_node`` (t,), and their kernel values."""
-        L = self.leaf_size
+    def _classes(self, level, tile_node, rows, h_pad, t_pad) -> tuple[torch.Tensor, torch.Tensor]:
+        """Class ids (t, P) drawn among the classes under the nodes ``tile_node`` (t,) of ``level``
+        (0: a leaf's L classes; 1: the B·L classes of B leaves), and their kernel values.
+
+        Under a level-1 node the draw first picks a leaf in proportion to the sum of its classes'
+        kernel values, then a class of that leaf: the same distribution as one pick among all B·L.
+        """
+        L, span = self.leaf_size, self.leaf_size * self.branching**level
         Hq = _gather(h_pad, rows)  # (t, P, d)
-        logit = torch.bmm(Hq, _gather(self._W, tile_node).transpose(1, 2))  # (t, P, L)
-        kern = torch.addcmul(self._cls_cnt[tile_node][:, None, :], logit, logit, value=self.alpha)  # α(h·w)² + 1, 0 on padding
+        logit = torch.bmm(Hq, _gather(self._W.view(-1, span, Hq.shape[2]), tile_node).transpose(1, 2))  # (t, P, span)
+        cnt = self._cls_cnt.view(-1, span)[tile_node][:, None, :]  # (t, 1, span): 0 on padding classes
+        kern = torch.addcmul(cnt, logit, logit, value=self.alpha)  # (t, P, span): α(h·w)² + 1, 0 on padding
         if t_pad is not None:  # the target's kernel value set to 0
             t = t_pad[rows]  # (t, P), -1 on padding slots
-            i, p = ((t // L == tile_node[:, None]) & (t >= 0)).nonzero(as_tuple=True)
-            kern[i, p, t[i, p] - tile_node[i] * L] = 0.0
+            i, p = ((t // span == tile_node[:, None]) & (t >= 0)).nonzero(as_tuple=True)
+            kern[i, p, t[i, p] - tile_node[i] * span] = 0.0
+        start = tile_node[:, None] * span  # (t, 1) first class under each node
+        if span > L:
+            leaf = _pick(kern.view(*rows.shape, span // L, L).sum(3), self.generator)  # (t, P)
+            slot_leaf = torch.arange(rows.numel(), device=rows.device) * (span // L) + leaf.reshape(-1)
+            kern = kern.view(-1, L).index_select(0, slot_leaf).view(*rows.shape, L)  # (t, P, L): the chosen leaf's
+            start = start + leaf * L
         j = _pick(kern, self.generator)  # (t, P)
-        return tile_node[:, None] * L + j, kern.gather(2, j[..., None])[..., 0]
+        return start + j, kern.gather(2, j[..., None])[..., 0]
 
     @torch.no_grad()
     @outside_autocast
