@@ -61,6 +61,27 @@ def test_draws_follow_kernel_distribution(excluded, tree, data):
     check_draws_follow(QuadraticKernelSampler(**tree), kernel_probs, data, excluded)
 
 
+@pytest.mark.parametrize("tree", [dict(SMALL_TREE, top_nodes=4), dict(SMALL_TREE, top_nodes=1)],
+                         ids=["level_one_dense", "two_walked_levels"])
+def test_200k_draws_match_exact_q_and_reject_a_near_miss(tree, data):
+    """The class step under a level-1 node (leaf by its classes' kernel sum, then class), alone and
+    after two walked levels (the last child's hᵀSh taken as the parent's minus its siblings'):
+    200,000 draws per row pass the chi-square against the exact q̃ and fail it against q̃ with 5%
+    of one class's probability moved to its neighbour."""
+    hidden, weight, target = data
+    torch.manual_seed(0)
+    ids, log_q = QuadraticKernelSampler(**tree).sample(hidden, weight, 200_000, exclude=target)
+    probs = kernel_probs(hidden, weight, ALPHA, target)
+    assert chi_square_pvalue(ids, probs) > P_FALSE_ALARM
+    near_miss = probs.clone()
+    moved = 0.05 * near_miss[:, 10]
+    near_miss[:, 10] -= moved
+    near_miss[:, 11] += moved
+    assert chi_square_pvalue(ids, near_miss) < P_FALSE_ALARM
+    torch.testing.assert_close(log_q.double(), probs.gather(1, ids).log(), rtol=0, atol=1e-5)
+    assert not bool((ids == target[:, None]).any())
+
+
 def test_log_prob_is_closed_form(data):
     check_log_prob_closed_form(QuadraticKernelSampler(**SMALL_TREE), kernel_probs, data)
 

@@ -18,30 +18,35 @@ How it is made fast (N rows × m draws, all vectorised, no Python loop per draw 
 * **Top levels, dense.** The levels above the first one with at most ``top_nodes`` nodes are not
   walked: the masses of all K nodes of that level for all rows are one GEMM, (N, d²) h⊗h against
   (d², K) node sums, and the m first choices per row are one inverse-CDF draw. This costs K·d² per
-  row against m·B·d² per row for each walked level, but a large GEMM runs several times faster per
-  multiply-add than the gathers and small batched GEMMs of a walk, so evaluating up to ~1000 nodes
+  row against m·(B − 1)·d² per row for each walked level, but a large GEMM runs several times
+  faster per multiply-add than the gathers and small batched GEMMs of a walk, so evaluating up to ~1000 nodes
   densely (``top_nodes=1024``, for m = 64) is cheaper than walking the two levels it replaces
   (measured times: the sampler rows of results/bench_losses_cpu.md). At C = 500,000 and leaves of
-  64 the tree is 7,824 → 1,956 → 489 nodes: 489 dense, two levels walked; at C = 50,000 the 782 leaves are dense.
-  Hence sampling at C = 500,000 takes more than the ~1.2× of the time at C = 50,000 that the
-  O(d² log C) count predicts (N = 1024, m = 64, d = 64): the two walked levels cost 8·d² per draw
-  at a lower rate than the dense GEMM they partly replace, and with N·m ≥ the number of nodes every
-  level is read whole (~290 MB per call at C = 500,000 against ~26 MB at C = 50,000).
-* **Lower levels, tiled.** Below, draws are sorted by their current node and packed into tiles
+  64 the tree is 7,824 → 1,956 → 489 nodes: 489 dense, one level walked, then the class step under
+  a level-1 node (below); at C = 50,000 the 782 leaves are dense. The steps below the dense level
+  run small batched GEMMs at a lower rate than the dense GEMM, and with N·m ≥ the number of nodes
+  every level they touch is read whole (~160 MB per call at C = 500,000 against ~26 MB at C = 50,000).
+* **Walked levels, tiled.** Below, draws are sorted by their current node and packed into tiles
   that share a node (a node's c draws into ⌈c / ``max_tile``⌉ tiles of nearly equal size; tiles
-  of similar size batched together, see ``_tiles``), and the B children's d × d sums are read once
+  of similar size batched together, see ``_tiles``), and the children's d × d sums are read once
   per tile (one batched GEMM per chunk of tiles) instead of once per draw, which would make the
-  walk memory-bound. B = 4: a level costs B·d² per draw, so B·log_B(C) is flat for B in 2..4, and
-  4 halves the number of levels (and of sorts) against B = 2.
-* **Leaves of 64 classes.** A leaf's kernel values cost leaf_size·d per draw, a node's mass d²;
-  with leaf_size ≈ d the last step costs the same as one more tree level, and the tree has
-  64× fewer d × d sums to store and refresh (128 MB at C = 500,000) than one with one class per
-  leaf.
+  walk memory-bound. Only the first B − 1 children are multiplied: the node sums add up, so the
+  last child's hᵀSh is the parent's (known from the level above) minus its siblings', clamped at
+  0, and a node without classes keeps mass 0 through its count. A level costs (B − 1)·d² per draw:
+  3·d² per factor 4 in C for B = 4, against 2·d² for B = 2 at twice the levels (and sorts).
+* **Leaves of 64 classes, reached from level 1.** A leaf's kernel values cost leaf_size·d per
+  draw, a node's mass d²; with leaf_size ≈ d the tree has 64× fewer d × d sums to store and
+  refresh (128 MB at C = 500,000) than one with one class per leaf. The walk stops at level 1:
+  there the kernel values of the node's B·L classes (one batched GEMM per chunk of tiles) pick the
+  leaf by their sums α·Σ(h·w)² + count, then the class among the chosen leaf's L: B·L·d per draw,
+  the multiply-adds of walking to a leaf and evaluating it, without reading the leaves' d × d sums
+  and with B× more draws per tile. The leaves' sums serve when they are the dense level, and to
+  build level 1.
 
 Exclusion of the target (``exclude``) is exact: along the target's path, node masses are taken
-without the target's own kernel value (and count), and at the leaf its kernel is set to 0, so the
-draw is from q̃ = q without the target renormalised, and the returned log q̃ uses
-Z − K(h, w_t).
+without the target's own kernel value (hᵀSh − (h·w_t)² and count − 1; under a level-1 node the
+target's h·w set to 0 before the leaf sums), and in the leaf its kernel is set to 0, so the draw is
+from q̃ = q without the target renormalised, and the returned log q̃ uses Z − K(h, w_t).
 
 Bias: the paper's kernel is on h·w only; an output bias, if the head has one, is ignored by this
 sampler (q still is a valid proposal, and the sampled softmax corrects with the q actually used).
@@ -159,7 +164,7 @@ class QuadraticKernelSampler(Sampler):
         *,
         branching: int = 4,
         top_nodes: int = 1024,
-        max_tile: int = 64,
+        max_tile: int = 256,
     ) -> None:
         if not alpha > 0:
             raise ValueError(f"alpha must be > 0, got {alpha}")
@@ -276,7 +281,7 @@ class QuadraticKernelSampler(Sampler):
         h = self._query(hidden)
         if h.shape[0] == 0:
             return torch.zeros(0, num_samples, dtype=torch.long, device=h.device), h.new_zeros(0, num_samples)
-        N, m, L, B, a = h.shape[0], num_samples, self.leaf_size, self.branching, self.alpha
+        N, m, L, B = h.shape[0], num_samples, self.leaf_size, self.branching
         top = len(self._S) - 1
         flat_W = self._W.view(-1, d)
         q_t = None if exclude is None else ((h * flat_W[exclude]).sum(1)) ** 2  # (N,) (h·w_t)²
@@ -355,28 +360,38 @@ class QuadraticKernelSampler(Sampler):
 
     def _classes(self, level, tile_node, rows, h_pad, t_pad) -> tuple[torch.Tensor, torch.Tensor]:
         """Class ids (t, P) drawn among the classes under the nodes ``tile_node`` (t,) of ``level``
-        (0: a leaf's L classes; 1: the B·L classes of B leaves), and their kernel values.
+        (0: a leaf's L classes; 1: the B·L classes of its B leaves), and their kernel values.
 
-        Under a level-1 node the draw first picks a leaf in proportion to the sum of its classes'
-        kernel values, then a class of that leaf: the same distribution as one pick among all B·L.
+        Under a level-1 node a draw first picks a leaf in proportion to the sum of its classes'
+        kernel values, α·Σ(h·w)² + count, then a class of that leaf: the same distribution as one
+        pick among all B·L, with the kernel values of the chosen leaf only.
         """
-        L, span = self.leaf_size, self.leaf_size * self.branching**level
+        L, B, span = self.leaf_size, self.branching, self.leaf_size * self.branching**level
         Hq = _gather(h_pad, rows)  # (t, P, d)
         logit = torch.bmm(Hq, _gather(self._W.view(-1, span, Hq.shape[2]), tile_node).transpose(1, 2))  # (t, P, span)
-        cnt = self._cls_cnt.view(-1, span)[tile_node][:, None, :]  # (t, 1, span): 0 on padding classes
-        kern = torch.addcmul(cnt, logit, logit, value=self.alpha)  # (t, P, span): α(h·w)² + 1, 0 on padding
-        if t_pad is not None:  # the target's kernel value set to 0
+        leaf = tile_node[:, None].expand(rows.shape) * B**level  # (t, P) the draw's leaf
+        if t_pad is not None:  # draws whose target is under the node: the target's (h·w)² taken out
             t = t_pad[rows]  # (t, P), -1 on padding slots
             i, p = ((t // span == tile_node[:, None]) & (t >= 0)).nonzero(as_tuple=True)
-            kern[i, p, t[i, p] - tile_node[i] * span] = 0.0
-        start = tile_node[:, None] * span  # (t, 1) first class under each node
-        if span > L:
-            leaf = _pick(kern.view(*rows.shape, span // L, L).sum(3), self.generator)  # (t, P)
-            slot_leaf = torch.arange(rows.numel(), device=rows.device) * (span // L) + leaf.reshape(-1)
-            kern = kern.view(-1, L).index_select(0, slot_leaf).view(*rows.shape, L)  # (t, P, L): the chosen leaf's
-            start = start + leaf * L
+            t_at = t[i, p] - tile_node[i] * span  # the target's place under the node
+            logit[i, p, t_at] = 0.0
+        if level == 1:
+            quad = torch.linalg.vector_norm(logit.view(*rows.shape, B, L), dim=3).square_()  # (t, P, B): Σ (h·w)² per leaf
+            cnt = self._cnt[0].view(-1, B)[tile_node][:, None, :].expand(*rows.shape, B)  # (t, P, B)
+            if t_pad is not None:
+                cnt = cnt.clone()
+                cnt[i, p, t_at // L] -= 1
+            child = _pick(self._mass(quad, cnt), self.generator)  # (t, P)
+            slot_child = torch.arange(rows.numel(), device=rows.device) * B + child.reshape(-1)
+            logit = logit.view(-1, L).index_select(0, slot_child).view(*rows.shape, L)  # (t, P, L): the chosen leaf's
+            leaf = leaf + child
+        cnt = self._cls_cnt[leaf] if level == 1 else self._cls_cnt[tile_node][:, None, :]  # (t, P or 1, L)
+        kern = torch.addcmul(cnt, logit, logit, value=self.alpha)  # (t, P, L): α(h·w)² + 1, 0 on padding classes
+        if t_pad is not None:  # the target's kernel value set to 0
+            hit = leaf[i, p] == t[i, p] // L
+            kern[i[hit], p[hit], t[i[hit], p[hit]] % L] = 0.0
         j = _pick(kern, self.generator)  # (t, P)
-        return start + j, kern.gather(2, j[..., None])[..., 0]
+        return leaf * L + j, kern.gather(2, j[..., None])[..., 0]
 
     @torch.no_grad()
     @outside_autocast
