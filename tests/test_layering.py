@@ -26,8 +26,8 @@ LAYERS = (
     ("losses",),
     ("data",),
     ("models",),
-    # on models and heads: measurements, use_head, checks before a run, the vocabulary-parallel training setup
-    ("diagnostics", "hf", "preflight", "vocab_parallel_training"),
+    # on models and heads: measurements, use_head, checks before a run (memory included), the vocabulary-parallel training setup
+    ("diagnostics", "hf", "memory_plan", "preflight", "vocab_parallel_training"),
     ("tasks", "reports"),  # evaluation of a trained model; pages from records (never the training stack)
     ("trainer",),
     ("engine",),

@@ -17,6 +17,7 @@ Modules::
     hf            any Hugging Face language model trained with a softmax_zoo head (``use_head``)
     hub           where pretrained checkpoints and tokenizers come from
     markdown      Markdown tables, shared by the pages and the studies
+    memory_plan   a run's device memory by part (weights, optimiser state, the heads' buffers), checked on CUDA before training
     metrics       evaluation metrics, each named as the papers report it
     preflight     checks before training: writable outputs, prepared data unchanged, the checkpoint to resume
     progress      progress bars: on at a terminal, off in logs and pipes

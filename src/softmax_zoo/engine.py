@@ -24,7 +24,9 @@ resumed run counts the whole run (:func:`training_timing`). A run that saves not
 Before anything is built: the config's values are checked (seed, logger, loss options:
 :func:`softmax_zoo.preflight.check_config`), a reproduction refuses uncommitted code (unless ``allow_dirty=true``), the
 prepared data is checked against its meta.json, ``results_dir`` and
-``output_dir`` are checked writable, and the checkpoint to resume is chosen. The run log (config,
+``output_dir`` are checked writable, and the checkpoint to resume is chosen. Once the model is built,
+on CUDA, a run whose parameters, optimiser state and heads' buffers cannot fit the free memory is
+refused with each part's size (:mod:`softmax_zoo.memory_plan`). The run log (config,
 per-step loss, metrics, record path) goes through Python logging, which Hydra also writes to the
 job's log file; the metrics are logged before the record is written.
 """
@@ -48,7 +50,7 @@ from transformers.trainer_callback import PrinterCallback, ProgressCallback
 from transformers.trainer_utils import get_last_checkpoint
 from transformers.utils import SAFE_WEIGHTS_NAME
 
-from . import preflight, progress, records, tracking, vocab_parallel_training
+from . import memory_plan, preflight, progress, records, tracking, vocab_parallel_training
 from .config import command_line, hydra_choices, hydra_job
 from .losses import OutputHead
 from .losses.sampled import seed_samplers
@@ -261,6 +263,7 @@ def run(cfg: DictConfig, callbacks: Iterable[TrainerCallback] = ()) -> dict[str,
     Raises:
         NonFiniteLossError: the loss became NaN/inf; no record is written.
         OSError: ``results_dir`` or ``output_dir`` is not writable (before any training).
+        torch.OutOfMemoryError: on CUDA, the memory plan exceeds the free memory (before any training).
         ValueError: a reproduction from uncommitted code without ``allow_dirty=true``, the prepared
             data changed since ``make data``, or ``resume=true`` found a checkpoint of another
             config (before any training).
@@ -287,6 +290,11 @@ def run(cfg: DictConfig, callbacks: Iterable[TrainerCallback] = ()) -> dict[str,
     if vocab_parallel_training.enabled(cfg):
         vocab_parallel_training.shard_heads(task.model)  # after init_from: each rank keeps its rows of the whole head
     args = training_arguments(cfg)
+    precision = "bf16" if args.bf16 else "fp16" if args.fp16 else "fp32"
+    if not vocab_parallel_training.enabled(cfg):  # a vocabulary-parallel head holds its rank's classes only
+        plan = memory_plan.check_run(task.model, cfg, args.device, precision)  # on CUDA: refused here, before any step
+        if plan is not None:
+            log.info("memory plan (%s rows per head per step): %s", f"{plan.rows:,}", plan.describe())
     if not vocab_parallel_training.enabled(cfg) and args.world_size > 1:
         # Data parallel: every rank starts from cfg.seed; its samplers draw with seed + rank, so that the
         # ranks' negatives differ (a vocabulary-parallel head needs the same draws on every rank).
@@ -349,7 +357,7 @@ def run(cfg: DictConfig, callbacks: Iterable[TrainerCallback] = ()) -> dict[str,
             "name": torch.cuda.get_device_name(args.device) if args.device.type == "cuda" else "cpu",
             "world_size": args.world_size,
             **vocab_parallel_training.describe(model),
-            "precision": "bf16" if args.bf16 else "fp16" if args.fp16 else "fp32",
+            "precision": precision,
             "cpu": records.cpu_info(),
         },
         command=command_line(),

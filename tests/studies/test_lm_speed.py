@@ -45,6 +45,7 @@ def test_main_writes_the_measurement(lm_corpus, tmp_path):
         assert row["tokens_per_s"] == pytest.approx(row["tokens_per_step"] / row["median_s"])
     assert saved["settings"]["scale"] == "smoke" and saved["settings"]["repeats"] == 2
     assert saved["torch_threads"] == torch.get_num_threads() and saved["command"].endswith(f"task.data_dir={lm_corpus}")
+    assert set(saved["git"]) == {"commit", "dirty", "dirty_paths", "dirty_paths_more"}  # the speed names its code
 
 
 @pytest.mark.parametrize("argv, message", [

@@ -33,6 +33,7 @@ import torch.nn.functional as F
 from torch import nn
 from torch.autograd.function import once_differentiable
 
+from . import memory
 from ._core import CHUNK_LOGITS, check_target_dtype, check_target_range, matmul_dtypes, reduce_loss
 from .adaptive_cutoffs import (
     MatmulCost,
@@ -376,6 +377,17 @@ class AdaptiveSoftmaxHead(OutputHead):
         loss = reduce_loss(loss, keep, self.reduction, count)
         loss = loss.reshape(target.shape) if self.reduction == "none" else loss
         return loss if accuracy is None else HeadOutput(loss, None, accuracy)
+
+    def step_buffers(self, rows: int, free: int | None = None) -> dict[str, int]:
+        """The largest layer's chunk of logits (every layer runs in chunks of ``_chunk_rows`` rows, all rows
+        in the head or one tail at worst) and the weight gradients the forward computes and keeps."""
+        widest = max(self.shortlist_size + self.n_clusters, *(b - a for a, b in zip(self.cutoffs, self.cutoffs[1:] + [self.num_classes])))
+        size = min(rows, _chunk_rows(widest))
+        grads = 4 * sum(p.numel() for p in self.parameters())  # in float32 (matmul_dtypes' accumulation dtype)
+        return {
+            f"one chunk's ({size:,}, {widest:,}) logits x {memory.LOGIT_BUFFERS}": memory.logits_bytes(size, widest),
+            "weight gradients from the forward": grads,
+        }
 
     def _head_log_probs(self, h: torch.Tensor) -> torch.Tensor:
         return torch.log_softmax(self.head(h).to(matmul_dtypes(h, self.head.weight)[1]), dim=-1)  # (N, c_0 + J)

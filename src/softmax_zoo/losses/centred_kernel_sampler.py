@@ -42,6 +42,7 @@ class CentredQuadraticKernelSampler(QuadraticKernelSampler):
     Args: those of :class:`~softmax_zoo.losses.kernel_sampler.QuadraticKernelSampler`.
     """
 
+    extra_dims = 1  # [w_j − c, −1]
     _mean: torch.Tensor | None = None  # (d,) w̄ of the weight at the last refresh
     _centre: torch.Tensor | None = None  # (d,) c, the centre the tree's rows are taken from
 

@@ -25,6 +25,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from . import memory
 from ._core import check_k, check_reduction, check_target_dtype, compute_dtype
 from .options import LossOptions, check_loss_options, class_weight_tensor, reshape_output, shift_target
 from .streaming import topk_lowest_index
@@ -117,6 +118,15 @@ class OutputHead(nn.Module):
         """
         check_reduction(reduction)
         check_loss_options(**options)
+
+    def step_buffers(self, rows: int, free: int | None = None) -> dict[str, int]:
+        """Bytes of the largest buffers one training step of ``rows`` rows allocates in this head, by what they hold.
+
+        ``free``: the device's free bytes (None: a CPU), for heads whose chunks follow it. Read by the
+        memory plan before training (``softmax_zoo.memory_plan``). This default: a head that computes
+        the whole (rows, C) logits (``memory.logits_bytes``).
+        """
+        return {f"({rows:,}, {self.num_classes:,}) logits x {memory.LOGIT_BUFFERS}": memory.logits_bytes(rows, self.num_classes)}
 
     def shifted(self, target: torch.Tensor) -> torch.Tensor:
         """``target`` as the loss reads it: shifted by one position with ``shift`` (``options.shift_target``)."""

@@ -91,6 +91,11 @@ def _per_draw(values: torch.Tensor, slots: torch.Tensor, num_draws: int) -> torc
     return out[:num_draws]
 
 
+def outer_rows(budget: int, d: int) -> int:
+    """Rows whose h⊗h (rows, d²) fit a chunk budget of ``budget`` values (``memory.chunk_logits``), at least 1."""
+    return max(1, budget // (d * d))
+
+
 class _Tiles(NamedTuple):
     """Draws packed by node for the batched GEMMs of a walked level (see :func:`_tiles`).
 
@@ -157,6 +162,8 @@ class QuadraticKernelSampler(Sampler):
         max_tile: the most draws sharing one node's parameters in a batched GEMM (see ``_tiles``).
     """
 
+    extra_dims = 0  # columns the tree's rows add to the weight's d (:meth:`_tree_rows`)
+
     def __init__(
         self,
         alpha: float = 100.0,
@@ -219,6 +226,18 @@ class QuadraticKernelSampler(Sampler):
         """Bytes of the tree for C classes of dimension d: the float32 node sums (d × d each) and rows."""
         padded = self.level_sizes(num_classes)
         return 4 * (sum(padded) * dim * dim + padded[0] * self.leaf_size * (dim + 1))
+
+    def step_buffers(self, rows: int, num_samples: int, num_classes: int, dim: int, free: int | None = None) -> dict[str, int]:
+        """The tree (:meth:`tree_bytes`), one chunk of the top level's h⊗h (:func:`outer_rows`) and the
+        (rows, K) masses of the K top nodes (float32 quadratic forms, float64 masses and their cumsum)."""
+        d = dim + self.extra_dims
+        chunk = min(rows, outer_rows(memory.budget_logits(free), d))
+        top = self.level_sizes(num_classes)[-1]
+        return {
+            f"the kernel tree for C={num_classes:,}, d={d:,}": self.tree_bytes(num_classes, d),
+            f"h⊗h of ({chunk:,}, {d:,}²) per call": 4 * chunk * d * d,
+            f"({rows:,}, {top:,}) top-level masses": (4 + 8 + 8) * rows * top,
+        }
 
     def _build(self, W: torch.Tensor) -> None:
         """Allocate the tree for ``W`` (C, d) and compute its sums (refused if it cannot fit the device)."""
@@ -289,7 +308,7 @@ class QuadraticKernelSampler(Sampler):
         # Dense top level: hᵀ S h of all K nodes for all rows, one GEMM per chunk of rows whose h⊗h
         # fits the device's chunk budget; m draws per row.
         K = self._S[top].shape[0]
-        rows = max(1, memory.chunk_logits(h.device) // (d * d))
+        rows = outer_rows(memory.chunk_logits(h.device), d)
         quad = torch.cat([
             (hc[:, :, None] * hc[:, None, :]).reshape(-1, d * d) @ self._S[top].view(K, d * d).T
             for hc in h.split(rows)

@@ -9,6 +9,10 @@ batch in one chunk and 1,353 rows at C = 793,471 on an empty 141 GB GPU.
 
 :func:`check_fits` refuses a buffer larger than the device's free memory before it is allocated,
 naming the sizes; on a CPU nothing is checked (the host's memory is not the limit this guards).
+
+Each head states the bytes of its largest per-step buffers (``OutputHead.step_buffers``, with
+:func:`logits_bytes` for (rows, C) logits); its own ``check_fits`` calls and the run's memory plan
+before training (``softmax_zoo.memory_plan``) both read those sizes.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ from ._core import CHUNK_LOGITS
 
 GPU_FREE_SHARE = 16  # a chunk's float32 logits take at most 1/16 of the free memory ...
 GPU_CHUNK_LOGITS_MAX = 1 << 30  # ... and at most 2^30 logits (4 GiB in float32)
+LOGIT_BUFFERS = 4  # (rows, C) float32 buffers a head holds at once: logits, their softmax, its gradient, a temporary
 
 
 def free_bytes(device: torch.device) -> int | None:
@@ -30,10 +35,19 @@ def free_bytes(device: torch.device) -> int | None:
 
 def chunk_logits(device: torch.device) -> int:
     """Logits per chunk of a chunked head on ``device`` (module docstring): CHUNK_LOGITS on a CPU."""
-    free = free_bytes(device)
+    return budget_logits(free_bytes(device))
+
+
+def budget_logits(free: int | None) -> int:
+    """Logits per chunk on a device with ``free`` bytes free (None: a CPU, CHUNK_LOGITS)."""
     if free is None:
         return CHUNK_LOGITS
     return max(CHUNK_LOGITS, min(GPU_CHUNK_LOGITS_MAX, free // (4 * GPU_FREE_SHARE)))
+
+
+def logits_bytes(rows: int, classes: int) -> int:
+    """Bytes of the LOGIT_BUFFERS float32 (rows, classes) buffers a head computing those logits holds at once."""
+    return 4 * LOGIT_BUFFERS * rows * classes
 
 
 def gib(nbytes: float) -> str:

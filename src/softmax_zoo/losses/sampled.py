@@ -195,6 +195,14 @@ class SampledSoftmaxHead(LinearHead):
         loss = reduce_loss(loss, keep, self.reduction, mean_count(self.class_weight, t.masked_fill(~keep, 0), keep))
         return loss.reshape(target.shape) if self.reduction == "none" else loss
 
+    def step_buffers(self, rows: int, free: int | None = None) -> dict[str, int]:
+        """The candidate logits (:func:`candidate_buffer`, at most min(C, rows·(1 + m)) distinct
+        candidates) and the sampler's own buffers (``Sampler.step_buffers``)."""
+        k = 1 + self.num_samples
+        _, what, nbytes = candidate_buffer(rows, k, self.in_features, min(self.num_classes, rows * k))
+        return {what.removeprefix("the sampled head's "): nbytes,
+                **self.sampler.step_buffers(rows, self.num_samples, self.num_classes, self.in_features, free)}
+
     def extra_repr(self) -> str:
         return super().extra_repr() + f", num_samples={self.num_samples}, sampler={type(self.sampler).__name__}"
 
@@ -215,10 +223,20 @@ def candidate_logits(hidden: torch.Tensor, weight: torch.Tensor, cand: torch.Ten
     """
     distinct, position = torch.unique(cand, return_inverse=True)  # (U,), (n, 1 + m)
     (n, k), (U, d) = cand.shape, (distinct.numel(), hidden.shape[1])
-    # The GEMM also when its (n, U) logits are fewer values than the gather's (n, 1 + m, d) rows:
-    # at large m and d (lm1b at paper scale: 8 GiB against 160 GiB).
-    if U <= SHARED_GEMM_RATIO * k or U < k * d:
-        memory.check_fits(4 * n * U, hidden.device, f"the sampled head's ({n:,}, {U:,}) candidate logits")
+    shared, what, nbytes = candidate_buffer(n, k, d, U)
+    memory.check_fits(nbytes, hidden.device, what)
+    if shared:
         return (hidden @ F.embedding(distinct, weight).T).gather(1, position)  # (n, U) -> (n, 1 + m)
-    memory.check_fits(4 * n * k * d, hidden.device, f"the sampled head's ({n:,}, {k:,}, {d:,}) gathered rows")
     return torch.bmm(F.embedding(cand, weight), hidden[:, :, None])[..., 0]  # (n, 1 + m, d) x (n, d, 1)
+
+
+def candidate_buffer(n: int, k: int, d: int, distinct: int) -> tuple[bool, str, int]:
+    """The path :func:`candidate_logits` takes for n rows of k = 1 + m candidates, ``distinct`` of them
+    distinct, of dimension d: (whether it is the shared GEMM, what its buffer holds, its bytes).
+
+    The GEMM also when its (n, U) logits are fewer values than the gather's (n, 1 + m, d) rows:
+    at large m and d (lm1b at paper scale: 8 GiB against 160 GiB).
+    """
+    if distinct <= SHARED_GEMM_RATIO * k or distinct < k * d:
+        return True, f"the sampled head's ({n:,}, {distinct:,}) candidate logits", 4 * n * distinct
+    return False, f"the sampled head's ({n:,}, {k:,}, {d:,}) gathered rows", 4 * n * k * d

@@ -26,6 +26,8 @@ import math
 
 import torch
 
+from . import memory
+
 
 def outside_autocast(method):
     """Run a sampler's ``method(self, tensor, ...)`` with autocast off on the first tensor's device."""
@@ -48,6 +50,11 @@ class Sampler:
 
     num_classes: int | None = None
     generator: torch.Generator | None = None  # None: torch's global generator
+
+    def step_buffers(self, rows: int, num_samples: int, num_classes: int, dim: int, free: int | None = None) -> dict[str, int]:
+        """Bytes of the buffers larger than the (rows, m) draws that sampling for ``rows`` rows holds (as
+        ``OutputHead.step_buffers``; d = ``dim``). None here."""
+        return {}
 
     def seed(self, seed: int, device: torch.device) -> None:
         """Draw from now on from a generator of its own on ``device``, seeded with ``seed``."""
@@ -213,6 +220,10 @@ class SoftmaxSampler(Sampler):
         if exclude is not None:
             logits = logits.scatter(1, exclude[:, None], -math.inf)
         return torch.log_softmax(logits, dim=1)  # (N, C)
+
+    def step_buffers(self, rows: int, num_samples: int, num_classes: int, dim: int, free: int | None = None) -> dict[str, int]:
+        what = f"the softmax sampler's ({rows:,}, {num_classes:,}) logits x {memory.LOGIT_BUFFERS}"
+        return {what: memory.logits_bytes(rows, num_classes)}
 
     @torch.no_grad()
     @outside_autocast

@@ -19,8 +19,9 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
+from . import memory
 from ._core import check_ce_inputs, check_label_smoothing, compute_dtype, reduce_loss
-from .chunked import check_chunk_size, chunked_linear_loss
+from .chunked import auto_chunk_size, check_chunk_size, chunked_linear_loss
 from .head import LinearHead
 from .lean_inference import lean_class_log_probs, lean_predict, lean_topk_log_probs
 from .options import OptionRows, check_loss_options, head_output, with_options
@@ -148,6 +149,15 @@ class SoftmaxHead(LinearHead):
         if self.chunk_size is None:
             return super().forward(hidden, target)
         return chunked_linear_loss(self, hidden, self.shifted(target))
+
+    def step_buffers(self, rows: int, free: int | None = None) -> dict[str, int]:
+        """The whole (rows, C) logits, or with ``chunk_size`` set one chunk's (``auto``: the device's budget)."""
+        if self.chunk_size is None:
+            return super().step_buffers(rows, free)
+        size = self.chunk_size if self.chunk_size != "auto" else auto_chunk_size(rows, self.num_classes, memory.budget_logits(free))
+        size = min(rows, size)
+        what = f"one chunk's ({size:,}, {self.num_classes:,}) logits x {memory.LOGIT_BUFFERS}"
+        return {what: memory.logits_bytes(size, self.num_classes)}
 
     @property
     def support_k(self) -> int | None:

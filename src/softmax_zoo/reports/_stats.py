@@ -7,10 +7,14 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from enum import Enum
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from scipy import stats
+
+if TYPE_CHECKING:
+    from ._verdicts import VerdictKind  # that module builds its texts on this one; imported when called
 
 
 def mean_ci(values: Sequence[float], confidence: float = 0.95) -> tuple[float, float, int]:
@@ -119,6 +123,13 @@ def _t_p_value(mean_value: float, se: float, dof: float) -> float:
     if se == 0:
         return math.nan if mean_value == 0 else 0.0
     return float(2 * stats.t.sf(abs(mean_value / se), dof))
+
+
+def _welch_se_df(a: Sequence[float], b: Sequence[float]) -> tuple[float, float]:
+    """(standard error of mean(b) − mean(a), Welch–Satterthwaite degrees of freedom); each arm needs 2 values."""
+    va, vb = (np.var(v, ddof=1) / len(v) for v in (a, b))
+    dof = (va + vb) ** 2 / (va**2 / (len(a) - 1) + vb**2 / (len(b) - 1)) if va + vb else math.inf
+    return float(math.sqrt(va + vb)), float(dof)
 
 
 def seeds_label(seeds: Sequence[int]) -> str:
@@ -275,10 +286,7 @@ class UnpairedSeedDelta:
         return float(np.mean(self.values_b) - np.mean(self.values_a))
 
     def _welch(self) -> tuple[float, float]:
-        """(standard error of Δ, Welch–Satterthwaite degrees of freedom)."""
-        va, vb = (np.var(v, ddof=1) / len(v) for v in (self.values_a, self.values_b))
-        dof = (va + vb) ** 2 / (va**2 / (len(self.values_a) - 1) + vb**2 / (len(self.values_b) - 1)) if va + vb else math.inf
-        return float(math.sqrt(va + vb)), float(dof)
+        return _welch_se_df(self.values_a, self.values_b)
 
     @property
     def interval(self) -> tuple[float, float]:
@@ -330,3 +338,169 @@ class LinearTrend:
         if self.n_points < 3:
             return math.nan, math.nan
         return _t_interval(self.slope, float(self.fit.stderr), self.n_points - 2, self.confidence)
+
+
+# ---------------------------------------------------------------- the rules of one comparison
+
+@dataclass(frozen=True)
+class DeltaInterval:
+    """Δ, a difference of means, with its t interval at ``confidence``, the two-sided p-value of Δ = 0, n and df.
+
+    ``n``: the seeds behind Δ (for Welch, those of the smaller arm); ``method`` names the test on the row.
+    :meth:`at` gives the interval at another level from the same standard error and df.
+    """
+
+    delta: float
+    low: float
+    high: float
+    p_value: float
+    se: float
+    df: float
+    n: int
+    confidence: float
+    method: str
+
+    def at(self, confidence: float) -> tuple[float, float]:
+        return _t_interval(self.delta, self.se, self.df, confidence)
+
+
+def _delta_interval(delta: float, se: float, df: float, n: int, alpha: float, method: str) -> DeltaInterval:
+    if not 0 < alpha < 0.5:
+        raise ValueError(f"alpha must lie in (0, 0.5), got {alpha}")
+    low, high = _t_interval(delta, se, df, 1 - alpha)
+    return DeltaInterval(delta, low, high, _t_p_value(delta, se, df), se, df, n, 1 - alpha, method)
+
+
+def paired_t(a: Mapping[int, float], b: Mapping[int, float], alpha: float = 0.05) -> DeltaInterval:
+    """Paired t over seeds (Student 1908): Δ_s = a_s − b_s per seed s, mean Δ ± t_{1−α/2, n−1} · SD / √n.
+
+    As scipy.stats.ttest_rel(a, b). ``a`` and ``b`` map seed -> value and must hold the same seeds (a seed
+    pairs initialisation and data); a single seed gives a nan interval and p-value.
+    """
+    if set(a) != set(b):
+        raise ValueError(f"paired arms need the same seeds: seeds {sorted(set(a) - set(b))} only in a, "
+                         f"{sorted(set(b) - set(a))} only in b")
+    if not a:
+        raise ValueError("paired_t needs at least one seed, got none")
+    d = np.array([a[s] - b[s] for s in sorted(a)], dtype=np.float64)
+    se = float(d.std(ddof=1) / math.sqrt(d.size)) if d.size > 1 else math.nan
+    return _delta_interval(float(d.mean()), se, d.size - 1, d.size, alpha, f"paired t over seeds (n={d.size})")
+
+
+def welch(a: Sequence[float], b: Sequence[float], alpha: float = 0.05) -> DeltaInterval:
+    """Welch's t (Welch 1947) for arms not paired: Δ = mean(a) − mean(b), Welch–Satterthwaite df.
+
+    As scipy.stats.ttest_ind(a, b, equal_var=False). An arm of one value gives a nan interval and p-value.
+    """
+    if not len(a) or not len(b):
+        raise ValueError(f"Welch needs values in both arms, got {len(a)} and {len(b)}")
+    se, df = _welch_se_df(a, b) if min(len(a), len(b)) > 1 else (math.nan, math.nan)
+    return _delta_interval(float(np.mean(a) - np.mean(b)), se, df, min(len(a), len(b)), alpha,
+                           f"Welch (n={len(a)}, {len(b)})")
+
+
+def _too_few(n: int) -> VerdictKind | None:
+    """VerdictKind.SINGLE_RUN / TOO_FEW_SEEDS below :data:`._verdicts.MIN_SEEDS` seeds, else None."""
+    from ._verdicts import MIN_SEEDS, VerdictKind
+
+    return VerdictKind.SINGLE_RUN if n == 1 else VerdictKind.TOO_FEW_SEEDS if n < MIN_SEEDS else None
+
+
+def decide(interval: tuple[float, float], direction: int, n: int) -> VerdictKind:
+    """The :class:`._verdicts.VerdictKind` of a claim that Δ has sign ``direction`` (+1 or −1), from Δ's interval.
+
+    SUPPORTED / CONTRADICTS: the interval excludes 0 on the claimed side / the other; INCONCLUSIVE: it
+    includes 0. Never from overlap of the arms' own intervals. Below MIN_SEEDS seeds it decides nothing:
+    SINGLE_RUN (n = 1) or TOO_FEW_SEEDS.
+    """
+    from ._verdicts import VerdictKind
+
+    low, high = interval
+    if direction not in (1, -1):
+        raise ValueError(f"direction must be +1 or -1, got {direction}")
+    if (gate := _too_few(n)) is not None:
+        return gate
+    if math.isnan(low) or math.isnan(high):
+        raise ValueError(f"a verdict needs a finite interval, got ({low}, {high}) from {n} seeds")
+    if low <= 0 <= high:
+        return VerdictKind.INCONCLUSIVE
+    return VerdictKind.SUPPORTED if (low > 0) == (direction > 0) else VerdictKind.CONTRADICTS
+
+
+class EquivalenceKind(Enum):
+    EQUIVALENT = "equivalent"
+    NOT_EQUIVALENT = "not equivalent"
+    INCONCLUSIVE = "inconclusive"
+
+
+@dataclass(frozen=True)
+class Equivalence:
+    """A two-sided "comparable" / "close" claim: |Δ| < margin, tested by TOST at ``alpha``."""
+
+    verdict: EquivalenceKind | VerdictKind  # below MIN_SEEDS seeds: VerdictKind.SINGLE_RUN / TOO_FEW_SEEDS
+    tost_interval: tuple[float, float]  # at 1 − 2α
+    interval: tuple[float, float]  # at 1 − α
+    p_value: float  # TOST: the larger of the two one-sided p-values
+    margin: float
+    margin_source: str  # where the margin comes from, printed with it
+    alpha: float
+    method: str
+
+
+def equivalence(delta: DeltaInterval, margin: float, margin_source: str, alpha: float = 0.05) -> Equivalence:
+    """Two one-sided tests (TOST; Schuirmann 1987) of |Δ| < ``margin`` at level ``alpha``.
+
+    EQUIVALENT iff both one-sided tests reject, i.e. the 1 − 2α interval lies inside (−margin, +margin);
+    NOT_EQUIVALENT when the 1 − α interval lies outside it; else INCONCLUSIVE.
+    """
+    if not margin > 0 or not margin_source.strip():
+        raise ValueError(f"an equivalence claim needs a margin > 0 and its source, got {margin} from {margin_source!r}")
+    tost, two_sided = delta.at(1 - 2 * alpha), delta.at(1 - alpha)
+    with np.errstate(divide="ignore"):  # se = 0: t = ±inf, p = 0 or 1
+        low_t, high_t = (np.float64(delta.delta) + margin) / delta.se, (np.float64(delta.delta) - margin) / delta.se
+    p = max(float(stats.t.sf(low_t, delta.df)), float(stats.t.cdf(high_t, delta.df)))
+    kind = _too_few(delta.n) or (
+        EquivalenceKind.EQUIVALENT if -margin < tost[0] and tost[1] < margin
+        else EquivalenceKind.NOT_EQUIVALENT if two_sided[0] >= margin or two_sided[1] <= -margin
+        else EquivalenceKind.INCONCLUSIVE)
+    return Equivalence(kind, tost, two_sided, p, margin, margin_source, alpha, f"TOST at α={alpha:g} on {delta.method}")
+
+
+def holm(p_values: Sequence[float]) -> tuple[float, ...]:
+    """Holm's (1979) step-down adjusted p-values, in the input order: the i-th smallest of m p-values
+    gets max over j ≤ i of min(1, (m − j + 1) · p_(j)). Reject at α iff the adjusted p-value < α."""
+    p = np.asarray(p_values, dtype=np.float64)
+    if p.ndim != 1 or not np.all((p >= 0) & (p <= 1)):
+        raise ValueError(f"holm needs p-values in [0, 1], got {list(p_values)}")
+    order = np.argsort(p, kind="stable")
+    stepped = np.maximum.accumulate(np.minimum(1.0, (p.size - np.arange(p.size)) * p[order]))
+    out = np.empty_like(p)
+    out[order] = stepped
+    return tuple(float(x) for x in out)
+
+
+@dataclass(frozen=True)
+class HolmInterval:
+    """One comparison of a grid: its raw interval and, beside it, the Holm-adjusted p-value and interval."""
+
+    raw: DeltaInterval
+    adjusted_p: float
+    confidence: float  # of the adjusted interval
+    interval: tuple[float, float]
+
+
+def holm_intervals(comparisons: Sequence[DeltaInterval], alpha: float = 0.05) -> tuple[HolmInterval, ...]:
+    """Holm (1979) over a grid of m comparisons ("best k", "a wide range of k"), in the input order.
+
+    Step i (the i-th smallest p) gets the level 1 − α/(m − i + 1) while every earlier step rejected; the
+    comparisons not rejected all get the level of the first such step, 1 − α/(m − r) with r rejected (as
+    Strassburger & Bretz 2008), so an adjusted interval excludes 0 exactly when Holm rejects at α. The
+    rejected ones show their step's two-sided interval (Strassburger & Bretz's simultaneous ones are one-sided).
+    """
+    adjusted, m, steps, stop = holm([c.p_value for c in comparisons]), len(comparisons), {}, None
+    order = sorted(range(m), key=lambda i: comparisons[i].p_value)
+    for i, j in enumerate(order):  # i = 0 for the smallest p
+        if stop is None and not comparisons[j].p_value < alpha / (m - i):
+            stop = i
+        steps[j] = 1 - alpha / (m - (i if stop is None else stop))
+    return tuple(HolmInterval(c, adjusted[j], steps[j], c.at(steps[j])) for j, c in enumerate(comparisons))

@@ -21,7 +21,7 @@ The Trainer's own overhead (data loading, logging, callbacks) is not included.
 
 Writes ``out`` (JSON): per head the median step time and its quartiles, tokens/s (labelled tokens
 per step / median step time) and the ratio to the first experiment's tokens/s; with the machine,
-load average at start and end, torch threads, date and command. ``reports/lm1b.py`` takes the
+load average at start and end, torch threads, date, command and the code's commit (``git``). ``reports/lm1b.py`` takes the
 page's speed column from it.
 """
 
@@ -44,7 +44,7 @@ from torch.utils.data import DataLoader
 from ..cli_args import ArgumentError, Option, Parser, fail
 from ..config import compose, hydra_choices
 from ..data.layout import IGNORE_INDEX
-from ..records import write_text
+from ..records import git_state, write_text
 from ..timing import load_average, machine, time_interleaved, utc_now
 
 log = logging.getLogger(__name__)
@@ -184,6 +184,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "torch_threads": torch.get_num_threads(),
         "date": utc_now(),
         "command": shlex.join([*COMMAND.split(), *argv]),
+        "git": git_state(),
     })
     out = Path(options["out"])
     write_text(out, json.dumps(result, indent=1) + "\n")
