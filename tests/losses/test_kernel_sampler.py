@@ -7,6 +7,7 @@ import pytest
 import torch
 
 from softmax_zoo.losses import QuadraticKernelSampler
+from softmax_zoo.losses.kernel_sampler import _tiles
 from softmax_zoo.losses.reference.sampled import chi_square_pvalue, kernel_probs
 
 P_FALSE_ALARM = 1e-6
@@ -80,6 +81,18 @@ def test_200k_draws_match_exact_q_and_reject_a_near_miss(tree, data):
     assert chi_square_pvalue(ids, near_miss) < P_FALSE_ALARM
     torch.testing.assert_close(log_q.double(), probs.gather(1, ids).log(), rtol=0, atol=1e-5)
     assert not bool((ids == target[:, None]).any())
+
+
+def test_tiles_hold_every_draw_once_in_bounded_chunks():
+    """``_tiles``: each draw in one slot of a tile of its node, tiles ≤ max_tile, chunks ≤ chunk_tiles tiles."""
+    node = torch.randint(0, 50, (3000,), generator=torch.Generator().manual_seed(6))
+    tiles = _tiles(node, max_tile=16, chunk=256, chunk_tiles=8)
+    real = tiles.slots < node.numel()
+    assert torch.equal(tiles.slots[real].sort().values, torch.arange(node.numel()))
+    for (a, b, width, s0, s1), (tile_node, slots) in zip(tiles.chunks, tiles.blocks(), strict=True):
+        assert b - a <= 8 and width <= 16 and slots.shape == (b - a, width)
+        kept = slots < node.numel()
+        assert torch.equal(node[slots[kept]], tile_node[:, None].expand_as(slots)[kept])
 
 
 def test_log_prob_is_closed_form(data):

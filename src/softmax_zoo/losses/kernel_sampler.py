@@ -70,6 +70,7 @@ from . import memory
 from .samplers import Sampler, outside_autocast
 
 _CHUNK = 8192  # draw slots per batched GEMM (e.g. 256 tiles of 32): bounds the GEMM's memory without a loop of tiny GEMMs
+_CHUNK_TILES = 512  # tiles per batched GEMM: bounds the gathered node parameters (512 × B·L·d floats: 32 MB at d = 64)
 
 
 def _pick(mass: torch.Tensor, generator: torch.Generator | None) -> torch.Tensor:
@@ -114,11 +115,12 @@ class _Tiles(NamedTuple):
             yield self.node[a:b], self.slots[s0:s1].view(b - a, width)
 
 
-def _tiles(node: torch.Tensor, max_tile: int, chunk: int = _CHUNK) -> _Tiles:
+def _tiles(node: torch.Tensor, max_tile: int, chunk: int = _CHUNK, chunk_tiles: int = _CHUNK_TILES) -> _Tiles:
     """Pack the draws at each ``node`` (M,) into tiles that share the node's parameters.
 
     A node's c draws are cut into ⌈c / max_tile⌉ tiles of nearly equal size; tiles are sorted by
-    size and cut into chunks of about ``chunk`` slots, each chunk padded to its largest tile.
+    size and cut into chunks of about ``chunk`` slots and at most ``chunk_tiles`` tiles, each chunk
+    padded to its largest tile.
     Tiles of one width per chunk keep the padding (wasted multiply-adds) to a few percent, where
     one width for all tiles wastes up to half of them when the number of draws per node varies
     (Poisson-like counts around a mean that is not a power of two).
@@ -139,7 +141,7 @@ def _tiles(node: torch.Tensor, max_tile: int, chunk: int = _CHUNK) -> _Tiles:
     chunks, width_of, a, s0, sizes = [], [], 0, 0, size.tolist()
     while a < len(sizes):
         width = sizes[a]
-        b = min(len(sizes), a + max(1, chunk // width))
+        b = min(len(sizes), a + max(1, min(chunk // width, chunk_tiles)))
         chunks.append((a, b, width, s0, s0 + (b - a) * width))
         width_of += [width] * (b - a)
         a, s0 = b, s0 + (b - a) * width
