@@ -174,7 +174,7 @@ def cases(quick: bool) -> list[Case]:
     base = f"QuadraticKernelSampler tree (C={small:,})"
     rows += [
         sampling_case(group, "kernel", n, small, baseline=base, repeats=7),
-        sampling_case(group, "kernel", n, large, baseline=base, target=("<=", 2.0), repeats=7),
+        sampling_case(group, "kernel", n, large, baseline=base, target=("<=", 1.6), repeats=7),
     ]
     group = f"sampled softmax: tree refresh (d={D}, C={large:,})"
     rebuild = "rebuild from scratch"

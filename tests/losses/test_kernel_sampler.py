@@ -7,6 +7,7 @@ import pytest
 import torch
 
 from softmax_zoo.losses import QuadraticKernelSampler
+from softmax_zoo.losses.kernel_sampler import _tiles
 from softmax_zoo.losses.reference.sampled import chi_square_pvalue, kernel_probs
 
 P_FALSE_ALARM = 1e-6
@@ -59,6 +60,39 @@ def check_log_prob_closed_form(sampler, probs_of, data) -> None:
 @pytest.mark.parametrize("tree", TREES, ids=TREE_IDS)
 def test_draws_follow_kernel_distribution(excluded, tree, data):
     check_draws_follow(QuadraticKernelSampler(**tree), kernel_probs, data, excluded)
+
+
+@pytest.mark.parametrize("tree", [dict(SMALL_TREE, top_nodes=4), dict(SMALL_TREE, top_nodes=1)],
+                         ids=["level_one_dense", "two_walked_levels"])
+def test_200k_draws_match_exact_q_and_reject_a_near_miss(tree, data):
+    """The class step under a level-1 node (leaf by its classes' kernel sum, then class), alone and
+    after two walked levels (the last child's hᵀSh taken as the parent's minus its siblings'):
+    200,000 draws per row pass the chi-square against the exact q̃ and fail it against q̃ with 5%
+    of one class's probability moved to its neighbour."""
+    hidden, weight, target = data
+    torch.manual_seed(0)
+    ids, log_q = QuadraticKernelSampler(**tree).sample(hidden, weight, 200_000, exclude=target)
+    probs = kernel_probs(hidden, weight, ALPHA, target)
+    assert chi_square_pvalue(ids, probs) > P_FALSE_ALARM
+    near_miss = probs.clone()
+    moved = 0.05 * near_miss[:, 10]
+    near_miss[:, 10] -= moved
+    near_miss[:, 11] += moved
+    assert chi_square_pvalue(ids, near_miss) < P_FALSE_ALARM
+    torch.testing.assert_close(log_q.double(), probs.gather(1, ids).log(), rtol=0, atol=1e-5)
+    assert not bool((ids == target[:, None]).any())
+
+
+def test_tiles_hold_every_draw_once_in_bounded_chunks():
+    """``_tiles``: each draw in one slot of a tile of its node, tiles ≤ max_tile, chunks ≤ chunk_tiles tiles."""
+    node = torch.randint(0, 50, (3000,), generator=torch.Generator().manual_seed(6))
+    tiles = _tiles(node, max_tile=16, chunk=256, chunk_tiles=8)
+    real = tiles.slots < node.numel()
+    assert torch.equal(tiles.slots[real].sort().values, torch.arange(node.numel()))
+    for (a, b, width, s0, s1), (tile_node, slots) in zip(tiles.chunks, tiles.blocks(), strict=True):
+        assert b - a <= 8 and width <= 16 and slots.shape == (b - a, width)
+        kept = slots < node.numel()
+        assert torch.equal(node[slots[kept]], tile_node[:, None].expand_as(slots)[kept])
 
 
 def test_log_prob_is_closed_form(data):

@@ -18,30 +18,35 @@ How it is made fast (N rows × m draws, all vectorised, no Python loop per draw 
 * **Top levels, dense.** The levels above the first one with at most ``top_nodes`` nodes are not
   walked: the masses of all K nodes of that level for all rows are one GEMM, (N, d²) h⊗h against
   (d², K) node sums, and the m first choices per row are one inverse-CDF draw. This costs K·d² per
-  row against m·B·d² per row for each walked level, but a large GEMM runs several times faster per
-  multiply-add than the gathers and small batched GEMMs of a walk, so evaluating up to ~1000 nodes
+  row against m·(B − 1)·d² per row for each walked level, but a large GEMM runs several times
+  faster per multiply-add than the gathers and small batched GEMMs of a walk, so evaluating up to ~1000 nodes
   densely (``top_nodes=1024``, for m = 64) is cheaper than walking the two levels it replaces
   (measured times: the sampler rows of results/bench_losses_cpu.md). At C = 500,000 and leaves of
-  64 the tree is 7,824 → 1,956 → 489 nodes: 489 dense, two levels walked; at C = 50,000 the 782 leaves are dense.
-  Hence sampling at C = 500,000 takes more than the ~1.2× of the time at C = 50,000 that the
-  O(d² log C) count predicts (N = 1024, m = 64, d = 64): the two walked levels cost 8·d² per draw
-  at a lower rate than the dense GEMM they partly replace, and with N·m ≥ the number of nodes every
-  level is read whole (~290 MB per call at C = 500,000 against ~26 MB at C = 50,000).
-* **Lower levels, tiled.** Below, draws are sorted by their current node and packed into tiles
+  64 the tree is 7,824 → 1,956 → 489 nodes: 489 dense, one level walked, then the class step under
+  a level-1 node (below); at C = 50,000 the 782 leaves are dense. The steps below the dense level
+  run small batched GEMMs at a lower rate than the dense GEMM, and with N·m ≥ the number of nodes
+  every level they touch is read whole (~160 MB per call at C = 500,000 against ~26 MB at C = 50,000).
+* **Walked levels, tiled.** Below, draws are sorted by their current node and packed into tiles
   that share a node (a node's c draws into ⌈c / ``max_tile``⌉ tiles of nearly equal size; tiles
-  of similar size batched together, see ``_tiles``), and the B children's d × d sums are read once
+  of similar size batched together, see ``_tiles``), and the children's d × d sums are read once
   per tile (one batched GEMM per chunk of tiles) instead of once per draw, which would make the
-  walk memory-bound. B = 4: a level costs B·d² per draw, so B·log_B(C) is flat for B in 2..4, and
-  4 halves the number of levels (and of sorts) against B = 2.
-* **Leaves of 64 classes.** A leaf's kernel values cost leaf_size·d per draw, a node's mass d²;
-  with leaf_size ≈ d the last step costs the same as one more tree level, and the tree has
-  64× fewer d × d sums to store and refresh (128 MB at C = 500,000) than one with one class per
-  leaf.
+  walk memory-bound. Only the first B − 1 children are multiplied: the node sums add up, so the
+  last child's hᵀSh is the parent's (known from the level above) minus its siblings', clamped at
+  0, and a node without classes keeps mass 0 through its count. A level costs (B − 1)·d² per draw:
+  3·d² per factor 4 in C for B = 4, against 2·d² for B = 2 at twice the levels (and sorts).
+* **Leaves of 64 classes, reached from level 1.** A leaf's kernel values cost leaf_size·d per
+  draw, a node's mass d²; with leaf_size ≈ d the tree has 64× fewer d × d sums to store and
+  refresh (128 MB at C = 500,000) than one with one class per leaf. The walk stops at level 1:
+  there the kernel values of the node's B·L classes (one batched GEMM per chunk of tiles) pick the
+  leaf by their sums α·Σ(h·w)² + count, then the class among the chosen leaf's L: B·L·d per draw,
+  the multiply-adds of walking to a leaf and evaluating it, without reading the leaves' d × d sums
+  and with B× more draws per tile. The leaves' sums serve when they are the dense level, and to
+  build level 1.
 
 Exclusion of the target (``exclude``) is exact: along the target's path, node masses are taken
-without the target's own kernel value (and count), and at the leaf its kernel is set to 0, so the
-draw is from q̃ = q without the target renormalised, and the returned log q̃ uses
-Z − K(h, w_t).
+without the target's own kernel value (hᵀSh − (h·w_t)² and count − 1; under a level-1 node the
+target's h·w set to 0 before the leaf sums), and in the leaf its kernel is set to 0, so the draw is
+from q̃ = q without the target renormalised, and the returned log q̃ uses Z − K(h, w_t).
 
 Bias: the paper's kernel is on h·w only; an output bias, if the head has one, is ignored by this
 sampler (q still is a valid proposal, and the sampled softmax corrects with the q actually used).
@@ -65,13 +70,14 @@ from . import memory
 from .samplers import Sampler, outside_autocast
 
 _CHUNK = 8192  # draw slots per batched GEMM (e.g. 256 tiles of 32): bounds the GEMM's memory without a loop of tiny GEMMs
+_CHUNK_TILES = 512  # tiles per batched GEMM: bounds the gathered node parameters (512 × B·L·d floats: 32 MB at d = 64)
 
 
 def _pick(mass: torch.Tensor, generator: torch.Generator | None) -> torch.Tensor:
     """Index along the last dim, drawn in proportion to the non-negative ``mass`` (..., B)."""
     cum = mass.cumsum(-1)
-    thr = (1 - torch.rand(mass.shape[:-1], dtype=cum.dtype, device=mass.device, generator=generator)) * cum[..., -1]  # (0, 1]·total
-    return (cum < thr[..., None]).sum(-1).clamp_(max=mass.shape[-1] - 1)  # first index with cum >= thr
+    thr = (1 - torch.rand(*mass.shape[:-1], 1, dtype=cum.dtype, device=mass.device, generator=generator)) * cum[..., -1:]  # (0, 1]·total
+    return torch.searchsorted(cum, thr)[..., 0].clamp_(max=mass.shape[-1] - 1)  # first index with cum >= thr
 
 
 def _gather(table: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
@@ -103,17 +109,18 @@ class _Tiles(NamedTuple):
     slots: torch.Tensor
     chunks: list[tuple[int, int, int, int, int]]
 
-    def blocks(self, row_pad: torch.Tensor):
-        """Per chunk: the tiles' nodes (t,) and the rows of their draws (t, width), padding → N."""
+    def blocks(self):
+        """Per chunk: the tiles' nodes (t,) and the draw ids of their slots (t, width), padding → M."""
         for a, b, width, s0, s1 in self.chunks:
-            yield self.node[a:b], row_pad[self.slots[s0:s1].view(b - a, width)]
+            yield self.node[a:b], self.slots[s0:s1].view(b - a, width)
 
 
-def _tiles(node: torch.Tensor, max_tile: int, chunk: int = _CHUNK) -> _Tiles:
+def _tiles(node: torch.Tensor, max_tile: int, chunk: int = _CHUNK, chunk_tiles: int = _CHUNK_TILES) -> _Tiles:
     """Pack the draws at each ``node`` (M,) into tiles that share the node's parameters.
 
     A node's c draws are cut into ⌈c / max_tile⌉ tiles of nearly equal size; tiles are sorted by
-    size and cut into chunks of about ``chunk`` slots, each chunk padded to its largest tile.
+    size and cut into chunks of about ``chunk`` slots and at most ``chunk_tiles`` tiles, each chunk
+    padded to its largest tile.
     Tiles of one width per chunk keep the padding (wasted multiply-adds) to a few percent, where
     one width for all tiles wastes up to half of them when the number of draws per node varies
     (Poisson-like counts around a mean that is not a power of two).
@@ -134,7 +141,7 @@ def _tiles(node: torch.Tensor, max_tile: int, chunk: int = _CHUNK) -> _Tiles:
     chunks, width_of, a, s0, sizes = [], [], 0, 0, size.tolist()
     while a < len(sizes):
         width = sizes[a]
-        b = min(len(sizes), a + max(1, chunk // width))
+        b = min(len(sizes), a + max(1, min(chunk // width, chunk_tiles)))
         chunks.append((a, b, width, s0, s0 + (b - a) * width))
         width_of += [width] * (b - a)
         a, s0 = b, s0 + (b - a) * width
@@ -166,7 +173,7 @@ class QuadraticKernelSampler(Sampler):
         *,
         branching: int = 4,
         top_nodes: int = 1024,
-        max_tile: int = 64,
+        max_tile: int = 256,
     ) -> None:
         if not alpha > 0:
             raise ValueError(f"alpha must be > 0, got {alpha}")
@@ -295,12 +302,12 @@ class QuadraticKernelSampler(Sampler):
         h = self._query(hidden)
         if h.shape[0] == 0:
             return torch.zeros(0, num_samples, dtype=torch.long, device=h.device), h.new_zeros(0, num_samples)
-        N, m, L, B, a = h.shape[0], num_samples, self.leaf_size, self.branching, self.alpha
+        N, m, L, B = h.shape[0], num_samples, self.leaf_size, self.branching
         top = len(self._S) - 1
         flat_W = self._W.view(-1, d)
         q_t = None if exclude is None else ((h * flat_W[exclude]).sum(1)) ** 2  # (N,) (h·w_t)²
 
-        # Dense top level: masses of all K nodes for all rows, one GEMM per chunk of rows whose h⊗h
+        # Dense top level: hᵀ S h of all K nodes for all rows, one GEMM per chunk of rows whose h⊗h
         # fits the device's chunk budget; m draws per row.
         K = self._S[top].shape[0]
         rows = outer_rows(memory.chunk_logits(h.device), d)
@@ -308,69 +315,104 @@ class QuadraticKernelSampler(Sampler):
             (hc[:, :, None] * hc[:, None, :]).reshape(-1, d * d) @ self._S[top].view(K, d * d).T
             for hc in h.split(rows)
         ])  # (N, K)
-        mass = (a * quad + self._cnt[top]).double()
-        if exclude is not None:
-            anc = (exclude // L) // B**top  # (N,) the target's node at the top level
-            mass.scatter_(1, anc[:, None], self._rest(quad.gather(1, anc[:, None]), q_t[:, None],
-                                                      self._cnt[top][anc][:, None]).double())
-        cum = mass.cumsum(1)  # (N, K) float64
+        cnt = self._cnt[top].expand(N, K)
+        if exclude is not None:  # the target's top node without the target
+            anc = ((exclude // L) // B**top)[:, None]  # (N, 1)
+            quad.scatter_(1, anc, (quad.gather(1, anc) - q_t[:, None]).clamp_(min=0))
+            cnt = cnt.scatter(1, anc, cnt.gather(1, anc) - 1)
+        cum = self._mass(quad, cnt).double().cumsum(1)  # (N, K) float64
         thr = (1 - torch.rand(N, m, dtype=cum.dtype, device=h.device, generator=self.generator)) * cum[:, -1:]  # (0, 1]·total
-        node = torch.searchsorted(cum, thr).clamp_(max=K - 1).reshape(N * m)  # (N·m,) first cum >= thr
+        node = torch.searchsorted(cum, thr).clamp_(max=K - 1)  # (N, m) first cum >= thr
+        node_quad = quad.gather(1, node).reshape(N * m)  # (N·m,) hᵀ S h of each draw's node
+        node = node.reshape(N * m)
 
         h_pad = torch.cat([h, h.new_zeros(1, d)])  # row N: zeros, for the padding slots
         row_pad = torch.cat([torch.arange(N, device=h.device).repeat_interleave(m), node.new_tensor([N])])  # (N·m + 1,)
         t_pad = None if exclude is None else torch.cat([exclude, exclude.new_tensor([-1])])
         qt_pad = None if exclude is None else torch.cat([q_t, q_t.new_zeros(1)])
 
-        # Walk down the lower levels, draws tiled by node, tiles in chunks.
-        for k in range(top - 1, -1, -1):
+        # Walk down to level 1, draws tiled by node, tiles in chunks.
+        for k in range(top - 1, 0, -1):
             tiles = _tiles(node, self.max_tile)
-            child = torch.cat([
-                self._children(k, tile_node, rows, h_pad, t_pad, qt_pad).reshape(-1)
-                for tile_node, rows in tiles.blocks(row_pad)
-            ])  # (S,) per slot
-            node = node * B + _per_draw(child, tiles.slots, N * m)
+            quad_pad = torch.cat([node_quad, node_quad.new_zeros(1)])
+            parts = [self._children(k, tile_node, row_pad[slots], quad_pad[slots], h_pad, t_pad, qt_pad)
+                     for tile_node, slots in tiles.blocks()]
+            node = node * B + _per_draw(torch.cat([p[0].reshape(-1) for p in parts]), tiles.slots, N * m)
+            node_quad = _per_draw(torch.cat([p[1].reshape(-1) for p in parts]), tiles.slots, N * m)
 
-        # Leaves: the classes' own kernel values decide.
+        # The classes under the node (a leaf, or the B leaves of a level-1 node): their own kernel values decide.
         tiles = _tiles(node, self.max_tile)
-        parts = [self._leaf(tile_node, rows, h_pad, t_pad) for tile_node, rows in tiles.blocks(row_pad)]
+        level = min(top, 1)
+        parts = [self._classes(level, tile_node, row_pad[slots], h_pad, t_pad) for tile_node, slots in tiles.blocks()]
         ids = _per_draw(torch.cat([p[0].reshape(-1) for p in parts]), tiles.slots, N * m).view(N, m)
         k_s = _per_draw(torch.cat([p[1].reshape(-1) for p in parts]), tiles.slots, N * m).view(N, m)  # K(h, w_s)
         log_q = k_s.double().log() - self._log_z(h, q_t)[:, None]
         return ids, log_q.float()
 
-    def _children(self, k, tile_node, rows, h_pad, t_pad, qt_pad) -> torch.Tensor:
-        """Child index (t, P) drawn for each draw of the tiles at nodes ``tile_node`` (t,) of level k+1."""
+    def _mass(self, quad: torch.Tensor, cnt: torch.Tensor) -> torch.Tensor:
+        """Node masses α·hᵀ S h + count from ``quad`` and ``cnt`` (broadcast), 0 for a node without classes."""
+        return (self.alpha * quad + cnt) * (cnt > 0)
+
+    def _children(self, k, tile_node, rows, parent_quad, h_pad, t_pad, qt_pad) -> tuple[torch.Tensor, torch.Tensor]:
+        """Child index (t, P) drawn for each draw of the tiles at nodes ``tile_node`` (t,) of level k+1,
+        and the child's hᵀ S h (t, P), given the parent's ``parent_quad`` (t, P).
+
+        Only the first B − 1 children's sums are read: the last child's hᵀ S h is the parent's
+        minus theirs (the node sums add up), so a level costs (B − 1)·d² per draw.
+        """
         B, d, L = self.branching, h_pad.shape[1], self.leaf_size
-        Hq = _gather(h_pad, rows).transpose(1, 2)  # (t, d, P)
-        S = _gather(self._S[k].view(-1, B * d, d), tile_node)  # (t, B·d, d): the B children's Σ w wᵀ
-        v = torch.bmm(S, Hq).view(-1, B, d, rows.shape[1])  # (t, B, d, P): S_b h
-        quad = v.mul_(Hq[:, None]).sum(2).transpose(1, 2)  # (t, P, B): hᵀ S_b h
-        cnt = self._cnt[k].view(-1, B)[tile_node][:, None, :]  # (t, 1, B)
-        mass = self.alpha * quad + cnt
-        if t_pad is not None:
+        Hq = _gather(h_pad, rows)  # (t, P, d)
+        S = self._S[k].view(-1, B * d * d)[:, : (B - 1) * d * d].index_select(0, tile_node)  # (t, (B−1)·d·d)
+        v = torch.bmm(Hq, S.view(-1, (B - 1) * d, d).transpose(1, 2))  # (t, P, (B−1)·d): S_b h (S_b symmetric)
+        quad = v.view(*rows.shape, B - 1, d).mul_(Hq[:, :, None]).sum(3)  # (t, P, B−1): hᵀ S_b h
+        cnt = self._cnt[k].view(-1, B)[tile_node][:, None, :].expand(*rows.shape, B)  # (t, P, B)
+        if t_pad is not None:  # the target's child (where the target is under this node) without the target
             t = t_pad[rows]  # (t, P), -1 on padding slots
-            t_node = (t.clamp(min=0) // L) // B**k  # the target's node at level k
-            hit = ((t_node // B) == tile_node[:, None]) & (t >= 0)
-            is_t = hit[..., None] & (torch.arange(B, device=t.device) == (t_node % B)[..., None])  # (t, P, B)
-            mass = torch.where(is_t, self._rest(quad, qt_pad[rows][..., None], cnt), mass)
-        return _pick(mass, self.generator)
+            i, p = ((t // (L * B ** (k + 1)) == tile_node[:, None]) & (t >= 0)).nonzero(as_tuple=True)
+            b = (t[i, p] // (L * B**k)) % B  # the target's child
+            cnt = cnt.clone()
+            cnt[i, p, b] -= 1
+            i, p, b = i[b < B - 1], p[b < B - 1], b[b < B - 1]  # the last child's quad comes from the parent's
+            quad[i, p, b] = (quad[i, p, b] - qt_pad[rows[i, p]]).clamp_(min=0)
+        last = (parent_quad - quad.sum(2)).clamp_(min=0)  # (t, P): hᵀ S_{B−1} h
+        quad = torch.cat([quad, last[..., None]], 2)  # (t, P, B)
+        child = _pick(self._mass(quad, cnt), self.generator)
+        return child, quad.gather(2, child[..., None])[..., 0]
 
-    def _leaf(self, tile_node, rows, h_pad, t_pad) -> tuple[torch.Tensor, torch.Tensor]:
-        """Class ids (t, P) drawn in the leaves ``tile_node`` (t,), and their kernel values."""
-        L = self.leaf_size
-        Hq = _gather(h_pad, rows).transpose(1, 2)  # (t, d, P)
-        logit = torch.bmm(_gather(self._W, tile_node), Hq).transpose(1, 2)  # (t, L, P) -> (t, P, L)
-        kern = self.alpha * logit**2 + self._cls_cnt[tile_node][:, None, :]
-        cls = tile_node[:, None] * L + torch.arange(L, device=rows.device)  # (t, L)
-        if t_pad is not None:
-            kern = kern.masked_fill(cls[:, None, :] == t_pad[rows][..., None], 0.0)
+    def _classes(self, level, tile_node, rows, h_pad, t_pad) -> tuple[torch.Tensor, torch.Tensor]:
+        """Class ids (t, P) drawn among the classes under the nodes ``tile_node`` (t,) of ``level``
+        (0: a leaf's L classes; 1: the B·L classes of its B leaves), and their kernel values.
+
+        Under a level-1 node a draw first picks a leaf in proportion to the sum of its classes'
+        kernel values, α·Σ(h·w)² + count, then a class of that leaf: the same distribution as one
+        pick among all B·L, with the kernel values of the chosen leaf only.
+        """
+        L, B, span = self.leaf_size, self.branching, self.leaf_size * self.branching**level
+        Hq = _gather(h_pad, rows)  # (t, P, d)
+        logit = torch.bmm(Hq, _gather(self._W.view(-1, span, Hq.shape[2]), tile_node).transpose(1, 2))  # (t, P, span)
+        leaf = tile_node[:, None].expand(rows.shape) * B**level  # (t, P) the draw's leaf
+        if t_pad is not None:  # draws whose target is under the node: the target's (h·w)² taken out
+            t = t_pad[rows]  # (t, P), -1 on padding slots
+            i, p = ((t // span == tile_node[:, None]) & (t >= 0)).nonzero(as_tuple=True)
+            t_at = t[i, p] - tile_node[i] * span  # the target's place under the node
+            logit[i, p, t_at] = 0.0
+        if level == 1:
+            quad = torch.linalg.vector_norm(logit.view(*rows.shape, B, L), dim=3).square_()  # (t, P, B): Σ (h·w)² per leaf
+            cnt = self._cnt[0].view(-1, B)[tile_node][:, None, :].expand(*rows.shape, B)  # (t, P, B)
+            if t_pad is not None:
+                cnt = cnt.clone()
+                cnt[i, p, t_at // L] -= 1
+            child = _pick(self._mass(quad, cnt), self.generator)  # (t, P)
+            slot_child = torch.arange(rows.numel(), device=rows.device) * B + child.reshape(-1)
+            logit = logit.view(-1, L).index_select(0, slot_child).view(*rows.shape, L)  # (t, P, L): the chosen leaf's
+            leaf = leaf + child
+        cnt = self._cls_cnt[leaf] if level == 1 else self._cls_cnt[tile_node][:, None, :]  # (t, P or 1, L)
+        kern = torch.addcmul(cnt, logit, logit, value=self.alpha)  # (t, P, L): α(h·w)² + 1, 0 on padding classes
+        if t_pad is not None:  # the target's kernel value set to 0
+            hit = leaf[i, p] == t[i, p] // L
+            kern[i[hit], p[hit], t[i[hit], p[hit]] % L] = 0.0
         j = _pick(kern, self.generator)  # (t, P)
-        return cls.gather(1, j), kern.gather(2, j[..., None])[..., 0]
-
-    def _rest(self, quad: torch.Tensor, q_t: torch.Tensor, cnt: torch.Tensor) -> torch.Tensor:
-        """Mass of a node without the target: α(quad − (h·w_t)²)₊ + count − 1, 0 if nothing is left."""
-        return (self.alpha * (quad - q_t).clamp(min=0) + cnt - 1) * (cnt > 1)
+        return leaf * L + j, kern.gather(2, j[..., None])[..., 0]
 
     @torch.no_grad()
     @outside_autocast
