@@ -33,7 +33,7 @@ from typing import Any
 
 from omegaconf import OmegaConf
 
-from ..config import CHOICE_GROUPS, CONFIG_DIR, SCRATCH_DIR, name_exclude_keys
+from ..config import CHOICE_GROUPS, CONFIG_DIR, SCRATCH_DIR, name_exclude_keys, register_resolvers
 from ..losses.registry import variant_label
 from ..markdown import markdown_table
 from ..preflight import EXTENDS_A_RUN
@@ -87,6 +87,7 @@ def job_runs_dirs(multirun: Path) -> list[Path]:
     Hydra) and Hydra's own (``.hydra/hydra.yaml``: ``hydra.runtime.cwd``, the folder a relative
     ``results_dir`` is relative to). A job whose ``results_dir`` does not resolve is skipped.
     """
+    register_resolvers()  # a saved results_dir may be ${zoo.results_dir:...}
     folders = []
     for saved in sorted(multirun.glob("*/.hydra/config.yaml")):
         try:
