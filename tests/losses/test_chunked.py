@@ -154,13 +154,13 @@ def test_autocast_bfloat16_close_to_plain(gen):
 def test_never_more_than_chunk_rows_of_logits(variant, gen, monkeypatch):
     """Every logits tensor the chunked path makes has at most chunk_size rows."""
     rows = []
-    linear = chunked.F.linear
-    monkeypatch.setattr(chunked.F, "linear", lambda *a: rows.append(a[0].shape[0]) or linear(*a))
+    linear = chunked.linear_into
+    monkeypatch.setattr(chunked, "linear_into", lambda out, h, *a: rows.append((out.shape[0], h.shape[0])) or linear(out, h, *a))
     hidden, target = make_data(30, gen)
     _, head = make_pair(variant, 8, reduction="none")
     hidden.requires_grad_(True)
     (head(hidden, target) * torch.rand(30, dtype=torch.float64)).sum().backward()  # forward and rerun
-    assert rows == [8, 8, 8, 6] * 2
+    assert rows == [(8, 8), (8, 8), (8, 8), (6, 6)] * 2
 
 
 def test_no_grad_equals_plain(gen):
