@@ -85,6 +85,26 @@ def test_none_reduction_uniform_weights_scale_the_saved_gradients(variant, gen, 
 
 
 @pytest.mark.parametrize("variant", VARIANTS)
+@pytest.mark.parametrize("reduction", ["mean", "none"])
+def test_second_backward_of_a_retained_graph_reruns_the_pass(variant, reduction, gen, monkeypatch):
+    """The first backward scales the forward's gradients in place and hands them over; the second reruns the pass."""
+    hidden, target = make_data(13, gen)
+    plain, chunk = make_pair(variant, 4, reduction=reduction, label_smoothing=0.1)
+    h = hidden.clone().requires_grad_(True)
+    loss = chunk(h, target).sum()
+    first = torch.autograd.grad(loss, [h, chunk.weight, chunk.bias], retain_graph=True)
+    calls = []
+    original = chunked.chunked_pass
+    monkeypatch.setattr(chunked, "chunked_pass", lambda *a: calls.append(1) or original(*a))
+    second = torch.autograd.grad(3 * loss, [h, chunk.weight, chunk.bias])
+    assert len(calls) == 1
+    ref = torch.autograd.grad(plain(h, target).sum(), [h, plain.weight, plain.bias])
+    for a, b, r in zip(first, second, ref):
+        torch.testing.assert_close(a, r, rtol=1e-10, atol=1e-12)
+        torch.testing.assert_close(b, 3 * r, rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
 def test_tied_weight(variant, gen):
     embedding = nn.Embedding(C, D).double()
     hidden, target = make_data(17, gen)
