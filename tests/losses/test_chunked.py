@@ -191,7 +191,9 @@ def test_no_grad_equals_plain(gen):
 
 
 def test_auto_chunk_size(gen):
-    assert auto_chunk_size(4096, 32000) == 524
+    assert auto_chunk_size(4096, 32000) == 512  # 524 rows fit 2^24 logits: 8 chunks, split evenly
+    assert auto_chunk_size(4100, 32000) == 513 and auto_chunk_size(4192, 32000) == 524
+    assert auto_chunk_size(4193, 32000) == 466  # 9 chunks
     assert auto_chunk_size(10, 32000) == 10
     assert auto_chunk_size(10, 2**25) == 1
     hidden, target = make_data(26, gen)

@@ -40,7 +40,7 @@ from .memory import chunk_logits
 from .options import head_output, mean_count, reshape_output
 
 # Logits per chunk for chunk_size="auto" on a CPU (the softmax head holds one such buffer, 64 MiB in
-# float32). At N=4096, C=32000 this is 524 rows, 8 chunks. A GPU's: memory.chunk_logits.
+# float32). At N=4096, C=32000 this is 8 chunks of 512 rows (524 fit). A GPU's: memory.chunk_logits.
 AUTO_CHUNK_LOGITS = CHUNK_LOGITS
 
 
@@ -53,8 +53,11 @@ def check_chunk_size(chunk_size) -> None:
 
 
 def auto_chunk_size(num_rows: int, num_classes: int, budget: int = AUTO_CHUNK_LOGITS) -> int:
-    """Rows per chunk so that a chunk holds at most ``budget`` logits (at least 1, at most N)."""
-    return max(1, min(num_rows, budget // num_classes))
+    """Rows per chunk: the fewest chunks of at most ``budget`` logits each, the N rows split evenly
+    among them (at least 1 row, at most N), so that no chunk is a small remainder."""
+    most = max(1, budget // num_classes)  # rows within the budget
+    chunks = max(1, -(-num_rows // most))
+    return max(1, -(-num_rows // chunks))
 
 
 def _addmm_(out: torch.Tensor, a: torch.Tensor, b: torch.Tensor) -> None:

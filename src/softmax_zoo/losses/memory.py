@@ -6,7 +6,7 @@ measurement was made with it. On a GPU each chunk re-reads the whole (C, d) weig
 chunks are slow: the budget there is 1/16 of the free memory in float32 logits (a chunk holds
 one to three (rows, C) buffers: one for softmax and stable, two for sparse, one more with the
 softcap), between 2^24 and 2^30 logits, e.g. the 8,192 rows of a C = 128,000 batch in one chunk
-and 1,353 rows at C = 793,471 on an empty 141 GB GPU.
+and 7 chunks of 1,171 rows (1,353 fit) at C = 793,471 on an empty 141 GB GPU.
 
 :func:`check_fits` refuses a buffer larger than the device's free memory before it is allocated,
 naming the sizes; on a CPU nothing is checked (the host's memory is not the limit this guards).
