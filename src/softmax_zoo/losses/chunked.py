@@ -23,9 +23,10 @@ float32 (float64 for float64), as ``_core`` says.
 
 Memory: one (chunk_size, C) buffer that every chunk's logits are written into and that the
 softmax and stable heads turn into exp(z − max) and then G in place (the sparse head adds its G,
-the softcap option its capped logits), plus the gradients of hidden (N, d), weight (C, d) and bias (C,),
-held from the forward to the backward, which scales them in place. ``chunk_size="auto"`` sizes the chunk to the device's budget
-(``memory.chunk_logits``): ``AUTO_CHUNK_LOGITS`` logits on a CPU, more on a GPU with free memory.
+the softcap option its capped logits), plus the gradients of hidden (N, d), weight (C, d) and
+bias (C,), held from the forward to the backward, which scales them in place. ``chunk_size="auto"``
+sizes the chunks to the device's budget (``memory.chunk_logits``): ``AUTO_CHUNK_LOGITS`` logits
+on a CPU, more on a GPU with free memory.
 """
 
 from __future__ import annotations
