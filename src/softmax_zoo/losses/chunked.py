@@ -22,8 +22,8 @@ Matmuls run in the weight's dtype (autocast's under autocast), the loss and the 
 float32 (float64 for float64), as ``_core`` says.
 
 Memory: one (chunk_size, C) buffer that every chunk's logits are written into and that the
-softmax and stable heads turn into exp(z − max) and then G in place (the sparse head adds its G,
-the softcap option its capped logits), plus the gradients of hidden (N, d), weight (C, d) and
+softmax and stable heads turn into exp(z − max) and then G in place and the sparse head into its
+G once it has read its top-k (the softcap option adds its capped logits), plus the gradients of hidden (N, d), weight (C, d) and
 bias (C,), held from the forward to the backward, which scales them in place. ``chunk_size="auto"``
 sizes the chunks to the device's budget (``memory.chunk_logits``): ``AUTO_CHUNK_LOGITS`` logits
 on a CPU, more on a GPU with free memory.
@@ -80,8 +80,8 @@ def chunked_pass(loss_and_grad, target, keep, hidden, weight, bias, row_weight, 
     """Per-row loss of ``hidden @ weight.T + bias`` and, if ``row_weight`` is given, the gradients.
 
     Every chunk's logits are written into one (chunk_rows, C) buffer, which ``loss_and_grad`` may
-    overwrite (:meth:`~softmax_zoo.losses.row_loss.RowLoss.scratch_rows`): the softmax and stable
-    heads turn it into their logit gradient in place, so a chunk holds one (chunk_rows, C) buffer.
+    overwrite (:meth:`~softmax_zoo.losses.row_loss.RowLoss.scratch_rows`): the softmax, stable and
+    sparse heads write their logit gradient into it, so a chunk holds one (chunk_rows, C) buffer.
 
     Args:
         loss_and_grad: the variant's ``(z, target, keep, row_weight) -> (loss, G or None, stats or None)``.

@@ -16,7 +16,7 @@ and every path of the package runs that one definition:
   whose backward is ``grad`` with w = the upstream gradient (0 at ignored rows);
 - the chunked head (``chunked.py``): ``loss_and_grad`` on ``chunk_size`` rows at a time, with w
   = the reduction's weights, so that the (N, C) logits never exist; it runs ``scratch_rows``,
-  which may overwrite the chunk's logits (softmax and stable make their gradient in that buffer);
+  which may overwrite the chunk's logits (softmax, stable and sparse make their gradient in that buffer);
 - inference (``SoftmaxHead.log_probs``, hence ``predict`` and the evaluation NLL): ``log_probs``.
   A subclass that leaves one of the three out cannot be instantiated (they are abstract), so a
   variant cannot change its loss and silently keep another distribution.
