@@ -7,14 +7,20 @@ trained with the same settings (the task file's ``scales`` block in configs/task
 - fig2.md: test (and validation) micro-F1, mean ± 95% Student-t interval over seeds, per k, with
   the softmax baseline and the paper's Fig. 2 numbers beside ours; each task's data caveat is its
   config's ``caveat`` (configs/task/<task>.yaml).
-- fig2.png: test micro-F1 against k, the softmax baseline as a band.
+- every comparison is paired by seed (arms of one seed share initialisation and data order:
+  tests/classification/test_pairing.py): Δ = sparse k − softmax per seed, a Student-t interval over
+  seeds, Holm-adjusted over the grid of k where a claim covers the grid (:mod:`._fig2_claims`).
+- fig2.png: top, test micro-F1 against k, the softmax baseline as a band; bottom, the paired Δ
+  against k with its raw and Holm-adjusted intervals and a line at 0.
 - fig1.png: softmax against sparse-softmax at the paper's k=20. Top: validation micro-F1 after
-  each epoch, the metric both arms share (mean over seeds, each seed thin). Below: the training
+  each epoch, the metric both arms share (mean over seeds, each seed thin). Middle: its paired Δ
+  per epoch with a line at 0. Bottom: the training
   loss per mini-batch, as the paper's Fig. 1 plots it; each arm's is its own objective (the
   sparse-softmax loss, logsumexp over the top k, is never above the full cross-entropy of the same
   logits), so the two levels are not comparable, only their shapes.
 - the settings table: what the paper's text states beside ours, read from the records (:mod:`._fig2_settings`).
-- the title's "Faster": a ledger row from the losses benchmark's side-by-side timing (:func:`._fig2_claims.speed_claim`).
+- the title's "Faster": a ledger row from the losses benchmark's side-by-side timing (:func:`._fig2_claims.speed_claim`);
+  its "Simpler" and the text's "state-of-the-art" are ledger rows of their own (by construction, not tested).
 
 The records are grouped in :mod:`._fig2_summary`, the claims are data of :mod:`._fig2_claims`
 (computed once per build), the figures are drawn by :mod:`._fig2_plots`; :func:`summarise` gathers
@@ -114,8 +120,8 @@ def summarise(results_dir: str | Path = "results") -> dict[str, Any]:
     text_claims = [{"kind": kind, "id": id_, "source": "fig2"} for kind, id_ in (
         ("rcv1", "fig1-convergence-rcv1"), ("margin", "sparse-margin-log-n-1"), ("sota", "sparse-sota-k20"), ("simpler", "sparse-simpler"))]
     return {"folder": shown_path(runs), "prefix": EXPERIMENT_PREFIX, "commits": commits(records), "commands": commands(records),
-            "command": page_command("fig2", results_dir), "paper_k": PAPER_K, "smooth": SMOOTH, "pairing_test": PAIRING_TEST, "paper_f1": PAPER_F1,
-            "stable_margin": STABLE_MARGIN, "stable_source": STABLE_SOURCE, "simpler_test": SIMPLER_TEST,
+            "command": page_command("fig2", results_dir), "paper_k": PAPER_K, "smooth": SMOOTH, "paper_f1": PAPER_F1,
+            "pairing_test": PAIRING_TEST, "stable_margin": STABLE_MARGIN, "stable_source": STABLE_SOURCE, "simpler_test": SIMPLER_TEST,
             "task_names": {t: task_name(t) for t in summary | tuned},
             "settings": settings_data(fig2_settings(), columns, "Sun et al. 2021's text on its classification experiments"),
             "tasks": [task_data(t, summary[t]) for t in sorted(summary)], "tuned": [task_data(t, tuned[t]) for t in sorted(tuned)],
