@@ -95,6 +95,8 @@ def test_a_margin_makes_a_two_sided_equivalence_claim_decided_by_tost():
     assert far.kind is VerdictKind.CONTRADICTS
     wide = compare(spec, runs(A), runs(B)).verdict()  # Δ 3, 2.5, 2.5 ± wide: not inside ±0.5, 95% interval not wholly outside
     assert wide.kind in (VerdictKind.CONTRADICTS, VerdictKind.INCONCLUSIVE)
+    welch = compare_values(Comparison("a", "b", "ppl", Design.UNPAIRED, margin=0.5, margin_source="ours"), A, close).verdict()
+    assert "TOST at α=0.05 on Welch" in str(welch) and welch.kind is VerdictKind.INCONCLUSIVE  # unpaired: seed spread stays in
     with pytest.raises(ValueError, match="name its source"):
         Comparison("a", "b", "ppl", Design.PAIRED_BY_SEED, margin=0.5)
     with pytest.raises(ValueError, match="declares no margin"):

@@ -40,7 +40,7 @@ from ._stats import (
     seeds_label,
     welch,
 )
-from ._verdicts import Verdict, all_equivalent, claimed_direction, equivalence_verdict, grid_verdict, verdict
+from ._verdicts import Verdict, all_equivalent, claimed_direction, equivalence_verdict, grid_verdict, holm_grid, verdict
 
 Records = Sequence[dict[str, Any]]
 
@@ -137,7 +137,7 @@ class Grid:
         label = seeds_label(self.seeds)
         tests = {key: c.test for key, c in self.compared.items()}
         if all(c.spec.margin is not None for c in self.compared.values()):
-            holm = grid_verdict(tests, 1, label, name=self.name)[1]
+            holm = holm_grid(tests)
             spec, eq = next(iter(self.compared.values())).spec, next(iter(self.compared.values())).equivalence()
             how = f"margin ±{spec.margin:g} ({spec.margin_source}), {eq.method.split(' (')[0]}"
             verdicts = {key: c.verdict() for key, c in self.compared.items()}

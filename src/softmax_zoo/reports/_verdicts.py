@@ -269,24 +269,28 @@ def equivalence_verdict(eq: Equivalence, label: str, *, digits: int = 2) -> Verd
     return Verdict(kind, f"{kind.value} ({label}): {where}: {eq.verdict.value}")
 
 
+def holm_grid(tests: Mapping[object, DeltaInterval]) -> dict[object, HolmInterval] | None:
+    """Each comparison's Holm-adjusted interval beside its raw one (:func:`._stats.holm_intervals`), by key; None when a
+    comparison has a single seed (no p-value to adjust)."""
+    if not tests:
+        raise ValueError("a grid needs at least one comparison")
+    return dict(zip(tests, holm_intervals(list(tests.values())))) if min(t.n for t in tests.values()) > 1 else None
+
+
 def grid_verdict(tests: Mapping[object, DeltaInterval], direction: int, label: str, *,
                  name: str = "k") -> tuple[Verdict, dict[object, HolmInterval] | None]:
     """One verdict on a claim that every comparison of a grid (``name`` -> Δ's :class:`DeltaInterval`) has sign
-    ``direction``, by Holm-adjusted intervals (:func:`._stats.holm_intervals`, familywise 95%), and those intervals.
+    ``direction``, by Holm-adjusted intervals (:func:`holm_grid`, familywise 95%), and those intervals.
 
     Supported when every adjusted interval excludes 0 on the claim's side, contradicts when one excludes it on
-    the other side, else inconclusive; with fewer than :data:`MIN_SEEDS` seeds behind a comparison no verdict
-    (and no adjusted intervals with a single seed).
+    the other side, else inconclusive; with fewer than :data:`MIN_SEEDS` seeds behind a comparison no verdict.
     """
-    tests = dict(tests)
-    if not tests:
-        raise ValueError("a grid verdict needs at least one comparison")
-    fewest = min(t.n for t in tests.values())
-    holm = dict(zip(tests, holm_intervals(list(tests.values())))) if fewest > 1 else None
+    holm, fewest = holm_grid(tests), min(t.n for t in tests.values())
     family = f"Holm-adjusted over {len(tests)} comparisons, familywise 95%, {next(iter(tests.values())).method.split(' (')[0]}"
-    if (gate := too_few(fewest)) is not None:
-        return Verdict(gate, f"{gate.value} ({label}; a verdict needs {MIN_SEEDS}): no interval decides ({family})"), holm
-    kinds = {key: decide(h.interval, direction, h.raw.n) for key, h in holm.items()}  # type: ignore[union-attr]
+    if (gate := too_few(fewest)) is not None or holm is None:
+        kind = gate or VerdictKind.SINGLE_RUN
+        return Verdict(kind, f"{kind.value} ({label}; a verdict needs {MIN_SEEDS}): no interval decides ({family})"), holm
+    kinds = {key: decide(h.interval, direction, h.raw.n) for key, h in holm.items()}
     if opposed := [key for key, kind in kinds.items() if kind is VerdictKind.CONTRADICTS]:
         return Verdict(VerdictKind.CONTRADICTS, f"contradicts ({label}): the adjusted interval of {name}={opposed} excludes 0, "
                                                 f"opposite to the claim ({family})"), holm
