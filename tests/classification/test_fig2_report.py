@@ -71,10 +71,18 @@ def test_summary_has_means_intervals_the_paper_number_and_the_baseline(built):
     assert mean_ci(rows[("sparse", 20)]["val/micro_f1"])[0] == pytest.approx(60.0)
     assert rows[("sparse", 20)]["paper"] == 60.7 and rows[("sparse", 5)]["paper"] is None
     assert task["best"] == 20 and task["best_mean"] == pytest.approx(61.0)
-    assert task["above"] == [20] and task["below"] == [5]  # k=100: 56 ± 2.5 overlaps 52 ± 5.0
+    # k=100's own interval (56 ± 2.5) overlaps softmax's (52 ± 5.0), but paired by seed Δ = +5, +4, +3: above 0 after Holm
+    assert task["above"] == [20, 100] and task["below"] == [5]
+    paired = {r["k"]: r for r in task["paired"]}
+    assert paired[100]["delta"] == pytest.approx(4.0) and paired[100]["raw"] == pytest.approx((4 - 2.484, 4 + 2.484), abs=1e-3)
+    # Holm: k=100 has the largest p, its step's level is 95% (its raw interval); k=5 and k=20 are adjusted, wider
+    assert paired[100]["holm"] == pytest.approx(paired[100]["raw"]) and paired[100]["level"] == pytest.approx(0.95)
+    assert all(paired[k]["holm"][0] < paired[k]["raw"][0] and paired[k]["p_holm"] > paired[k]["p"] for k in (5, 20))
     assert data["headline"]["faster"] == ["iflytek"] and data["headline"]["k20"] == ["iflytek"]
     text = (built / "fig2.md").read_text()
     assert "| sparse-softmax | 20 | 61.0 ± 2.5 (n=3) | 60.0 ± 2.5 (n=3) | 60.7 (best k) |" in text
+    assert "| 100 | 3 | +4.0 | [+1.5, +6.5] |" in text  # the paired Δ table
+    assert "test_pairing.py::test_softmax_and_sparse_arms_of_one_seed_share_initialisation_and_data_order" in text
 
 
 def test_plots_are_written(built):
@@ -84,19 +92,37 @@ def test_plots_are_written(built):
 
 
 def test_claims_rows(built):
-    claims = {c["kind"]: c for c in fig2.summarise(built)["task_claims"]["iflytek"].values()}
+    claims = fig2.summarise(built)["task_claims"]["iflytek"]
     assert claims["k20-best"]["verdict"].kind is VerdictKind.SUPPORTED and claims["k20-best"]["seeds"] == [0, 1, 2]
+    assert "Holm-adjusted over 2 comparisons" in str(claims["k20-best"]["verdict"])
+    k20 = claims["k20-vs-softmax"]  # Δ per seed +10, +9, +8: the paper's claim, one row per task
+    assert k20["delta"].deltas == pytest.approx((10.0, 9.0, 8.0)) and k20["verdict"].kind is VerdictKind.SUPPORTED
+    assert "(paired t)" in str(k20["verdict"])
     robust = claims["robust-k"]
-    assert robust["above"] == [20] and robust["below"] == [5] and robust["regime"] is None  # no diagnostics
-    assert robust["verdict"].kind is VerdictKind.CONTRADICTS  # k=5 lies wholly below the softmax interval
+    assert [r["k"] for r in robust["deltas"]] == [5, 20, 100] and robust["regime"] is None  # no diagnostics
+    assert robust["verdict"].kind is VerdictKind.CONTRADICTS and "k=[5]" in str(robust["verdict"])  # k=5: Δ -10, -11, -12
+    stable = claims["stable-k"]  # k=5 and k=100 lie 20 and 5 points from k=20: far outside the ±1 margin
+    assert stable["verdict"].kind is VerdictKind.CONTRADICTS and "margin ±1" in str(stable["verdict"])
     assert claims["f1"]["paper"] == 60.7 and claims["f1"]["k20"] == pytest.approx(61.0)
     faster, smoother = claims["convergence"]["faster"], claims["convergence"]["smoother"]
     assert (faster["softmax"], faster["sparse"]) == pytest.approx((42.0, 51.0))  # mean f1 - 10 points after epoch 1
-    # 51 ± 2.5 lies above 42 ± 5.0; the curves are the same, so their jitter does not differ
+    # paired by seed, Δ after epoch 1 is +10, +9, +8; the curves are the same per seed, so their jitter does not differ
+    assert faster["delta"].deltas == pytest.approx((10.0, 9.0, 8.0))
     assert faster["verdict"].kind is VerdictKind.SUPPORTED and smoother["verdict"].kind is VerdictKind.INCONCLUSIVE
     ledger = read_claims(built / "claims.md")
     assert ledger["fig2-iflytek-f1"]["paper"] == "60.7" and ledger["fig2-iflytek-f1"]["ours"].startswith("61.0")
-    assert {"fig2-k20-best-iflytek", "fig2-robust-k-iflytek", "fig1-convergence-iflytek", "sparse-faster-timing"} <= set(ledger)
+    assert {"fig2-k20-best-iflytek", "fig2-robust-k-iflytek", "fig2-k20-vs-softmax-iflytek", "fig2-stable-k-iflytek",
+            "fig1-convergence-iflytek", "sparse-faster-timing", "sparse-sota-k20", "sparse-simpler"} <= set(ledger)
+    assert ledger["sparse-sota-k20"]["verdict"].startswith("not tested: ")
+    assert ledger["sparse-simpler"]["verdict"].startswith("by construction: ")
+    assert "overlap" not in " ".join(row["verdict"] for row in ledger.values())
+
+
+def test_the_plots_read_the_paired_delta(built):
+    data = fig2.summarise(built)
+    (e1, d1), (e2, d2) = data["fig1"]["IFLYTEK"]["paired"]  # k=20 − softmax of validation micro-F1 per epoch
+    assert (e1, e2) == (1.0, 2.0) and d1.delta == pytest.approx(9.0) and d2.delta == pytest.approx(9.0)
+    assert d1.method == "paired t over seeds (n=3)"
 
 
 @pytest.mark.parametrize("seeds, kind", [((0,), VerdictKind.SINGLE_RUN), ((0, 1), VerdictKind.TOO_FEW_SEEDS)])
@@ -105,8 +131,11 @@ def test_fewer_seeds_than_a_verdict_needs(tmp_path, seeds, kind):
         for seed, f1 in zip(seeds, values):
             records.write_record(record(arm, k, seed, f1), records.runs_dir(tmp_path))
     claims = fig2.summarise(tmp_path)["task_claims"]["iflytek"]
-    assert claims["k20-best"]["verdict"].kind is kind and claims["robust-k"]["verdict"].kind is kind
+    for row in ("k20-best", "robust-k", "k20-vs-softmax", "stable-k"):
+        assert claims[row]["verdict"].kind is kind, row
     assert claims["convergence"]["faster"]["verdict"].kind is kind
+    fig2.build(tmp_path)
+    assert "nan" not in (tmp_path / "fig2.md").read_text() and "nan" not in (tmp_path / "claims.md").read_text()
 
 
 def test_mean_curve_averages_seeds_step_by_step():

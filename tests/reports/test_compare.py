@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from softmax_zoo.reports._compare import Comparison, Design, compare, compare_values, per_seed
+from softmax_zoo.reports._compare import Comparison, Design, Grid, compare, compare_values, per_seed
 from softmax_zoo.reports._verdicts import VerdictKind
 
 
@@ -33,7 +33,7 @@ def test_paired_by_seed_is_student_t_over_the_per_seed_deltas():
     d = np.array([B[s] - A[s] for s in (0, 1, 2)])
     half = stats.t.ppf(0.975, 2) * d.std(ddof=1) / math.sqrt(3)
     assert found.mean == pytest.approx(d.mean()) and found.interval == pytest.approx((d.mean() - half, d.mean() + half))
-    assert found.method == "paired by seed, Student-t over seeds"
+    assert found.method == "paired by seed, Student-t over the per-seed Δ"
     assert found.verdict(direction=+1).kind is VerdictKind.SUPPORTED and found.verdict(-0.5).kind is VerdictKind.CONTRADICTS
 
 
@@ -56,32 +56,83 @@ def test_paired_by_item_needs_the_items_and_bootstraps_each_seed():
     assert found.method.startswith("paired bootstrap over test items per seed")
 
 
-def test_intervals_apart_decides_by_each_arms_interval_over_seeds():
-    spec = Comparison("A", "B", "metrics.test/ppl", Design.INTERVALS_APART)
-    apart = compare(spec, runs(A), runs(B))  # A 11 ± 2.48, B 13.67 ± 1.90: [8.52, 13.48] against [11.77, 15.56] overlap
-    assert apart.delta.side == "overlap" and apart.method == Design.INTERVALS_APART.value
-    assert apart.verdict(direction=1).kind is VerdictKind.INCONCLUSIVE
-    far = compare(spec, runs(A), runs({s: v + 10 for s, v in B.items()}))
-    assert far.delta.side == "higher" and far.mean == pytest.approx(12.666, abs=1e-3)
-    assert far.verdict(direction=1).kind is VerdictKind.SUPPORTED and far.verdict(direction=-1).kind is VerdictKind.CONTRADICTS
-    one = compare(spec, runs({0: 1.0}), runs({0: 2.0}))  # a single value is its own interval
-    assert one.delta.side == "higher" and one.verdict(direction=1).kind is VerdictKind.SINGLE_RUN
-    assert compare(spec, runs({0: 1.0, 1: 2.0}), runs(B)).verdict(direction=1).kind is VerdictKind.TOO_FEW_SEEDS
+def test_no_design_decides_by_overlap_of_the_arms_intervals():
+    assert {d.name for d in Design} == {"PAIRED_BY_ITEM", "PAIRED_BY_SEED", "UNPAIRED"}
+    # A 11 ± 2.48 and B' 11.67 ± 2.48 overlap almost wholly, yet every seed's B' − A is +0.6..+0.7: paired, that decides
+    b = {s: v + 0.6 + 0.05 * s for s, v in A.items()}
+    paired = compare(Comparison("A", "B", "metrics.test/ppl", Design.PAIRED_BY_SEED), runs(A), runs(b))
+    assert paired.interval[0] > 0 and paired.verdict(direction=1).kind is VerdictKind.SUPPORTED
+    assert "(paired t)" in str(paired.verdict(direction=1))
+    unpaired = compare(Comparison("A", "B", "metrics.test/ppl", Design.UNPAIRED), runs(A), runs(b))
+    assert unpaired.verdict(direction=1).kind is VerdictKind.INCONCLUSIVE and "(Welch)" in str(unpaired.verdict(direction=1))
 
 
-def test_all_apart_over_several_k_contradicts_when_one_does():
-    from softmax_zoo.reports._compare import all_apart
-    from softmax_zoo.reports._verdicts import Verdict
+def test_paired_by_seed_pairs_the_seeds_both_arms_have():
+    spec = Comparison("a", "b", "metrics.test/ppl", Design.PAIRED_BY_SEED)
+    found = compare(spec, runs(A), runs({1: 13.0, 2: 12.0, 7: 0.0}))
+    assert found.delta.seeds == (1, 2) and found.delta.deltas == pytest.approx((1.0, 1.0))
+    assert found.verdict(direction=1).kind is VerdictKind.TOO_FEW_SEEDS
+    one = compare(spec, runs(A), runs({0: 11.0}))
+    assert one.verdict(direction=1).kind is VerdictKind.SINGLE_RUN and "nan" not in str(one.verdict(direction=1))
 
-    def v(kind):
-        return Verdict(kind, kind.value)
 
-    seeds = [0, 1, 2]
-    assert all_apart({5: v(VerdictKind.SUPPORTED), 10: v(VerdictKind.SUPPORTED)}, seeds, "x", "below").kind is VerdictKind.SUPPORTED
-    mixed = all_apart({5: v(VerdictKind.SUPPORTED), 10: v(VerdictKind.CONTRADICTS)}, seeds, "x", "below")
-    assert mixed.kind is VerdictKind.CONTRADICTS and "k=[10]" in str(mixed)
-    assert all_apart({5: v(VerdictKind.INCONCLUSIVE), 10: v(VerdictKind.SUPPORTED)}, seeds, "x", "below").kind is VerdictKind.INCONCLUSIVE
-    assert all_apart({5: v(VerdictKind.SINGLE_RUN)}, [0], "x", "below").kind is VerdictKind.SINGLE_RUN
+def test_compared_test_is_paired_t_or_welch():
+    paired = compare(Comparison("a", "b", "metrics.test/ppl", Design.PAIRED_BY_SEED), runs(A), runs(B))
+    ref = stats.ttest_rel([B[s] for s in A], [A[s] for s in A])
+    assert paired.test.p_value == pytest.approx(ref.pvalue) and (paired.test.low, paired.test.high) == pytest.approx(paired.interval)
+    assert paired.test.method == "paired t over seeds (n=3)"
+    unpaired = compare_values(Comparison("a", "b", "ppl", Design.UNPAIRED), A, B)
+    assert unpaired.test.method == "Welch (n=3, 3)" and unpaired.test.p_value == pytest.approx(unpaired.delta.p_value)
+
+
+def test_a_margin_makes_a_two_sided_equivalence_claim_decided_by_tost():
+    close = {s: v + 0.05 * (-1) ** s for s, v in A.items()}  # Δ per seed -0.05, +0.05, -0.05
+    spec = Comparison("a", "b", "metrics.test/ppl", Design.PAIRED_BY_SEED, margin=0.5, margin_source="the paper's own tolerance")
+    found = compare(spec, runs(A), runs(close)).verdict()
+    assert found.kind is VerdictKind.SUPPORTED and "margin: the paper's own tolerance" in str(found) and "TOST" in str(found)
+    # one-sidedly "close" is not close: Δ = +2 per seed, far outside ±0.5
+    far = compare(spec, runs(A), runs({s: v + 2.0 + 0.01 * s for s, v in A.items()})).verdict()
+    assert far.kind is VerdictKind.CONTRADICTS
+    wide = compare(spec, runs(A), runs(B)).verdict()  # Δ 3, 2.5, 2.5 ± wide: not inside ±0.5, 95% interval not wholly outside
+    assert wide.kind in (VerdictKind.CONTRADICTS, VerdictKind.INCONCLUSIVE)
+    welch = compare_values(Comparison("a", "b", "ppl", Design.UNPAIRED, margin=0.5, margin_source="ours"), A, close).verdict()
+    assert "TOST at α=0.05 on Welch" in str(welch) and welch.kind is VerdictKind.INCONCLUSIVE  # unpaired: seed spread stays in
+    with pytest.raises(ValueError, match="name its source"):
+        Comparison("a", "b", "ppl", Design.PAIRED_BY_SEED, margin=0.5)
+    with pytest.raises(ValueError, match="declares no margin"):
+        compare(Comparison("a", "b", "metrics.test/ppl", Design.PAIRED_BY_SEED), runs(A), runs(B)).equivalence()
+
+
+def test_a_grid_reports_holm_adjusted_intervals_beside_the_raw_and_decides_on_them():
+    spec = Comparison("a", "b", "metrics.test/ppl", Design.PAIRED_BY_SEED)
+    seeds = range(5)
+    base = {s: 10.0 + s for s in seeds}
+    arms = {k: {s: base[s] + shift + 0.3 * ((s * k) % 3 - 1) for s in seeds} for k, shift in ((5, 1.0), (10, 0.4), (20, 2.0))}
+    grid = Grid({k: compare(spec, runs(base), runs(v)) for k, v in arms.items()})
+    found, holm = grid.decide(+1)
+    for k, h in holm.items():
+        raw = grid.compared[k].interval
+        assert h.raw.low == pytest.approx(raw[0]) and h.interval[0] <= raw[0] and h.interval[1] >= raw[1]  # never narrower
+        assert (h.adjusted_p < 0.05) == (h.interval[0] > 0 or h.interval[1] < 0)
+    raw_apart = [k for k in arms if grid.compared[k].interval[0] > 0]
+    adjusted_apart = [k for k in arms if holm[k].interval[0] > 0]
+    assert set(adjusted_apart) <= set(raw_apart)
+    expected = VerdictKind.SUPPORTED if len(adjusted_apart) == len(arms) else VerdictKind.INCONCLUSIVE
+    assert found.kind is expected and "Holm-adjusted over 3 comparisons" in str(found)
+    down, _ = Grid({5: grid.compared[5], 99: compare(spec, runs(base), runs({s: v - 3 for s, v in base.items()}))}).decide(+1)
+    assert down.kind is VerdictKind.CONTRADICTS and "k=[99]" in str(down)
+    with pytest.raises(ValueError, match="direction"):
+        grid.decide()
+
+
+def test_a_grid_of_equivalence_claims_needs_every_one():
+    spec = Comparison("a", "b", "metrics.test/ppl", Design.PAIRED_BY_SEED, margin=1.0, margin_source="ours")
+    near = {s: v + 0.1 * (-1) ** s for s, v in A.items()}
+    far = {s: v + 5 + 0.1 * s for s, v in A.items()}
+    found, _ = Grid({5: compare(spec, runs(A), runs(near)), 50: compare(spec, runs(A), runs(far))}).decide()
+    assert found.kind is VerdictKind.CONTRADICTS and "k=[50]" in str(found) and "margin ±1 (ours)" in str(found)
+    found, _ = Grid({5: compare(spec, runs(A), runs(near))}).decide()
+    assert found.kind is VerdictKind.SUPPORTED
 
 
 def test_per_seed_partial_leaves_out_runs_without_the_metric():

@@ -142,10 +142,13 @@ def test_fig1_main_panels_plot_validation_micro_f1_of_both_arms_and_every_seed(m
     saved = {}
     monkeypatch.setattr(_fig2_plots, "save_figure", lambda fig, path: saved.setdefault("fig", fig))
     _fig2_plots.plot_fig1({"IFLYTEK": _fig2_plots.fig1_data(summary["iflytek"])}, tmp_path / "fig1.png")
-    top, bottom = saved["fig"].axes[0], saved["fig"].axes[1]
+    top, middle, bottom = saved["fig"].axes[:3]
     assert top.get_ylabel() == "validation micro-F1 (%)" and "common metric" in top.get_title()
     assert len(top.lines) == 2 * (3 + 1)  # each arm: its 3 seeds (thin) and their mean (bold)
     assert [line.get_ydata()[0] for line in top.lines if line.get_linewidth() == 2.0] == [20.0, 30.0]
+    # the middle row plots the comparison the "faster" verdict makes: Δ = k=20 − softmax per epoch, paired by seed, and 0
+    assert "paired by seed" in middle.get_title() and list(middle.lines[0].get_ydata()) == pytest.approx([10.0, 10.0])
+    assert any(list(line.get_ydata()) == [0.0, 0.0] for line in middle.lines)
     assert "own objective" in bottom.get_title() and "not comparable" in bottom.get_title()
     labels = [t.get_text() for ax in saved["fig"].axes for leg in [ax.get_legend()] if leg for t in leg.get_texts()]
-    assert len(labels) == 4 and all(label.strip() for label in labels)
+    assert len(labels) == 6 and all(label.strip() for label in labels)

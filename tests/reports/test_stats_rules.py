@@ -12,14 +12,13 @@ from softmax_zoo.reports._stats import (
     DeltaInterval,
     EquivalenceKind,
     UnpairedSeedDelta,
-    decide,
     equivalence,
     holm,
     holm_intervals,
     paired_t,
     welch,
 )
-from softmax_zoo.reports._verdicts import VerdictKind, by_interval
+from softmax_zoo.reports._verdicts import VerdictKind, by_interval, decide
 
 RNG = np.random.default_rng(11)
 A, B = RNG.normal(1.0, 1.0, 6), RNG.normal(0.0, 2.0, 5)

@@ -19,15 +19,17 @@ Modules::
     __main__        the command line: ``python -m softmax_zoo.reports <page> [results_dir=DIR] [out=DIR]``
     _pages          what every page shares: folders, Markdown tables, figures, the claims ledger
     _render         the Jinja2 environment over templates/ and its number formats (one filter per format)
-    _compare        the comparison engine: arms, metric, design (paired by item / by seed, unpaired) -> Δ, interval, method
+    _compare        the comparison engine: arms, metric, design (paired by item / by seed, unpaired) -> Δ, interval, method;
+                    a margin makes it an equivalence claim (TOST), a Grid of them Holm-adjusted
     _status         README.md's generated results status table (``python -m softmax_zoo.reports readme``)
-    _stats          Student-t intervals over seeds, paired bootstraps over examples
+    _stats          Student-t intervals over seeds, paired bootstraps over examples, paired t, Welch, TOST, Holm
     _verdicts       the claims ledger's verdict vocabulary
     _seq2seq        what table5 and table3 share: softmax/sparse-softmax pairs, per-seed item scores, a setting's data
     _sweep          any sweep as a table and a plot (``python -m softmax_zoo.reports sweep ...``)
     _fig2_summary   the fig2 records grouped by task and arm, their per-seed values and curves
     _fig2_claims    the fig2 claims of Sun et al. 2021 and our verdicts on them
-    _fig2_plots     the fig2 figures: micro-F1 against k, validation micro-F1 per epoch and each arm's own loss
+    _fig2_plots     the fig2 figures: micro-F1 and its paired Δ against k, validation micro-F1 per epoch and its
+                    paired Δ, each arm's own loss
     _fig2_settings  the classification settings of Sun et al. 2021 beside ours, one column per task
     _settings       a page's table of the paper's stated settings beside ours (read from the records) and why
     _seq2seq_settings  the UniLM fine-tuning settings of Sun et al. 2021's Tables 5 and 3 beside ours

@@ -7,10 +7,14 @@ row of a page prints. The designs:
 
 * ``PAIRED_BY_ITEM``: each seed's two arms scored on the same test items; per seed a paired bootstrap
   over the items, over seeds a Student-t interval of the per-seed Δ (:class:`._stats.SeedAwareDelta`).
-* ``PAIRED_BY_SEED``: one value per run, arms paired by seed; Student-t over the per-seed Δ.
+* ``PAIRED_BY_SEED``: one value per run, arms paired by seed (a seed fixes initialisation and data
+  order); Student-t over the per-seed Δ (paired t).
 * ``UNPAIRED``: one value per run, arms not paired; Welch's interval (:class:`._stats.UnpairedSeedDelta`).
-* ``INTERVALS_APART``: one value per run; each arm's 95% Student-t interval over seeds, and whether the
-  two lie apart (:class:`ArmIntervals`). Stricter than an interval of Δ excluding 0.
+
+No design decides by whether the two arms' own intervals overlap. A "close" / "comparable" claim
+declares its margin and the margin's source (``Comparison(..., margin=, margin_source=)``) and is decided
+by TOST (:func:`._stats.equivalence`); a claim over a grid (every k, the best k) by Holm-adjusted
+intervals (:class:`Grid`).
 
 :func:`per_seed` is the one extractor of a metric per seed that every page uses.
 """
@@ -24,81 +28,27 @@ from enum import Enum
 from typing import Any
 
 from ..records import get
-from ._stats import SeedAwareDelta, UnpairedSeedDelta, mean, mean_ci, paired_seed_deltas, seeds_label
-from ._verdicts import MIN_SEEDS, Verdict, VerdictKind, claimed_direction, verdict
+from ._stats import (
+    DeltaInterval,
+    Equivalence,
+    HolmInterval,
+    SeedAwareDelta,
+    UnpairedSeedDelta,
+    equivalence,
+    paired_seed_deltas,
+    paired_t,
+    seeds_label,
+    welch,
+)
+from ._verdicts import Verdict, all_equivalent, claimed_direction, equivalence_verdict, grid_verdict, holm_grid, verdict
 
 Records = Sequence[dict[str, Any]]
 
 
 class Design(Enum):
     PAIRED_BY_ITEM = "paired bootstrap over test items per seed, Student-t over seeds"
-    PAIRED_BY_SEED = "paired by seed, Student-t over seeds"
+    PAIRED_BY_SEED = "paired by seed, Student-t over the per-seed Δ"
     UNPAIRED = "unpaired, Welch over seeds"
-    INTERVALS_APART = "95% Student-t intervals over seeds of each arm, apart or overlapping"
-
-
-APART = "95% intervals over seeds apart"
-
-
-@dataclass(frozen=True)
-class ArmIntervals:
-    """Two arms' values over seeds (:data:`Design.INTERVALS_APART`): does B's 95% interval lie wholly above or below A's?"""
-
-    seeds: tuple[int, ...]  # the seeds of both arms
-    values_a: tuple[float, ...]
-    values_b: tuple[float, ...]
-
-    @property
-    def n_seeds(self) -> int:
-        return min(len(self.values_a), len(self.values_b))
-
-    @property
-    def mean(self) -> float:
-        return mean(self.values_b) - mean(self.values_a)
-
-    @property
-    def side(self) -> str:
-        """"higher" / "lower" if B's interval lies wholly above / below A's (a single value is its own interval), else "overlap"."""
-        (alo, ahi), (blo, bhi) = (interval(v) for v in (self.values_a, self.values_b))
-        return "higher" if blo > ahi else "lower" if bhi < alo else "overlap"
-
-    def verdict(self, direction: int) -> Verdict:
-        """The claim that B lies above A (``direction`` +1) or below it (-1): decided by the intervals lying apart."""
-        label = seeds_label(self.seeds)
-        if self.n_seeds == 1:
-            return Verdict(VerdictKind.SINGLE_RUN, f"single run ({label}): Δ {self.mean:+.1f}, no interval over seeds")
-        if self.n_seeds < MIN_SEEDS:
-            return Verdict(VerdictKind.TOO_FEW_SEEDS, f"too few seeds ({label}; a verdict needs {MIN_SEEDS}): Δ {self.mean:+.1f}")
-        if self.side == "overlap":
-            return Verdict(VerdictKind.INCONCLUSIVE, f"inconclusive ({label}): 95% intervals over seeds overlap")
-        if (self.side == "higher") == (direction > 0):
-            return Verdict(VerdictKind.SUPPORTED, f"supported ({label}): {APART}, on the claim's side")
-        return Verdict(VerdictKind.CONTRADICTS, f"contradicts ({label}): {APART}, opposite to the claim")
-
-
-def interval(values: Sequence[float]) -> tuple[float, float]:
-    """(low, high) of the 95% Student-t interval of the mean; a single value is its own interval."""
-    m, half, _ = mean_ci(values)
-    half = 0.0 if math.isnan(half) else half
-    return m - half, m + half
-
-
-def all_apart(parts: Mapping[int, Verdict], seeds: Sequence[int], reference: str, against: str) -> Verdict:
-    """One verdict over :data:`Design.INTERVALS_APART` comparisons of several k: supported when all are, contradicts
-    when one does, else inconclusive. ``reference`` names what each k is compared with ("k=20's"), ``against``
-    where a contradicting k's interval lies ("above"); fewer seeds than a verdict needs give that kind."""
-    kinds = {v.kind for v in parts.values()}
-    label = seeds_label(seeds)
-    if few := kinds & {VerdictKind.SINGLE_RUN, VerdictKind.TOO_FEW_SEEDS}:
-        kind = VerdictKind.SINGLE_RUN if VerdictKind.SINGLE_RUN in few else VerdictKind.TOO_FEW_SEEDS
-        return Verdict(kind, f"{kind.value} ({label}): no interval over seeds decides")
-    if opposed := [k for k, v in parts.items() if v.kind is VerdictKind.CONTRADICTS]:
-        return Verdict(VerdictKind.CONTRADICTS, f"contradicts ({label}): the 95% interval over seeds of k={opposed} lies "
-                                                f"wholly {against} {reference}")
-    if kinds == {VerdictKind.SUPPORTED}:
-        return Verdict(VerdictKind.SUPPORTED, f"supported ({label}): {APART} from {reference} for every k, on the claim's side")
-    open_ = [k for k, v in parts.items() if v.kind is VerdictKind.INCONCLUSIVE]
-    return Verdict(VerdictKind.INCONCLUSIVE, f"inconclusive ({label}): the 95% intervals over seeds of k={open_} overlap {reference}")
 
 
 @dataclass(frozen=True)
@@ -106,7 +56,8 @@ class Comparison:
     """Δ = metric(B) − metric(A): the arms (names as the page shows them), the metric, the design.
 
     ``metric``: a dotted record key (``metrics.test/ppl``) or a function of one record; ``log``: compare
-    the logs (a ratio of geometric means, e.g. of perplexities).
+    the logs (a ratio of geometric means, e.g. of perplexities). ``margin`` (with ``margin_source``, where
+    it comes from): the claim is "close" / "comparable", |Δ| < margin, decided by TOST.
     """
 
     a: str
@@ -115,6 +66,12 @@ class Comparison:
     design: Design
     log: bool = False
     partial: bool = False  # runs without the metric are left out, not an error
+    margin: float | None = None
+    margin_source: str = ""
+
+    def __post_init__(self) -> None:
+        if self.margin is not None and (not self.margin > 0 or not self.margin_source.strip()):
+            raise ValueError(f"a margin needs to be > 0 and to name its source, got {self.margin} from {self.margin_source!r}")
 
 
 @dataclass(frozen=True)
@@ -122,7 +79,7 @@ class Compared:
     """One comparison's result: its spec, the statistic over seeds, and the method's name."""
 
     spec: Comparison
-    delta: SeedAwareDelta | UnpairedSeedDelta | ArmIntervals
+    delta: SeedAwareDelta | UnpairedSeedDelta
 
     @property
     def method(self) -> str:
@@ -136,15 +93,58 @@ class Compared:
     def interval(self) -> tuple[float, float]:
         return self.delta.interval
 
+    @property
+    def test(self) -> DeltaInterval:
+        """Δ's t statistic: paired t over the per-seed Δ (paired designs) or Welch's (:data:`Design.UNPAIRED`)."""
+        d = self.delta
+        if isinstance(d, UnpairedSeedDelta):
+            return welch(d.values_b, d.values_a)
+        return paired_t(dict(zip(d.seeds, d.deltas)), dict.fromkeys(d.seeds, 0.0))
+
+    def equivalence(self, alpha: float = 0.05) -> Equivalence:
+        """TOST of |Δ| < the spec's margin (a spec without one is an error)."""
+        if self.spec.margin is None:
+            raise ValueError(f"comparison {self.spec.a} vs {self.spec.b} declares no margin for an equivalence test")
+        return equivalence(self.test, self.spec.margin, self.spec.margin_source, alpha)
+
     def verdict(self, paper: float | None = None, *, direction: int | None = None, digits: int = 2) -> Verdict | None:
-        """The vocabulary's verdict on the claim that Δ has the sign of ``paper`` (or ``direction``); None without either."""
+        """The vocabulary's verdict: with a margin, on |Δ| < margin (TOST); else on the claim that Δ has the sign of
+        ``paper`` (or ``direction``), None without either."""
+        if self.spec.margin is not None:
+            return equivalence_verdict(self.equivalence(), self.delta.label, digits=digits)
         if direction is None:
             if paper is None:
                 return None
             direction = claimed_direction(paper)
-        if isinstance(self.delta, ArmIntervals):
-            return self.delta.verdict(direction)
         return verdict(self.delta, direction, digits=digits)
+
+
+@dataclass(frozen=True)
+class Grid:
+    """Comparisons over a grid (k -> :class:`Compared`), one claim over all of them: Holm-adjusted intervals beside the raw."""
+
+    compared: Mapping[Any, Compared]
+    name: str = "k"  # what the grid's keys are, as the text names them
+
+    @property
+    def seeds(self) -> list[int]:
+        return sorted({s for c in self.compared.values() for s in getattr(c.delta, "seeds", ())} |
+                      {s for c in self.compared.values() for s in getattr(c.delta, "seeds_a", ())})
+
+    def decide(self, direction: int | None = None) -> tuple[Verdict, dict[Any, HolmInterval] | None]:
+        """(the verdict, the Holm-adjusted intervals or None with a single seed): every Δ of sign ``direction``
+        (:func:`._verdicts.grid_verdict`), or with the specs' margin every Δ within it (:func:`._verdicts.all_equivalent`)."""
+        label = seeds_label(self.seeds)
+        tests = {key: c.test for key, c in self.compared.items()}
+        if all(c.spec.margin is not None for c in self.compared.values()):
+            holm = holm_grid(tests)
+            spec, eq = next(iter(self.compared.values())).spec, next(iter(self.compared.values())).equivalence()
+            how = f"margin ±{spec.margin:g} ({spec.margin_source}), {eq.method.split(' (')[0]}"
+            verdicts = {key: c.verdict() for key, c in self.compared.items()}
+            return all_equivalent(verdicts, label, how, name=self.name), holm  # type: ignore[arg-type]
+        if direction is None:
+            raise ValueError("a grid claim without a margin needs the claimed direction")
+        return grid_verdict(tests, direction, label, name=self.name)
 
 
 def per_seed(records: Records, metric: str | Callable[[dict[str, Any]], float | None], log: bool = False,
@@ -178,9 +178,7 @@ def compare(spec: Comparison, a: Records = (), b: Records = (), *, items: Mappin
 
 
 def compare_values(spec: Comparison, va: Mapping[int, float], vb: Mapping[int, float]) -> Compared:
-    """Δ = B − A by ``spec``'s design (``PAIRED_BY_SEED``, ``UNPAIRED`` or ``INTERVALS_APART``) from each arm's seed -> value."""
-    if spec.design is Design.INTERVALS_APART:
-        return Compared(spec, ArmIntervals(tuple(sorted({*va, *vb})), tuple(va.values()), tuple(vb.values())))
+    """Δ = B − A by ``spec``'s design (``PAIRED_BY_SEED`` on the seeds both arms have, or ``UNPAIRED``) from each arm's seed -> value."""
     if spec.design is Design.UNPAIRED:
         return Compared(spec, UnpairedSeedDelta.from_values(va, vb))
     seeds = sorted(set(va) & set(vb))

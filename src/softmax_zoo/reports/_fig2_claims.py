@@ -1,8 +1,11 @@
 """The Fig. 1 / Fig. 2 claims of Sun et al. 2021 and our verdicts on them, as data for the ledger macros of templates/fig2.md.j2.
 
-Each comparison of two arms is declared once (:data:`VS_SOFTMAX`, :data:`VS_K20`, :data:`FASTER`,
-:data:`SMOOTHER`) and decided by the engine's :data:`._compare.Design.INTERVALS_APART`: the arms' 95%
-Student-t intervals over seeds lying apart, which needs :data:`~._verdicts.MIN_SEEDS` seeds per arm.
+Arms of one seed share initialisation and data order (tests/classification/test_pairing.py), so every
+comparison is paired by seed (:data:`._compare.Design.PAIRED_BY_SEED`): Δ = sparse k − softmax (or k=20 −
+k) per seed, a Student-t interval over seeds. Each is declared once (:data:`VS_SOFTMAX`, :data:`VS_K20`,
+:data:`STABLE`, :data:`FASTER`, :data:`SMOOTHER`); the claims over the grid of k ("a wide range of k", "k=20
+is best", "stable in k") are decided on Holm-adjusted intervals or, for "stable", by TOST against
+:data:`STABLE_MARGIN` (:class:`._compare.Grid`).
 """
 
 from __future__ import annotations
@@ -11,16 +14,23 @@ import re
 from pathlib import Path
 from typing import Any
 
-from ._compare import Comparison, Design, all_apart, compare
+from ._compare import Compared, Comparison, Design, Grid, compare
 from ._fig2_summary import F1, PAPER_K, Groups, best_k, first_epoch, jitter, metric, points, sparse_ks
 from ._pages import bench_group
 from ._stats import mean, mean_ci
 
 PAPER_F1 = {"iflytek": 60.7, "clinc_oos": 96.1}  # Sun et al. 2021, Fig. 2: micro-F1 at k=20
-VS_SOFTMAX = Comparison("softmax", "sparse-softmax k", points(F1), Design.INTERVALS_APART, partial=True)
-VS_K20 = Comparison("sparse-softmax k", f"sparse-softmax k={PAPER_K}", points(F1), Design.INTERVALS_APART, partial=True)
-FASTER = Comparison("softmax", f"sparse-softmax k={PAPER_K}", first_epoch, Design.INTERVALS_APART, partial=True)
-SMOOTHER = Comparison("softmax", f"sparse-softmax k={PAPER_K}", jitter, Design.INTERVALS_APART, partial=True)
+PAIRING_TEST = ("tests/classification/test_pairing.py::"
+                "test_softmax_and_sparse_arms_of_one_seed_share_initialisation_and_data_order")
+# "stable in its hyperparameter k" (Sun et al. 2021): the paper states no margin, so the margin is ours.
+STABLE_MARGIN = 1.0  # micro-F1 points
+STABLE_SOURCE = "ours, 1 micro-F1 point; the paper states no margin for \"stable\""
+VS_SOFTMAX = Comparison("softmax", "sparse-softmax k", points(F1), Design.PAIRED_BY_SEED, partial=True)
+VS_K20 = Comparison("sparse-softmax k", f"sparse-softmax k={PAPER_K}", points(F1), Design.PAIRED_BY_SEED, partial=True)
+STABLE = Comparison(f"sparse-softmax k={PAPER_K}", "sparse-softmax k", points(F1), Design.PAIRED_BY_SEED, partial=True,
+                    margin=STABLE_MARGIN, margin_source=STABLE_SOURCE)
+FASTER = Comparison("softmax", f"sparse-softmax k={PAPER_K}", first_epoch, Design.PAIRED_BY_SEED, partial=True)
+SMOOTHER = Comparison("softmax", f"sparse-softmax k={PAPER_K}", jitter, Design.PAIRED_BY_SEED, partial=True)
 # The losses benchmark (scripts/bench_losses.py, `make bench`) under results_dir: its logit-level cross-entropy group
 # times sparse_softmax_cross_entropy beside softmax_cross_entropy and F.cross_entropy, interleaved in one process.
 BENCH_FILE = "bench_losses_cpu.md"  # under results_dir: scripts/bench_losses.py's page; its data is the .json beside it
@@ -40,8 +50,24 @@ def regime(groups: Groups) -> float | None:
     return mean(shares) if runs and len(shares) == len(runs) else None
 
 
+def grid_rows(grid: Grid, direction: int = 1) -> tuple[Any, list[dict[str, Any]]]:
+    """(the grid's verdict, one row per key: Δ, raw 95% interval, p, Holm-adjusted interval and p, seeds)."""
+    found, holm = grid.decide(direction)
+    rows = [{"k": key, "delta": c.mean, "raw": c.interval, "p": c.test.p_value, "n": c.delta.n_seeds,
+             "holm": holm[key].interval if holm else None, "p_holm": holm[key].adjusted_p if holm else None,
+             "level": holm[key].confidence if holm else None} for key, c in grid.compared.items()]
+    return found, rows
+
+
+def vs_softmax(groups: Groups) -> Grid | None:
+    """Δ = sparse k − softmax micro-F1 per seed for every k of the grid (None without both arms)."""
+    soft, ks = groups.get(("softmax", None)), sparse_ks(groups)
+    return Grid({k: compare(VS_SOFTMAX, soft, groups[("sparse", k)]) for k in ks}) if soft and ks else None
+
+
 def task_claims(task: str, groups: Groups, *, finetuned: bool = False) -> list[dict[str, Any]]:
-    """One task's rows (k=20 best, robustness over k, the paper's absolute number, Fig. 1's convergence) as data."""
+    """One task's rows (k=20 against softmax, k=20 best, a wide range of k, stable in k, the paper's absolute number,
+    Fig. 1's convergence) as data."""
     ks = sparse_ks(groups)
     if not ks:
         return []
@@ -51,19 +77,23 @@ def task_claims(task: str, groups: Groups, *, finetuned: bool = False) -> list[d
     common = {"task": task, "finetuned": finetuned, "regime": regime(groups), "source": "fig2"}
     means, seeds = {k: mean(metric(sparse[k], F1)) for k in ks}, seeds_of(*sparse.values())
     rows = []
-    if PAPER_K in ks:
-        others = {k: compare(VS_K20, sparse[k], sparse[PAPER_K]).verdict(direction=1) for k in ks if k != PAPER_K}
+    if soft and (grid := vs_softmax(groups)):
+        found, deltas = grid_rows(grid)
+        if PAPER_K in ks:
+            k20: Compared = grid.compared[PAPER_K]
+            rows.append(common | {"kind": "k20-vs-softmax", "id": f"fig2-{tag}k20-vs-softmax-{task}", "delta": k20.delta,
+                                  "row": next(r for r in deltas if r["k"] == PAPER_K), "method": k20.method,
+                                  "seeds": seeds_of(soft, sparse[PAPER_K]), "verdict": k20.verdict(direction=1)})
+        rows.append(common | {"kind": "robust-k", "id": f"fig2-{tag}robust-k-{task}", "ks": ks, "means": means, "deltas": deltas,
+                              "seeds": seeds_of(soft, *sparse.values()), "verdict": found})
+    if PAPER_K in ks and len(ks) > 1:
+        others = [k for k in ks if k != PAPER_K]
+        found, deltas = grid_rows(Grid({k: compare(VS_K20, sparse[k], sparse[PAPER_K]) for k in others}))
         rows.append(common | {"kind": "k20-best", "id": f"fig2-{tag}k20-best-{task}", "best": best_k(groups), "means": means,
-                              "k20": mean_ci(metric(sparse[PAPER_K], F1)), "seeds": seeds,
-                              "verdict": all_apart(others, seeds, f"k={PAPER_K}'s", "above")})
-    if soft:
-        vs = {k: compare(VS_SOFTMAX, soft, sparse[k]) for k in ks}
-        side = {k: c.delta.side for k, c in vs.items()}
-        rows.append(common | {"kind": "robust-k", "id": f"fig2-{tag}robust-k-{task}", "ks": ks, "means": means,
-                              "above": [k for k in ks if side[k] == "higher"], "below": [k for k in ks if side[k] == "lower"],
-                              "seeds": seeds_of(soft, *sparse.values()),
-                              "verdict": all_apart({k: c.verdict(direction=1) for k, c in vs.items()}, seeds_of(soft, *sparse.values()),
-                                                   "the softmax one", "below")})
+                              "k20": mean_ci(metric(sparse[PAPER_K], F1)), "seeds": seeds, "deltas": deltas, "verdict": found})
+        stable = Grid({k: compare(STABLE, sparse[PAPER_K], sparse[k]) for k in others})
+        rows.append(common | {"kind": "stable-k", "id": f"fig2-{tag}stable-k-{task}", "seeds": seeds, "margin": STABLE_MARGIN,
+                              "tost": {k: c.equivalence() for k, c in stable.compared.items()}, "verdict": stable.decide()[0]})
     if task in PAPER_F1 and PAPER_K in ks:
         in_scope = metric(sparse[PAPER_K], "test/in_scope_accuracy") if task == "clinc_oos" else []
         rows.append(common | {"kind": "f1", "id": f"fig2-{tag}{task}-f1", "paper": PAPER_F1[task], "k20": mean(metric(sparse[PAPER_K], F1)),
@@ -71,16 +101,21 @@ def task_claims(task: str, groups: Groups, *, finetuned: bool = False) -> list[d
     if soft and PAPER_K in ks:
         rows.append(common | {"kind": "convergence", "id": f"fig1-{tag}convergence-{task}", "seeds": seeds_of(soft, sparse[PAPER_K]),
                               "faster": convergence(FASTER, soft, sparse[PAPER_K], +1),
-                              "smoother": convergence(SMOOTHER, soft, sparse[PAPER_K], -1)})
+                              "smoother": convergence(SMOOTHER, soft, sparse[PAPER_K], -1, digits=3)})
     return rows
 
 
-def convergence(spec: Comparison, soft: list[dict[str, Any]], sparse: list[dict[str, Any]], direction: int) -> dict[str, Any] | None:
-    """Fig. 1's "faster" (validation micro-F1 after epoch 1 higher) or "smoother" (jitter lower): each arm's mean and the verdict."""
-    c = compare(spec, soft, sparse)
-    if not c.delta.values_a or not c.delta.values_b:
+def convergence(spec: Comparison, soft: list[dict[str, Any]], sparse: list[dict[str, Any]], direction: int,
+                digits: int = 2) -> dict[str, Any] | None:
+    """Fig. 1's "faster" (validation micro-F1 after epoch 1 higher) or "smoother" (jitter lower): each arm's mean over the
+    seeds both have, and the verdict on the paired Δ (sparse − softmax per seed); None when no seed has it in both arms."""
+    a, b = ({r["seed"]: v for r in runs if (v := spec.metric(r)) is not None} for runs in (soft, sparse))  # type: ignore[operator]
+    if not set(a) & set(b):
         return None
-    return {"softmax": mean(c.delta.values_a), "sparse": mean(c.delta.values_b), "verdict": c.verdict(direction=direction)}
+    c = compare(spec, soft, sparse)
+    both = c.delta.seeds  # type: ignore[union-attr]
+    return {"softmax": mean([a[s] for s in both]), "sparse": mean([b[s] for s in both]), "delta": c.delta,
+            "verdict": c.verdict(direction=direction, digits=digits)}
 
 
 def speed_claim(results_dir: str | Path) -> dict[str, Any]:

@@ -9,7 +9,7 @@ import numpy as np
 from ..losses.registry import variant_label
 from ..records import choice, get
 from ._compare import per_seed
-from ._stats import mean
+from ._stats import DeltaInterval, mean, paired_t
 
 Groups = dict[tuple, list[dict[str, Any]]]  # arm -> records (one per seed)
 TASK_NAMES = {"clinc_oos": "OOS-eval (CLINC150)", "iflytek": "IFLYTEK", "wos": "WoS"}
@@ -89,6 +89,18 @@ def epoch_curves(runs: list[dict[str, Any]]) -> list[list[tuple[float, float]]]:
     """Per run that evaluated each epoch (``train.eval_each_epoch``): its (epoch, validation micro-F1 in points)."""
     per_run = [[(h["epoch"], 100 * h["val/micro_f1"]) for h in r.get("history", []) if "val/micro_f1" in h] for r in runs]
     return [c for c in per_run if c]
+
+
+def epoch_deltas(a: list[dict[str, Any]], b: list[dict[str, Any]]) -> list[tuple[float, DeltaInterval]]:
+    """Per epoch that both arms evaluated on the seeds they share: Δ = B − A of validation micro-F1 (points), paired by
+    seed, with its paired t interval over seeds (:func:`._stats.paired_t`); epochs in order."""
+    curves = [{r["seed"]: {h["epoch"]: 100 * h["val/micro_f1"] for h in r.get("history", []) if "val/micro_f1" in h}
+               for r in runs} for runs in (a, b)]
+    seeds = sorted(s for s in curves[0].keys() & curves[1].keys() if curves[0][s] and curves[1][s])
+    if not seeds:
+        return []
+    epochs = sorted(set.intersection(*(set(c[s]) for c in curves for s in seeds)))
+    return [(e, paired_t({s: curves[1][s][e] for s in seeds}, {s: curves[0][s][e] for s in seeds})) for e in epochs]
 
 
 def commands(records: list[dict[str, Any]]) -> list[str]:

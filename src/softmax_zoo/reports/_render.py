@@ -17,7 +17,7 @@ import jinja2
 from ..markdown import markdown_table
 from ._pages import write_page
 from ._stats import SEED_INTERVAL_NOTE, format_mean_ci, mean_ci, seeds_label
-from ._verdicts import NON_SEED_RULES, VERDICT_RULES, detectability, deterministic, not_tested, seed_summary
+from ._verdicts import NON_SEED_RULES, VERDICT_RULES, by_construction, detectability, deterministic, not_tested, seed_summary
 
 
 def sci(values: Sequence[float]) -> str:
@@ -44,7 +44,7 @@ ENV = jinja2.Environment(loader=jinja2.PackageLoader("softmax_zoo.reports", "tem
                          trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True, autoescape=False)
 ENV.filters.update(FILTERS)
 ENV.globals.update(SEED_INTERVAL_NOTE=SEED_INTERVAL_NOTE, VERDICT_RULES=VERDICT_RULES, NON_SEED_RULES=NON_SEED_RULES,
-                   deterministic=deterministic, not_tested=not_tested)
+                   by_construction=by_construction, deterministic=deterministic, not_tested=not_tested)
 
 
 def render(template: str, **data: Any) -> str:

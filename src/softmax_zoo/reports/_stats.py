@@ -14,7 +14,7 @@ import numpy as np
 from scipy import stats
 
 if TYPE_CHECKING:
-    from ._verdicts import VerdictKind  # that module builds its texts on this one; imported when called
+    from ._verdicts import VerdictKind  # that module builds its texts on this one
 
 
 def mean_ci(values: Sequence[float], confidence: float = 0.95) -> tuple[float, float, int]:
@@ -399,34 +399,6 @@ def welch(a: Sequence[float], b: Sequence[float], alpha: float = 0.05) -> DeltaI
                            f"Welch (n={len(a)}, {len(b)})")
 
 
-def _too_few(n: int) -> VerdictKind | None:
-    """VerdictKind.SINGLE_RUN / TOO_FEW_SEEDS below :data:`._verdicts.MIN_SEEDS` seeds, else None."""
-    from ._verdicts import MIN_SEEDS, VerdictKind
-
-    return VerdictKind.SINGLE_RUN if n == 1 else VerdictKind.TOO_FEW_SEEDS if n < MIN_SEEDS else None
-
-
-def decide(interval: tuple[float, float], direction: int, n: int) -> VerdictKind:
-    """The :class:`._verdicts.VerdictKind` of a claim that Δ has sign ``direction`` (+1 or −1), from Δ's interval.
-
-    SUPPORTED / CONTRADICTS: the interval excludes 0 on the claimed side / the other; INCONCLUSIVE: it
-    includes 0. Never from overlap of the arms' own intervals. Below MIN_SEEDS seeds it decides nothing:
-    SINGLE_RUN (n = 1) or TOO_FEW_SEEDS.
-    """
-    from ._verdicts import VerdictKind
-
-    low, high = interval
-    if direction not in (1, -1):
-        raise ValueError(f"direction must be +1 or -1, got {direction}")
-    if (gate := _too_few(n)) is not None:
-        return gate
-    if math.isnan(low) or math.isnan(high):
-        raise ValueError(f"a verdict needs a finite interval, got ({low}, {high}) from {n} seeds")
-    if low <= 0 <= high:
-        return VerdictKind.INCONCLUSIVE
-    return VerdictKind.SUPPORTED if (low > 0) == (direction > 0) else VerdictKind.CONTRADICTS
-
-
 class EquivalenceKind(Enum):
     EQUIVALENT = "equivalent"
     NOT_EQUIVALENT = "not equivalent"
@@ -438,6 +410,7 @@ class Equivalence:
     """A two-sided "comparable" / "close" claim: |Δ| < margin, tested by TOST at ``alpha``."""
 
     verdict: EquivalenceKind | VerdictKind  # below MIN_SEEDS seeds: VerdictKind.SINGLE_RUN / TOO_FEW_SEEDS
+    delta: float  # the estimate of Δ
     tost_interval: tuple[float, float]  # at 1 − 2α
     interval: tuple[float, float]  # at 1 − α
     p_value: float  # TOST: the larger of the two one-sided p-values
@@ -459,11 +432,13 @@ def equivalence(delta: DeltaInterval, margin: float, margin_source: str, alpha: 
     with np.errstate(divide="ignore"):  # se = 0: t = ±inf, p = 0 or 1
         low_t, high_t = (np.float64(delta.delta) + margin) / delta.se, (np.float64(delta.delta) - margin) / delta.se
     p = max(float(stats.t.sf(low_t, delta.df)), float(stats.t.cdf(high_t, delta.df)))
-    kind = _too_few(delta.n) or (
+    from ._verdicts import too_few  # the vocabulary's rule on seeds; that module builds on this one
+
+    kind = too_few(delta.n) or (
         EquivalenceKind.EQUIVALENT if -margin < tost[0] and tost[1] < margin
         else EquivalenceKind.NOT_EQUIVALENT if two_sided[0] >= margin or two_sided[1] <= -margin
         else EquivalenceKind.INCONCLUSIVE)
-    return Equivalence(kind, tost, two_sided, p, margin, margin_source, alpha, f"TOST at α={alpha:g} on {delta.method}")
+    return Equivalence(kind, delta.delta, tost, two_sided, p, margin, margin_source, alpha, f"TOST at α={alpha:g} on {delta.method}")
 
 
 def holm(p_values: Sequence[float]) -> tuple[float, ...]:

@@ -1,8 +1,14 @@
 """The claims ledger's verdict vocabulary, defined once: what a delta over seeds lets a row say.
 
-* ``supported`` / ``contradicts``: at least :data:`MIN_SEEDS` seeds and a seed-aware interval
-  (Student-t over the per-seed Δ, or Welch's for unpaired arms) that excludes 0, on the claim's
-  side or the other.
+* ``supported`` / ``contradicts``: at least :data:`MIN_SEEDS` seeds and a seed-aware interval of Δ
+  that excludes 0, on the claim's side or the other: Student-t over the per-seed Δ where the design
+  pairs the arms by seed (paired t), Welch's where it does not; the text names which. Never from
+  whether the two arms' own intervals overlap.
+* a "close" / "comparable" claim: two one-sided tests (TOST) of |Δ| < a stated margin whose source
+  the text names: ``supported`` when equivalent, ``contradicts`` when Δ's interval lies outside the
+  margin, else ``inconclusive`` (:func:`equivalence_verdict`).
+* a claim over a grid (every k, the best k): each comparison's Holm-adjusted interval
+  (:func:`grid_verdict`).
 * ``inconclusive``: at least :data:`MIN_SEEDS` seeds and the interval includes 0.
 * ``too few seeds``: 2 seeds; their interval is given (1 degree of freedom) but decides nothing.
 * ``single run``: one seed; a paired Δ is given with its bootstrap interval over test items, which
@@ -21,18 +27,32 @@ verdict cell; :attr:`Verdict.kind` is for counting.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from enum import Enum
 
-from ._stats import LinearTrend, SeedAwareDelta, UnpairedSeedDelta, min_detectable_delta, seeds_label
+from ._stats import (
+    DeltaInterval,
+    Equivalence,
+    EquivalenceKind,
+    HolmInterval,
+    LinearTrend,
+    SeedAwareDelta,
+    UnpairedSeedDelta,
+    holm_intervals,
+    min_detectable_delta,
+    seeds_label,
+)
 
 MIN_SEEDS = 3  # seeds a verdict of supported / contradicts / inconclusive needs
 
 VERDICT_RULES = (
-    f"Verdicts: \"supported\" or \"contradicts\" need >= {MIN_SEEDS} seeds and a 95% interval over seeds "
-    "that excludes 0 (on the claim's side or the other); \"inconclusive\" when it includes 0; with fewer "
-    "seeds a row says \"too few seeds\" or \"single run\" and gives its interval without a verdict."
+    f"Verdicts: \"supported\" or \"contradicts\" need >= {MIN_SEEDS} seeds and a 95% interval of Δ over seeds "
+    "that excludes 0 (on the claim's side or the other); \"inconclusive\" when it includes 0. Δ's interval is a "
+    "paired t over the per-seed Δ where the arms are paired by seed, Welch's where they are not, and each row names "
+    "which; no verdict comes from whether two arms' own intervals overlap. A claim over a grid of k uses Holm-adjusted "
+    "intervals, and a \"close\" claim two one-sided tests (TOST) against a stated margin. With fewer seeds a row says "
+    "\"too few seeds\" or \"single run\" and gives its interval without a verdict."
 )
 
 
@@ -60,6 +80,30 @@ class Verdict:
 
     def __str__(self) -> str:
         return self.text
+
+
+def too_few(n: int) -> VerdictKind | None:
+    """SINGLE_RUN (n = 1) or TOO_FEW_SEEDS (n < :data:`MIN_SEEDS`): fewer seeds than a verdict needs; else None."""
+    return VerdictKind.SINGLE_RUN if n == 1 else VerdictKind.TOO_FEW_SEEDS if n < MIN_SEEDS else None
+
+
+def decide(interval: tuple[float, float], direction: int, n: int) -> VerdictKind:
+    """The kind of verdict on a claim that Δ has sign ``direction`` (+1 or −1), from Δ's interval over ``n`` seeds.
+
+    SUPPORTED / CONTRADICTS: the interval excludes 0 on the claimed side / the other; INCONCLUSIVE: it
+    includes 0. Never from overlap of the arms' own intervals. Below :data:`MIN_SEEDS` seeds it decides
+    nothing: SINGLE_RUN (n = 1) or TOO_FEW_SEEDS.
+    """
+    low, high = interval
+    if direction not in (1, -1):
+        raise ValueError(f"direction must be +1 or -1, got {direction}")
+    if (gate := too_few(n)) is not None:
+        return gate
+    if math.isnan(low) or math.isnan(high):
+        raise ValueError(f"a verdict needs a finite interval, got ({low}, {high}) from {n} seeds")
+    if low <= 0 <= high:
+        return VerdictKind.INCONCLUSIVE
+    return VerdictKind.SUPPORTED if (low > 0) == (direction > 0) else VerdictKind.CONTRADICTS
 
 
 def claimed_direction(paper_delta: float) -> int:
@@ -108,8 +152,16 @@ def _span(mean: float, low: float, high: float, digits: int) -> str:
     return f"Δ {mean:+.{digits}f} [{low:+.{digits}f}, {high:+.{digits}f}]"
 
 
+def method_name(delta: SeedAwareDelta | UnpairedSeedDelta) -> str:
+    """How Δ's interval over seeds is computed, as a row names it: "paired t" (per-seed Δ) or "Welch" (unpaired arms)."""
+    return "Welch" if isinstance(delta, UnpairedSeedDelta) else "paired t"
+
+
 def verdict(delta: SeedAwareDelta | UnpairedSeedDelta, direction: int, *, digits: int = 2) -> Verdict:
     """The verdict on a claim that Δ has sign ``direction`` (+1 or -1), by the rules of this module.
+
+    The text names the interval's method (:func:`method_name`), e.g. "supported (seeds 0, 1, 2): Δ +0.40
+    [+0.10, +0.70], 95% interval over seeds (paired t) excludes 0, on the claim's side".
 
     Args:
         delta: per-seed paired deltas (:class:`SeedAwareDelta`) or unpaired arms (:class:`UnpairedSeedDelta`).
@@ -120,14 +172,14 @@ def verdict(delta: SeedAwareDelta | UnpairedSeedDelta, direction: int, *, digits
         raise ValueError(f"direction must be +1 or -1, got {direction}")
     level = f"{100 * delta.confidence:g}%"
     if delta.n_seeds == 1:
-        if isinstance(delta, SeedAwareDelta):
-            (low, high), = delta.item_intervals
+        (low, high), = delta.item_intervals if isinstance(delta, SeedAwareDelta) else ((math.nan, math.nan),)
+        if not math.isnan(low):
             where = f"{_span(delta.mean, low, high, digits)} over test items"
         else:
             where = f"Δ {delta.mean:+.{digits}f} (no interval)"
         return Verdict(VerdictKind.SINGLE_RUN, f"single run ({delta.label}): {where}")
     low, high = delta.interval
-    span = f"{_span(delta.mean, low, high, digits)}, {level} interval over seeds"
+    span = f"{_span(delta.mean, low, high, digits)}, {level} interval over seeds ({method_name(delta)})"
     if delta.n_seeds < MIN_SEEDS:
         return Verdict(VerdictKind.TOO_FEW_SEEDS, f"too few seeds ({delta.label}; a verdict needs {MIN_SEEDS}): {span}")
     return by_interval(low, high, direction, span, f" ({delta.label})")
@@ -135,12 +187,12 @@ def verdict(delta: SeedAwareDelta | UnpairedSeedDelta, direction: int, *, digits
 
 def by_interval(low: float, high: float, direction: int, span: str, who: str = "") -> Verdict:
     """Inconclusive, supported or contradicts, by where the interval [low, high] lies against 0 and the claimed sign:
-    "<kind><who>: <span> includes 0" / "excludes 0, on the claim's side" / "excludes 0, opposite to the claim"."""
-    if low <= 0 <= high:
-        return Verdict(VerdictKind.INCONCLUSIVE, f"inconclusive{who}: {span} includes 0")
-    if (low > 0) == (direction > 0):
-        return Verdict(VerdictKind.SUPPORTED, f"supported{who}: {span} excludes 0, on the claim's side")
-    return Verdict(VerdictKind.CONTRADICTS, f"contradicts{who}: {span} excludes 0, opposite to the claim")
+    "<kind><who>: <span> includes 0" / "excludes 0, on the claim's side" / "excludes 0, opposite to the claim"
+    (:func:`decide`'s rule; the caller has checked the seeds)."""
+    kind = decide((low, high), direction, MIN_SEEDS)
+    said = {VerdictKind.INCONCLUSIVE: "includes 0", VerdictKind.SUPPORTED: "excludes 0, on the claim's side",
+            VerdictKind.CONTRADICTS: "excludes 0, opposite to the claim"}[kind]
+    return Verdict(kind, f"{kind.value}{who}: {span} {said}")
 
 
 def seed_summary(delta: SeedAwareDelta, *, digits: int = 2) -> str:
@@ -197,3 +249,68 @@ def trend_verdict(trend: LinearTrend, seeds_per_point: Sequence[int], direction:
         kind = VerdictKind.SINGLE_RUN if fewest == 1 else VerdictKind.TOO_FEW_SEEDS
         return Verdict(kind, f"{kind.value} (the fewest seeds behind a point: {fewest}; a verdict needs {MIN_SEEDS}): {span}")
     return by_interval(low, high, direction, span)
+
+
+def equivalence_verdict(eq: Equivalence, label: str, *, digits: int = 2) -> Verdict:
+    """The verdict on a "close" / "comparable" claim, |Δ| < margin, from :func:`._stats.equivalence` (TOST).
+
+    Supported when equivalent (the 1 − 2α interval inside ±margin), contradicts when the 1 − α interval
+    lies outside it, else inconclusive; below :data:`MIN_SEEDS` seeds no verdict. The text gives the
+    interval, the margin and its source, and the test, e.g. "supported (seeds 0, 1, 2): Δ +0.10 [-0.20,
+    +0.40], 90% interval inside ±1.00 (margin: our choice), TOST at α=0.05 on paired t over seeds (n=3)".
+    """
+    (low, high), f = eq.tost_interval, f"+.{digits}f"
+    where = (f"Δ {eq.delta:{f}} [{low:{f}}, {high:{f}}], {100 * (1 - 2 * eq.alpha):g}% interval against ±{eq.margin:.{digits}f} "
+             f"(margin: {eq.margin_source}), {eq.method}")
+    if isinstance(eq.verdict, VerdictKind):  # too few seeds
+        return Verdict(eq.verdict, f"{eq.verdict.value} ({label}): {where}")
+    kind = {EquivalenceKind.EQUIVALENT: VerdictKind.SUPPORTED, EquivalenceKind.NOT_EQUIVALENT: VerdictKind.CONTRADICTS,
+            EquivalenceKind.INCONCLUSIVE: VerdictKind.INCONCLUSIVE}[eq.verdict]
+    return Verdict(kind, f"{kind.value} ({label}): {where}: {eq.verdict.value}")
+
+
+def holm_grid(tests: Mapping[object, DeltaInterval]) -> dict[object, HolmInterval] | None:
+    """Each comparison's Holm-adjusted interval beside its raw one (:func:`._stats.holm_intervals`), by key; None when a
+    comparison has a single seed (no p-value to adjust)."""
+    if not tests:
+        raise ValueError("a grid needs at least one comparison")
+    return dict(zip(tests, holm_intervals(list(tests.values())))) if min(t.n for t in tests.values()) > 1 else None
+
+
+def grid_verdict(tests: Mapping[object, DeltaInterval], direction: int, label: str, *,
+                 name: str = "k") -> tuple[Verdict, dict[object, HolmInterval] | None]:
+    """One verdict on a claim that every comparison of a grid (``name`` -> Δ's :class:`DeltaInterval`) has sign
+    ``direction``, by Holm-adjusted intervals (:func:`holm_grid`, familywise 95%), and those intervals.
+
+    Supported when every adjusted interval excludes 0 on the claim's side, contradicts when one excludes it on
+    the other side, else inconclusive; with fewer than :data:`MIN_SEEDS` seeds behind a comparison no verdict.
+    """
+    holm, fewest = holm_grid(tests), min(t.n for t in tests.values())
+    family = f"Holm-adjusted over {len(tests)} comparisons, familywise 95%, {next(iter(tests.values())).method.split(' (')[0]}"
+    if (gate := too_few(fewest)) is not None or holm is None:
+        kind = gate or VerdictKind.SINGLE_RUN
+        return Verdict(kind, f"{kind.value} ({label}; a verdict needs {MIN_SEEDS}): no interval decides ({family})"), holm
+    kinds = {key: decide(h.interval, direction, h.raw.n) for key, h in holm.items()}
+    if opposed := [key for key, kind in kinds.items() if kind is VerdictKind.CONTRADICTS]:
+        return Verdict(VerdictKind.CONTRADICTS, f"contradicts ({label}): the adjusted interval of {name}={opposed} excludes 0, "
+                                                f"opposite to the claim ({family})"), holm
+    if open_ := [key for key, kind in kinds.items() if kind is VerdictKind.INCONCLUSIVE]:
+        return Verdict(VerdictKind.INCONCLUSIVE, f"inconclusive ({label}): the adjusted interval of {name}={open_} includes 0 "
+                                                  f"({family})"), holm
+    return Verdict(VerdictKind.SUPPORTED, f"supported ({label}): every adjusted interval excludes 0, on the claim's side "
+                                          f"({family})"), holm
+
+
+def all_equivalent(verdicts: Mapping[object, Verdict], label: str, how: str, *, name: str = "k") -> Verdict:
+    """One verdict on a claim that every comparison of a grid is "close" (intersection-union: each TOST at α keeps the
+    family at α, no adjustment): supported when every one is, contradicts when one is not equivalent, else inconclusive.
+    ``how`` names the margin, its source and the test, e.g. "margin ±1 (ours), TOST at α=0.05 on paired t"."""
+    kinds = {key: v.kind for key, v in verdicts.items()}
+    if few := {k for k in kinds.values() if k in (VerdictKind.SINGLE_RUN, VerdictKind.TOO_FEW_SEEDS)}:
+        kind = VerdictKind.SINGLE_RUN if VerdictKind.SINGLE_RUN in few else VerdictKind.TOO_FEW_SEEDS
+        return Verdict(kind, f"{kind.value} ({label}; a verdict needs {MIN_SEEDS}): no interval decides ({how})")
+    if opposed := [key for key, kind in kinds.items() if kind is VerdictKind.CONTRADICTS]:
+        return Verdict(VerdictKind.CONTRADICTS, f"contradicts ({label}): {name}={opposed} not equivalent ({how})")
+    if open_ := [key for key, kind in kinds.items() if kind is VerdictKind.INCONCLUSIVE]:
+        return Verdict(VerdictKind.INCONCLUSIVE, f"inconclusive ({label}): equivalence of {name}={open_} undecided ({how})")
+    return Verdict(VerdictKind.SUPPORTED, f"supported ({label}): every {name} equivalent ({how})")

@@ -7,14 +7,20 @@ trained with the same settings (the task file's ``scales`` block in configs/task
 - fig2.md: test (and validation) micro-F1, mean ± 95% Student-t interval over seeds, per k, with
   the softmax baseline and the paper's Fig. 2 numbers beside ours; each task's data caveat is its
   config's ``caveat`` (configs/task/<task>.yaml).
-- fig2.png: test micro-F1 against k, the softmax baseline as a band.
+- every comparison is paired by seed (arms of one seed share initialisation and data order:
+  tests/classification/test_pairing.py): Δ = sparse k − softmax per seed, a Student-t interval over
+  seeds, Holm-adjusted over the grid of k where a claim covers the grid (:mod:`._fig2_claims`).
+- fig2.png: top, test micro-F1 against k, the softmax baseline as a band; bottom, the paired Δ
+  against k with its raw and Holm-adjusted intervals and a line at 0.
 - fig1.png: softmax against sparse-softmax at the paper's k=20. Top: validation micro-F1 after
-  each epoch, the metric both arms share (mean over seeds, each seed thin). Below: the training
+  each epoch, the metric both arms share (mean over seeds, each seed thin). Middle: its paired Δ
+  per epoch with a line at 0. Bottom: the training
   loss per mini-batch, as the paper's Fig. 1 plots it; each arm's is its own objective (the
   sparse-softmax loss, logsumexp over the top k, is never above the full cross-entropy of the same
   logits), so the two levels are not comparable, only their shapes.
 - the settings table: what the paper's text states beside ours, read from the records (:mod:`._fig2_settings`).
-- the title's "Faster": a ledger row from the losses benchmark's side-by-side timing (:func:`._fig2_claims.speed_claim`).
+- the title's "Faster": a ledger row from the losses benchmark's side-by-side timing (:func:`._fig2_claims.speed_claim`);
+  its "Simpler" and the text's "state-of-the-art" are ledger rows of their own (by construction, not tested).
 
 The records are grouped in :mod:`._fig2_summary`, the claims are data of :mod:`._fig2_claims`
 (computed once per build), the figures are drawn by :mod:`._fig2_plots`; :func:`summarise` gathers
@@ -32,8 +38,7 @@ from omegaconf import OmegaConf
 from ..config import CONFIG_DIR
 from ..losses.registry import variant_title
 from ..records import choice, get, load_records, runs_dir
-from ._compare import compare
-from ._fig2_claims import PAPER_F1, VS_SOFTMAX, speed_claim, task_claims
+from ._fig2_claims import PAIRING_TEST, PAPER_F1, STABLE_MARGIN, STABLE_SOURCE, grid_rows, speed_claim, task_claims, vs_softmax
 from ._fig2_plots import SMOOTH, fig1_data, plot_fig1, plot_fig2
 from ._fig2_settings import encoder, fig2_settings
 from ._fig2_summary import F1, PAPER_K, Groups, arms, best_k, commands, first_record, metric, sparse_ks, summarize, task_name
@@ -45,6 +50,7 @@ from ._verdicts import VerdictKind
 
 EXPERIMENT_PREFIX = "fig2_"
 FINETUNE_PREFIX = "fig2_finetune_"  # make reproduce-fig2-finetune: shown beside the frozen rows, kept out of their tables
+SIMPLER_TEST = "tests/losses/test_sparse.py::test_k_equal_num_classes_is_full_softmax"  # the title's "Simpler": what ours is
 
 
 def caveat(task: str) -> str | None:
@@ -68,16 +74,16 @@ def task_data(task: str, groups: Groups) -> dict[str, Any]:
     rows = [{"kind": kind, "k": k, "loss": variant_title(choice(groups[(kind, k)][0], "loss")),
              **{name: metric(groups[(kind, k)], name) for name in (F1, "val/micro_f1", "test/in_scope_accuracy", "test/target_in_topk")},
              "paper": PAPER_F1.get(task) if kind == "sparse" and k == PAPER_K else None} for kind, k in arms(groups)]
-    soft = groups.get(("softmax", None))
-    ks = sparse_ks(groups)
-    sides = {k: compare(VS_SOFTMAX, soft, groups[("sparse", k)]).delta.side for k in ks} if soft else {}
+    soft, ks, grid = groups.get(("softmax", None)), sparse_ks(groups), vs_softmax(groups)
+    paired = grid_rows(grid)[1] if grid else []
+    side = {r["k"]: "higher" if r["holm"][0] > 0 else "lower" if r["holm"][1] < 0 else "open" for r in paired if r["holm"]}
     return {"task": task, "name": task_name(task), "caveat": caveat(task), "setup": setup(groups), "rows": rows,
             "cache_layers": get(first_record(groups), "config.model.cache_layers"),
             "diagnostics_k": get(first_record(groups), "config.task.diagnostics_k"),
             "topk_measured": all(row["test/target_in_topk"] for row in rows),
             "baseline": mean_ci(metric(soft, F1)) if soft and ks else None, "best": best_k(groups),
             "best_mean": mean(metric(groups[("sparse", best_k(groups))], F1)) if ks else None,
-            "above": [k for k in ks if sides.get(k) == "higher"], "below": [k for k in ks if sides.get(k) == "lower"]}
+            "paired": paired, "above": [k for k in ks if side.get(k) == "higher"], "below": [k for k in ks if side.get(k) == "lower"]}
 
 
 def headline(summary: dict[str, Groups], claims: dict[str, dict[str, dict[str, Any]]]) -> dict[str, Any]:
@@ -86,7 +92,10 @@ def headline(summary: dict[str, Groups], claims: dict[str, dict[str, dict[str, A
     faster = [t for t in converged if (c := claims[t]["convergence"]["faster"]) and c["verdict"].kind is VerdictKind.SUPPORTED]
     best = {t: best_k(g) for t, g in summary.items() if sparse_ks(g)}
     halves = [mean_ci(metric(runs, F1))[1] for groups in summary.values() for runs in groups.values()]
+    k20 = [t for t in summary if "k20-vs-softmax" in claims[t]]
     return {"faster": faster, "not_faster": [t for t in converged if t not in faster],
+            "k20_above": [t for t in k20 if claims[t]["k20-vs-softmax"]["verdict"].kind is VerdictKind.SUPPORTED],
+            "k20_open": [t for t in k20 if claims[t]["k20-vs-softmax"]["verdict"].kind is not VerdictKind.SUPPORTED],
             "robust": [t for t in summary if "robust-k" in claims[t]
                        and claims[t]["robust-k"]["verdict"].kind in (VerdictKind.SUPPORTED, VerdictKind.INCONCLUSIVE)],
             "best": dict(sorted(best.items())), "k20": [t for t, k in best.items() if k == PAPER_K],
@@ -108,10 +117,11 @@ def summarise(results_dir: str | Path = "results") -> dict[str, Any]:
     columns = {task_name(t): [r for runs in summary[t].values() for r in runs] for t in sorted(summary)}
     columns |= {f"{task_name(t)}, top layer(s) fine-tuned": [r for runs in tuned[t].values() for r in runs] for t in sorted(tuned)}
     speed = speed_claim(results_dir)
-    text_claims = [{"kind": kind, "id": id_, "source": "fig2"} for kind, id_ in (("rcv1", "fig1-convergence-rcv1"),
-                                                                                ("margin", "sparse-margin-log-n-1"))]
+    text_claims = [{"kind": kind, "id": id_, "source": "fig2"} for kind, id_ in (
+        ("rcv1", "fig1-convergence-rcv1"), ("margin", "sparse-margin-log-n-1"), ("sota", "sparse-sota-k20"), ("simpler", "sparse-simpler"))]
     return {"folder": shown_path(runs), "prefix": EXPERIMENT_PREFIX, "commits": commits(records), "commands": commands(records),
-            "command": page_command("fig2", results_dir), "paper_k": PAPER_K, "smooth": SMOOTH,
+            "command": page_command("fig2", results_dir), "paper_k": PAPER_K, "smooth": SMOOTH, "paper_f1": PAPER_F1,
+            "pairing_test": PAIRING_TEST, "stable_margin": STABLE_MARGIN, "stable_source": STABLE_SOURCE, "simpler_test": SIMPLER_TEST,
             "task_names": {t: task_name(t) for t in summary | tuned},
             "settings": settings_data(fig2_settings(), columns, "Sun et al. 2021's text on its classification experiments"),
             "tasks": [task_data(t, summary[t]) for t in sorted(summary)], "tuned": [task_data(t, tuned[t]) for t in sorted(tuned)],
