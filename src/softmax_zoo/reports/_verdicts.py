@@ -51,6 +51,8 @@ class VerdictKind(Enum):
     NOT_TESTED = "not tested"
     DETERMINISTIC = "deterministic"
     BY_CONSTRUCTION = "by construction"
+    EQUIVALENT = "equivalent"
+    NOT_EQUIVALENT = "not equivalent"
 
 
 @dataclass(frozen=True)
@@ -197,3 +199,14 @@ def trend_verdict(trend: LinearTrend, seeds_per_point: Sequence[int], direction:
         kind = VerdictKind.SINGLE_RUN if fewest == 1 else VerdictKind.TOO_FEW_SEEDS
         return Verdict(kind, f"{kind.value} (the fewest seeds behind a point: {fewest}; a verdict needs {MIN_SEEDS}): {span}")
     return by_interval(low, high, direction, span)
+
+
+from ._stats import Equivalence  # noqa: E402  (the two-sided rule's result, for the function below)
+
+
+def equivalence_verdict(result: Equivalence, who: str, span: str) -> Verdict:
+    """The verdict on a two-sided "close" / "comparable" claim from its TOST (:func:`._stats.equivalence`):
+    "<kind> (<who>): <span>", the kind equivalent / not equivalent / inconclusive, or below :data:`MIN_SEEDS`
+    seeds single run / too few seeds. ``span`` gives Δ, its intervals, the margin and the margin's source."""
+    kind = result.verdict if isinstance(result.verdict, VerdictKind) else VerdictKind[result.verdict.name]
+    return Verdict(kind, f"{kind.value} ({who}): {span}")
