@@ -258,5 +258,6 @@ def test_lm1b_vocabulary_cost_row_reads_the_timing_against_c(tmp_path):
     records.write_text(tmp_path / lm1b.VOCAB_BENCH, json.dumps({"groups": groups, "date": "today", "machine": "a CPU"}))
     lm1b.build(tmp_path)
     row = read_claims(tmp_path / "claims.md")["lm1b-vocabulary-cost"]
-    assert "C=8,000: 10.0 / 3.0; C=32,000: 40.0 / 6.0; for 4x the classes the full softmax's time grew 4.0x, the adaptive one's 2.0x" in row["ours"]
+    assert "C=8,000: 10.0 / 3.0; C=32,000: 40.0 / 6.0; for 4x the classes" in row["ours"]
+    assert "the full softmax's time grew 4.0x, the adaptive one's 2.0x" in row["ours"]
     assert row["verdict"].startswith("single measurement (one timing per C")

@@ -5,7 +5,8 @@ samplers, same m): validation and test perplexity of each head's own normalised 
 the sampled heads) and the speed-up over the full softmax, from the side-by-side measurement of the heads'
 training steps (:mod:`softmax_zoo.studies.lm_speed`, :data:`SPEED_FILE`) when it was made at the records' scale
 and size, else from the runs' own tokens/second. Perplexities are compared on their logs, paired by seed
-(:data:`PAIRING`; Student-t over seeds); "close to the full softmax" is two-sided, a TOST against a stated margin. Records of another model (``make reproduce-lm1b-transformer``) get a table of their own; the speed
+(:data:`PAIRING`; Student-t over seeds); "close to the full softmax" is two-sided, a TOST against a stated
+margin. Records of another model (``make reproduce-lm1b-transformer``) get a table of their own; the speed
 measurement, the verdicts and the claims rows are the LSTM's. Words: templates/lm1b.md.j2.
 """
 
@@ -258,7 +259,8 @@ def summarise(results_dir: str | Path = "results") -> dict[str, Any]:
         "facts": {k.rsplit(".", 1)[-1]: get(r0, k) for k in (
             "task_info.vocab_size", "task_info.min_count", "config.model.hidden_size", "config.model.embedding_dim", "config.task.bptt",
             "config.train.batch_size", "config.train.optim", "config.train.lr", "config.train.max_grad_norm", "timing.global_steps")},
-        "measured": measured, "source": source, "quoted": PAPER, "pairing": PAIRING, "close": (1 / CLOSE_RATIO, CLOSE_RATIO), "vocab": vocab_timing(results_dir),
+        "measured": measured, "source": source, "quoted": PAPER, "pairing": PAIRING, "close": (1 / CLOSE_RATIO, CLOSE_RATIO),
+        "vocab": vocab_timing(results_dir),
         "cutoffs": joined([r for r in records if head_label(r) == "adaptive"], "config.loss.cutoffs"),
         "div": joined(records, "config.loss.div_value"), "m": joined([r for r in records if head_label(r).startswith("sampled")],
                                                                       "config.loss.num_samples"),
