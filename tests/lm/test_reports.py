@@ -225,7 +225,7 @@ def test_reports_without_records_say_what_to_run(tmp_path):
 
 
 def test_kernel_bias_paper_setting_section(tmp_path):
-    """The paper setting's records add a section and claim rows; an unfinished study shows as incomplete, not as an error."""
+    """The paper-like setting's records add a section and claim rows; an unfinished study shows as incomplete, not as an error."""
     runs = records.runs_dir(tmp_path)
     for r in kernel_records({8: 0.19, 16: 0.1, 64: 0.05, 256: 0.01}):
         records.write_record(r, runs)
@@ -238,13 +238,13 @@ def test_kernel_bias_paper_setting_section(tmp_path):
                                     history=curve, sampler=name, m=m), runs)
     kernel_bias.build(tmp_path)
     text = (tmp_path / "kernel_bias.md").read_text()
-    assert "## The paper's setting: no output bias, plain SGD" in text and "| quadratic_centred (ours) |" in text
+    assert "## A paper-like setting (ours): no output bias, plain SGD" in text and "| quadratic_centred (ours) |" in text
     claims = read_claims(tmp_path / "claims.md")
     # m=8 reaches uniform m=2048's gap: 256x, from one run per arm
-    assert claims["kernel-bias-10-100x-paper-setting"]["verdict"].startswith("single run (seed 0): largest ratio 256.0x, at or above")
-    assert "256.0x" in claims["kernel-bias-10-100x-paper-setting"]["ours"]
+    assert claims["kernel-bias-10-100x-paper-like"]["verdict"].startswith("single run (seed 0): largest ratio 256.0x, at or above")
+    assert "256.0x" in claims["kernel-bias-10-100x-paper-like"]["ours"]
     # 0.5 reaches only uniform m=8's gap
-    assert claims["kernel-bias-centred-paper-setting"]["verdict"].startswith("single run (seed 0): largest ratio 1.0x, below")
+    assert claims["kernel-bias-centred-paper-like"]["verdict"].startswith("single run (seed 0): largest ratio 1.0x, below")
     assert (tmp_path / "kernel_bias_paper_curves.png").stat().st_size > 0
 
 

@@ -80,7 +80,7 @@ def test_diminishing_returns_reads_the_curves_when_every_run_has_one():
     with_curves, gaps = gaps_by_m(runs)
     assert with_curves and gaps["quadratic"] == pytest.approx({8: 0.3, 32: 0.1, 128: 0.05})
     row, = diminishing_row(runs, "kernel_bias_paper")
-    assert row["id"] == "kernel-bias-diminishing-returns-paper-setting" and row["paper_setting"]
+    assert row["id"] == "kernel-bias-diminishing-returns-paper-like" and row["paper_setting"]
     assert row["gains"]["quadratic"] == [(8, 32, pytest.approx(0.1)), (32, 128, pytest.approx(0.025))]
     assert row["verdict"].kind is VerdictKind.SINGLE_RUN and "quadratic flat from m=32" in str(row["verdict"])
     without_curves = [_record(None, None, 5.0), _record("uniform", 8, 7.0), _record("uniform", 16, 6.0)]
@@ -116,10 +116,14 @@ def test_committed_ledger_has_the_review_rows_and_marks_unverified_numbers():
     kinds = {
         "stable-example-collapse": "deterministic", "stable-example-cancellation": "deterministic", "stable-equivalence": "deterministic",
         "kernel-design-last-hidden-layer": "by construction", "kernel-design-sampling-only": "by construction",
-        "kernel-bias-diminishing-returns-paper-setting": "inconclusive", "kernel-bias-deviation-paper-setting": "single run",
-        "lm1b-adaptive-gpu": "not tested", "lm1b-adaptive-cutoffs": "not tested",
+        "kernel-design-partition-function": "by construction", "kernel-bias-vs-unigram-paper-like": "not tested",
+        "kernel-bias-diminishing-returns-paper-like": "inconclusive", "kernel-bias-deviation-paper-like": "single run",
+        "kernel-bias-adapts-low-bias": "single run", "kernel-bias-adapts-low-bias-paper-like": "single run",
+        "lm1b-adaptive-gpu": "not tested", "lm1b-adaptive-cutoffs": "not tested", "lm1b-europarl": "not tested",
+        "lm1b-adaptive-speed-ppl": "not equivalent",
     }
     for id_, kind in kinds.items():
         assert rows[id_]["verdict"].startswith(kind), (id_, rows[id_]["verdict"])
     for id_ in ("lm1b-adaptive-43.9", "lm1b-adaptive-speed-ppl"):
-        assert rows[id_]["paper"].endswith("unverified)") or "unverified);" in rows[id_]["paper"]
+        assert rows[id_]["paper"].endswith("unverified)") or "unverified, not used)" in rows[id_]["paper"]
+    assert not [id_ for id_ in rows if id_.endswith("-paper-setting")]  # the paper-like setting is ours: its ids say so
