@@ -261,3 +261,20 @@ def test_lm1b_vocabulary_cost_row_reads_the_timing_against_c(tmp_path):
     assert "C=8,000: 10.0 / 3.0; C=32,000: 40.0 / 6.0; for 4x the classes" in row["ours"]
     assert "the full softmax's time grew 4.0x, the adaptive one's 2.0x" in row["ours"]
     assert row["verdict"].startswith("single measurement (one timing per C")
+
+
+def test_kernel_comparable_to_full_softmax_is_two_sided():
+    """"Comparable to full softmax" at m ≈ 10–50: TOST on the paired Δ validation loss against ±ln 1.10 per m."""
+    from softmax_zoo.reports._kernel_bias_claims import cells, comparable_verdict
+
+    full = [record("kernel_bias", "full", "softmax", {"val/loss": 5.0 + s / 10}, s) for s in range(3)]
+    close = [record("kernel_bias", "q32", "sampled_softmax", {"val/loss": 5.01 + s / 10 + s / 1000}, s, sampler="quadratic", m=32)
+             for s in range(3)]
+    far = [record("kernel_bias", "q16", "sampled_softmax", {"val/loss": 5.5 + s / 10 + s / 1000}, s, sampler="quadratic", m=16)
+           for s in range(3)]
+    by = cells(full + close + far)
+    assert comparable_verdict(by, [32]).kind is VerdictKind.EQUIVALENT
+    assert comparable_verdict(by, [16]).kind is VerdictKind.NOT_EQUIVALENT
+    both = comparable_verdict(by, [16, 32])
+    assert both.kind is VerdictKind.INCONCLUSIVE and both.text.startswith("inconclusive (seeds 0, 1, 2): m=16: not equivalent")
+    assert comparable_verdict(cells(full[:1] + close[:1]), [32]).kind is VerdictKind.SINGLE_RUN

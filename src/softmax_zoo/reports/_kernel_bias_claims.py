@@ -12,8 +12,8 @@ from typing import Any
 from ..records import choice
 from ._compare import Comparison, Design, compare
 from ._pages import bench_group
-from ._stats import mean, seeds_label
-from ._verdicts import MIN_SEEDS, Verdict, VerdictKind, no_interval_verdict, verdict
+from ._stats import equivalence, mean, paired_t, seeds_label
+from ._verdicts import MIN_SEEDS, Verdict, VerdictKind, equivalence_verdict, not_tested, verdict
 
 EXPERIMENT = "kernel_bias"  # the page's name and our setting's experiment
 PAPER_SETTING = "kernel_bias_paper"  # the paper-like setting's experiment (ours): no output bias, plain SGD, 1,200 steps
@@ -22,6 +22,8 @@ SAMPLERS = ("uniform", "unigram", "quadratic", "quadratic_centred", "softmax")  
 KERNELS = ("quadratic", "quadratic_centred")
 DIAGNOSTICS = Path("diagnostics") / "sampler_bias"  # under results_dir: the fixed-checkpoint diagnostics' JSON files
 FEW_SAMPLES = (10, 50)  # the review's m ≈ 10–50
+COMPARABLE_RATIO = 1.10  # "comparable to full softmax", two-sided: validation perplexity within 10% either way
+COMPARABLE_MARGIN_SOURCE = "ours: the review gives no tolerance for \"comparable\"; perplexity within 10% either way"
 BENCH_FILE = "bench_losses_cpu.md"  # under results_dir: scripts/bench_losses.py's page; its data is the .json beside it
 BENCH_SECTION = "sampled softmax: tree sampling time vs C"
 VAL_LOSS = "metrics.val/loss"
@@ -105,10 +107,31 @@ def review_claims(records: list[dict[str, Any]], experiment: str) -> list[dict[s
         gaps = {m: mean(kernel[m]) - base for m in sorted(kernel) if FEW_SAMPLES[0] <= m <= FEW_SAMPLES[1]}
         reach = ("quadratic's gap to the full softmax at " + (", ".join(f"m={m}: {g:+.3f} nats (perplexity ×{math.exp(g):.2f})"
                                                                         for m, g in gaps.items()) or "no m of the grid in 10–50"))
-        rows.append(common | {"kind": "m10-50", "id": f"kernel-bias-m10-50{suffix}", "reach": reach, "verdict": no_interval_verdict(
-            common["seeds"], reach, single="; one run per arm decides nothing, and the review gives no tolerance for \"comparable\"",
-            many="; the review gives no tolerance for \"comparable\", so no interval decides")})
+        rows.append(common | {"kind": "m10-50", "id": f"kernel-bias-m10-50{suffix}", "reach": reach,
+                              "verdict": comparable_verdict(by, sorted(gaps)) if gaps else not_tested("no m of the grid in 10–50")})
     return rows
+
+
+def comparable_verdict(by: dict[str | None, dict[int, list[dict[str, Any]]]], ms: list[int]) -> Verdict:
+    """"Comparable to full softmax" at each m, two-sided: TOST (:func:`._stats.equivalence`) of Δ = quadratic − full
+    softmax final validation loss, paired by seed (:data:`PAIRED`), against ±ln :data:`COMPARABLE_RATIO` nats.
+    One m gives its verdict; several: equivalent / not equivalent when every m is, else the fewest-seeds kind or
+    inconclusive."""
+    full = {r["seed"]: r["metrics"]["val/loss"] for r in by[None][0]}
+    parts = {}
+    for m in ms:
+        kern = {r["seed"]: r["metrics"]["val/loss"] for r in by["quadratic"][m] if r["seed"] in full}
+        delta = paired_t(kern, {s: full[s] for s in kern})
+        test = equivalence(delta, math.log(COMPARABLE_RATIO), COMPARABLE_MARGIN_SOURCE)
+        low, high = test.tost_interval
+        span = ("no interval" if delta.n < 2 else f"{100 * (1 - 2 * test.alpha):g}% interval [{low:+.3f}, {high:+.3f}]")
+        parts[m] = equivalence_verdict(test, seeds_label(sorted(kern)), f"Δ validation loss {delta.delta:+.3f} nats, {span} against "
+                                                                        f"±{test.margin:.3f} ({test.margin_source}); {test.method}")
+    kinds = {v.kind for v in parts.values()}
+    kind = (next(iter(kinds)) if len(kinds) == 1 else next((k for k in (VerdictKind.SINGLE_RUN, VerdictKind.TOO_FEW_SEEDS) if k in kinds),
+                                                          VerdictKind.INCONCLUSIVE))
+    seeds = sorted({r["seed"] for m in ms for r in by["quadratic"][m]} & set(full))
+    return Verdict(kind, f"{kind.value} ({seeds_label(seeds)}): " + "; ".join(f"m={m}: {v}" for m, v in parts.items()) + f" ({PAIRED})")
 
 
 def log_time_claim(results_dir: str | Path) -> dict[str, Any]:
