@@ -30,7 +30,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "scripts")]
 
 from bench_cases import CASE_MODULES, Case  # noqa: E402
-from softmax_zoo.records import write_text  # noqa: E402
+from softmax_zoo.records import git_state, write_text  # noqa: E402
 from softmax_zoo.timing import load_average, machine, medians, time_interleaved, utc_now  # noqa: E402
 
 
@@ -172,12 +172,16 @@ def main() -> None:
     out = ROOT / "results" / f"bench_losses_{kind}{slug}.md"
     command = shlex.join(["python", "scripts/bench_losses.py", *sys.argv[1:]])
     meta = {"command": command.strip(), "machine": machine(), "date": utc_now(),
-            "load_average_start": load_at_start, "load_average_end": load_average(), "warmup": args.warmup}
+            "load_average_start": load_at_start, "load_average_end": load_average(), "warmup": args.warmup,
+            "git": git_state()}
+    code = meta["git"]
+    changed = ", ".join(code["dirty_paths"]) + (f" and {code['dirty_paths_more']} more" if code["dirty_paths_more"] else "")
     header = [
         f"# Losses benchmark ({kind})",
         "",
         f"- command: `{meta['command']}`" + ("" if len(sys.argv) > 1 else " (or `make bench`)"),
         f"- machine: {meta['machine']}",
+        f"- code: commit {code['commit']}" + (f", with uncommitted changes to {changed}" if code["dirty"] else ""),
         f"- date: {meta['date']}; load average at start / end: "
         f"{meta['load_average_start']} / {meta['load_average_end']} (other processes share the cores)",
         "- time: median over repeats of one call (forward+backward unless the row says otherwise),",
@@ -190,14 +194,15 @@ def main() -> None:
     write_text(out, "\n".join(header + report) + "\n")
     write_json(out.with_suffix(".json"), command=meta["command"], machine=meta["machine"], date=meta["date"], device=kind,
                load_average={"start": meta["load_average_start"], "end": meta["load_average_end"]},
-               warmup=args.warmup, groups=measured)
+               warmup=args.warmup, git=meta["git"], groups=measured)
     print(f"wrote {out.relative_to(ROOT)} and its .json")
 
 
 def write_json(path: Path, **report: object) -> None:
     """The report's data beside its Markdown (``results/bench_losses_<device>.json``): the pages read it, not the Markdown.
 
-    Keys: command, machine, date, device, load_average {start, end}, warmup, groups [{title, repeats, rows [{variant,
+    Keys: command, machine, date, device, load_average {start, end}, warmup, git (the code's commit:
+    softmax_zoo.records.git_state), groups [{title, repeats, rows [{variant,
     ms (the median), ratio, mem_mib, target, baseline, memory_ratio, sweep, seconds (every timed call)}]}]; a page
     migrated from its Markdown has the first five row fields only.
     """

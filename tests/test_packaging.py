@@ -1,4 +1,5 @@
-"""The core installs on its own: the wheel in a fresh venv holding only torch and numpy runs a head.
+"""The core installs on its own: the wheel in a fresh venv holding only torch and numpy runs a head;
+and the wheel carries the Hydra configs (softmax_zoo/configs), which the pipelines compose from.
 
 The venv is offline-made: ``python -m venv --without-pip``, the wheel installed into it by this
 interpreter's pip (``--no-deps --no-index``), and torch and numpy made importable by a .pth file
@@ -82,9 +83,10 @@ def run(*cmd, **kw) -> subprocess.CompletedProcess:
 def wheel(tmp_path_factory) -> Path:
     """The wheel built from a copy of the project's packaging files (no build folders in the repository)."""
     src = tmp_path_factory.mktemp("project")
-    for name in ("pyproject.toml", "README.md", "LICENSE"):
+    for name in ("pyproject.toml", "setup.py", "MANIFEST.in", "README.md", "LICENSE"):
         shutil.copy(ROOT / name, src / name)
-    shutil.copytree(ROOT / "src", src / "src", ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
+    for folder in ("src", "configs"):
+        shutil.copytree(ROOT / folder, src / folder, ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
     dist = tmp_path_factory.mktemp("dist")
     run(sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "--no-index", "-q", "-w", dist, src)
     (found,) = dist.glob("softmax_zoo-*.whl")
@@ -118,6 +120,25 @@ def test_wheel_runs_a_head_in_a_venv_with_only_torch_and_numpy(wheel, tmp_path):
     assert result["file"].startswith(str(venv)), result["file"]  # the installed wheel, not the source tree
     assert result["grads_finite"] and result["loss"] > 0, result
     assert result["importable"] == {name: name in CORE for name in probe}, result["importable"]
+
+
+def test_wheel_ships_the_configs(wheel):
+    """Every YAML file of configs/ is in the wheel, at softmax_zoo/configs/<its path in configs/>."""
+    with zipfile.ZipFile(wheel) as z:
+        shipped = sorted(n.removeprefix("softmax_zoo/configs/") for n in z.namelist() if n.startswith("softmax_zoo/configs/"))
+    expected = sorted(p.relative_to(ROOT / "configs").as_posix() for p in (ROOT / "configs").rglob("*.yaml"))
+    assert "train.yaml" in expected and shipped == expected
+
+
+def test_unpacked_wheel_composes_from_its_own_configs(wheel, tmp_path):
+    """The wheel's files first on the path, run outside the repository: the Hydra config comes from the package."""
+    site = tmp_path / "site"
+    with zipfile.ZipFile(wheel) as z:
+        z.extractall(site)
+    code = (f"import sys; sys.path.insert(0, {str(site)!r}); from softmax_zoo import config; "
+            "print(config.CONFIG_DIR, config.compose(['task=synthetic']).task.name)")
+    out = run(sys.executable, "-I", "-c", code, cwd=tmp_path)  # -I: no PYTHONPATH, no cwd on the path
+    assert out.stdout.split() == [str(site / "softmax_zoo" / "configs"), "synthetic"], out.stdout
 
 
 def test_importing_the_losses_imports_no_extra():

@@ -3,7 +3,7 @@
 Sizes: N = 4096 rows (8 × 512 tokens), d = 512, C = 32,000 (a LLaMA-size vocabulary). The
 targets: peak memory ≤ 0.5× the plain head's and time ≤ 1.2×; then the chunked softmax head at
 N and 4N, whose peak memory may grow ≤ 1.5× (the chunk buffers stay the same size; only the
-(N, d) hidden gradient grows). ``chunk_size="auto"`` (2^24 logits per chunk, 524 rows here).
+(N, d) hidden gradient grows). ``chunk_size="auto"`` (at most 2^24 logits per chunk: 8 chunks of 512 rows here).
 Every row of a group shares the inputs and the weights; one forward + backward is timed, the
 gradients freed before each call as in a training step.
 """

@@ -1,13 +1,14 @@
 """Benchmark rows: our chunked heads beside torch's own ``F.linear_cross_entropy`` (torch >= 2.13).
 
-    python scripts/bench_losses.py --only torch-lce                   # every size -> results/bench_losses_<device>_torch-lce.{md,json}
-    python scripts/bench_losses.py --only "torch-lce N=4096 C=32000"  # one size, its own page
+    python scripts/bench_losses.py --only torch-lce                    # every size -> results/bench_losses_<device>_torch-lce.{md,json}
+    python scripts/bench_losses.py --only "torch-lce N=4096 C=32000"   # one size, its own page
+    python scripts/bench_losses.py --only "torch-lce N=8192 C=32000"   # (the same for N=4096 C=128000, N=8192 C=128000)
 
 Sizes: N = 4,096 and 8,192 rows, d = 512, C = 32,000 and 128,000, float32, forward + backward with
 gradients for the hidden states (N, d) and the weight (C, d). Rows of a group share the inputs:
 
 * ours: ``SoftmaxHead``, ``StableSoftmaxHead`` and ``SparseSoftmaxHead`` (k = 10), each with
-  ``chunk_size="auto"`` and nothing tuned;
+  ``chunk_size="auto"`` and nothing tuned, and without a bias, as torch's rows (no ``linear_bias``);
 * torch: ``F.linear_cross_entropy`` with ``options=None`` (its default: the reference path, which
   holds the (N, C) logits; not run where they would exceed ``REFERENCE_MAX_GIB``), with
   ``LinearCrossEntropyOptions()`` (chunking picked by torch's "auto" heuristic) and with each
@@ -32,10 +33,10 @@ CHUNK_SWEEP = (512, 1024, 2048)  # torch's batch_chunk_size candidates; the issu
 REFERENCE_MAX_GIB = 1.0  # the reference path holds logits and their gradient: 3-4× this in RAM
 OURS = "SoftmaxHead (chunk_size=\"auto\")"
 SWEEP = "torch batch_chunk_size"
-HEADS = {
-    OURS: (SoftmaxHead, {}),
-    "StableSoftmaxHead (chunk_size=\"auto\")": (StableSoftmaxHead, {}),
-    f"SparseSoftmaxHead (k={K}, chunk_size=\"auto\")": (SparseSoftmaxHead, {"k": K}),
+HEADS = {  # bias=False: the same linear map as torch's rows
+    OURS: (SoftmaxHead, {"bias": False}),
+    "StableSoftmaxHead (chunk_size=\"auto\")": (StableSoftmaxHead, {"bias": False}),
+    f"SparseSoftmaxHead (k={K}, chunk_size=\"auto\")": (SparseSoftmaxHead, {"k": K, "bias": False}),
 }
 
 

@@ -1,7 +1,8 @@
 """Config tooling: where the configs live, composing them outside ``@hydra.main``, and what a run
 records about its composition (Hydra's group choices, the command as typed).
 
-- :data:`CONFIG_DIR`: the repository's configs/ (``train.py``'s ``@hydra.main`` reads it too).
+- :data:`CONFIG_DIR`: the repository's configs/, or their copy inside an installed wheel
+  (softmax_zoo/configs; ``train.py``'s ``@hydra.main`` reads it too).
 - :func:`compose`: configs/train.yaml + overrides, for tests and notebooks, with Hydra's runtime
   (``${hydra:runtime.choices...}``, :func:`hydra_choices`) set as in a real run.
 - :func:`compose_option`: one option of a config group (``loss``, ``loss/sampler``) composed alone,
@@ -39,7 +40,15 @@ from typing import Any, Sequence
 
 from omegaconf import DictConfig, OmegaConf
 
-CONFIG_DIR = Path(__file__).resolve().parents[2] / "configs"
+
+def _config_dir() -> Path:
+    """The package's own configs/ where a wheel installed it (``setup.py`` ships them), else the repository's."""
+    package = Path(__file__).resolve().parent
+    shipped = package / "configs"
+    return shipped if shipped.is_dir() else package.parents[1] / "configs"
+
+
+CONFIG_DIR = _config_dir()
 # Record key -> Hydra config group: the choices every record keeps (None: group not chosen).
 CHOICE_GROUPS = {
     "task": "task",

@@ -85,6 +85,26 @@ def test_none_reduction_uniform_weights_scale_the_saved_gradients(variant, gen, 
 
 
 @pytest.mark.parametrize("variant", VARIANTS)
+@pytest.mark.parametrize("reduction", ["mean", "none"])
+def test_second_backward_of_a_retained_graph_reruns_the_pass(variant, reduction, gen, monkeypatch):
+    """The first backward scales the forward's gradients in place and hands them over; the second reruns the pass."""
+    hidden, target = make_data(13, gen)
+    plain, chunk = make_pair(variant, 4, reduction=reduction, label_smoothing=0.1)
+    h = hidden.clone().requires_grad_(True)
+    loss = chunk(h, target).sum()
+    first = torch.autograd.grad(loss, [h, chunk.weight, chunk.bias], retain_graph=True)
+    calls = []
+    original = chunked.chunked_pass
+    monkeypatch.setattr(chunked, "chunked_pass", lambda *a: calls.append(1) or original(*a))
+    second = torch.autograd.grad(3 * loss, [h, chunk.weight, chunk.bias])
+    assert len(calls) == 1
+    ref = torch.autograd.grad(plain(h, target).sum(), [h, plain.weight, plain.bias])
+    for a, b, r in zip(first, second, ref):
+        torch.testing.assert_close(a, r, rtol=1e-10, atol=1e-12)
+        torch.testing.assert_close(b, 3 * r, rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
 def test_tied_weight(variant, gen):
     embedding = nn.Embedding(C, D).double()
     hidden, target = make_data(17, gen)
@@ -154,13 +174,13 @@ def test_autocast_bfloat16_close_to_plain(gen):
 def test_never_more_than_chunk_rows_of_logits(variant, gen, monkeypatch):
     """Every logits tensor the chunked path makes has at most chunk_size rows."""
     rows = []
-    linear = chunked.F.linear
-    monkeypatch.setattr(chunked.F, "linear", lambda *a: rows.append(a[0].shape[0]) or linear(*a))
+    linear = chunked.linear_into
+    monkeypatch.setattr(chunked, "linear_into", lambda out, h, *a: rows.append((out.shape[0], h.shape[0])) or linear(out, h, *a))
     hidden, target = make_data(30, gen)
     _, head = make_pair(variant, 8, reduction="none")
     hidden.requires_grad_(True)
     (head(hidden, target) * torch.rand(30, dtype=torch.float64)).sum().backward()  # forward and rerun
-    assert rows == [8, 8, 8, 6] * 2
+    assert rows == [(8, 8), (8, 8), (8, 8), (6, 6)] * 2
 
 
 def test_no_grad_equals_plain(gen):
@@ -171,7 +191,9 @@ def test_no_grad_equals_plain(gen):
 
 
 def test_auto_chunk_size(gen):
-    assert auto_chunk_size(4096, 32000) == 524
+    assert auto_chunk_size(4096, 32000) == 512  # 524 rows fit 2^24 logits: 8 chunks, split evenly
+    assert auto_chunk_size(4100, 32000) == 513 and auto_chunk_size(4192, 32000) == 524
+    assert auto_chunk_size(4193, 32000) == 466  # 9 chunks
     assert auto_chunk_size(10, 32000) == 10
     assert auto_chunk_size(10, 2**25) == 1
     hidden, target = make_data(26, gen)

@@ -213,8 +213,8 @@ def test_chunked_options_hold_at_most_chunk_rows_of_logits(variant, gen, monkeyp
     if refused_without_lse(variant, OPTION_SETS["all"]):
         return  # refused by name, which refused_without_lse checked
     rows = []
-    linear = chunked.F.linear
-    monkeypatch.setattr(chunked.F, "linear", lambda *a: rows.append(a[0].shape[0]) or linear(*a))
+    linear = chunked.linear_into
+    monkeypatch.setattr(chunked, "linear_into", lambda out, h, *a: rows.append(max(out.shape[0], h.shape[0])) or linear(out, h, *a))
     hidden, target = make_data(gen, 30)
     head = make_head(variant, "chunked", reduction="none", return_lse=True, return_token_accuracy=True,
                      **OPTION_SETS["all"])

@@ -21,10 +21,12 @@ head's options (``options.py``), the same definition the plain path runs on the 
 Matmuls run in the weight's dtype (autocast's under autocast), the loss and the logit gradient in
 float32 (float64 for float64), as ``_core`` says.
 
-Memory: a few (chunk_size, C) buffers in the compute dtype (the logits, the variant's
-exp/probabilities, G), plus the gradients of hidden (N, d), weight (C, d) and bias (C,), held
-from the forward to the backward. ``chunk_size="auto"`` sizes the chunk to the device's budget
-(``memory.chunk_logits``): ``AUTO_CHUNK_LOGITS`` logits on a CPU, more on a GPU with free memory.
+Memory: one (chunk_size, C) buffer that every chunk's logits are written into and that the
+softmax and stable heads turn into exp(z − max) and then G in place and the sparse head into its
+G once it has read its top-k (the softcap option adds its capped logits), plus the gradients of hidden (N, d), weight (C, d) and
+bias (C,), held from the forward to the backward, which scales them in place. ``chunk_size="auto"``
+sizes the chunks to the device's budget (``memory.chunk_logits``): ``AUTO_CHUNK_LOGITS`` logits
+on a CPU, more on a GPU with free memory.
 """
 
 from __future__ import annotations
@@ -32,15 +34,14 @@ from __future__ import annotations
 import numbers
 
 import torch
-import torch.nn.functional as F
 from torch.autograd.function import once_differentiable
 
 from ._core import CHUNK_LOGITS, check_target_dtype, check_target_range, matmul_dtypes, reduce_loss, reduction_scale
 from .memory import chunk_logits
 from .options import head_output, mean_count, reshape_output
 
-# Logits per chunk for chunk_size="auto" on a CPU (the softmax head holds about three such buffers at
-# once, ~200 MiB in float32). At N=4096, C=32000 this is 524 rows, 8 chunks. A GPU's: memory.chunk_logits.
+# Logits per chunk for chunk_size="auto" on a CPU (the softmax head holds one such buffer, 64 MiB in
+# float32). At N=4096, C=32000 this is 8 chunks of 512 rows (524 fit). A GPU's: memory.chunk_logits.
 AUTO_CHUNK_LOGITS = CHUNK_LOGITS
 
 
@@ -53,8 +54,11 @@ def check_chunk_size(chunk_size) -> None:
 
 
 def auto_chunk_size(num_rows: int, num_classes: int, budget: int = AUTO_CHUNK_LOGITS) -> int:
-    """Rows per chunk so that a chunk holds at most ``budget`` logits (at least 1, at most N)."""
-    return max(1, min(num_rows, budget // num_classes))
+    """Rows per chunk: the fewest chunks of at most ``budget`` logits each, the N rows split evenly
+    among them (at least 1 row, at most N), so that no chunk is a small remainder."""
+    most = max(1, budget // num_classes)  # rows within the budget
+    chunks = max(1, -(-num_rows // most))
+    return max(1, -(-num_rows // chunks))
 
 
 def _addmm_(out: torch.Tensor, a: torch.Tensor, b: torch.Tensor) -> None:
@@ -65,8 +69,19 @@ def _addmm_(out: torch.Tensor, a: torch.Tensor, b: torch.Tensor) -> None:
         out.add_(a @ b)
 
 
+def linear_into(out: torch.Tensor, h: torch.Tensor, w: torch.Tensor, b: torch.Tensor | None) -> torch.Tensor:
+    """out (r, C) = h (r, d) @ w (C, d)^T + b (C,), written into ``out``, which is returned."""
+    if b is None:
+        return torch.mm(h, w.t(), out=out)
+    return torch.addmm(b, h, w.t(), out=out)
+
+
 def chunked_pass(loss_and_grad, target, keep, hidden, weight, bias, row_weight, chunk_rows):
     """Per-row loss of ``hidden @ weight.T + bias`` and, if ``row_weight`` is given, the gradients.
+
+    Every chunk's logits are written into one (chunk_rows, C) buffer, which ``loss_and_grad`` may
+    overwrite (:meth:`~softmax_zoo.losses.row_loss.RowLoss.scratch_rows`): the softmax, stable and
+    sparse heads write their logit gradient into it, so a chunk holds one (chunk_rows, C) buffer.
 
     Args:
         loss_and_grad: the variant's ``(z, target, keep, row_weight) -> (loss, G or None, stats or None)``.
@@ -91,13 +106,15 @@ def chunked_pass(loss_and_grad, target, keep, hidden, weight, bias, row_weight, 
         b = None if bias is None else bias.to(mm)
         loss = h.new_empty(n, dtype=acc)
         stats = None
+        logits = h.new_empty(min(n, chunk_rows), num_classes)  # (chunk_rows, C), every chunk's logits
         if grads:
-            gh = h.new_zeros(n, d, dtype=acc)
+            gh = h.new_empty(n, d, dtype=acc)  # every row written once
             gw = h.new_zeros(num_classes, d, dtype=acc)
             gb = None if b is None else h.new_zeros(num_classes, dtype=acc)
         for s in range(0, n, chunk_rows):
             rows = slice(s, s + chunk_rows)
-            z = F.linear(h[rows], w, b).to(acc)  # (r, C)
+            hr = h[rows]  # (r, d)
+            z = linear_into(logits[: hr.shape[0]], hr, w, b).to(acc)  # (r, C)
             loss[rows], g, part = loss_and_grad(z, target[rows], keep[rows], None if not grads else row_weight[rows])
             del z
             if part is not None:
@@ -106,10 +123,14 @@ def chunked_pass(loss_and_grad, target, keep, hidden, weight, bias, row_weight, 
             if not grads:
                 continue
             gm = g.to(mm)  # (r, C)
-            _addmm_(gh[rows], gm, w)
-            _addmm_(gw, gm.t(), h[rows])
+            if gh.dtype == mm:
+                torch.mm(gm, w, out=gh[rows])
+            else:
+                gh[rows] = gm @ w
+            _addmm_(gw, gm.t(), hr)
             if gb is not None:
                 gb.add_(g.sum(dim=0))
+            del g, gm
     if not grads:
         return loss, None, stats
     for g in (gh, gw, gb):
@@ -120,7 +141,10 @@ def chunked_pass(loss_and_grad, target, keep, hidden, weight, bias, row_weight, 
 
 class _ChunkedLinearLoss(torch.autograd.Function):
     """Reduced loss of a linear head with every gradient computed in the forward (module docstring),
-    and the per-row stats (N, s), not differentiable; ``count`` is the "mean"'s denominator or None."""
+    and the per-row stats (N, s), not differentiable; ``count`` is the "mean"'s denominator or None.
+
+    The backward scales the forward's gradients in place and hands them over, so no second copy of
+    d/dW (C, d) is made; a second backward through the same graph (``retain_graph``) reruns the pass."""
 
     @staticmethod
     def forward(ctx, loss_and_grad, target, keep, reduction, chunk_rows, count, hidden, weight, bias):
@@ -128,7 +152,7 @@ class _ChunkedLinearLoss(torch.autograd.Function):
         row_weight = reduction_scale(keep, reduction, acc, count)
         loss, grads, stats = chunked_pass(loss_and_grad, target, keep, hidden, weight, bias, row_weight, chunk_rows)
         ctx.args = (loss_and_grad, target, keep, chunk_rows)
-        ctx.reduction, ctx.grads = reduction, grads
+        ctx.reduction, ctx.grads, ctx.row_weight = reduction, grads, row_weight
         ctx.save_for_backward(hidden, weight, bias)
         stats = loss.new_empty(loss.shape[0], 0) if stats is None else stats
         ctx.mark_non_differentiable(stats)
@@ -138,17 +162,19 @@ class _ChunkedLinearLoss(torch.autograd.Function):
     @once_differentiable
     def backward(ctx, grad_loss, grad_stats):
         saved = ctx.saved_tensors
-        g = grad_loss.to(ctx.grads[0].dtype)
-        if ctx.reduction != "none":
-            grads = [None if t is None else t * g for t in ctx.grads]
+        g = grad_loss.to(ctx.row_weight.dtype)
+        grads, ctx.grads = ctx.grads, None  # consumed: scaled in place below
+        scale = g  # the one factor of every row's gradient, or None
+        if ctx.reduction == "none":
+            kept = g[ctx.args[2]]  # (n,)
+            same = kept.numel() == 0 or bool((kept == kept[0]).all())
+            scale = (kept[0] if kept.numel() else 0.0) if same else None
+        if grads is None or scale is None:
+            _, grads, _ = chunked_pass(*ctx.args[:3], *saved, ctx.row_weight * g, ctx.args[3])
         else:
-            keep = ctx.args[2]
-            kept = g[keep]  # (n,)
-            if kept.numel() == 0 or bool((kept == kept[0]).all()):
-                scale = kept[0] if kept.numel() else 0.0
-                grads = [None if t is None else t * scale for t in ctx.grads]
-            else:
-                _, grads, _ = chunked_pass(*ctx.args[:3], *saved, g * keep, ctx.args[3])
+            for t in grads:
+                if t is not None:
+                    t.mul_(scale)
         out = (None if gr is None else gr.to(t.dtype) for gr, t in zip(grads, saved))
         return (None, None, None, None, None, None, *out)
 

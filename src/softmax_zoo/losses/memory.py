@@ -4,8 +4,9 @@ The chunk budget (:func:`chunk_logits`) is the number of logits a chunked head h
 CPU it is ``_core.CHUNK_LOGITS`` (2^24): few chunks keep the per-op overhead small, and every CPU
 measurement was made with it. On a GPU each chunk re-reads the whole (C, d) weight, so small
 chunks are slow: the budget there is 1/16 of the free memory in float32 logits (a chunk holds
-about four (rows, C) buffers), between 2^24 and 2^30 logits, e.g. the 8,192 rows of a C = 128,000
-batch in one chunk and 1,353 rows at C = 793,471 on an empty 141 GB GPU.
+one or two (rows, C) buffers: one for softmax, stable and sparse, one more with the
+softcap), between 2^24 and 2^30 logits, e.g. the 8,192 rows of a C = 128,000 batch in one chunk
+and 7 chunks of 1,171 rows (1,353 fit) at C = 793,471 on an empty 141 GB GPU.
 
 :func:`check_fits` refuses a buffer larger than the device's free memory before it is allocated,
 naming the sizes; on a CPU nothing is checked (the host's memory is not the limit this guards).

@@ -23,9 +23,9 @@ for softmax and stable, the support S = Ω_k or Ω_k ∪ {t} for sparse-softmax)
 
 The logit-level heads (softmax, stable, sparse) run the options as :class:`OptionRows` around their
 :class:`~softmax_zoo.losses.row_loss.RowLoss`, so the whole-matrix path, the chunked path and
-``use_head`` share one definition; the chunked path keeps its memory bound (the softcap keeps its
-derivative 1 − tanh² as one more (chunk, C) buffer, and makes the capped logits, another, while
-the variant's loss runs). Heads that cannot give an option refuse it by name
+``use_head`` share one definition; the chunked path keeps its memory bound (the softcap writes its
+derivative 1 − tanh² over the chunk's logits and makes the capped logits, one more (chunk, C)
+buffer, which the variant's loss may overwrite). Heads that cannot give an option refuse it by name
 (their ``refused_options``).
 """
 
@@ -153,12 +153,23 @@ class OptionRows(RowLoss):
         return softcap(z, self.options.softcap)
 
     def rows(self, z, target, keep):
+        return self._rows(z, target, keep, scratch=False)
+
+    def scratch_rows(self, z, target, keep):
+        return self._rows(z, target, keep, scratch=True)
+
+    def _rows(self, z, target, keep, scratch: bool):
+        """``scratch``: z may be overwritten (:meth:`RowLoss.scratch_rows`)."""
         opt, dcap = self.options, None
         if opt.softcap is not None:
-            t = torch.tanh(z.to(compute_dtype(z.dtype)) / opt.softcap)  # (N, C)
-            z = t * opt.softcap
+            z = z.to(compute_dtype(z.dtype))
+            t = z.div_(opt.softcap).tanh_() if scratch else torch.tanh(z / opt.softcap)  # (N, C)
+            z, scratch = t * opt.softcap, True  # the capped logits, this call's own
             dcap = t.square_().neg_().add_(1.0)  # (N, C) d cap / dz = 1 − tanh²
-        loss, state = self.inner.rows(z, target, keep)
+        hit = None
+        if opt.return_token_accuracy:  # before the variant's loss may overwrite z
+            hit = (self.inner.argmax(z) == target) & keep
+        loss, state = (self.inner.scratch_rows if scratch else self.inner.rows)(z, target, keep)
         lse = self.inner.lse(state) if self.needs_lse else None  # (N,)
         if opt.z_loss > 0:
             loss = loss + (opt.z_loss * lse.square()).masked_fill(~keep, 0.0)
@@ -169,7 +180,7 @@ class OptionRows(RowLoss):
         stats = None
         if opt.returns:
             lse_col = lse.masked_fill(~keep, 0.0) if opt.return_lse else torch.zeros_like(loss)
-            hit = (self.inner.argmax(z) == target) & keep if opt.return_token_accuracy else torch.zeros_like(keep)
+            hit = torch.zeros_like(keep) if hit is None else hit
             stats = torch.stack([lse_col.detach(), hit.to(loss.dtype)], dim=1)  # (N, 2)
         self.inner_len = len(state)
         return loss, (*state, dcap, lse, cw, stats)

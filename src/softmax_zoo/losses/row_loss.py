@@ -15,7 +15,8 @@ and every path of the package runs that one definition:
 - the whole matrix, ``RowLoss.on_logits``: the (N, C) logits through :class:`_RowLossFunction`,
   whose backward is ``grad`` with w = the upstream gradient (0 at ignored rows);
 - the chunked head (``chunked.py``): ``loss_and_grad`` on ``chunk_size`` rows at a time, with w
-  = the reduction's weights, so that the (N, C) logits never exist;
+  = the reduction's weights, so that the (N, C) logits never exist; it runs ``scratch_rows``,
+  which may overwrite the chunk's logits (softmax, stable and sparse make their gradient in that buffer);
 - inference (``SoftmaxHead.log_probs``, hence ``predict`` and the evaluation NLL): ``log_probs``.
   A subclass that leaves one of the three out cannot be instantiated (they are abstract), so a
   variant cannot change its loss and silently keep another distribution.
@@ -90,10 +91,15 @@ class RowLoss(ABC):
         correct prediction), or None."""
         return None
 
+    def scratch_rows(self, z: torch.Tensor, target: torch.Tensor, keep: torch.Tensor):
+        """:meth:`rows` of logits the caller gives up: ``z`` may be overwritten, e.g. by the state that
+        :meth:`grad` turns into the gradient (the chunked path's per-chunk buffer). By default :meth:`rows`."""
+        return self.rows(z, target, keep)
+
     def loss_and_grad(self, z, target, keep, row_weight=None):
         """loss (N,), if ``row_weight`` is given its gradient (N, C) else None, and :meth:`stats`:
-        the chunked path's call."""
-        loss, state = self.rows(z, target, keep)
+        the chunked path's call, which gives ``z`` up (:meth:`scratch_rows`)."""
+        loss, state = self.scratch_rows(z, target, keep)
         stats = self.stats(state)  # before grad, which may overwrite the state
         grad = None if row_weight is None else self.grad(state, target, row_weight, z.shape, z.dtype)
         return loss, grad, stats

@@ -64,23 +64,31 @@ class SoftmaxRows(RowLoss):
 
     loss_i = lse_i − z_it + ε·(z_it − mean_j z_ij), F.cross_entropy's smoothing rewritten as in
     ``stable.py``; d Σ_i w_i·loss_i + v_i·lse_i / dz_ij = (w_i + v_i)·softmax_ij − w_i·((1 − ε)·[j = t_i] + ε/C).
-    One exp per logit: the probabilities are exp(z − max) / their sum, normalised in place.
+    One exp per logit: the probabilities are exp(z − max) / their sum, normalised in place, and on
+    the chunked path (:meth:`scratch_rows`) exp(z − max) overwrites the chunk's logits: one (N, C) buffer.
     """
 
     softmax_of_logits = True
     has_lse = True
 
     def rows(self, z, target, keep):
+        return self._rows(z.to(compute_dtype(z.dtype)), target, keep, in_place=False)
+
+    def scratch_rows(self, z, target, keep):
+        return self._rows(z.to(compute_dtype(z.dtype)), target, keep, in_place=True)
+
+    def _rows(self, z, target, keep, in_place: bool):
+        """z (N, C) in the compute dtype; ``in_place``: exp(z − max) overwrites z."""
         eps = self.label_smoothing
-        z = z.to(compute_dtype(z.dtype))  # (N, C)
         m = z.amax(dim=1, keepdim=True)  # (N, 1)
-        p = torch.sub(z, m).exp_()  # (N, C)
+        zt = z.gather(1, target.unsqueeze(1)).squeeze(1)  # (N,)
+        smooth = eps * (zt - z.mean(dim=1)) if eps > 0 else None  # (N,), read before z is overwritten
+        p = (z.sub_(m) if in_place else torch.sub(z, m)).exp_()  # (N, C)
         total = p.sum(dim=1, keepdim=True)  # (N, 1)
-        zt = z.gather(1, target.unsqueeze(1))  # (N, 1)
         lse = (total.log() + m).squeeze(1)  # (N,)
-        loss = lse - zt.squeeze(1)
-        if eps > 0:
-            loss = loss + eps * (zt.squeeze(1) - z.mean(dim=1))
+        loss = lse - zt
+        if smooth is not None:
+            loss = loss + smooth
         return loss.masked_fill(~keep, 0.0), (p, total, lse)
 
     def lse(self, state):
@@ -91,7 +99,7 @@ class SoftmaxRows(RowLoss):
         eps = self.label_smoothing
         w = row_weight.to(p.dtype).unsqueeze(1)  # (N, 1)
         on_p = w if lse_weight is None else w + lse_weight.to(p.dtype).unsqueeze(1)  # (N, 1) weight of softmax
-        p.div_(total).mul_(on_p)
+        p.mul_(on_p / total)
         if eps > 0:
             p.sub_(eps / p.shape[1] * w)
         return p.scatter_add_(1, target.unsqueeze(1), -(1.0 - eps) * w)

@@ -126,6 +126,11 @@ class SparseRows(RowLoss):
             loss = loss + eps * (zt - mean)
         return loss.masked_fill(~keep, 0.0), (values, index, lse, zt, added, size)
 
+    def scratch_rows(self, logits, target, keep):
+        """:meth:`rows`, with ``logits`` kept in the state as the buffer :meth:`grad` writes the gradient into."""
+        loss, state = self.rows(logits, target, keep)
+        return loss, (*state, logits)
+
     def lse(self, state):
         """logsumexp over the support S the loss normalises over: Ω_k, or Ω_k ∪ {t} with ``target_in_support``."""
         return state[2]
@@ -133,13 +138,16 @@ class SparseRows(RowLoss):
     def grad(self, state, target, row_weight, shape, dtype, lse_weight=None):
         """A ``shape`` = (N, C) tensor of ``dtype``: k(+1) nonzeros a row, or C with
         ``smoothing_over="all"`` and ε > 0; ``lse_weight`` v adds v·softmax over S."""
-        values, index, lse, zt, added, size = state
+        values, index, lse, zt, added, size, *scratch = state  # scratch: the logits from scratch_rows
         eps = self.label_smoothing
         w = row_weight.to(lse.dtype)  # (N,), 0 at ignored rows
         on_p = w if lse_weight is None else w + lse_weight.to(lse.dtype)  # (N,) weight of softmax over S
         on_support = eps / size if self.smoothing_over == "support" else torch.zeros_like(size)  # (N,) −ε/|M| on S
         top = torch.exp(values - lse.unsqueeze(1)).mul_(on_p.unsqueeze(1)).sub_((on_support * w).unsqueeze(1))  # (N, k)
-        grad = torch.zeros(shape, dtype=dtype, device=values.device)
+        if scratch and scratch[0].shape == shape and scratch[0].dtype == dtype:
+            grad = scratch[0].zero_()
+        else:
+            grad = torch.zeros(shape, dtype=dtype, device=values.device)
         if self.smoothing_over == "all" and eps > 0:
             grad -= (eps / shape[1] * w).to(dtype).unsqueeze(1)
         grad.scatter_add_(1, index, top.to(dtype))

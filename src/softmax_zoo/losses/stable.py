@@ -60,17 +60,25 @@ class StableRows(RowLoss):
         Returns:
             loss (N,), and the state (E (N, C), S (N,), a (N,), z_t (N,)) that :meth:`grad` takes.
         """
-        z = z.to(compute_dtype(z.dtype))  # (N, C), the logits themselves for float32/64
+        return self._rows(z.to(compute_dtype(z.dtype)), target, keep, in_place=False)
+
+    def scratch_rows(self, z, target, keep):
+        """:meth:`rows` with E written over z (the chunked path's buffer)."""
+        return self._rows(z.to(compute_dtype(z.dtype)), target, keep, in_place=True)
+
+    def _rows(self, z, target, keep, in_place: bool):
+        """z (N, C) in the compute dtype, the logits themselves for float32/64 unless ``in_place``."""
         m = z.amax(dim=1, keepdim=True)  # (N, 1)
         m = m.masked_fill(m == float("-inf"), 0.0)  # all-(−inf) rows: exp(−inf − 0) = 0, not nan
-        e = torch.sub(z, m).exp_()  # (N, C)
+        zt = z.gather(1, target.unsqueeze(1)).squeeze(1)  # (N,)
+        mean = z.mean(dim=1) if self.label_smoothing > 0 else None  # (N,), read before z is overwritten
+        e = (z.sub_(m) if in_place else torch.sub(z, m)).exp_()  # (N, C)
         e.scatter_(1, target.unsqueeze(1), 0.0)
         total = e.sum(dim=1)  # (N,) Σ_{j≠t} exp(z_j − m)
-        zt = z.gather(1, target.unsqueeze(1)).squeeze(1)  # (N,)
         a = total.log() + m.squeeze(1) - zt  # logsumexp_{j≠t}(z_j) − z_t, −inf if no other class
         loss = F.softplus(a)
-        if self.label_smoothing > 0:
-            loss = loss + self.label_smoothing * (zt - z.mean(dim=1))
+        if mean is not None:
+            loss = loss + self.label_smoothing * (zt - mean)
         return loss.masked_fill(~keep, 0.0), (e, total, a, zt)
 
     def grad(self, state, target, row_weight, shape, dtype, lse_weight=None):
@@ -83,7 +91,7 @@ class StableRows(RowLoss):
         on_p = w if lse_weight is None else w + lse_weight
         # σ(a)·(w + v) / S; rows with S = 0 (no other class, or all underflowed) have σ(a) = 0.
         coef = torch.where(total > 0, sig * on_p / total, torch.zeros_like(sig))
-        grad = torch.mul(e, coef.unsqueeze(1))  # (N, C) σ(a)·softmax_{j≠t}, 0 at the target
+        grad = e.mul_(coef.unsqueeze(1))  # (N, C) σ(a)·softmax_{j≠t}, 0 at the target, over E
         if eps > 0:
             grad.sub_((eps / num_classes) * w.unsqueeze(1))
         target_grad = -sig * w + (eps - eps / num_classes) * w  # (N,)

@@ -198,6 +198,10 @@ class ShardRows:
         keep = check_target_range(target, self.num_classes, ignore_index)
         return self.reduced(logits, target.long().masked_fill(~keep, 0), keep, reduction)
 
+    def scratch_rows(self, z, target, keep):
+        """The shard's own :meth:`rows`: the variants' in-place ``scratch_rows`` normalise over one rank only."""
+        return self.rows(z, target, keep)
+
     def global_log_softmax(self, z: torch.Tensor) -> torch.Tensor:
         """This rank's columns (N, C_r) of the log-softmax over all C classes, in the compute dtype."""
         z = z.to(compute_dtype(z.dtype))
