@@ -43,12 +43,12 @@ reproduce-kernel-bias: setup $(LM_DATA)/ptb/meta.json  ## Blanc & Rendle bias vs
 	$(BIN)/python -m softmax_zoo.train -m experiment=kernel_bias_sampled scale=$(LM_SCALE) seed=$(LM_SEEDS) $(LM_ARGS)
 	$(BIN)/python -m softmax_zoo.reports kernel_bias results_dir=$(call results_for,$(LM_SCALE))
 
-# The paper's setting (no output bias, plain SGD, 1,200 steps, uniform m up to 2,048): 12 runs, resumable
+# A paper-like setting, ours (no output bias, plain SGD, 1,200 steps, uniform m up to 2,048): 12 runs, resumable
 # (rerun the same command; the kernel runs take most of the time). Then the
 # sampler diagnostic on the full-softmax run's checkpoints (init, 400, 1,200 steps).
 # The full-softmax run's checkpoints folder, as the configs name it (python -m softmax_zoo.config).
 KB_PAPER_CKPT = $(shell $(BIN)/python -m softmax_zoo.config output_dir experiment=kernel_bias_paper_full scale=$(LM_SCALE) seed=0)
-reproduce-kernel-bias-paper: setup $(LM_DATA)/ptb/meta.json  ## Blanc & Rendle bias vs m in the paper's setting -> results/kernel_bias.md
+reproduce-kernel-bias-paper: setup $(LM_DATA)/ptb/meta.json  ## Blanc & Rendle bias vs m in a paper-like setting (ours) -> results/kernel_bias.md
 	$(BIN)/python -m softmax_zoo.studies.kernel_bias_paper scale=$(LM_SCALE) $(LM_ARGS)
 	for c in init $(KB_PAPER_CKPT)/checkpoint-400 $(KB_PAPER_CKPT)/checkpoint-1200; do \
 	  $(BIN)/python -m softmax_zoo.studies.sampler_bias $$c experiment=kernel_bias_paper_full scale=$(LM_SCALE) \

@@ -2,44 +2,80 @@
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 from ._kernel_bias_claims import SAMPLERS
-from ._pages import line_plot, pyplot
+from ._pages import line_plot, pyplot, save_figure
 from ._stats import mean
+
+# One look per sampler, so that two samplers with the same losses stay apart: marker, line style, and a small
+# shift along the log-m axis (a factor of 2**shift), centred on the true m.
+STYLES = {"uniform": ("o", ":"), "unigram": ("s", "-."), "quadratic": ("^", "--"), "quadratic_centred": ("v", "-"),
+          "softmax": ("D", (0, (5, 1, 1, 1)))}
+SHIFT = 0.1  # octaves between neighbouring samplers' points
+COLOURS = {"uniform": "Blues", "unigram": "Purples", "quadratic": "Oranges", "quadratic_centred": "Greens", "softmax": "Greys"}
+
+
+def label(name: str) -> str:
+    return f"sampled, {name}{' (ours)' if name == 'quadratic_centred' else ''}"
 
 
 def plot(full: list[float], grid: dict[str, dict[int, list[float]]], path: Path, title: str) -> None:
-    """Each sampler's final full-softmax validation loss (mean over seeds) against m, the full softmax's as a line."""
-    with line_plot(path, xlabel="negatives per row m (log scale)", ylabel="final validation loss, full softmax (nats/token)",
+    """Each sampler's final full-softmax validation loss (mean over seeds) against m, the full softmax's as a line.
+
+    Each sampler has its own marker and line style and is shifted by a few hundredths of an octave along m,
+    so that samplers with equal losses (the quadratic and the centred kernel) do not hide each other.
+    """
+    names = [s for s in SAMPLERS if s in grid]
+    with line_plot(path, xlabel="negatives per row m (log scale; samplers shifted slightly apart)",
+                   ylabel="final validation loss, full softmax (nats/token)",
                    title=f"Penn Treebank: bias of sampled softmax vs m\n{title}") as ax:
-        for name in [s for s in SAMPLERS if s in grid]:
+        for i, name in enumerate(names):
             ms = sorted(grid[name])
-            ax.plot(ms, [mean(grid[name][m]) for m in ms], marker="o", label=f"sampled, {name}")
+            shift = 2 ** (SHIFT * (i - (len(names) - 1) / 2))
+            marker, style = STYLES.get(name, ("o", "-"))
+            ax.plot([m * shift for m in ms], [mean(grid[name][m]) for m in ms], marker=marker, linestyle=style, markersize=7,
+                    markerfacecolor="none" if name == "quadratic_centred" else None, label=label(name),
+                    linewidth=2.2 if name == "quadratic" else 1.2, zorder=4 if name == "quadratic" else 3)
         ax.axhline(mean(full), color="black", linestyle="--", label="full softmax")
         ax.set_xscale("log", base=2)
 
 
 def curves_plot(curves: list[tuple[str | None, int, list[tuple[int, float]]]], sizes: list[int], path: Path, title: str) -> None:
-    """Validation perplexity on the curve's validation prefix against step, one line per run (``curves``: sampler, m, points;
-    ``sizes``: the prefixes' lengths in tokens).
+    """Validation perplexity on the curve's validation prefix against step: one panel per sampler, in it one line per
+    m, the mean over seeds (thin lines: the seeds), darker for larger m; the full softmax's mean in every panel.
 
-    The full softmax is drawn last and thickest, so the sampled runs that reach it do not hide it.
+    ``curves``: per run (sampler, None for the full softmax; m; (step, perplexity) points); ``sizes``: the prefixes'
+    lengths in tokens.
     """
-    runs = [(SAMPLERS.index(name) if name in SAMPLERS else -1, m, name, curve) for name, m, curve in curves]
-    styles = {"uniform": ":", "unigram": "-.", "quadratic": "--", "quadratic_centred": "-", "softmax": "-"}
+    def mean_curve(runs: list[list[tuple[int, float]]]) -> tuple[list[int], list[float]]:
+        steps = sorted(set.intersection(*({s for s, _ in c[1:] or c} for c in runs)))  # step 0 would squash the scale
+        at = [dict(c) for c in runs]
+        return steps, [math.exp(mean([math.log(a[s]) for a in at])) for s in steps]  # geometric mean over seeds
+
+    by: dict[tuple[str | None, int], list[list[tuple[int, float]]]] = {}
+    for name, m, curve in curves:
+        by.setdefault((name, m), []).append(curve)
+    names = [s for s in SAMPLERS if any(n == s for n, _ in by)] + sorted({n for n, _ in by if n not in SAMPLERS and n is not None})
+    full = [c for (n, _), cs in by.items() if n is None for c in cs]
     on = f"first {sizes[0]:,} validation tokens" if len(sizes) == 1 else "a validation prefix"
-    colours = {"uniform": "Blues", "unigram": "Purples", "quadratic": "Oranges", "quadratic_centred": "Greens", "softmax": "Greys"}
-    ms = {name: sorted({m for _, m, n, _ in runs if n == name}) for _, _, name, _ in runs}
-    cmap = pyplot().get_cmap
-    with line_plot(path, xlabel="optimiser step", ylabel=f"validation perplexity\n({on}, log scale)",
-                   title=f"Penn Treebank: training curves\n{title}", legend_outside=True) as ax:
-        for rank, m, name, curve in sorted(runs, key=lambda x: (x[2] is None, x[0], x[1])):
-            xs, ys = zip(*curve[1:] or curve)  # step 0 (the initialisation, ~n classes) would squash the scale
-            if name is None:
-                ax.plot(xs, ys, color="black", linestyle="--", linewidth=2.2, label="full softmax", zorder=5)
-                continue
-            shade = 0.45 + 0.5 * ms[name].index(m) / max(1, len(ms[name]) - 1)  # darker = larger m
-            ax.plot(xs, ys, linestyle=styles.get(name, "-"), color=cmap(colours.get(name, "Greys"))(shade), marker=".",
-                    label=f"{name}{' (ours)' if name == 'quadratic_centred' else ''}, m={m}")
-        ax.set_yscale("log")
+    fig, axes = pyplot().subplots(1, len(names), figsize=(3.4 * len(names), 4.8), sharey=True, squeeze=False)
+    for ax, name in zip(axes[0], names):
+        ms = sorted(m for n, m in by if n == name)
+        cmap = pyplot().get_cmap(COLOURS.get(name, "Greys"))
+        for m in ms:
+            colour = cmap(0.45 + 0.5 * ms.index(m) / max(1, len(ms) - 1))  # darker = larger m
+            for curve in by[name, m]:
+                xs, ys = zip(*(curve[1:] or curve))
+                ax.plot(xs, ys, color=colour, linewidth=0.6, alpha=0.45)
+            ax.plot(*mean_curve(by[name, m]), color=colour, linewidth=1.8, label=f"m={m} (n={len(by[name, m])})")
+        if full:
+            ax.plot(*mean_curve(full), color="black", linestyle="--", linewidth=1.8, label="full softmax")
+        ax.set(title=label(name).removeprefix("sampled, "), xlabel="optimiser step", yscale="log")
+        ax.grid(True, which="both", alpha=0.3)
+        ax.legend(fontsize=7, title="n seeds: mean (thick), each seed (thin)", title_fontsize=7, loc="upper center",
+                  bbox_to_anchor=(0.5, -0.2), ncol=2)
+    axes[0][0].set_ylabel(f"validation perplexity\n({on}, log scale)")
+    fig.suptitle(f"Penn Treebank: training curves by sampler\n{title}")
+    save_figure(fig, path)

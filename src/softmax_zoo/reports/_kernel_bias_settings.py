@@ -13,7 +13,7 @@ from ._render import words
 from ._settings import NOT_STATED, Records, Setting, joined, seeds
 from ._verdicts import MIN_SEEDS
 
-# The full-softmax learning rates compared for the paper setting's plain SGD (300 steps each); no record keeps
+# The full-softmax learning rates compared for the paper-like setting's plain SGD (ours; 300 steps each); no record keeps
 # them. The chosen rate, 20, is the grid's largest: a larger rate was not tried.
 SGD_RATE_GRID = (1, 10, 20)
 

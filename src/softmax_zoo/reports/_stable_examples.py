@@ -11,6 +11,8 @@ arithmetic, which the row names.
   :func:`stable_kd_loss` (both exactly 0 in the paper).
 * Equivalence: the stable CE's loss and gradient on float32 logits against the float64 computation
   on the same logits, beside the standard float32 CE's.
+* KD equivalence: the package's :func:`stable_kd_loss` against the reference T²·KL(p‖q) (``F.kl_div``
+  with autograd), both in float64, on random teacher and student logits that differ.
 """
 
 from __future__ import annotations
@@ -28,6 +30,9 @@ KD_TEACHER = (2.0, 1.0, 0.0)  # the paper's second example: student logits = tea
 EQUIVALENCE_SCALES = (1.0, 10.0, 30.0, 100.0)  # logit standard deviations: from a soft softmax to a saturated one
 EQUIVALENCE_SHAPE = (512, 16)  # rows x classes per scale
 EQUIVALENCE_INPUTS_SEED = 0  # the generator of the equivalence check's logits (inputs, not a training seed)
+KD_SHAPE = (256, 32)  # rows x classes of the KD equivalence check, per scale and temperature
+KD_TEMPERATURES = (1.0, 4.0)
+KD_TOLERANCE = 1e-12  # ours: "equivalent" in float64 = every relative loss and absolute gradient error below this
 EQUIVALENT_ULPS = 8  # ours: "equivalent" = max abs gradient error within 8 float32 ulps of 1 (|∂L/∂z| <= 1)
 
 
@@ -98,9 +103,38 @@ def equivalence() -> dict[str, dict[str, float]]:
     return out
 
 
+def kd_equivalence() -> dict[tuple[float, float], dict[str, float]]:
+    """(logit scale, temperature) -> max errors of :func:`stable_kd_loss` against the reference KD on non-identical
+    float64 logits: relative loss, absolute student and teacher gradient (inf or nan where the stable form overflows).
+
+    Teacher and student logits are drawn independently (N(0, scale²) each), so p and q differ in every row.
+    """
+    g = torch.Generator().manual_seed(EQUIVALENCE_INPUTS_SEED)
+    out = {}
+    for scale in EQUIVALENCE_SCALES:
+        for temperature in KD_TEMPERATURES:
+            student, teacher = (torch.randn(*KD_SHAPE, generator=g, dtype=torch.float64) * scale for _ in range(2))  # (N, C)
+            runs = []
+            for loss in (stable_kd_loss, reference_kd):
+                s, t = student.clone().requires_grad_(), teacher.clone().requires_grad_()
+                value = loss(s, t, temperature=temperature)
+                value.backward()
+                runs.append((float(value.detach()), s.grad, t.grad))
+            (v, gs, gt), (rv, rgs, rgt) = runs
+            out[scale, temperature] = {"loss rel": abs(v - rv) / abs(rv), "student grad abs": float((gs - rgs).abs().max()),
+                                       "teacher grad abs": float((gt - rgt).abs().max())}
+    return out
+
+
+def reference_kd(student: torch.Tensor, teacher: torch.Tensor, *, temperature: float) -> torch.Tensor:
+    """T²·KL(softmax(z_T/T) ‖ softmax(z_S/T)), mean over rows, by ``F.kl_div`` (autograd for the gradients)."""
+    log_q, log_p = F.log_softmax(student / temperature, -1), F.log_softmax(teacher / temperature, -1)
+    return temperature**2 * F.kl_div(log_q, log_p, log_target=True, reduction="batchmean")
+
+
 def examples() -> list[dict[str, Any]]:
     """The claims rows of the two minimal examples and of the equivalence check, as data."""
-    c, k, e = collapse_example(), cancellation_example(), equivalence()
+    c, k, e, kd = collapse_example(), cancellation_example(), equivalence(), kd_equivalence()
     bound = EQUIVALENT_ULPS * torch.finfo(torch.float32).eps
     return [
         {"id": "stable-example-collapse", "grads": c, "paper": PAPER_COLLAPSE, "where": where(),
@@ -110,4 +144,7 @@ def examples() -> list[dict[str, Any]]:
         {"id": "stable-equivalence", "errors": e, "where": where(), "bound": bound, "ulps": EQUIVALENT_ULPS,
          "shape": EQUIVALENCE_SHAPE, "scales": EQUIVALENCE_SCALES, "seed": EQUIVALENCE_INPUTS_SEED,
          "within": e["stable"]["grad abs"] <= bound},
+        {"id": "stable-kd-equivalence", "errors": kd, "where": where().replace("float32", "float64"), "tolerance": KD_TOLERANCE,
+         "shape": KD_SHAPE, "scales": EQUIVALENCE_SCALES, "temperatures": KD_TEMPERATURES, "seed": EQUIVALENCE_INPUTS_SEED,
+         "off": [f"scale {scale:g}, T={t:g}" for (scale, t), e in kd.items() if not max(e.values()) <= KD_TOLERANCE]},
     ]

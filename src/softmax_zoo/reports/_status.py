@@ -30,7 +30,7 @@ HEADLINES = {
     "sparse_regime": ("sparse_regime", "sparse-regime-trend-k20"),
     "lm1b": ("lm1b", "lm1b-adaptive-speed-ppl"),
     "kernel_bias": ("kernel_bias", "kernel-bias-10-100x"),
-    "kernel_bias_paper": ("kernel_bias", "kernel-bias-10-100x-paper-setting"),
+    "kernel_bias_paper": ("kernel_bias", "kernel-bias-10-100x-paper-like"),
     "stable": ("stable", "stable-collapse"),
     "stable_kd_ptb": ("stable", "stable-kd-ptb"),
 }

@@ -251,16 +251,17 @@ def trend_verdict(trend: LinearTrend, seeds_per_point: Sequence[int], direction:
     return by_interval(low, high, direction, span)
 
 
-def equivalence_verdict(eq: Equivalence, label: str, *, digits: int = 2) -> Verdict:
+def equivalence_verdict(eq: Equivalence, label: str, span: str | None = None, *, digits: int = 2) -> Verdict:
     """The verdict on a "close" / "comparable" claim, |Δ| < margin, from :func:`._stats.equivalence` (TOST).
 
     Supported when equivalent (the 1 − 2α interval inside ±margin), contradicts when the 1 − α interval
     lies outside it, else inconclusive; below :data:`MIN_SEEDS` seeds no verdict. The text gives the
     interval, the margin and its source, and the test, e.g. "supported (seeds 0, 1, 2): Δ +0.10 [-0.20,
-    +0.40], 90% interval inside ±1.00 (margin: our choice), TOST at α=0.05 on paired t over seeds (n=3)".
+    +0.40], 90% interval inside ±1.00 (margin: our choice), TOST at α=0.05 on paired t over seeds (n=3)"; ``span``
+    replaces that description of Δ, its interval and the margin (a page that words it in its own unit).
     """
     (low, high), f = eq.tost_interval, f"+.{digits}f"
-    where = (f"Δ {eq.delta:{f}} [{low:{f}}, {high:{f}}], {100 * (1 - 2 * eq.alpha):g}% interval against ±{eq.margin:.{digits}f} "
+    where = span or (f"Δ {eq.delta:{f}} [{low:{f}}, {high:{f}}], {100 * (1 - 2 * eq.alpha):g}% interval against ±{eq.margin:.{digits}f} "
              f"(margin: {eq.margin_source}), {eq.method}")
     if isinstance(eq.verdict, VerdictKind):  # too few seeds
         return Verdict(eq.verdict, f"{eq.verdict.value} ({label}): {where}")

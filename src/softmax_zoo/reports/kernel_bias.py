@@ -1,8 +1,8 @@
 """Blanc & Rendle 2018's bias study on Penn Treebank: results/kernel_bias.md, .png and claims.
 
 Two settings, each a set of records: ``experiment_name=kernel_bias`` (``make reproduce-kernel-bias``:
-Adagrad, an output bias, 400 steps) and ``kernel_bias_paper`` (``make reproduce-kernel-bias-paper``:
-no output bias, plain SGD, 1,200 steps with validation curves). In each, the same LSTM is trained
+Adagrad, an output bias, 400 steps) and ``kernel_bias_paper`` (``make reproduce-kernel-bias-paper``,
+a paper-like setting of ours: no output bias, plain SGD, 1,200 steps with validation curves). In each, the same LSTM is trained
 for the same steps and seeds with the sampled head for each sampler x m, and once with the full
 softmax. The quantity compared is the final *full-softmax* validation loss (nats per
 token; evaluation of a sampled head is the full softmax of its weights) and its gap to the
@@ -31,6 +31,7 @@ from ._kernel_bias_claims import (
     DIAGNOSTICS,
     EXPERIMENT,
     KERNELS,
+    PAPER_LIKE_ID,
     PAPER_SETTING,
     SAMPLERS,
     collect,
@@ -49,7 +50,7 @@ from ._stats import mean, seeds_label
 from ._verdicts import no_interval_verdict, not_tested
 
 TITLES = {EXPERIMENT: "Our setting: Adagrad, an output bias, 400 steps",  # each setting's section and figure title
-          PAPER_SETTING: "The paper's setting: no output bias, plain SGD, 1,200 steps"}
+          PAPER_SETTING: "A paper-like setting (ours): no output bias, plain SGD, 1,200 steps"}
 FEWER_SAMPLES = 10.0  # the paper: one to two orders of magnitude (10-100x) fewer samples than uniform
 Grid = dict[str, dict[int, list[float]]]  # sampler -> m -> final validation losses over seeds
 
@@ -98,7 +99,7 @@ def setting(results_dir: str | Path, experiment: str, records: list[dict[str, An
             "folder": shown_path(folder), "n_records": len(records), "complete": bool(full and grid)}
     if not data["complete"]:
         return data
-    suffix = "-paper-setting" if data["paper_setting"] else ""
+    suffix = PAPER_LIKE_ID if data["paper_setting"] else ""
     findings = [finding(full, grid, k, records) | {"id": f"kernel-bias-{'10-100x' if k == 'quadratic' else 'centred'}{suffix}",
                                                    "paper_setting": data["paper_setting"], "source": EXPERIMENT}
                 for k in KERNELS if k in grid]
@@ -144,7 +145,7 @@ def summarise(results_dir: str | Path = "results") -> dict[str, Any]:
     """The page's data: the settings, per setting its section, the review's rows, the ledger rows."""
     runs = runs_dir(results_dir)
     found = {e: load_records(runs, e) for e in TITLES}
-    found = {e: records for e, records in found.items() if records or e == EXPERIMENT}  # the paper setting's are optional
+    found = {e: records for e, records in found.items() if records or e == EXPERIMENT}  # the paper-like setting's are optional
     sections = [setting(results_dir, e, records) for e, records in found.items()]
     findings = [f for s in sections if s["complete"] for f in s["findings"]]
     reviewed = [row for e, records in found.items() for row in review_claims(records, e)]

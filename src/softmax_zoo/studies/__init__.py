@@ -4,7 +4,7 @@ Modules::
 
     stable              softmax collapse and cancellation measured in training (-> reports.stable)
     lm_speed            training-step speed of the lm1b heads, side by side in one process
-    kernel_bias_paper   Blanc & Rendle 2018's bias study in the paper's setting, chained and resumable
+    kernel_bias_paper   Blanc & Rendle 2018's bias study in a paper-like setting (ours), chained and resumable
     sparse_regime       the sparse-softmax regime study's runs, chained and resumable
     seeds               paired arms over training seeds, seed by seed, chained and resumable
     sampler_bias        a sampled softmax's bias at a fixed language-model checkpoint, no training

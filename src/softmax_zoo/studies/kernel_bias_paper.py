@@ -1,4 +1,4 @@
-"""Blanc & Rendle 2018's bias study in the paper's setting, chained and resumable
+"""Blanc & Rendle 2018's bias study in a paper-like setting (ours), chained and resumable
 (``make reproduce-kernel-bias-paper``).
 
 The setting (configs/experiment/kernel_bias_paper_sampled.yaml says why): a dot-product output layer
