@@ -165,10 +165,10 @@ def test_table5_rows_keep_the_degenerate_caveat_and_count_their_records_made_wit
     table5.build(tmp_path)
     row = read_claims(tmp_path / "claims.md")["table5_cpu_beam1_rouge1"]
     assert row["verdict"].startswith("contradicts (seeds 0, 1, 2)")
-    assert ("; over half of the sparse arm's outputs at beam 1 are degenerate (60%): the models are undertrained and the "
+    assert ("; over half of the sparse arm's outputs at beam 1 are degenerate (60.0%): the models are undertrained and the "
             "deltas say little") in row["verdict"]
     assert "rests on 4 of 6 records made with uncommitted changes (src/x.py; changed files not recorded)" in row["verdict"]
-    assert "degenerate outputs at beam 1 softmax 0%, sparse 60%" in row["ours"]
+    assert "degenerate outputs at beam 1 softmax 0.0%, sparse 60.0%" in row["ours"]
     text = (tmp_path / "table5.md").read_text()
     assert "4 of 6 records made with uncommitted changes" in text and "each row rests on 4 of 6 records" in text
 
