@@ -13,7 +13,7 @@ from softmax_zoo import config, records, reports
 from softmax_zoo.markdown import markdown_table
 from softmax_zoo.records import REPO_ROOT as REPO
 from softmax_zoo.reports import __main__ as cli
-from softmax_zoo.reports._pages import provenance, read_claims, update_claims
+from softmax_zoo.reports._pages import commits, dirty_note, file_commit, provenance, read_claims, update_claims
 from softmax_zoo.reports._stats import format_mean_ci, mean_ci, paired_bootstrap
 
 
@@ -124,8 +124,29 @@ def test_cli_dispatches_to_a_report(tmp_path, monkeypatch, capsys):
 def test_provenance_names_the_command_and_commits():
     recs = [{"git": {"commit": "abcdef123", "dirty": False}}, {"git": {"commit": "abcdef123", "dirty": True}}]
     line = provenance("fig2", recs)
-    assert line == ("Made by `python -m softmax_zoo.reports fig2` from 2 run records; "
-                    "records from commit abcdef1 (2 runs, 1 with uncommitted changes).\n")
+    assert line == ("Made by `python -m softmax_zoo.reports fig2` from 2 run records; records from commit abcdef1 (2 runs, "
+                    "1 with uncommitted changes: changed files not recorded); 1 of 2 records made with uncommitted changes.\n")
+
+
+def test_commits_name_the_changed_files_each_dirty_record_lists():
+    recs = [{"created": "1", "git": {"commit": "aaaaaaa1", "dirty": True, "dirty_paths": ["src/b.py", "configs/a.yaml"],
+                                     "dirty_paths_more": 2}},
+            {"created": "2", "git": {"commit": "aaaaaaa1", "dirty": True, "dirty_paths": ["src/b.py"], "dirty_paths_more": 0}},
+            {"created": "3", "git": {"commit": "bbbbbbb2", "dirty": False, "dirty_paths": []}},
+            {"created": "4", "git": {"commit": None}}]
+    assert commits(recs) == ("commits aaaaaaa (2 runs, 2 with uncommitted changes: configs/a.yaml, src/b.py, and 2 more), "
+                             "bbbbbbb (1 run), unknown (1 run); 2 of 4 records made with uncommitted changes")
+    assert commits(recs[2:3]) == "commit bbbbbbb (1 run); none of 1 record made with uncommitted changes"
+    assert dirty_note(recs[2:3]) == ""
+    assert dirty_note(recs[:3]) == ("rests on 2 of 3 records made with uncommitted changes "
+                                    "(configs/a.yaml, src/b.py, and 2 more)")
+
+
+def test_a_measurement_file_names_its_commit_or_says_it_has_none():
+    assert file_commit({"rows": []}) == "commit not recorded"
+    assert file_commit({"git": {"commit": "abcdef123", "dirty": False, "dirty_paths": []}}) == "commit abcdef1"
+    assert file_commit({"git": {"commit": "abcdef123", "dirty": True, "dirty_paths": ["src/a.py"]}}) == (
+        "commit abcdef1, with uncommitted changes: src/a.py")
 
 
 def test_atomic_write_leaves_the_old_file_when_the_writer_fails(tmp_path):

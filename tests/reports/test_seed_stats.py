@@ -85,6 +85,7 @@ def test_custom_bootstrap_and_sorted_seeds():
     d = paired_seed_deltas(scores, bootstrap=corpus)
     assert d.seeds == (0, 2) and d.deltas == (30.0, 12.0) and d.n_items == (5, 4) and len(calls) == 2
     assert d.item_intervals == ((29.0, 31.0), (11.0, 13.0)) and d.item_half_width == 1.0
+    assert d.item_se == pytest.approx(1.0 / 1.959964, rel=1e-6)  # one standard deviation, as the between-seed SD
 
 
 def test_student_t_against_scipy():

@@ -23,7 +23,7 @@ def test_rows_count_runs_scales_and_seeds_and_take_the_headline_verdict(tmp_path
     for seed in (2, 0):
         records.write_record({"experiment": "table5", "run_name": f"r{seed}", "seed": seed,
                               "config": {"scale": {"name": "cpu"}}}, tmp_path / "runs")
-    update_claims([{"id": "table5_cpu_beam1_rouge1", "claim": "c", "paper": "+0.67", "ours": "o",
+    update_claims([{"id": "table5_cpu+init_beam1_rouge1", "claim": "c", "paper": "+0.67", "ours": "o",
                     "verdict": "inconclusive (seeds 0, 2): Δ +0.1 [-1.0, +1.2]; a caveat", "source": "table5"}],
                   tmp_path / "claims.md")
     (row,) = summarise(tmp_path)

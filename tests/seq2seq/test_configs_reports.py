@@ -98,11 +98,16 @@ def test_paper_verdict_uses_the_vocabulary():
 N_ITEMS = 40
 
 
-def table5_records(runs, shifts: dict[int, float], lone: dict[int, str] = {}) -> None:
-    """Records and predictions of table5 at scale=cpu: per seed, sparse = softmax + shifts[seed] on every item (plus noise)."""
+def table5_records(runs, shifts: dict[int, float], lone: dict[int, str] = {}, stutter: float = 0.0,
+                   dirty: dict[int, dict] = {}) -> None:
+    """Records and predictions of table5 at scale=cpu, a fresh LM head (the cold-start ablation): per seed, sparse =
+    softmax + shifts[seed] on every item (plus noise); the first ``stutter`` share of the sparse arm's outputs are
+    degenerate; ``dirty``: seed -> both its records' ``git`` (else a clean commit)."""
     def write(loss: str, seed: int, scores: np.ndarray) -> None:
         name = f"gigaword_{loss}_cpu_seed{seed}"
-        rows = [{"reference": f"ref {i}", **{f"beam{b}": {"prediction": "a b c", "rouge1": s, "rouge2": s / 2, "rougeL": s}
+        bad = int(stutter * N_ITEMS) if loss == SPARSE else 0
+        rows = [{"reference": f"ref {i}", **{f"beam{b}": {"prediction": "a a a" if i < bad else "a b c", "rouge1": s,
+                                                          "rouge2": s / 2, "rougeL": s}
                                               for b in (1, 5)}} for i, s in enumerate(scores.tolist())]
         metrics = {f"test/{m}_beam{b}": float(np.mean([r[f"beam{b}"][m] for r in rows]))
                    for m in ("rouge1", "rouge2", "rougeL") for b in (1, 5)}
@@ -111,7 +116,8 @@ def table5_records(runs, shifts: dict[int, float], lone: dict[int, str] = {}) ->
             "experiment": "table5", "run_name": name, "seed": seed, "choices": {"loss": loss}, "metrics": metrics,
             "config": {"scale": {"name": "cpu"}, "init_from": None, "task": {"decode": {"beams": [1, 5]}},
                        "model": {"name": "tiny", "checkpoint": None}},
-            "task_info": {"sizes": {"train": 100}}, "timing": {"global_steps": 10},
+            "task_info": {"sizes": {"train": 100}, "fresh_weights": True}, "timing": {"global_steps": 10},
+            "git": dirty.get(seed, {"commit": "abc1234", "dirty": False, "dirty_paths": []}),
         }, runs)
         records.write_predictions(rows, runs, "table5", name, "test")
 
@@ -142,13 +148,37 @@ def test_table5_page_verdicts_over_seeds(tmp_path, shifts, lone, kind, seeds):
         assert f"({seeds})" in row["ours"] and "smallest Δ one run per arm detects" in row["ours"]
     assert all(r["verdict"] == "not tested: needs scale=paper" for cid, r in claims.items() if cid.startswith("table5_paper_"))
     text = (tmp_path / "table5.md").read_text()
-    assert f"## scale=cpu: paired {seeds}" in text and "Student-t interval over seeds" in text
+    assert f"## scale=cpu (the cold-start ablation, a fresh LM head): paired {seeds}" in text and "Student-t interval over seeds" in text
     assert ("(seed 3: softmax arm only, left out)" in text) == bool(lone)
     n = len(shifts)
     table_rows = [line for line in text.splitlines() if line.startswith("| 1 | rouge1 |")]
     assert len(table_rows) == 1 and table_rows[0].count(f"(n={n})") >= 4  # every cell of numbers names its seed count
     if n >= 2:
         assert "between-seed SD" in rows[0]["ours"] and "item-bootstrap half-width" in rows[0]["ours"]
+    assert all("cold-start ablation; regime: targets in Ω_k not measured" in r["ours"] for r in rows)
+    assert all("degenerate outputs at beam" in r["ours"] and "uncommitted" not in r["verdict"] for r in rows)
+
+
+def test_table5_rows_keep_the_degenerate_caveat_and_count_their_records_made_with_changes(tmp_path):
+    table5_records(records.runs_dir(tmp_path), {0: -2.0, 1: -2.5, 2: -1.8}, stutter=0.6,
+                   dirty={0: {"commit": "abc1234", "dirty": True}, 1: {"commit": "abc1234", "dirty": True, "dirty_paths": ["src/x.py"]}})
+    table5.build(tmp_path)
+    row = read_claims(tmp_path / "claims.md")["table5_cpu_beam1_rouge1"]
+    assert row["verdict"].startswith("contradicts (seeds 0, 1, 2)")
+    assert ("; over half of the sparse arm's outputs at beam 1 are degenerate (60.0%): the models are undertrained and the "
+            "deltas say little") in row["verdict"]
+    assert "rests on 4 of 6 records made with uncommitted changes (src/x.py; changed files not recorded)" in row["verdict"]
+    assert "degenerate outputs at beam 1 softmax 0.0%, sparse 60.0%" in row["ours"]
+    text = (tmp_path / "table5.md").read_text()
+    assert "4 of 6 records made with uncommitted changes" in text and "each row rests on 4 of 6 records" in text
+
+
+def test_the_between_seed_sd_is_set_beside_the_item_standard_error(tmp_path):
+    table5_records(records.runs_dir(tmp_path), {0: -2.0, 1: 2.5, 2: -1.8})  # seeds far apart: SD above the item SE
+    table5.build(tmp_path)
+    text = (tmp_path / "table5.md").read_text()
+    assert "between-seed SD of Δ / item standard error" in text
+    assert "The between-seed SD of Δ exceeds the item standard error" in text and "in 4 of the 4 rows with a paper Δ:" in text
 
 
 def test_corpus_bootstrap_identical_and_better_systems():
@@ -192,6 +222,6 @@ def test_init_runs_of_every_seed_form_one_setting_though_each_starts_from_its_ow
 
     records = [rec(loss, seed, init) for loss in ("softmax", "sparse_softmax") for seed in (0, 1) for init in (False, True)]
     pairs = _seq2seq.paired_runs(records)
-    assert list(pairs) == ["cpu", "cpu+init"]
+    assert list(pairs) == ["cpu+init", "cpu"]  # the setting with a trained LM head heads the page
     assert [(a["seed"], b["seed"]) for a, b in pairs["cpu+init"]] == [(0, 0), (1, 1)]
     assert all(a["config"]["init_from"] == b["config"]["init_from"] for a, b in pairs["cpu+init"])

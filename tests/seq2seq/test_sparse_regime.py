@@ -102,7 +102,8 @@ def test_regime_chain_at_smoke_scale_builds_the_page(tmp_path, monkeypatch):
     assert "Grid: start epochs [0, 2], softmax and sparse k in [20, 50], seeds [0, 1]: 13 runs" in text
     assert "- k=20: Δ R-1 " in text and "What the curve says" in text
     row = read_claims(tmp_path / "scratch" / "claims.md")["sparse-regime-gigaword-beam1"]
-    assert row["verdict"].endswith("the paper's regime not tested here (needs scale=paper)") and row["ours"].startswith("k=20: Δ R-1")
+    assert "the paper's regime not tested here (needs scale=paper)" in row["verdict"] and row["ours"].startswith("k=20: Δ R-1")
+    assert "degenerate outputs at beam 1 softmax" in row["ours"]
     assert (tmp_path / "scratch" / "sparse_regime.png").stat().st_size > 0
     rows = page.per_start(pts)
     assert [(r["start"], r["k"], r["delta"].seeds) for r in rows] == [(0, 20, (0, 1)), (0, 50, (0, 1)), (2, 20, (0, 1)), (2, 50, (0, 1))]
@@ -134,9 +135,32 @@ def test_save_steps_takes_epoch_or_a_count():
         trainer.save_flags("daily")
 
 
-def regime_point(start: int, seed: int, delta: float, share: float) -> dict:
+def regime_point(start: int, seed: int, delta: float, share: float, dirty: bool = False) -> dict:
+    def record(arm: str) -> dict:
+        return {"run_name": f"{arm}_e{start}_seed{seed}", "git": {"commit": "abc1234", "dirty": dirty}}
+
     return {"scale": "cpu", "start": start, "seed": seed, "k": 20, "share": share, "share_k": 20, "n": 500,
-            "rouge1": {"delta": delta, "low": delta - 0.5, "high": delta + 0.5}}
+            "rouge1": {"delta": delta, "low": delta - 0.5, "high": delta + 0.5},
+            "degenerate": {"softmax": 0.2, "sparse": 0.6 if start == 4 else 0.1}, "records": [record("softmax"), record("sparse")]}
+
+
+def test_the_claim_carries_the_strongest_starts_degenerate_shares_and_its_records_made_with_changes():
+    pts = [regime_point(1, seed, -1.0, 0.40) for seed in (0, 1, 2)]
+    pts += [regime_point(4, seed, 0.4, 0.50, dirty=seed == 0) for seed in (0, 1, 2)]
+    row = page.headline(pts)
+    assert row["degenerate"] == pytest.approx({"softmax": 0.2, "sparse": 0.6})  # the strongest start's, not the weakest's
+    assert row["dirty"] == "rests on 2 of 6 records made with uncommitted changes (changed files not recorded)"
+    clean = page.headline([regime_point(4, seed, 0.4, 0.50) for seed in (0, 1, 2)])
+    assert clean["dirty"] == ""
+
+
+def test_the_settings_table_says_every_arm_decodes_with_the_full_distribution():
+    from softmax_zoo.reports._seq2seq_settings import seq2seq_settings
+    from softmax_zoo.reports._settings import settings_rows
+
+    record = {"choices": {"loss": "sparse_softmax"}, "config": {"task": {"decode": {"beams": [1], "topk": None}}}}
+    (row,) = [r for r in settings_rows(seq2seq_settings("gigaword", page.STUDY_REASONS), {"arms": [record]}) if r[0] == "decoding mask"]
+    assert row[2] == "the full distribution for every arm" and row[-1].startswith("every arm decodes with the full distribution")
 
 
 @pytest.mark.parametrize("deltas, verdict", [

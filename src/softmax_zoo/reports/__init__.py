@@ -19,8 +19,7 @@ Modules::
     __main__        the command line: ``python -m softmax_zoo.reports <page> [results_dir=DIR] [out=DIR]``
     _pages          what every page shares: folders, Markdown tables, figures, the claims ledger
     _render         the Jinja2 environment over templates/ and its number formats (one filter per format)
-    _compare        the comparison engine: arms, metric, design (paired by item / by seed, unpaired) -> Δ, interval, method;
-                    a margin makes it an equivalence claim (TOST), a Grid of them Holm-adjusted
+    _compare        the comparison engine: arms, metric, design -> Δ, interval, method; margins (TOST), grids (Holm)
     _status         README.md's generated results status table (``python -m softmax_zoo.reports readme``)
     _stats          Student-t intervals over seeds, paired bootstraps over examples, paired t, Welch, TOST, Holm
     _verdicts       the claims ledger's verdict vocabulary
@@ -28,8 +27,7 @@ Modules::
     _sweep          any sweep as a table and a plot (``python -m softmax_zoo.reports sweep ...``)
     _fig2_summary   the fig2 records grouped by task and arm, their per-seed values and curves
     _fig2_claims    the fig2 claims of Sun et al. 2021 and our verdicts on them
-    _fig2_plots     the fig2 figures: micro-F1 and its paired Δ against k, validation micro-F1 per epoch and its
-                    paired Δ, each arm's own loss
+    _fig2_plots     the fig2 figures: micro-F1 and paired Δ against k, validation micro-F1 per epoch, each arm's loss
     _fig2_settings  the classification settings of Sun et al. 2021 beside ours, one column per task
     _settings       a page's table of the paper's stated settings beside ours (read from the records) and why
     _seq2seq_settings  the UniLM fine-tuning settings of Sun et al. 2021's Tables 5 and 3 beside ours

@@ -4,7 +4,8 @@ A page module exposes ``build(results_dir="results", out=None)``: it reads the r
 ``<results_dir>/runs`` and writes its files, and its rows of ``claims.md``, into ``out`` (default
 ``results_dir``), so that a check can rebuild a page beside the committed one and compare. A page names the
 folder it read (:func:`shown_path`), the command that rebuilds it (:func:`page_command`) and the commits its
-records come from (:func:`commits`; :func:`provenance` says all three).
+records come from (:func:`commits`, which also says which records were made with uncommitted changes and which files had
+changed; :func:`provenance` says all three).
 """
 
 from __future__ import annotations
@@ -40,26 +41,71 @@ def page_command(report: str, results_dir: str | Path = DEFAULT_RESULTS) -> str:
     return f"{COMMAND} {report}" + ("" if folder == DEFAULT_RESULTS else f" results_dir={folder}")
 
 
-def commits(records: Sequence[dict[str, Any]]) -> str:
-    """The commits of the code that made ``records``, oldest first, with their runs and how many ran changed code.
+def changed(record: dict[str, Any]) -> bool:
+    """Whether ``record``'s run was made with uncommitted changes: it lists changed files the run is made from
+    (``git.dirty_paths``), or, in a record from before those were kept, any tracked file was changed (``git.dirty``)."""
+    paths = get(record, "git.dirty_paths")
+    return bool(paths) if paths is not None else bool(get(record, "git.dirty"))
 
-    ``"commits 3e2adde (5 runs, 2 with uncommitted changes), 9a7cf16 (1 run)"``. A run counts as changed when its
-    record lists changed files the run is made from (``git.dirty_paths``), or, in a record from before those were
-    kept, when any tracked file was changed (``git.dirty``).
+
+def changed_files(records: Sequence[dict[str, Any]]) -> str:
+    """The changed files behind the runs of ``records`` made with uncommitted changes, as a page names them.
+
+    ``"src/a.py, configs/b.yaml"`` (with ``", and 3 more"`` where a record kept only the first paths);
+    ``"changed files not recorded"`` for records from before the files were kept, beside the named ones.
     """
-    runs: dict[str, list[bool]] = {}
+    dirty = [r for r in records if changed(r)]
+    paths = sorted({p for r in dirty for p in get(r, "git.dirty_paths") or []})
+    more = max((get(r, "git.dirty_paths_more") or 0 for r in dirty), default=0)
+    named = ", ".join(paths) + (f", and {more} more" if more else "")
+    unnamed = "changed files not recorded" if any(get(r, "git.dirty_paths") is None for r in dirty) else ""
+    return "; ".join(part for part in (named, unnamed) if part)
+
+
+def dirty_count(records: Sequence[dict[str, Any]]) -> str:
+    """``"2 of 12 records made with uncommitted changes"`` (``"none of 12 ..."`` when every one is clean)."""
+    n = sum(map(changed, records))
+    return f"{n or 'none'} of {len(records)} record{'s' if len(records) != 1 else ''} made with uncommitted changes"
+
+
+def dirty_note(records: Sequence[dict[str, Any]]) -> str:
+    """What a claims row says when records made with uncommitted changes stand behind it (empty when none do):
+    ``"rests on 2 of 6 records made with uncommitted changes (changed files not recorded)"``."""
+    if not any(map(changed, records)):
+        return ""
+    return f"rests on {dirty_count(records)} ({changed_files(records)})"
+
+
+def commits(records: Sequence[dict[str, Any]]) -> str:
+    """The commits of the code that made ``records``, oldest first, with their runs, how many ran changed code
+    (:func:`changed`) and which files had changed, then how many of all the records did.
+
+    ``"commits 3e2adde (5 runs, 2 with uncommitted changes: src/a.py), 9a7cf16 (1 run); 2 of 6 records made with
+    uncommitted changes"``.
+    """
+    runs: dict[str, list[dict[str, Any]]] = {}
     for record in sorted(records, key=lambda r: str(r.get("created"))):
-        commit, paths = get(record, "git.commit"), get(record, "git.dirty_paths")
-        runs.setdefault(str(commit)[:7] if commit else "unknown", []).append(
-            bool(paths) if paths is not None else bool(get(record, "git.dirty")))
-    listed = ", ".join(f"{commit} ({len(changed)} run{'s' if len(changed) != 1 else ''}"
-                       + (f", {sum(changed)} with uncommitted changes" if any(changed) else "") + ")"
-                       for commit, changed in runs.items())
-    return f"commit{'s' if len(runs) != 1 else ''} {listed}"
+        commit = get(record, "git.commit")
+        runs.setdefault(str(commit)[:7] if commit else "unknown", []).append(record)
+    listed = ", ".join(
+        f"{commit} ({len(rs)} run{'s' if len(rs) != 1 else ''}"
+        + (f", {n} with uncommitted changes: {changed_files(rs)}" if (n := sum(map(changed, rs))) else "") + ")"
+        for commit, rs in runs.items())
+    return f"commit{'s' if len(runs) != 1 else ''} {listed}; {dirty_count(records)}"
+
+
+def file_commit(data: dict[str, Any]) -> str:
+    """The code a measurement file (not a run record) was made from, by its ``git`` entry (as a record's):
+    ``"commit 3e2adde"``, ``"commit 3e2adde, with uncommitted changes: src/a.py"``, or ``"commit not recorded"``."""
+    commit = get(data, "git.commit")
+    if not commit:
+        return "commit not recorded"
+    return f"commit {str(commit)[:7]}" + (f", with uncommitted changes: {changed_files([data])}" if changed(data) else "")
 
 
 def provenance(report: str, records: Sequence[dict[str, Any]], results_dir: str | Path = DEFAULT_RESULTS) -> str:
-    """A line naming the command that builds a page from ``results_dir``, its record count and the code's commits."""
+    """A line naming the command that builds a page from ``results_dir``, its record count and the code's commits
+    (:func:`commits`: which records were made with uncommitted changes, and how many)."""
     origin = f"; records from {commits(records)}" if records else ""
     return f"Made by `{page_command(report, results_dir)}` from {len(records)} run records{origin}.\n"
 

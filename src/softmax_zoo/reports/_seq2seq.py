@@ -5,6 +5,12 @@ A pair is the softmax and the sparse-softmax run of one seed and setting, told a
 record's Hydra choice of ``loss``; a setting is the scale, or "<scale>+init" for runs started from
 a finished run's weights (``init_from=``), which are paired only with each other. A seed with only
 one arm is left out of the deltas and named on the page (:func:`lone_seeds`).
+
+A setting whose LM head starts fresh (``task_info.fresh_weights``, no ``init_from``) is the cold-start
+ablation; one whose head is trained (a softmax run's weights, or UniLM's own at scale=paper) is nearer the
+paper, which fine-tunes a pre-trained UniLM, and heads the page (:func:`cold_start`). Each claims row carries
+its setting's regime (share of test targets in Ω_k, degenerate outputs) and how many of its records were
+made with uncommitted changes.
 """
 
 from __future__ import annotations
@@ -18,7 +24,7 @@ import numpy as np
 from ..losses.registry import variant_label
 from ..records import choice, get, load_records, read_predictions, runs_dir
 from ._compare import Compared
-from ._pages import commits, page_command, shown_path
+from ._pages import commits, dirty_note, page_command, shown_path
 from ._seq2seq_settings import seq2seq_settings
 from ._settings import settings_data
 from ._verdicts import VerdictKind, not_tested
@@ -30,12 +36,12 @@ Pair = tuple[dict[str, Any], dict[str, Any]]  # (softmax record, sparse-softmax 
 
 
 def _settings(records: list[dict[str, Any]]) -> dict[str, dict[tuple[str, int], dict[str, Any]]]:
-    """setting -> {(loss, seed): record}, plain settings before their "+init" ones.
+    """setting -> {(loss, seed): record}, "+init" settings before their plain (cold-start) ones.
 
     A "+init" setting holds the runs started from a finished run's weights (``init_from``: each seed
     its own seed's softmax run), so its seeds are grouped by whether they start so, not by the path."""
     out: dict[str, dict[tuple[str, int], dict[str, Any]]] = {}
-    for r in sorted(records, key=lambda r: (get(r, "config.scale.name"), get(r, "config.init_from") is not None)):
+    for r in sorted(records, key=lambda r: (get(r, "config.scale.name"), get(r, "config.init_from") is None)):
         scale, init = get(r, "config.scale.name"), get(r, "config.init_from")
         out.setdefault(scale if init is None else f"{scale}+init", {})[choice(r, "loss"), r["seed"]] = r
     return out
@@ -113,6 +119,12 @@ def regime(pairs: list[Pair]) -> dict[str, Any] | None:
             "rank": both("median_target_rank"), "near": both("logits_near_kth"), "start": start}
 
 
+def cold_start(pairs: list[Pair]) -> bool:
+    """Whether the runs of ``pairs`` start with a fresh LM head (``task_info.fresh_weights``) and not from a
+    finished run's weights: the cold-start ablation of the paper's setting, whose pre-trained UniLM head is trained."""
+    return all(bool(get(r, "task_info.fresh_weights")) and not get(r, "config.init_from") for p in pairs for r in p)
+
+
 def stutters(text: str, run: int = 3) -> bool:
     """Whether some word appears ``run`` or more times in a row ("the the the"): a degenerate output."""
     words, count = text.split(), 1
@@ -123,14 +135,24 @@ def stutters(text: str, run: int = 3) -> bool:
     return False
 
 
+def degenerate(output: dict[str, Any]) -> bool:
+    """Whether one decoded output (a prediction row's ``beam<b>`` entry) is degenerate (:func:`stutters`)."""
+    return stutters(output["prediction"])
+
+
+def degenerate_share(rows: list[dict[str, Any]], beam: int) -> float:
+    """Share of prediction ``rows`` whose output at ``beam`` is degenerate (:func:`degenerate`)."""
+    return float(np.mean([degenerate(r[f"beam{beam}"]) for r in rows]))
+
+
 def output_shares(rows: dict[str, list[dict[str, Any]]], beams: list[int]) -> dict[str, Any]:
-    """Per arm and beam, the shares of test outputs that are degenerate (:func:`stutters`), and, where the
+    """Per arm and beam, the shares of test outputs that are degenerate (:func:`degenerate_share`), and, where the
     prediction rows say how the search constraints shaped them, altered and ended by a constraint (else None)."""
     def shares(test: Callable[[dict[str, Any]], bool]) -> dict[str, list[float]]:
         return {arm: [float(np.mean([test(r[f"beam{b}"]) for r in recs])) for b in beams] for arm, recs in rows.items()}
 
     constrained = all("constraint_steps" in r[f"beam{b}"] for recs in rows.values() for r in recs for b in beams)
-    return {"degenerate": shares(lambda o: stutters(o["prediction"])),
+    return {"degenerate": {arm: [degenerate_share(recs, b) for b in beams] for arm, recs in rows.items()},
             "altered": shares(lambda o: o["constraint_steps"] > 0) if constrained else None,
             "ended": shares(lambda o: bool(o["ended_by_constraint"])) if constrained else None}
 
@@ -142,12 +164,14 @@ def inits(pairs: list[Pair]) -> list[str]:
 
 def setting(scale: str, pairs: list[Pair], runs: Path, beams: list[int], lone: dict[int, str] | None,
             rows: list[dict[str, Any]]) -> dict[str, Any]:
-    """One setting's section as data: who ran, from where, the rows, throughput, output shares, regime, verdict counts."""
+    """One setting's section as data: who ran, from where, the rows, throughput, output shares, regime, verdict counts,
+    how many rows' between-seed SD exceeds their item standard error, and the records made with uncommitted changes."""
     soft = pairs[0][0]
     predictions = {arm: [r for p in pairs for r in read_predictions(p[i], runs)] for i, arm in enumerate(ARMS)}
     verdicts = [r["verdict"] for r in rows if r["verdict"] is not None]
+    spread = [r["delta"].sd > r["delta"].item_se for r in rows if r["paper"] is not None and r["delta"].n_seeds > 1]
     return {
-        "scale": scale, "seeds": [p[0]["seed"] for p in pairs], "lone": lone or {},
+        "scale": scale, "cold_start": cold_start(pairs), "seeds": [p[0]["seed"] for p in pairs], "lone": lone or {},
         "n_test": len(read_predictions(soft, runs)), "n_train": soft["task_info"]["sizes"]["train"],
         "steps": soft["timing"]["global_steps"], "model": soft["config"]["model"]["name"],
         "checkpoint": soft["config"]["model"]["checkpoint"],
@@ -157,16 +181,20 @@ def setting(scale: str, pairs: list[Pair], runs: Path, beams: list[int], lone: d
                        for i, arm in enumerate(ARMS)},
         "outputs": output_shares(predictions, beams), "regime": regime(pairs),
         "counts": {kind.value: n for kind in VerdictKind if (n := sum(v.kind is kind for v in verdicts))},
-        "n_verdicts": len(verdicts),
+        "n_verdicts": len(verdicts), "sd_above_item_se": sum(spread), "n_spread": len(spread),
+        "dirty": dirty_note([r for p in pairs for r in p]),
     }
 
 
 def claim(claim_id: str, row: dict[str, Any], section: dict[str, Any], source: str, **words: Any) -> dict[str, Any]:
-    """A claims-ledger row as data (rendered by the page template's ``claim``, ``ours`` and ``verdict`` macros)."""
+    """A claims-ledger row as data (rendered by the page template's ``claim``, ``ours`` and ``verdict`` macros):
+    ``words`` hold the row's ``beam``, whose degenerate shares per arm the row carries beside its setting's regime."""
     decided = row["verdict"].kind in (VerdictKind.SUPPORTED, VerdictKind.CONTRADICTS)
+    at = section["beams"].index(words["beam"])
     return {"id": claim_id, "source": source, "paper": row["paper"], "delta": row["delta"], "verdict": row["verdict"],
-            "scale": section["scale"], "regime": section["regime"], "untested": False,
-            "below_paper_scale": decided and not section["scale"].startswith("paper"), **words}
+            "scale": section["scale"], "cold_start": section["cold_start"], "regime": section["regime"], "untested": False,
+            "degenerate": {arm: shares[at] for arm, shares in section["outputs"]["degenerate"].items()},
+            "dirty": section["dirty"], "below_paper_scale": decided and not section["scale"].startswith("paper"), **words}
 
 
 def paper_setting_claims(by_setting: dict[str, list[Pair]], claims: list[dict[str, Any]], experiment: str) -> list[dict[str, Any]]:

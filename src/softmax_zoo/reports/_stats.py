@@ -214,6 +214,12 @@ class SeedAwareDelta:
         return float(np.mean([(high - low) / 2 for low, high in self.item_intervals]))
 
     @property
+    def item_se(self) -> float:
+        """The item standard error the item bootstrap implies: :attr:`item_half_width` / z_{(1+c)/2}, the scale on
+        which the between-seed SD compares (both are one standard deviation of a seed's Δ)."""
+        return self.item_half_width / float(stats.norm.ppf((1 + self.confidence) / 2))
+
+    @property
     def min_detectable_delta(self) -> float:
         """:func:`min_detectable_delta` of the between-seed SD (95%, power 0.8: 2.80 · SD); nan for one seed."""
         return min_detectable_delta(self.sd, self.confidence)

@@ -21,7 +21,7 @@ from typing import Any
 from ..losses.registry import variant_label
 from ..records import choice, get, load_records, runs_dir
 from ._compare import Comparison, Design, compare_values
-from ._pages import commits, line_plot, page_command, shown_path
+from ._pages import commits, file_commit, line_plot, page_command, shown_path
 from ._render import publish
 from ._settings import joined
 from ._stats import DeltaInterval, Equivalence, EquivalenceKind, equivalence, mean, paired_t, seeds_label
@@ -94,7 +94,8 @@ def side_by_side(results_dir: str | Path, records: list[dict[str, Any]]) -> tupl
 
     The measurement is used when ``<results_dir>/diagnostics/lm1b_speed.json`` exists and its scale,
     embedding and LSTM sizes are the records'; otherwise the speed-up is the ratio of the runs' own
-    throughputs. Returns (the measurement or None, ``{"file", "found", "theirs", "ours"}``).
+    throughputs. Returns (the measurement, with ``code``: the commit it names (:func:`._pages.file_commit`), or None;
+    ``{"file", "found", "theirs", "ours"}``).
     """
     path = Path(results_dir) / SPEED_FILE
     source: dict[str, Any] = {"file": SPEED_FILE, "found": path.is_file(), "theirs": None, "ours": None}
@@ -106,7 +107,7 @@ def side_by_side(results_dir: str | Path, records: list[dict[str, Any]]) -> tupl
     theirs = (st["scale"], st["embedding_dim"], st["hidden_size"])
     if ours != {theirs}:
         return None, source | {"theirs": theirs, "ours": sorted(ours, key=str)}
-    return measured, source
+    return measured | {"code": file_commit(measured)}, source
 
 
 def speedups(summary: dict[str, dict[str, Any]], measured: dict[str, Any] | None = None) -> dict[str, float]:

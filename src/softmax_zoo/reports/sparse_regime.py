@@ -14,9 +14,10 @@ from pathlib import Path
 from typing import Any
 
 from ..records import choice, get, load_records, read_predictions, runs_dir
-from ._pages import page_command, provenance, pyplot, save_figure, shown_path
+from . import _seq2seq as s2s
+from ._pages import dirty_note, page_command, provenance, pyplot, save_figure, shown_path
 from ._render import publish
-from ._seq2seq import BOOTSTRAP_SAMPLES, SOFTMAX, SPARSE, per_seed_scores, stutters
+from ._seq2seq import BOOTSTRAP_SAMPLES, SOFTMAX, SPARSE, per_seed_scores
 from ._seq2seq_settings import PAPER as PAPER_SETTINGS
 from ._seq2seq_settings import seq2seq_settings
 from ._settings import settings_data, shown
@@ -36,6 +37,8 @@ STUDY_REASONS = {
     "epochs": "the start run's epochs give starts of growing strength; each arm then trains briefly from one, within the "
               "study's budget",
     "beams": "beam 1 only, so that every arm's decodes fit the study's budget",
+    "decoding mask": "every arm decodes with the full distribution, so that the arms differ in training only; at beam 1 "
+                     "the sparse arm's top-1 mask would pick the same tokens (greedy decoding)",
     "sparse-softmax k": "the paper's best classification k (Fig. 2) and one well above it",
     "seeds": "the study's budget (the grid line above); a verdict needs more seeds",
 }
@@ -77,6 +80,7 @@ def points(runs: Path, records: list[dict[str, Any]]) -> list[dict[str, Any]]:
                 "softmax": {m: soft["metrics"][f"test/{m}_beam{BEAM}"] for m in METRICS},
                 "sparse": {m: sparse["metrics"][f"test/{m}_beam{BEAM}"] for m in METRICS},
                 "degenerate": {arm: degenerate_share(r, runs) for arm, r in (("softmax", soft), ("sparse", sparse))},
+                "records": [soft, sparse],
             }
             for m in METRICS:
                 (a, b), = per_seed_scores([(soft, sparse)], runs, lambda row, m=m: row[f"beam{BEAM}"][m]).values()
@@ -87,9 +91,8 @@ def points(runs: Path, records: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def degenerate_share(record: dict[str, Any], runs: Path) -> float:
-    """Share of the run's test outputs at beam :data:`BEAM` with a word 3+ times in a row (:func:`stutters`)."""
-    rows = read_predictions(record, runs)
-    return sum(stutters(r[f"beam{BEAM}"]["prediction"]) for r in rows) / len(rows)
+    """Share of the run's test outputs at beam :data:`BEAM` that are degenerate (:func:`._seq2seq.degenerate_share`)."""
+    return s2s.degenerate_share(read_predictions(record, runs), BEAM)
 
 
 def per_start(pts: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -102,9 +105,15 @@ def per_start(pts: list[dict[str, Any]]) -> list[dict[str, Any]]:
         {"scale": scale, "start": start, "k": k, "delta": seed_delta(ps, "rouge1"),
          "share": mean([p["share"] for p in ps]), "share_k": ps[0]["share_k"], "rank": mean([p["rank"] for p in ps]),
          "softmax_rouge1": mean([p["softmax"]["rouge1"] for p in ps]),
-         "degenerate": {arm: mean([p["degenerate"][arm] for p in ps]) for arm in ("softmax", "sparse")}}
+         "degenerate": {arm: mean([p["degenerate"][arm] for p in ps]) for arm in ("softmax", "sparse")},
+         "dirty": dirty_note(records_of(ps))}
         for (scale, start, k), ps in sorted(groups.items())
     ]
+
+
+def records_of(pts: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The distinct records behind ``pts`` (a softmax arm stands behind each of its seed's sparse arms)."""
+    return list({r["run_name"]: r for p in pts for r in p["records"]}.values())
 
 
 def trend(rows: list[dict[str, Any]]) -> LinearTrend | None:
@@ -177,7 +186,9 @@ def headline(pts: list[dict[str, Any]]) -> dict[str, Any]:
     share = {key: sum(p["share"] for p in ps) / len(ps) for key, ps in starts.items()}
     ordered = sorted(starts, key=share.get)
     top = seed_delta(starts[ordered[-1]], "rouge1")
+    degenerate = {arm: mean([p["degenerate"][arm] for p in starts[ordered[-1]]]) for arm in ("softmax", "sparse")}
     return {"id": "sparse-regime-gigaword-beam1", "source": EXPERIMENT, "k": k, "share_k": pts[0]["share_k"],
+            "degenerate": degenerate, "dirty": dirty_note(records_of(starts[ordered[-1]])),
             "top": top, "top_share": share[ordered[-1]], "first": seed_delta(starts[ordered[0]], "rouge1"),
             "first_share": share[ordered[0]], "verdict": verdict(top, claimed_direction(PAPER_DELTAS["rouge1"]))}
 
@@ -210,7 +221,8 @@ def summarise(results_dir: str | Path = "results") -> dict[str, Any]:
         "unilm_rouge1": UNILM_ROUGE1, "paper_epochs": PAPER_SETTINGS["gigaword"]["epochs"], "paper_deltas": PAPER_DELTAS,
         "settings": settings_data(seq2seq_settings("gigaword", STUDY_REASONS), {"the start run": starts, "the arms from a start": arms_},
                                   "Sun et al. 2021's §4 on summarisation (Table 5), the setting whose regime this study maps"),
-        "claims": [headline(pts)] + [t | {"id": f"sparse-regime-trend-k{t['k']}", "source": EXPERIMENT} for t in found],
+        "claims": [headline(pts)] + [t | {"id": f"sparse-regime-trend-k{t['k']}", "source": EXPERIMENT,
+                                          "dirty": dirty_note(records_of([p for p in pts if p["k"] == t["k"]]))} for t in found],
     }
 
 

@@ -1,8 +1,8 @@
-"""Sparse-softmax Table 3: SQuAD 1.1 question generation (Du split), UniLM, softmax vs sparse-softmax (``make reproduce-table3``).
+"""Sparse-softmax Table 3: SQuAD 1.1 question generation, UniLM, softmax vs sparse-softmax (``make reproduce-table3``).
 
-BLEU-1..4 (corpus BLEU from the per-example n-gram counts the evaluation saves) and ROUGE-L at beam 1 for both
-losses, Δ = sparse − softmax compared paired by test item within each seed (corpus BLEU recomputed on each
-resample; :mod:`._seq2seq`). Words: templates/table3.md.j2.
+The paper names no split; our data is Du et al. 2017's. BLEU-1..4 (unsmoothed corpus BLEU from the per-example
+n-gram counts the evaluation saves) and ROUGE-L at beam 1 for both losses, Δ = sparse − softmax compared paired by
+test item within each seed (corpus BLEU recomputed on each resample; :mod:`._seq2seq`). Words: templates/table3.md.j2.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ EXPERIMENT = "table3"
 BEAM = 1
 # Sun et al. 2021, Table 3: sparse − softmax, BLEU-1..4, beam 1.
 PAPER_DELTAS = {"bleu1": 0.90, "bleu2": 0.62, "bleu3": 0.80, "bleu4": 0.82}
-# UniLM v1 (Dong et al. 2019) on the Du split: BLEU-4 22.78, ROUGE-L 51.57 (unilm-v1 README).
+# UniLM v1 (Dong et al. 2019) on Du et al.'s split: github.com/microsoft/unilm, unilm-v1/README.md, its SQuAD question-generation table.
 UNILM = {"bleu4": 22.78, "rougeL": 51.57}
 CHUNK = 200  # bootstrap resamples per matrix product
 

@@ -2,7 +2,8 @@
 
 Per scale, beam and ROUGE metric: both arms over seeds and Δ = sparse − softmax compared paired by test item
 within each seed (:mod:`._seq2seq`). The paper's absolute ROUGE values are not in our sources; the page gives its
-deltas, and UniLM's published Gigaword-10k result (beam 5) for scale. Words: templates/table5.md.j2.
+deltas, and UniLM's published Gigaword-10k result (beam 5) for scale. The setting with a trained LM head (``+init``)
+heads the page and the cold-start one (a fresh LM head) is its ablation (:func:`._seq2seq.cold_start`). Words: templates/table5.md.j2.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from ._render import publish
 EXPERIMENT = "table5"
 # Sun et al. 2021, Table 5: sparse − softmax on Gigaword-10k, UniLM.
 PAPER_DELTAS = {1: {"rouge1": 0.67, "rouge2": 0.79}, 5: {"rouge1": 0.28, "rouge2": 0.55}}
-# UniLM v1 (Dong et al. 2019) Gigaword-10k test, beam 5: unilm-v1 README.
+# UniLM v1 (Dong et al. 2019) Gigaword-10k test, beam 5: github.com/microsoft/unilm, unilm-v1/README.md, its Gigaword (10K) table.
 UNILM_BEAM5 = {"rouge1": 34.21, "rouge2": 15.28, "rougeL": 31.54}
 METRICS = ("rouge1", "rouge2", "rougeL")
 
