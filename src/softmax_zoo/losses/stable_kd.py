@@ -10,7 +10,9 @@ q = softmax(z_S/T) (student) and δ = (z_S − z_T)/T, per row:
     L = T²·Σ p·(expm1(s) − s)             (= T²·KL(p‖q), a sum of non-negative terms)
 
 For identical logits δ = 0, so s = u = 0 and the student gradient is exactly zero, where the
-plain softmax(z_S/T) − softmax(z_T/T) leaves rounding noise.
+plain softmax(z_S/T) − softmax(z_T/T) leaves rounding noise. A row whose centred differences are so
+large that expm1(d) could overflow (:func:`far_apart`) takes log Σ p·e^d as a logsumexp and q − p
+from logs instead; such rows are far from identical, so the expm1 form has nothing to keep there.
 
 The teacher receives its true gradient, dL/dz_T = −T·p·(s + KL), when ``teacher_logits`` requires
 grad (mutual learning); pass ``teacher_logits.detach()`` for a frozen teacher.
@@ -20,6 +22,8 @@ have the logits' dtype.
 """
 
 from __future__ import annotations
+
+import math
 
 import torch
 
@@ -44,9 +48,15 @@ class _StableKD(torch.autograd.Function):
         d = torch.sub(zs, zt).div_(t)  # δ = (z_S − z_T)/T
         buf = torch.empty_like(d)  # scratch, then T·dL/dz_S
         d.sub_(torch.mul(p, d, out=buf).sum(dim=1, keepdim=True))  # d = δ − Σ p·δ
-        x = torch.expm1(d, out=buf).mul_(p).sum(dim=1, keepdim=True)  # Σ p·expm1(d)
-        s = d.sub_(torch.log1p(x))  # s = log q − log p
+        far = (d.amax(dim=1) > far_apart(dtype)).nonzero().squeeze(1)  # rows where expm1(d) could overflow
+        log_sum = torch.expm1(d, out=buf).mul_(p).sum(dim=1, keepdim=True).log1p_()  # log Σ p·e^d = log1p(Σ p·expm1(d))
+        if far.numel():  # those rows in log space: log Σ p·e^d = logsumexp(log p + d), p's logs recomputed
+            log_p = torch.log_softmax(zt[far] if t == 1 else zt[far] / t, dim=1)  # (R, C)
+            log_sum[far] = torch.logsumexp(log_p + d[far], dim=1, keepdim=True)
+        s = d.sub_(log_sum)  # s = log q − log p
         u = torch.expm1(s, out=buf).mul_(p)  # u = q − p
+        if far.numel():
+            u[far] = torch.exp(log_p + s[far]).sub_(p[far])  # q − p, where p·expm1(s) could overflow
         sum_u = u.sum(dim=1, keepdim=True)  # (N, 1)
         ps = s.mul_(p)  # p·s
         kl = -ps.sum(dim=1, keepdim=True)  # (N, 1) KL(p‖q) = −Σ p·s
@@ -60,6 +70,13 @@ class _StableKD(torch.autograd.Function):
     @staticmethod
     def backward(ctx, grad_loss):
         return (*scaled_row_grads(ctx, grad_loss), None)
+
+
+def far_apart(dtype: torch.dtype) -> float:
+    """The centred difference d above which a row is computed in log space: half of ln(largest float), so that
+    Σ p·expm1(d) over any vocabulary stays finite (44 in float32, 354 in float64). Below it s = log q − log p ≤ d,
+    so p·expm1(s) is finite too."""
+    return 0.5 * math.log(torch.finfo(dtype).max)
 
 
 def scaled_row_grads(ctx, grad_loss: torch.Tensor) -> tuple[torch.Tensor | None, torch.Tensor | None]:
