@@ -198,10 +198,10 @@ def test_claimed_direction_and_not_tested():
 
 def test_seed_summary():
     d = paired_seed_deltas(HAND, num_samples=500)
-    item = f"{d.item_half_width:.2f}"
+    item = f"{d.item_se:.2f}"
     assert seed_summary(d) == (
         "Δ per seed +1.00, +0.50, +1.50 (seeds 0, 1, 2); mean +1.00 [-0.24, +2.24] (95%, Student-t over seeds); "
-        f"between-seed SD 0.50 vs item-bootstrap half-width {item}; smallest Δ one run per arm detects 1.40 (at our scale)"
+        f"between-seed SD 0.50 vs item standard error {item}; smallest Δ one run per arm detects 1.40 (at our scale)"
     )
     one = SeedAwareDelta((0,), (-0.54,), ((-0.97, -0.06),), (1951,))
     assert seed_summary(one) == "Δ -0.54 [-0.97, -0.06] over 1951 test items (seed 0)"

@@ -154,7 +154,7 @@ def test_table5_page_verdicts_over_seeds(tmp_path, shifts, lone, kind, seeds):
     table_rows = [line for line in text.splitlines() if line.startswith("| 1 | rouge1 |")]
     assert len(table_rows) == 1 and table_rows[0].count(f"(n={n})") >= 4  # every cell of numbers names its seed count
     if n >= 2:
-        assert "between-seed SD" in rows[0]["ours"] and "item-bootstrap half-width" in rows[0]["ours"]
+        assert "between-seed SD" in rows[0]["ours"] and "item standard error" in rows[0]["ours"]
     assert all("cold-start ablation; regime: targets in Ω_k not measured" in r["ours"] for r in rows)
     assert all("degenerate outputs at beam" in r["ours"] and "uncommitted" not in r["verdict"] for r in rows)
 

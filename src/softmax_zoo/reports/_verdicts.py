@@ -199,7 +199,7 @@ def seed_summary(delta: SeedAwareDelta, *, digits: int = 2) -> str:
     """The "ours" cell of a paired claim: Δ per seed, the interval over seeds, the SDs beside each other.
 
     E.g. "Δ per seed +0.10, +0.30, +0.20 (seeds 0, 1, 2); mean +0.20 [-0.05, +0.45] (95%, Student-t over
-    seeds); between-seed SD 0.10 vs item-bootstrap half-width 0.40; smallest Δ one run per arm detects
+    seeds); between-seed SD 0.10 vs item standard error 0.20; smallest Δ one run per arm detects
     0.28 (at our scale)". A single seed gives its Δ with the item interval only.
     """
     f = f"+.{digits}f"
@@ -210,7 +210,7 @@ def seed_summary(delta: SeedAwareDelta, *, digits: int = 2) -> str:
     return (
         f"Δ per seed {', '.join(format(d, f) for d in delta.deltas)} ({delta.label}); mean {delta.mean:{f}} "
         f"[{low:{f}}, {high:{f}}] ({100 * delta.confidence:g}%, Student-t over seeds); between-seed SD "
-        f"{delta.sd:.{digits}f} vs item-bootstrap half-width {delta.item_half_width:.{digits}f}; smallest Δ one run "
+        f"{delta.sd:.{digits}f} vs item standard error {delta.item_se:.{digits}f}; smallest Δ one run "
         f"per arm detects {delta.min_detectable_delta:.{digits}f} (at our scale)"
     )
 
