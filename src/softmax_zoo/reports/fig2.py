@@ -111,7 +111,8 @@ def summarise(results_dir: str | Path = "results") -> dict[str, Any]:
     records = [r for r in found if not r["experiment"].startswith(FINETUNE_PREFIX)]
     if not records:
         raise FileNotFoundError(f"no records in {runs}/{EXPERIMENT_PREFIX}*; run `make reproduce-fig2` first")
-    summary, tuned = summarize(records), summarize([r for r in found if r["experiment"].startswith(FINETUNE_PREFIX)])
+    tuned_records = [r for r in found if r["experiment"].startswith(FINETUNE_PREFIX)]
+    summary, tuned = summarize(records), summarize(tuned_records)
     claims = {t: {c["kind"]: c for c in task_claims(t, summary[t])} for t in sorted(summary)}
     tuned_claims = [c for t in sorted(tuned) for c in task_claims(t, tuned[t], finetuned=True)]
     columns = {task_name(t): [r for runs in summary[t].values() for r in runs] for t in sorted(summary)}
@@ -120,6 +121,7 @@ def summarise(results_dir: str | Path = "results") -> dict[str, Any]:
     text_claims = [{"kind": kind, "id": id_, "source": "fig2"} for kind, id_ in (
         ("rcv1", "fig1-convergence-rcv1"), ("margin", "sparse-margin-log-n-1"), ("sota", "sparse-sota-k20"), ("simpler", "sparse-simpler"))]
     return {"folder": shown_path(runs), "prefix": EXPERIMENT_PREFIX, "commits": commits(records), "commands": commands(records),
+            "tuned_prefix": FINETUNE_PREFIX, "tuned_commits": commits(tuned_records),
             "command": page_command("fig2", results_dir), "paper_k": PAPER_K, "smooth": SMOOTH, "paper_f1": PAPER_F1,
             "pairing_test": PAIRING_TEST, "stable_margin": STABLE_MARGIN, "stable_source": STABLE_SOURCE, "simpler_test": SIMPLER_TEST,
             "task_names": {t: task_name(t) for t in summary | tuned},
