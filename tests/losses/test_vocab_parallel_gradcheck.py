@@ -68,10 +68,11 @@ def test_sharded_row_losses(group, name, chunk_size):
                  torch.autograd.grad((expected * upstream).sum(), (h, w, b)))
 
 
-def test_stable_kd(group):
+@pytest.mark.parametrize("scale", [1.0, 500.0])  # 500: centred differences past ln(largest float64), the log-space rows
+def test_stable_kd(group, scale):
     g = torch.Generator().manual_seed(1)
-    s = torch.randn(N, C, dtype=torch.float64, generator=g, requires_grad=True)
-    t = torch.randn(N, C, dtype=torch.float64, generator=g, requires_grad=True)
+    s = (torch.randn(N, C, dtype=torch.float64, generator=g) * scale).requires_grad_(True)
+    t = (torch.randn(N, C, dtype=torch.float64, generator=g) * scale).requires_grad_(True)
     shard = VocabShard(0, C)
     assert torch.autograd.gradcheck(lambda s, t: vocab_parallel_stable_kd_loss(s, t, shard, temperature=2.0), (s, t))
     got = vocab_parallel_stable_kd_loss(s, t, shard, temperature=2.0, reduction="none")

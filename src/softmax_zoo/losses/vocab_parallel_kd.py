@@ -8,7 +8,9 @@ maximum of the teacher's logits (all_reduce MAX):
     u = p·expm1(s)                             L = T²·(Σ u − Σ p·s)
 
 and the gradients are then local, as in ``stable_kd.py``: dL/dz_S = T·(u − q·Σu), dL/dz_T =
-−T·p·(s + KL). Identical logits still give an exactly zero student gradient.
+−T·p·(s + KL). Identical logits still give an exactly zero student gradient. Rows whose centred
+differences could overflow expm1 (``stable_kd.far_apart``, decided on the global maximum so every rank
+agrees) take log Σ p·e^d as a logsumexp over the shards, as the one-process form does.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from __future__ import annotations
 import torch
 
 from ._core import check_reduction, compute_dtype
-from .stable_kd import scaled_row_grads
+from .stable_kd import far_apart, scaled_row_grads
 from .vocab_parallel import VocabShard, _all_reduce, global_max
 
 
@@ -32,12 +34,21 @@ class _ShardStableKD(torch.autograd.Function):
         scaled = zt / t
         m = global_max(scaled, group)[:, None]  # (N, 1)
         p = torch.sub(scaled, m).exp_()
-        p.div_(_all_reduce(p.sum(dim=1, keepdim=True), group))  # teacher probabilities, this rank's columns
+        z = _all_reduce(p.sum(dim=1, keepdim=True), group)  # (N, 1) Σ exp(z_T/T − m) over every shard
+        p.div_(z)  # teacher probabilities, this rank's columns
         d = torch.sub(zs, zt).div_(t)  # δ
         d.sub_(_all_reduce(torch.mul(p, d).sum(dim=1, keepdim=True), group))  # d = δ − Σ p·δ
-        x = _all_reduce(torch.expm1(d).mul_(p).sum(dim=1, keepdim=True), group)  # Σ p·expm1(d)
-        s = d.sub_(torch.log1p(x))  # log q − log p
+        far = (global_max(d, group) > far_apart(dtype)).nonzero().squeeze(1)  # the same rows on every rank
+        log_sum = _all_reduce(torch.expm1(d).mul_(p).sum(dim=1, keepdim=True), group).log1p_()  # log Σ p·e^d
+        if far.numel():  # as stable_kd: those rows in log space, log Σ p·e^d a logsumexp over every shard
+            log_p = scaled[far].sub_(m[far]).sub_(z[far].log())  # (R, C_r)
+            a = log_p + d[far]
+            top = global_max(a, group)[:, None]  # (R, 1)
+            log_sum[far] = _all_reduce(torch.sub(a, top).exp_().sum(dim=1, keepdim=True), group).log_().add_(top)
+        s = d.sub_(log_sum)  # log q − log p
         u = torch.expm1(s).mul_(p)  # q − p
+        if far.numel():
+            u[far] = torch.exp(log_p + s[far]).sub_(p[far])
         ps = s.mul_(p)
         sums = _all_reduce(torch.cat([u.sum(dim=1, keepdim=True), -ps.sum(dim=1, keepdim=True)], dim=1), group)
         sum_u, kl = sums[:, :1], sums[:, 1:]  # (N, 1) Σ u, KL(p‖q)
