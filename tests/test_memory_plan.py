@@ -79,7 +79,7 @@ def test_chunked_and_adaptive_heads_plan_their_chunk():
     chunked = SoftmaxHead(16, 1000, chunk_size=10).step_buffers(64)
     assert list(chunked.values()) == [memory.logits_bytes(10, 1000)]
     auto = SoftmaxHead(16, 793_471, chunk_size="auto").step_buffers(8192, free=141 * 10**9)
-    assert list(auto) == [f"one chunk's (1,353, 793,471) logits x {memory.LOGIT_BUFFERS}"]
+    assert list(auto) == [f"one chunk's (1,171, 793,471) logits x {memory.LOGIT_BUFFERS}"]
     adaptive = AdaptiveSoftmaxHead(16, 1000, cutoffs=[100, 400]).step_buffers(64)
     assert adaptive[f"one chunk's (64, 600) logits x {memory.LOGIT_BUFFERS}"] == memory.logits_bytes(64, 600)
 

@@ -171,11 +171,12 @@ def test_a_page_names_the_commits_of_its_records_oldest_first():
         record("abc1234" + "0" * 33, "2025-01-03T00:00:00+00:00", True, dirty_paths=[]),  # only results/ changed
         record("def5678" + "0" * 33, "2025-02-02T00:00:00+00:00", True, dirty_paths=["src/softmax_zoo/engine.py"]),
     ]
-    assert commits(runs) == "commits abc1234 (3 runs, 1 with uncommitted changes), def5678 (2 runs, 1 with uncommitted changes)"
+    dirty = ("abc1234 (3 runs, 1 with uncommitted changes: changed files not recorded), def5678 (2 runs, 1 with "
+             "uncommitted changes: src/softmax_zoo/engine.py); 2 of 5 records made with uncommitted changes")
+    assert commits(runs) == f"commits {dirty}"
     assert provenance("sweep x", runs, "results") == (
-        "Made by `python -m softmax_zoo.reports sweep x` from 5 run records; records from commits abc1234 "
-        "(3 runs, 1 with uncommitted changes), def5678 (2 runs, 1 with uncommitted changes).\n"
+        f"Made by `python -m softmax_zoo.reports sweep x` from 5 run records; records from commits {dirty}.\n"
     )
-    assert commits(runs[:1]) == "commit def5678 (1 run)"
-    assert commits([record(None, "2025-01-01", False)]) == "commit unknown (1 run)"
+    assert commits(runs[:1]) == "commit def5678 (1 run); none of 1 record made with uncommitted changes"
+    assert commits([record(None, "2025-01-01", False)]) == "commit unknown (1 run); none of 1 record made with uncommitted changes"
     assert provenance("sweep x", [], "results") == "Made by `python -m softmax_zoo.reports sweep x` from 0 run records.\n"
