@@ -30,7 +30,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "scripts")]
 
 from bench_cases import CASE_MODULES, Case  # noqa: E402
-from softmax_zoo.records import git_state, write_text  # noqa: E402
+from softmax_zoo.records import changed_files, git_state, write_text  # noqa: E402
 from softmax_zoo.timing import load_average, machine, medians, time_interleaved, utc_now  # noqa: E402
 
 
@@ -175,13 +175,12 @@ def main() -> None:
             "load_average_start": load_at_start, "load_average_end": load_average(), "warmup": args.warmup,
             "git": git_state()}
     code = meta["git"]
-    changed = ", ".join(code["dirty_paths"]) + (f" and {code['dirty_paths_more']} more" if code["dirty_paths_more"] else "")
     header = [
         f"# Losses benchmark ({kind})",
         "",
         f"- command: `{meta['command']}`" + ("" if len(sys.argv) > 1 else " (or `make bench`)"),
         f"- machine: {meta['machine']}",
-        f"- code: commit {code['commit']}" + (f", with uncommitted changes to {changed}" if code["dirty"] else ""),
+        f"- code: commit {code['commit']}" + (f", with uncommitted changes to {changed_files([meta])}" if code["dirty"] else ""),
         f"- date: {meta['date']}; load average at start / end: "
         f"{meta['load_average_start']} / {meta['load_average_end']} (other processes share the cores)",
         "- time: median over repeats of one call (forward+backward unless the row says otherwise),",

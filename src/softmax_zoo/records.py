@@ -134,6 +134,27 @@ def git_state(repo: Path = REPO_ROOT, cap: int | None = DIRTY_PATHS_KEPT) -> dic
     return {"commit": commit, "dirty": bool(paths), "dirty_paths": kept, "dirty_paths_more": len(paths) - len(kept)}
 
 
+def changed(record: dict[str, Any]) -> bool:
+    """Whether ``record``'s run was made with uncommitted changes: it lists changed files the run is made from
+    (``git.dirty_paths``), or, in a record from before those were kept, any tracked file was changed (``git.dirty``)."""
+    paths = get(record, "git.dirty_paths")
+    return bool(paths) if paths is not None else bool(get(record, "git.dirty"))
+
+
+def changed_files(records: Sequence[dict[str, Any]]) -> str:
+    """The changed files behind the runs of ``records`` made with uncommitted changes, as a page names them.
+
+    ``"src/a.py, configs/b.yaml"`` (with ``", and 3 more"`` where a record kept only the first paths);
+    ``"changed files not recorded"`` for records from before the files were kept, beside the named ones.
+    """
+    dirty = [r for r in records if changed(r)]
+    paths = sorted({p for r in dirty for p in get(r, "git.dirty_paths") or []})
+    more = max((get(r, "git.dirty_paths_more") or 0 for r in dirty), default=0)
+    named = ", ".join(paths) + (f", and {more} more" if more else "")
+    unnamed = "changed files not recorded" if any(get(r, "git.dirty_paths") is None for r in dirty) else ""
+    return "; ".join(part for part in (named, unnamed) if part)
+
+
 def cpu_info() -> dict[str, str]:
     """The CPU a run computed on: its model name and the instruction set torch's CPU kernels chose
     (``torch.backends.cpu.get_cpu_capability()``: "AVX2", "AVX512", ...). CPU results can depend on

@@ -16,7 +16,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from ..records import REPO_ROOT, atomic_write, get, write_text
+from ..records import REPO_ROOT, atomic_write, changed, changed_files, get, write_text
 
 CLAIMS_FILE = "claims.md"
 COMMAND = "python -m softmax_zoo.reports"
@@ -39,27 +39,6 @@ def page_command(report: str, results_dir: str | Path = DEFAULT_RESULTS) -> str:
     """``python -m softmax_zoo.reports <report>``, with ``results_dir=<folder>`` unless it is the committed results/."""
     folder = shown_path(results_dir)
     return f"{COMMAND} {report}" + ("" if folder == DEFAULT_RESULTS else f" results_dir={folder}")
-
-
-def changed(record: dict[str, Any]) -> bool:
-    """Whether ``record``'s run was made with uncommitted changes: it lists changed files the run is made from
-    (``git.dirty_paths``), or, in a record from before those were kept, any tracked file was changed (``git.dirty``)."""
-    paths = get(record, "git.dirty_paths")
-    return bool(paths) if paths is not None else bool(get(record, "git.dirty"))
-
-
-def changed_files(records: Sequence[dict[str, Any]]) -> str:
-    """The changed files behind the runs of ``records`` made with uncommitted changes, as a page names them.
-
-    ``"src/a.py, configs/b.yaml"`` (with ``", and 3 more"`` where a record kept only the first paths);
-    ``"changed files not recorded"`` for records from before the files were kept, beside the named ones.
-    """
-    dirty = [r for r in records if changed(r)]
-    paths = sorted({p for r in dirty for p in get(r, "git.dirty_paths") or []})
-    more = max((get(r, "git.dirty_paths_more") or 0 for r in dirty), default=0)
-    named = ", ".join(paths) + (f", and {more} more" if more else "")
-    unnamed = "changed files not recorded" if any(get(r, "git.dirty_paths") is None for r in dirty) else ""
-    return "; ".join(part for part in (named, unnamed) if part)
 
 
 def dirty_count(records: Sequence[dict[str, Any]]) -> str:
