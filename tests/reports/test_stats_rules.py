@@ -11,11 +11,11 @@ from scipy import stats
 from softmax_zoo.reports._stats import (
     DeltaInterval,
     EquivalenceKind,
-    UnpairedSeedDelta,
     equivalence,
     holm,
     holm_intervals,
     paired_t,
+    unpaired,
     welch,
 )
 from softmax_zoo.reports._verdicts import VerdictKind, by_interval, decide
@@ -63,8 +63,9 @@ def test_welch_is_scipy_and_the_unpaired_delta():
     assert (r.low, r.high) == pytest.approx(tuple(ref.confidence_interval(0.95)), rel=1e-10)
     assert r.p_value == pytest.approx(ref.pvalue, rel=1e-10)
     assert r.n == 5 and r.method == "Welch (n=6, 5)"
-    # the engine's UnpairedSeedDelta is Δ = B − A of the same test
-    assert (r.low, r.high) == pytest.approx(UnpairedSeedDelta.from_values(dict(enumerate(B)), dict(enumerate(A))).interval)
+    # the engine's unpaired Δ = B − A is the same test, its seeds each arm's
+    engine = unpaired(dict(enumerate(B)), dict(enumerate(A)))
+    assert engine == r and engine.seeds == (0, 1, 2, 3, 4) and engine.seeds_b == (0, 1, 2, 3, 4, 5)
     one = welch([1.0], B)
     assert one.n == 1 and math.isnan(one.low) and math.isnan(one.p_value)
 

@@ -28,19 +28,8 @@ from enum import Enum
 from typing import Any
 
 from ..records import get
-from ._stats import (
-    DeltaInterval,
-    Equivalence,
-    HolmInterval,
-    SeedAwareDelta,
-    UnpairedSeedDelta,
-    equivalence,
-    paired_seed_deltas,
-    paired_t,
-    seeds_label,
-    welch,
-)
-from ._verdicts import Verdict, all_equivalent, claimed_direction, equivalence_verdict, grid_verdict, holm_grid, verdict
+from ._stats import DeltaInterval, Equivalence, HolmInterval, equivalence, over_seeds, paired_seed_deltas, seeds_label, unpaired
+from ._verdicts import Verdict, claimed_direction, decide, equivalence_kind, equivalence_verdict, grid_verdict, holm_grid, verdict
 
 Records = Sequence[dict[str, Any]]
 
@@ -76,18 +65,19 @@ class Comparison:
 
 @dataclass(frozen=True)
 class Compared:
-    """One comparison's result: its spec, the statistic over seeds, and the method's name."""
+    """One comparison's result: its spec and Δ with its interval over seeds (whose ``method`` names the test)."""
 
     spec: Comparison
-    delta: SeedAwareDelta | UnpairedSeedDelta
+    delta: DeltaInterval
 
     @property
     def method(self) -> str:
+        """The design's name, as a page's rows print it."""
         return self.spec.design.value
 
     @property
     def mean(self) -> float:
-        return self.delta.mean
+        return self.delta.delta
 
     @property
     def interval(self) -> tuple[float, float]:
@@ -95,17 +85,13 @@ class Compared:
 
     @property
     def test(self) -> DeltaInterval:
-        """Δ's t statistic: paired t over the per-seed Δ (paired designs) or Welch's (:data:`Design.UNPAIRED`)."""
-        d = self.delta
-        if isinstance(d, UnpairedSeedDelta):
-            return welch(d.values_b, d.values_a)
-        return paired_t(dict(zip(d.seeds, d.deltas)), dict.fromkeys(d.seeds, 0.0))
+        return self.delta
 
     def equivalence(self, alpha: float = 0.05) -> Equivalence:
         """TOST of |Δ| < the spec's margin (a spec without one is an error)."""
         if self.spec.margin is None:
             raise ValueError(f"comparison {self.spec.a} vs {self.spec.b} declares no margin for an equivalence test")
-        return equivalence(self.test, self.spec.margin, self.spec.margin_source, alpha)
+        return equivalence(self.delta, self.spec.margin, self.spec.margin_source, alpha)
 
     def verdict(self, paper: float | None = None, *, direction: int | None = None, digits: int = 2) -> Verdict | None:
         """The vocabulary's verdict: with a margin, on |Δ| < margin (TOST); else on the claim that Δ has the sign of
@@ -126,25 +112,21 @@ class Grid:
     compared: Mapping[Any, Compared]
     name: str = "k"  # what the grid's keys are, as the text names them
 
-    @property
-    def seeds(self) -> list[int]:
-        return sorted({s for c in self.compared.values() for s in getattr(c.delta, "seeds", ())} |
-                      {s for c in self.compared.values() for s in getattr(c.delta, "seeds_a", ())})
-
     def decide(self, direction: int | None = None) -> tuple[Verdict, dict[Any, HolmInterval] | None]:
-        """(the verdict, the Holm-adjusted intervals or None with a single seed): every Δ of sign ``direction``
-        (:func:`._verdicts.grid_verdict`), or with the specs' margin every Δ within it (:func:`._verdicts.all_equivalent`)."""
-        label = seeds_label(self.seeds)
-        tests = {key: c.test for key, c in self.compared.items()}
+        """(the verdict, the Holm-adjusted intervals or None with a single seed): every Δ of sign ``direction``, or with
+        the specs' margin every Δ within it (:func:`._verdicts.grid_verdict`)."""
+        tests = {key: c.delta for key, c in self.compared.items()}
+        label = seeds_label(sorted({s for t in tests.values() for s in t.seeds}))
+        holm, first = holm_grid(tests), next(iter(self.compared.values()))
         if all(c.spec.margin is not None for c in self.compared.values()):
-            holm = holm_grid(tests)
-            spec, eq = next(iter(self.compared.values())).spec, next(iter(self.compared.values())).equivalence()
-            how = f"margin ±{spec.margin:g} ({spec.margin_source}), {eq.method.split(' (')[0]}"
-            verdicts = {key: c.verdict() for key, c in self.compared.items()}
-            return all_equivalent(verdicts, label, how, name=self.name), holm  # type: ignore[arg-type]
-        if direction is None:
+            kinds = {key: equivalence_kind(c.equivalence()) for key, c in self.compared.items()}
+            about = {"method": first.equivalence().method, "margin": first.spec.margin, "source": first.spec.margin_source}
+        elif direction is None:
             raise ValueError("a grid claim without a margin needs the claimed direction")
-        return grid_verdict(tests, direction, label, name=self.name)
+        else:
+            kinds = {key: decide(holm[key].interval if holm else t.interval, direction, t.n) for key, t in tests.items()}
+            about = {"method": first.delta.method}
+        return grid_verdict(kinds, label, name=self.name, **about), holm  # type: ignore[arg-type]
 
 
 def per_seed(records: Records, metric: str | Callable[[dict[str, Any]], float | None], log: bool = False,
@@ -180,14 +162,8 @@ def compare(spec: Comparison, a: Records = (), b: Records = (), *, items: Mappin
 def compare_values(spec: Comparison, va: Mapping[int, float], vb: Mapping[int, float]) -> Compared:
     """Δ = B − A by ``spec``'s design (``PAIRED_BY_SEED`` on the seeds both arms have, or ``UNPAIRED``) from each arm's seed -> value."""
     if spec.design is Design.UNPAIRED:
-        return Compared(spec, UnpairedSeedDelta.from_values(va, vb))
+        return Compared(spec, unpaired(va, vb))
     seeds = sorted(set(va) & set(vb))
     if not seeds:
         raise ValueError(f"arms {spec.a} and {spec.b} share no seed: {sorted(va)} and {sorted(vb)}")
-    nan = (math.nan, math.nan)
-    return Compared(spec, SeedAwareDelta(tuple(seeds), tuple(vb[s] - va[s] for s in seeds), (nan,) * len(seeds), (0,) * len(seeds)))
-
-
-def unpaired(a: Mapping[int, float], b: Mapping[int, float]) -> UnpairedSeedDelta:
-    """Δ = mean(B) − mean(A) of two arms not paired by seed, from each arm's seed -> value (:data:`Design.UNPAIRED`, Welch)."""
-    return compare_values(Comparison("A", "B", "", Design.UNPAIRED), a, b).delta  # type: ignore[return-value]
+    return Compared(spec, over_seeds({s: vb[s] - va[s] for s in seeds}))
