@@ -59,7 +59,7 @@ def test_paired_seed_deltas_by_hand():
     assert d.seeds == (0, 1, 2) and d.n_seeds == 3 and d.n_items == (3, 2, 3)
     assert d.deltas == pytest.approx((1.0, 0.5, 1.5)) and d.mean == pytest.approx(1.0) and d.sd == pytest.approx(0.5)
     half = T_975_2 * 0.5 / math.sqrt(3)
-    assert d.interval == pytest.approx((1.0 - half, 1.0 + half), rel=1e-6) and d.half_width == pytest.approx(half, rel=1e-6)
+    assert d.interval == pytest.approx((1.0 - half, 1.0 + half), rel=1e-6)
     # dof 2: P(T > t) = (1 - t / sqrt(t^2 + 2)) / 2; t = 1 / (0.5 / sqrt(3)) = sqrt(12)
     t = math.sqrt(12)
     assert d.p_value == pytest.approx(1 - t / math.sqrt(t**2 + 2), rel=1e-9)
@@ -79,7 +79,7 @@ def test_single_seed_reproduces_the_pooled_bootstrap():
     assert d.deltas == (existing["delta"],) and d.item_intervals == ((existing["low"], existing["high"]),)
     assert d.item_se * Z_975 == pytest.approx((existing["high"] - existing["low"]) / 2, rel=1e-6)
     assert d.label == "seed 7" and d.n_items == (300,)
-    assert all(math.isnan(x) for x in (d.sd, *d.interval, d.half_width, d.p_value, d.min_detectable_delta))
+    assert all(math.isnan(x) for x in (d.sd, *d.interval, d.p_value, d.min_detectable_delta))
 
 
 def test_custom_bootstrap_and_sorted_seeds():
@@ -106,7 +106,7 @@ def test_student_t_against_scipy():
     assert d.interval == pytest.approx(stats.t.interval(0.95, 5, loc=x.mean(), scale=stats.sem(x)), rel=1e-12)
     assert d.sd == pytest.approx(np.std(x, ddof=1))
     two = fixed([1.0, 2.0])  # 1 degree of freedom: t_{0.975, 1} = 12.706
-    assert two.half_width == pytest.approx(12.706205 * math.sqrt(0.5) / math.sqrt(2), rel=1e-6)
+    assert (two.high - two.low) / 2 == pytest.approx(12.706205 * math.sqrt(0.5) / math.sqrt(2), rel=1e-6)
 
 
 def test_welch_against_scipy_and_by_hand():

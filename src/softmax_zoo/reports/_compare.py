@@ -1,22 +1,9 @@
 """One comparison engine: a study's arms, metric and design, declared once, give Δ, its interval and the method's name.
 
-A page declares each comparison as a :class:`Comparison` (arm A, arm B, the metric, the design) and
-gets a :class:`Compared` back: the Δ = B − A statistic of :mod:`softmax_zoo.reports._stats`, its
-interval, and :attr:`Compared.method`, the words naming how the interval was computed, which every
-row of a page prints. The designs:
-
-* ``PAIRED_BY_ITEM``: each seed's two arms scored on the same test items; per seed a paired bootstrap
-  over the items, over seeds a Student-t interval of the per-seed Δ (:class:`._stats.SeedAwareDelta`).
-* ``PAIRED_BY_SEED``: one value per run, arms paired by seed (a seed fixes initialisation and data
-  order); Student-t over the per-seed Δ (paired t).
-* ``UNPAIRED``: one value per run, arms not paired; Welch's interval (:class:`._stats.UnpairedSeedDelta`).
-
-No design decides by whether the two arms' own intervals overlap. A "close" / "comparable" claim
-declares its margin and the margin's source (``Comparison(..., margin=, margin_source=)``) and is decided
-by TOST (:func:`._stats.equivalence`); a claim over a grid (every k, the best k) by Holm-adjusted
-intervals (:class:`Grid`).
-
-:func:`per_seed` is the one extractor of a metric per seed that every page uses.
+A page declares each comparison as a :class:`Comparison` and gets a :class:`Compared` back: Δ = B − A as a
+:class:`._stats.DeltaInterval` and the design's name, which every row prints. No design decides by whether two arms'
+own intervals overlap; a "close" claim declares its margin and its source (TOST), a claim over a grid is a :class:`Grid`
+(Holm). :func:`per_seed` is the one extractor of a metric per seed that every page uses.
 """
 
 from __future__ import annotations
@@ -28,13 +15,15 @@ from enum import Enum
 from typing import Any
 
 from ..records import get
-from ._stats import DeltaInterval, Equivalence, HolmInterval, equivalence, over_seeds, paired_seed_deltas, seeds_label, unpaired
-from ._verdicts import Verdict, claimed_direction, decide, equivalence_kind, equivalence_verdict, grid_verdict, holm_grid, verdict
+from ._stats import DeltaInterval, Equivalence, equivalence, holm_intervals, over_seeds, paired_seed_deltas, seeds_label, unpaired
+from ._verdicts import Verdict, claimed_direction, decide, equivalence_kind, equivalence_verdict, grid_verdict, verdict
 
 Records = Sequence[dict[str, Any]]
 
 
 class Design(Enum):
+    """Paired by item within a seed (a paired bootstrap over the same test items), paired by seed (paired t), or Welch."""
+
     PAIRED_BY_ITEM = "paired bootstrap over test items per seed, Student-t over seeds"
     PAIRED_BY_SEED = "paired by seed, Student-t over the per-seed Δ"
     UNPAIRED = "unpaired, Welch over seeds"
@@ -42,12 +31,9 @@ class Design(Enum):
 
 @dataclass(frozen=True)
 class Comparison:
-    """Δ = metric(B) − metric(A): the arms (names as the page shows them), the metric, the design.
-
-    ``metric``: a dotted record key (``metrics.test/ppl``) or a function of one record; ``log``: compare
-    the logs (a ratio of geometric means, e.g. of perplexities). ``margin`` (with ``margin_source``, where
-    it comes from): the claim is "close" / "comparable", |Δ| < margin, decided by TOST.
-    """
+    """Δ = metric(B) − metric(A) of the arms (named as the page shows them) by ``design``. ``metric``: a dotted record key
+    or a function of one record; ``log``: compare the logs (a ratio of geometric means, e.g. of perplexities);
+    ``margin`` and its ``margin_source``: the claim is "close", |Δ| < margin, decided by TOST."""
 
     a: str
     b: str
@@ -72,7 +58,6 @@ class Compared:
 
     @property
     def method(self) -> str:
-        """The design's name, as a page's rows print it."""
         return self.spec.design.value
 
     @property
@@ -82,10 +67,6 @@ class Compared:
     @property
     def interval(self) -> tuple[float, float]:
         return self.delta.interval
-
-    @property
-    def test(self) -> DeltaInterval:
-        return self.delta
 
     def equivalence(self, alpha: float = 0.05) -> Equivalence:
         """TOST of |Δ| < the spec's margin (a spec without one is an error)."""
@@ -112,12 +93,15 @@ class Grid:
     compared: Mapping[Any, Compared]
     name: str = "k"  # what the grid's keys are, as the text names them
 
-    def decide(self, direction: int | None = None) -> tuple[Verdict, dict[Any, HolmInterval] | None]:
-        """(the verdict, the Holm-adjusted intervals or None with a single seed): every Δ of sign ``direction``, or with
-        the specs' margin every Δ within it (:func:`._verdicts.grid_verdict`)."""
+    def decide(self, direction: int | None = None) -> tuple[Verdict, dict[Any, DeltaInterval] | None]:
+        """(the verdict, each comparison's Holm-adjusted interval beside its raw one, or None when one has a single seed):
+        every Δ of sign ``direction``, or with the specs' margin every Δ within it (:func:`._verdicts.grid_verdict`)."""
         tests = {key: c.delta for key, c in self.compared.items()}
+        if not tests:
+            raise ValueError("a grid needs at least one comparison")
         label = seeds_label(sorted({s for t in tests.values() for s in t.seeds}))
-        holm, first = holm_grid(tests), next(iter(self.compared.values()))
+        holm = dict(zip(tests, holm_intervals(list(tests.values())))) if min(t.n for t in tests.values()) > 1 else None
+        first = next(iter(self.compared.values()))
         if all(c.spec.margin is not None for c in self.compared.values()):
             kinds = {key: equivalence_kind(c.equivalence()) for key, c in self.compared.items()}
             about = {"method": first.equivalence().method, "margin": first.spec.margin, "source": first.spec.margin_source}
@@ -131,11 +115,8 @@ class Grid:
 
 def per_seed(records: Records, metric: str | Callable[[dict[str, Any]], float | None], log: bool = False,
              partial: bool = False) -> dict[int, float]:
-    """seed -> the metric of that seed's record (its log with ``log``), in record order; one record per seed.
-
-    ``metric``: a dotted record key or a function of one record. A record without it is an error, or
-    with ``partial`` left out.
-    """
+    """seed -> the metric (a dotted record key or a function of one record) of that seed's one record, its log with
+    ``log``; a record without it is an error, or with ``partial`` left out."""
     out: dict[int, float] = {}
     for r in records:
         if r["seed"] in out:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import Enum
 from typing import TYPE_CHECKING, Any
 
@@ -17,13 +17,8 @@ if TYPE_CHECKING:
 
 
 def mean_ci(values: Sequence[float], confidence: float = 0.95) -> tuple[float, float, int]:
-    """Mean and half-width of the Student-t confidence interval over seeds.
-
-    half = t_{(1+confidence)/2, n-1} * s / sqrt(n), s the sample standard deviation (ddof=1).
-
-    Returns:
-        (mean, half_width, n); half_width is nan for a single value.
-    """
+    """(mean, half-width, n) of the Student-t interval over seeds: half = t_{(1+confidence)/2, n-1} · s / √n, s the
+    sample standard deviation (ddof 1); the half-width is nan for a single value."""
     x = np.asarray(values, dtype=np.float64)
     if x.size == 0:
         raise ValueError("mean_ci needs at least one value, got none")
@@ -46,42 +41,20 @@ def format_mean_ci(values: Sequence[float], scale: float = 1.0, digits: int = 2)
     return f"{m:.{digits}f} ± {half:.{digits}f} (n={n})"
 
 
-def paired_bootstrap(
-    a: Sequence[float],
-    b: Sequence[float],
-    *,
-    num_samples: int = 10_000,
-    confidence: float = 0.95,
-    seed: int = 0,
-    statistic: Callable[[np.ndarray], np.ndarray] | None = None,
-) -> dict[str, float]:
-    """Paired bootstrap of the difference of per-example scores ``b - a`` (e.g. sparse - softmax).
-
-    Examples are resampled with replacement (the same indices for both systems); ``statistic``
-    maps a (num_samples, n) array of resampled differences to (num_samples,) (default: mean).
-
-    Returns:
-        ``{"delta": observed statistic, "low", "high": percentile interval, "p_le_0": fraction of
-        resamples with delta <= 0}``.
-    """
+def paired_bootstrap(a: Sequence[float], b: Sequence[float], *, num_samples: int = 10_000, confidence: float = 0.95,
+                     seed: int = 0) -> dict[str, float]:
+    """Paired bootstrap of the mean difference of per-example scores ``b - a`` (e.g. sparse - softmax), examples resampled
+    with replacement, the same indices for both systems: ``{"delta": the observed mean, "low", "high": percentile
+    interval, "p_le_0": fraction of resamples with delta <= 0}``."""
     a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
     if a.shape != b.shape or a.ndim != 1 or a.size == 0:
         raise ValueError(f"a and b must be equal-length non-empty 1-d score lists, got {a.shape} and {b.shape}")
-    stat = statistic or (lambda d: d.mean(axis=-1))
     diff = b - a
-    rng = np.random.default_rng(seed)
-    idx = rng.integers(0, diff.size, size=(num_samples, diff.size))
-    boot = stat(diff[idx])
+    boot = diff[np.random.default_rng(seed).integers(0, diff.size, size=(num_samples, diff.size))].mean(axis=-1)
     alpha = (1 - confidence) / 2
-    return {
-        "delta": float(stat(diff[None])[0]),
-        "low": float(np.quantile(boot, alpha)),
-        "high": float(np.quantile(boot, 1 - alpha)),
-        "p_le_0": float((boot <= 0).mean()),
-    }
+    return {"delta": float(diff.mean()), "low": float(np.quantile(boot, alpha)), "high": float(np.quantile(boot, 1 - alpha)),
+            "p_le_0": float((boot <= 0).mean())}
 
-
-# ---------------------------------------------------------------- seed-aware deltas
 
 SEED_INTERVAL_NOTE = (
     "Δ is computed per training seed, paired over the same test items; its 95% interval is a Student-t "
@@ -94,14 +67,10 @@ SEED_INTERVAL_NOTE = (
 
 
 def min_detectable_delta(sd_delta: float, confidence: float = 0.95, power: float = 0.8) -> float:
-    """The smallest true Δ that one run per arm detects: (z_{(1+confidence)/2} + z_{power}) · sd_delta.
-
-    One run per arm gives one paired Δ̂ ~ N(Δ, σ²), σ = ``sd_delta`` the between-seed SD of Δ (both arms' training
-    noise is in it). The two-sided test calls Δ̂ significant when |Δ̂| > z_{(1+confidence)/2} · σ, which a true Δ > 0
-    clears with probability Φ(Δ/σ − z_{(1+confidence)/2}) = ``power`` at the value returned: 2.802 · σ at 95% and
-    power 0.8; ``power=0.5`` gives the bare threshold 1.960 · σ. σ is used as if known: from 3 seeds it is itself
-    uncertain by a factor of about 2 either way. nan when ``sd_delta`` is nan (one seed).
-    """
+    """The smallest true Δ one run per arm detects, (z_{(1+confidence)/2} + z_{power}) · sd_delta: the one paired Δ̂ ~ N(Δ, σ²),
+    σ = the between-seed SD of Δ, clears the two-sided bar z_{(1+confidence)/2} · σ with probability ``power`` (2.802 · σ
+    at 95% and 0.8; ``power=0.5``: the bare threshold 1.960 · σ). σ is used as if known, though from 3 seeds it is
+    uncertain by a factor of about 2 either way; nan for nan (one seed)."""
     return float((stats.norm.ppf((1 + confidence) / 2) + stats.norm.ppf(power)) * sd_delta)
 
 
@@ -127,16 +96,11 @@ def seeds_label(seeds: Sequence[int]) -> str:
 @dataclass(frozen=True)
 class DeltaInterval:
     """Δ, a difference of means, with its t interval at ``confidence``, the two-sided p-value of Δ = 0, its standard
-    error, degrees of freedom, ``n`` (the seeds behind Δ; for Welch, those of the smaller arm) and ``method``, the
-    test's name on the row. One type for every design:
-
-    * paired by seed (:func:`over_seeds`, :func:`paired_t`): ``seeds`` and ``deltas`` hold each seed's Δ;
-    * paired by item within a seed (:func:`paired_seed_deltas`): besides, ``item_intervals`` and ``n_items`` hold
-      each seed's bootstrap interval over its test items, which measures the test-set draw, not training;
-    * unpaired (:func:`unpaired`, :func:`welch`): ``seeds`` are arm A's and ``seeds_b`` arm B's (Δ = B − A).
-
-    The statistics over seeds are nan for a single seed; :meth:`at` gives the interval at another level.
-    """
+    error, df, ``n`` (the seeds behind Δ; for Welch, the smaller arm's) and ``method``, the test's name on the row;
+    nan over seeds for one seed. One type for every design: paired by seed (:func:`over_seeds`, :func:`paired_t`) holds
+    each seed's Δ; paired by item (:func:`paired_seed_deltas`) also each seed's bootstrap interval over its test items,
+    which measures the test-set draw, not training; Welch (:func:`unpaired`) arm A's seeds and arm B's (Δ = B − A);
+    Holm (:func:`holm_intervals`) the adjusted interval, p-value and level."""
 
     delta: float
     low: float
@@ -170,10 +134,6 @@ class DeltaInterval:
     @property
     def interval(self) -> tuple[float, float]:
         return self.low, self.high
-
-    @property
-    def half_width(self) -> float:
-        return (self.high - self.low) / 2
 
     @property
     def n_seeds(self) -> int:
@@ -243,23 +203,12 @@ def paired_t(a: Mapping[int, float], b: Mapping[int, float], alpha: float = 0.05
     return over_seeds({s: a[s] - b[s] for s in a}, 1 - alpha)
 
 
-def paired_seed_deltas(
-    scores: Mapping[int, tuple[Any, Any]],
-    *,
-    num_samples: int = 10_000,
-    confidence: float = 0.95,
-    bootstrap_seed: int = 0,
-    bootstrap: Callable[[Any, Any], dict[str, float]] | None = None,
-) -> DeltaInterval:
-    """Δ = B − A per training seed over the same test items, each with its bootstrap interval over the items.
-
-    Args:
-        scores: training seed -> (scores of arm A, scores of arm B), item i of both the same test item.
-        num_samples, confidence, bootstrap_seed: of :func:`paired_bootstrap` (mean of per-item
-            differences), run on each seed's items with the same ``bootstrap_seed``.
-        bootstrap: instead, ``bootstrap(a, b) -> {"delta", "low", "high", ...}`` for a statistic that is
-            not a mean over items (e.g. corpus BLEU from per-item n-gram counts); items are len(a).
-    """
+def paired_seed_deltas(scores: Mapping[int, tuple[Any, Any]], *, num_samples: int = 10_000, confidence: float = 0.95,
+                       bootstrap_seed: int = 0, bootstrap: Callable[[Any, Any], dict[str, float]] | None = None) -> DeltaInterval:
+    """Δ = B − A per training seed from ``scores`` (seed -> (A's scores, B's), item i of both the same test item), each
+    seed's with its :func:`paired_bootstrap` over the items (the same ``bootstrap_seed`` for every seed), or with
+    ``bootstrap(a, b) -> {"delta", "low", "high", ...}`` for a statistic that is not a mean over items (e.g. corpus BLEU
+    from per-item n-gram counts; items are len(a)); Student-t over the seeds (:func:`over_seeds`)."""
     if not scores:
         raise ValueError("paired_seed_deltas needs the scores of at least one seed")
     run = bootstrap or (lambda a, b: paired_bootstrap(a, b, num_samples=num_samples, confidence=confidence, seed=bootstrap_seed))
@@ -268,10 +217,9 @@ def paired_seed_deltas(
 
 
 def unpaired(a: Mapping[int, float], b: Mapping[int, float], confidence: float = 0.95) -> DeltaInterval:
-    """Welch's t (Welch 1947) of Δ = mean(B) − mean(A) over two arms not paired by seed (seed -> value each):
-    unequal variances, Welch–Satterthwaite degrees of freedom, as scipy.stats.ttest_ind(b, a, equal_var=False).
-    For a ratio of means (e.g. perplexities) give the logs. An arm of one value gives a nan interval and p-value.
-    """
+    """Welch's t (Welch 1947) of Δ = mean(B) − mean(A) over two arms not paired by seed (seed -> value each), with
+    Welch–Satterthwaite degrees of freedom, as scipy.stats.ttest_ind(b, a, equal_var=False); an arm of one value
+    gives a nan interval. For a ratio of means (e.g. perplexities) give the logs."""
     seeds_a, seeds_b = tuple(sorted(a)), tuple(sorted(b))
     if not seeds_a or not seeds_b:
         raise ValueError(f"Welch needs values in both arms, got {len(seeds_a)} and {len(seeds_b)}")
@@ -285,22 +233,13 @@ def unpaired(a: Mapping[int, float], b: Mapping[int, float], confidence: float =
                      seeds=seeds_a, seeds_b=seeds_b)
 
 
-def welch(a: Sequence[float], b: Sequence[float], alpha: float = 0.05) -> DeltaInterval:
-    """Welch's t of Δ = mean(a) − mean(b) (:func:`unpaired`), as scipy.stats.ttest_ind(a, b, equal_var=False)."""
-    return unpaired(dict(enumerate(b)), dict(enumerate(a)), 1 - alpha)
-
-
 # ---------------------------------------------------------------- trends
 
 @dataclass(frozen=True)
 class LinearTrend:
-    """The least-squares line y = intercept + slope · x through points, and the Student-t interval of its slope.
-
-    slope ± t_{(1+c)/2, n−2} · SE(slope) (scipy.stats.linregress's standard error): the points'
-    scatter about the line is the only noise it knows of, so each point should be one replicate
-    (e.g. one start's mean over seeds), not several draws that share a start. Needs 3 points for an
-    interval ((nan, nan) with 2).
-    """
+    """The least-squares slope through points and its Student-t interval, slope ± t_{(1+c)/2, n−2} · SE(slope)
+    (scipy.stats.linregress's): the scatter about the line is the only noise it knows, so each point should be one
+    replicate (e.g. one start's mean over seeds). Needs 3 points for an interval ((nan, nan) with 2)."""
 
     x: tuple[float, ...]
     y: tuple[float, ...]
@@ -349,11 +288,8 @@ class Equivalence:
 
 
 def equivalence(delta: DeltaInterval, margin: float, margin_source: str, alpha: float = 0.05) -> Equivalence:
-    """Two one-sided tests (TOST; Schuirmann 1987) of |Δ| < ``margin`` at level ``alpha``.
-
-    EQUIVALENT iff both one-sided tests reject, i.e. the 1 − 2α interval lies inside (−margin, +margin);
-    NOT_EQUIVALENT when the 1 − α interval lies outside it; else INCONCLUSIVE.
-    """
+    """Two one-sided tests (TOST; Schuirmann 1987) of |Δ| < ``margin`` at level ``alpha``: EQUIVALENT iff both reject,
+    i.e. the 1 − 2α interval lies inside (−margin, +margin); NOT_EQUIVALENT when the 1 − α interval lies outside it."""
     if not margin > 0 or not margin_source.strip():
         raise ValueError(f"an equivalence claim needs a margin > 0 and its source, got {margin} from {margin_source!r}")
     tost, two_sided = delta.at(1 - 2 * alpha), delta.at(1 - alpha)
@@ -382,18 +318,9 @@ def holm(p_values: Sequence[float]) -> tuple[float, ...]:
     return tuple(float(x) for x in out)
 
 
-@dataclass(frozen=True)
-class HolmInterval:
-    """One comparison of a grid: its raw interval and, beside it, the Holm-adjusted p-value and interval."""
-
-    raw: DeltaInterval
-    adjusted_p: float
-    confidence: float  # of the adjusted interval
-    interval: tuple[float, float]
-
-
-def holm_intervals(comparisons: Sequence[DeltaInterval], alpha: float = 0.05) -> tuple[HolmInterval, ...]:
-    """Holm (1979) over a grid of m comparisons ("best k", "a wide range of k"), in the input order.
+def holm_intervals(comparisons: Sequence[DeltaInterval], alpha: float = 0.05) -> tuple[DeltaInterval, ...]:
+    """Holm (1979) over a grid of m comparisons ("best k", "a wide range of k"), in the input order: each one's Δ with
+    its Holm-adjusted p-value and interval, and that interval's level as its ``confidence``.
 
     Step i (the i-th smallest p) gets the level 1 − α/(m − i + 1) while every earlier step rejected; the
     comparisons not rejected all get the level of the first such step, 1 − α/(m − r) with r rejected (as
@@ -406,4 +333,5 @@ def holm_intervals(comparisons: Sequence[DeltaInterval], alpha: float = 0.05) ->
         if stop is None and not comparisons[j].p_value < alpha / (m - i):
             stop = i
         steps[j] = 1 - alpha / (m - (i if stop is None else stop))
-    return tuple(HolmInterval(c, adjusted[j], steps[j], c.at(steps[j])) for j, c in enumerate(comparisons))
+    return tuple(replace(c, low=c.at(steps[j])[0], high=c.at(steps[j])[1], p_value=adjusted[j], confidence=steps[j],
+                         method=f"Holm-adjusted {c.method}") for j, c in enumerate(comparisons))

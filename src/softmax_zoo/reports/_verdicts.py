@@ -1,17 +1,12 @@
 """The claims ledger's verdict vocabulary, defined once: what a delta over seeds lets a row say.
 
-* ``supported`` / ``contradicts``: at least :data:`MIN_SEEDS` seeds and a seed-aware interval of Δ
-  that excludes 0, on the claim's side or the other (paired t where the design pairs the arms by seed,
-  Welch's where it does not; the text names which), never from whether two arms' own intervals overlap;
-  a "close" claim by TOST against a stated margin, a claim over a grid by Holm-adjusted intervals.
-* ``inconclusive``: at least :data:`MIN_SEEDS` seeds and the interval includes 0.
-* ``too few seeds`` (2 seeds) and ``single run`` (one seed; a paired Δ's item interval measures the
-  test-set draw, not training): the interval is given and decides nothing.
-* ``not tested`` (with the reason), ``deterministic`` (no training or seeds), ``by construction`` (a
-  design property with the test that checks it).
-
-This module decides each kind; its words are templates/_verdicts.j2's macros. A :class:`Verdict`
-prints as its text, the ledger's verdict cell; :attr:`Verdict.kind` is for counting.
+``supported`` / ``contradicts`` need :data:`MIN_SEEDS` seeds and a seed-aware interval of Δ that excludes 0 on the
+claim's side / the other (paired t where the design pairs the arms by seed, Welch's where not; never from whether two
+arms' own intervals overlap), a "close" claim TOST against a stated margin, a claim over a grid Holm-adjusted intervals;
+``inconclusive`` when it includes 0. ``too few seeds`` (2) and ``single run`` (1; a paired Δ's item interval measures
+the test-set draw, not training) give the interval and decide nothing. ``not tested`` gives its reason,
+``deterministic`` a computation without training or seeds, ``by construction`` a design property and its test.
+This module decides each kind; the words are templates/_verdicts.j2's. A :class:`Verdict` prints as its text.
 """
 
 from __future__ import annotations
@@ -22,16 +17,7 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Any
 
-from ._stats import (
-    DeltaInterval,
-    Equivalence,
-    EquivalenceKind,
-    HolmInterval,
-    LinearTrend,
-    holm_intervals,
-    min_detectable_delta,
-    seeds_label,
-)
+from ._stats import DeltaInterval, Equivalence, EquivalenceKind, LinearTrend, min_detectable_delta, seeds_label
 
 MIN_SEEDS = 3  # seeds a verdict of supported / contradicts / inconclusive needs
 
@@ -135,56 +121,28 @@ def no_interval_verdict(seeds: Sequence[int], result: str, *, single: str = "", 
     return _say(kind, "no_interval", seeds_label(seeds), result, single=single, many=many)
 
 
-def method_name(delta: DeltaInterval) -> str:
-    """How Δ's interval over seeds is computed, as a row names it: "paired t" (per-seed Δ) or "Welch" (unpaired arms)."""
-    return "Welch" if delta.method.startswith("Welch") else "paired t"
-
-
 def verdict(delta: DeltaInterval, direction: int, *, digits: int = 2) -> Verdict:
     """The verdict on a claim that Δ has sign ``direction`` (+1 or -1, :func:`claimed_direction` of the paper's Δ), with
-    Δ and its interval at ``digits`` decimals and the interval's method (:func:`method_name`); one seed gives its item
-    interval where it has one."""
-    if direction not in (1, -1):
-        raise ValueError(f"direction must be +1 or -1, got {direction}")
-    if delta.n == 1:
-        items = delta.item_intervals[0] if delta.item_intervals and not math.isnan(delta.item_intervals[0][0]) else None
-        return _say(VerdictKind.SINGLE_RUN, "no_interval", delta.label, _words("single_seed", delta.mean, items, digits))
-    span = _words("over_seeds", delta, method_name(delta), digits)
-    if delta.n < MIN_SEEDS:
-        return _say(VerdictKind.TOO_FEW_SEEDS, "no_interval", delta.label, span)
-    return by_interval(delta.low, delta.high, direction, span, f" ({delta.label})")
-
-
-def by_interval(low: float, high: float, direction: int, span: str, who: str = "") -> Verdict:
-    """Inconclusive, supported or contradicts by where [low, high] lies against 0 and the claimed sign (:func:`decide`'s
-    rule; the caller has checked the seeds): "<kind><who>: <span> includes 0" / "excludes 0, …"."""
-    kind = decide((low, high), direction, MIN_SEEDS)
-    return _say(kind, "by_interval", who, span)
+    Δ and its interval at ``digits`` decimals and the interval's method; one seed gives its item interval if it has one."""
+    return _say(decide(delta.interval, direction, delta.n), "verdict", delta, digits)
 
 
 def seed_summary(delta: DeltaInterval, *, digits: int = 2) -> str:
-    """The "ours" cell of a paired claim: Δ per seed, the interval over seeds, the between-seed SD beside the item
-    standard error, and the smallest Δ one run per arm detects; a single seed's Δ with its item interval."""
+    """The "ours" cell of a paired claim: Δ per seed, its interval over seeds, the between-seed SD and item standard error."""
     return _words("seed_summary", delta, digits)
 
 
 def detectability(delta: DeltaInterval, paper_delta: float, *, digits: int = 2) -> str:
-    """What one run per arm could detect (:func:`._stats.min_detectable_delta` of our between-seed SD) beside the
-    paper's Δ; not measured with one seed."""
+    """What one run per arm detects (:func:`._stats.min_detectable_delta` of our between-seed SD) beside the paper's Δ."""
     return _words("detectability", delta, paper_delta, digits, min_detectable_delta(1.0, delta.confidence))
 
 
 def trend_verdict(trend: LinearTrend, seeds_per_point: Sequence[int], direction: int, *, unit: str, digits: int = 3) -> Verdict:
     """The verdict on a claim that a trend's slope has sign ``direction``, each point a mean over its seeds: it needs
     :data:`MIN_SEEDS` points and :data:`MIN_SEEDS` seeds behind every point (:class:`._stats.LinearTrend`'s interval)."""
-    if direction not in (1, -1):
-        raise ValueError(f"direction must be +1 or -1, got {direction}")
-    span, fewest = _words("trend", trend, unit, digits), min(seeds_per_point)
-    if trend.n_points < MIN_SEEDS:
-        return Verdict(VerdictKind.TOO_FEW_SEEDS, _words("needs", "too few points", trend.n_points, span))
-    if (kind := too_few(fewest)) is not None:
-        return Verdict(kind, _words("needs", kind.value, f"the fewest seeds behind a point: {fewest}", span))
-    return by_interval(*trend.interval, direction, span)
+    fewest = min(seeds_per_point)
+    kind = decide(trend.interval, direction, fewest if trend.n_points >= MIN_SEEDS else MIN_SEEDS - 1)
+    return _say(kind, "trend_verdict", trend, unit, digits, fewest)
 
 
 def equivalence_kind(eq: Equivalence) -> VerdictKind:
@@ -202,14 +160,6 @@ def equivalence_verdict(eq: Equivalence, label: str, span: str | None = None, *,
     1 − 2α interval, the margin and its source, and the test; ``span`` replaces them (a page's own unit)."""
     tail = "" if isinstance(eq.verdict, VerdictKind) else f": {eq.verdict.value}"
     return _say(equivalence_kind(eq), "plain", label, span or _words("equivalence", eq, digits), tail)
-
-
-def holm_grid(tests: Mapping[Any, DeltaInterval]) -> dict[Any, HolmInterval] | None:
-    """Each comparison's Holm-adjusted interval beside its raw one (:func:`._stats.holm_intervals`), by key; None when a
-    comparison has a single seed (no p-value to adjust)."""
-    if not tests:
-        raise ValueError("a grid needs at least one comparison")
-    return dict(zip(tests, holm_intervals(list(tests.values())))) if min(t.n for t in tests.values()) > 1 else None
 
 
 def grid_verdict(kinds: Mapping[Any, VerdictKind], label: str, *, name: str = "k", **about: Any) -> Verdict:
