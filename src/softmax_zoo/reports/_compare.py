@@ -79,11 +79,9 @@ class Compared:
         ``paper`` (or ``direction``), None without either."""
         if self.spec.margin is not None:
             return equivalence_verdict(self.equivalence(), self.delta.label, digits=digits)
-        if direction is None:
-            if paper is None:
-                return None
-            direction = claimed_direction(paper)
-        return verdict(self.delta, direction, digits=digits)
+        if direction is None and paper is None:
+            return None
+        return verdict(self.delta, claimed_direction(paper) if direction is None else direction, digits=digits)
 
 
 @dataclass(frozen=True)

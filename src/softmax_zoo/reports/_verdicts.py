@@ -158,8 +158,7 @@ def equivalence_verdict(eq: Equivalence, label: str, span: str | None = None, *,
     """The verdict on a "close" / "comparable" claim, |Δ| < margin, from :func:`._stats.equivalence` (TOST): supported
     when equivalent, contradicts when not, else inconclusive; below :data:`MIN_SEEDS` seeds none. The text gives Δ, the
     1 − 2α interval, the margin and its source, and the test; ``span`` replaces them (a page's own unit)."""
-    tail = "" if isinstance(eq.verdict, VerdictKind) else f": {eq.verdict.value}"
-    return _say(equivalence_kind(eq), "plain", label, span or _words("equivalence", eq, digits), tail)
+    return _say(equivalence_kind(eq), "equivalence_verdict", label, eq, span, digits)
 
 
 def grid_verdict(kinds: Mapping[Any, VerdictKind], label: str, *, name: str = "k", **about: Any) -> Verdict:
