@@ -203,17 +203,17 @@ def paired_t(a: Mapping[int, float], b: Mapping[int, float], alpha: float = 0.05
     return over_seeds({s: a[s] - b[s] for s in a}, 1 - alpha)
 
 
-def paired_seed_deltas(scores: Mapping[int, tuple[Any, Any]], *, num_samples: int = 10_000, confidence: float = 0.95,
-                       bootstrap_seed: int = 0, bootstrap: Callable[[Any, Any], dict[str, float]] | None = None) -> DeltaInterval:
+def paired_seed_deltas(scores: Mapping[int, tuple[Any, Any]], *, num_samples: int = 10_000,
+                       bootstrap: Callable[[Any, Any], dict[str, float]] | None = None) -> DeltaInterval:
     """Δ = B − A per training seed from ``scores`` (seed -> (A's scores, B's), item i of both the same test item), each
-    seed's with its :func:`paired_bootstrap` over the items (the same ``bootstrap_seed`` for every seed), or with
+    seed's with its :func:`paired_bootstrap` over the items (resampling seed 0 for every seed), or with
     ``bootstrap(a, b) -> {"delta", "low", "high", ...}`` for a statistic that is not a mean over items (e.g. corpus BLEU
-    from per-item n-gram counts; items are len(a)); Student-t over the seeds (:func:`over_seeds`)."""
+    from per-item n-gram counts; items are len(a)); Student-t over the seeds (:func:`over_seeds`), all at 95%."""
     if not scores:
         raise ValueError("paired_seed_deltas needs the scores of at least one seed")
-    run = bootstrap or (lambda a, b: paired_bootstrap(a, b, num_samples=num_samples, confidence=confidence, seed=bootstrap_seed))
+    run = bootstrap or (lambda a, b: paired_bootstrap(a, b, num_samples=num_samples))
     per_seed = {seed: run(a, b) for seed, (a, b) in scores.items()}
-    return DeltaInterval.from_bootstraps(per_seed, {seed: len(a) for seed, (a, _) in scores.items()}, confidence)
+    return DeltaInterval.from_bootstraps(per_seed, {seed: len(a) for seed, (a, _) in scores.items()})
 
 
 def unpaired(a: Mapping[int, float], b: Mapping[int, float], confidence: float = 0.95) -> DeltaInterval:
