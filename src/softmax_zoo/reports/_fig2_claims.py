@@ -27,7 +27,7 @@ BENCH_GROUP = "cross-entropy ("
 SPARSE_ROW, SOFTMAX_ROW, TORCH_ROW = "sparse_softmax_cross_entropy", "softmax_cross_entropy", "F.cross_entropy"
 
 
-def summarize(records: list[dict[str, Any]]) -> dict[str, Groups]:
+def group_runs(records: list[dict[str, Any]]) -> dict[str, Groups]:
     """task name -> arm -> records; the arm from the record's loss choice and k."""
     return {task: {(variant_label(loss), k): rs for (loss, k), rs in group_by(runs, ["choices.loss", "config.loss.k"]).items()}
             for (task,), runs in group_by(records, ["config.task.name"]).items()}

@@ -16,7 +16,7 @@ from omegaconf import OmegaConf
 from ..config import CONFIG_DIR
 from ..losses.registry import variant_title
 from ..records import choice, get, load_records, runs_dir
-from ._fig2_claims import F1, PAPER_F1, PAPER_K, STABLE, Groups, best_k, metric, speed_claim, summarize, task_claims
+from ._fig2_claims import F1, PAPER_F1, PAPER_K, STABLE, Groups, best_k, group_runs, metric, speed_claim, task_claims
 from ._fig2_plots import SMOOTH, fig1_data, plot_fig1, plot_fig2
 from ._pages import commits, page_command, shown_path, write_page
 from ._render import render_page, words
@@ -46,8 +46,7 @@ def caveat(task: str) -> str | None:
 
 
 def settings(summary: dict[str, Groups], tuned: dict[str, Groups]) -> dict[str, Any]:
-    """The settings table (templates/_settings.md.j2): the paper's statements and our reasons (templates/_fig2_settings.j2)
-    beside ours, read from each task's records, frozen then fine-tuned."""
+    """The settings table: the paper's statements and our reasons (templates/_fig2_settings.j2), ours per task from its records."""
     text = words("_fig2_settings.j2", paper_k=PAPER_K, paper_f1=PAPER_F1, task_names=TASK_NAMES, min_seeds=MIN_SEEDS)
     readers = {
         "training data": lambda rs: text.data(rs[0].get("task_info", {})),
@@ -99,8 +98,7 @@ def task_data(task: str, groups: Groups, *, finetuned: bool = False) -> dict[str
 
 
 def headline(tasks: list[dict[str, Any]]) -> dict[str, Any]:
-    """What the short summary names: the tasks where k=20 was above softmax or faster (and where not), robust over k,
-    with a frozen encoder; the widest half-interval of an arm."""
+    """The tasks the short summary names, by the verdicts of their rows; the widest half-interval of an arm."""
     claims = {t["task"]: t["claims"] for t in tasks}
     k20 = {t: c["k20-vs-softmax"]["verdict"].kind for t, c in claims.items() if "k20-vs-softmax" in c}
     faster = {t: f["verdict"].kind if (f := c["convergence"]["faster"]) else None for t, c in claims.items() if "convergence" in c}
@@ -116,15 +114,14 @@ def headline(tasks: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def summarise(results_dir: str | Path = "results") -> dict[str, Any]:
-    """The page's data: the runs' commands and commits, the settings table, per task its section and claims, the
-    summary, Fig. 1's data and the ledger rows."""
+    """The page's data: the runs' commands, the settings table, per task its section and claims, Fig. 1's data, the ledger rows."""
     runs = runs_dir(results_dir)
     found = [r for d in sorted(runs.glob(f"{EXPERIMENT_PREFIX}*")) if d.is_dir() for r in load_records(runs, d.name)]
     records = [r for r in found if not r["experiment"].startswith(FINETUNE_PREFIX)]
     tuned_records = [r for r in found if r["experiment"].startswith(FINETUNE_PREFIX)]
     if not records:
         raise FileNotFoundError(f"no records in {runs}/{EXPERIMENT_PREFIX}*; run `make reproduce-fig2` first")
-    summary, tuned = summarize(records), summarize(tuned_records)
+    summary, tuned = group_runs(records), group_runs(tuned_records)
     tasks = [task_data(t, summary[t]) for t in sorted(summary)]
     tuned_tasks = [task_data(t, tuned[t], finetuned=True) for t in sorted(tuned)]
     speed = speed_claim(results_dir)
