@@ -7,7 +7,7 @@ import pytest
 from softmax_zoo import records
 from softmax_zoo.reports import _fig2_claims, fig2
 from softmax_zoo.reports._fig2_claims import regime
-from softmax_zoo.reports._fig2_plots import mean_curve
+from softmax_zoo.reports._fig2_plots import fig1_data
 from softmax_zoo.reports._pages import read_claims
 from softmax_zoo.reports._render import render_page
 from softmax_zoo.reports._stats import mean_ci
@@ -139,11 +139,12 @@ def test_fewer_seeds_than_a_verdict_needs(tmp_path, seeds, kind):
     assert "nan" not in (tmp_path / "fig2.md").read_text() and "nan" not in (tmp_path / "claims.md").read_text()
 
 
-def test_mean_curve_averages_seeds_step_by_step():
+def test_fig1_loss_curve_averages_seeds_step_by_step():
     runs = [record("softmax", None, s, 0.5) for s in SEEDS]
-    steps, loss = mean_curve(runs)
-    assert steps.tolist() == [1, 2, 3, 4]
-    assert loss.tolist() == pytest.approx([4.0, 2.9, 2.5, 2.0])
+    runs[2]["train_loss"] = {"step": [1, 2, 3, 4, 5], "loss": [4.0, 2.8, 2.5, 2.0, 1.0]}  # a longer run: cut to the shortest
+    curve = fig1_data({("softmax", None): runs})["softmax"]
+    assert curve["steps"].tolist() == [1, 2, 3, 4] and curve["seeds"] == 3
+    assert curve["loss"].tolist() == pytest.approx([4.0, 2.9, 2.5, 2.0])
 
 
 def test_no_records_says_what_to_run(tmp_path):

@@ -68,13 +68,6 @@ ARMS = {  # fig1's arms: (group, label, colour, line style, marker); distinct st
 }
 
 
-def mean_curve(runs: list[dict[str, Any]]) -> tuple[np.ndarray, np.ndarray]:
-    """Steps and the per-step training loss averaged over the runs (truncated to the shortest)."""
-    curves = [r["train_loss"] for r in runs if r.get("train_loss", {}).get("loss")]
-    n = min(len(c["loss"]) for c in curves)
-    return np.asarray(curves[0]["step"][:n]), np.mean([c["loss"][:n] for c in curves], axis=0)
-
-
 def epoch_deltas(a: list[dict[str, Any]], b: list[dict[str, Any]]) -> list[tuple[float, DeltaInterval]]:
     """Per epoch both arms evaluated, in order: Δ = B − A of validation micro-F1 (points), paired t over the seeds both have."""
     curves = [{r["seed"]: c for r in runs if (c := val_curve(r))} for runs in (a, b)]
@@ -84,14 +77,15 @@ def epoch_deltas(a: list[dict[str, Any]], b: list[dict[str, Any]]) -> list[tuple
 
 
 def fig1_data(groups: Groups) -> dict[str, Any]:
-    """Per arm of :data:`ARMS` in ``groups``: each run's (epoch, validation micro-F1) curve, the mean training loss per step
-    and the seed count; "paired": :func:`epoch_deltas` of k=20 against softmax."""
+    """Per arm of :data:`ARMS` in ``groups``: each run's (epoch, validation micro-F1) curve, the seed count, the training loss
+    per step averaged over the runs (up to the shortest); "paired": :func:`epoch_deltas` of k=20 against softmax."""
     out: dict[str, Any] = {}
     for arm, (key, *_) in ARMS.items():
         if key in groups:
-            steps, loss = mean_curve(groups[key])
-            curves = [list(c.items()) for r in groups[key] if (c := val_curve(r))]
-            out[arm] = {"curves": curves, "seeds": len(groups[key]), "steps": steps, "loss": loss}
+            losses = [r["train_loss"] for r in groups[key] if r.get("train_loss", {}).get("loss")]
+            n = min(len(c["loss"]) for c in losses)
+            out[arm] = {"curves": [list(c.items()) for r in groups[key] if (c := val_curve(r))], "seeds": len(groups[key]),
+                        "steps": np.asarray(losses[0]["step"][:n]), "loss": np.mean([c["loss"][:n] for c in losses], axis=0)}
     out["paired"] = epoch_deltas(groups[ARMS["softmax"][0]], groups[ARMS["sparse"][0]]) if len(out) == 2 else []
     return out
 
