@@ -25,10 +25,8 @@ Modules::
     _verdicts       the claims ledger's verdict vocabulary
     _seq2seq        what table5 and table3 share: softmax/sparse-softmax pairs, per-seed item scores, a setting's data
     _sweep          any sweep as a table and a plot (``python -m softmax_zoo.reports sweep ...``)
-    _fig2_summary   the fig2 records grouped by task and arm, their per-seed values and curves
-    _fig2_claims    the fig2 claims of Sun et al. 2021 and our verdicts on them
+    _fig2_claims    the fig2 records grouped by task and arm, the claims of Sun et al. 2021 and our verdicts on them
     _fig2_plots     the fig2 figures: micro-F1 and paired Δ against k, validation micro-F1 per epoch, each arm's loss
-    _fig2_settings  the classification settings of Sun et al. 2021 beside ours, one column per task
     _settings       a page's table of the paper's stated settings beside ours (read from the records) and why
     _seq2seq_settings  the UniLM fine-tuning settings of Sun et al. 2021's Tables 5 and 3 beside ours
     _kernel_bias_claims  the kernel-bias claims the page's table does not decide (unigram, m ≈ 10–50, O(D log n))
