@@ -21,6 +21,7 @@ SAMPLERS = ("uniform", "unigram", "quadratic", "quadratic_centred", "softmax")  
 KERNELS = ("quadratic", "quadratic_centred")
 DIAGNOSTICS = Path("diagnostics") / "sampler_bias"  # under results_dir: the fixed-checkpoint diagnostics' JSON files
 FEW_SAMPLES = (10, 50)  # the review's m ≈ 10–50
+FEWER_SAMPLES = 10.0  # the paper: one to two orders of magnitude (10-100x) fewer samples than uniform
 COMPARABLE_RATIO = 1.10  # "comparable to full softmax", ours: validation perplexity within 10% either way
 BENCH_FILE = "bench_losses_cpu.md"  # under results_dir: scripts/bench_losses.py's page; its data is the .json beside it
 BENCH_SECTION = "sampled softmax: tree sampling time vs C"
@@ -53,6 +54,33 @@ def values(by: Cells) -> tuple[list[float], dict[str, dict[int, list[float]]]]:
 
 def row_id(name: str, experiment: str) -> str:
     return f"kernel-bias-{name}" + ("-paper-like" if experiment == PAPER_SETTING else "")
+
+
+def finding(by: Cells, kernel: str, experiment: str) -> dict[str, Any]:
+    """The 10-100x claim for ``kernel``: per uniform point (m_u, gap_u) the ratio m_u / m_k, m_k the smallest ``kernel``
+    m reaching gap_u; the uniform m it never reaches; the m where another sampler beat the quadratic kernel; the
+    seed-aware verdict (:func:`fewer_samples`), or None: the largest ratio decides nothing."""
+    full, grid = values(by)
+    gaps = {name: {m: mean(v) - mean(full) for m, v in per_m.items()} for name, per_m in grid.items()}
+    reached = {m_u: min((m for m, g in gaps[kernel].items() if g <= gap_u), default=None)
+               for m_u, gap_u in sorted(gaps.get("uniform", {}).items())}
+    ratios = {m_u: m_u / m_k for m_u, m_k in reached.items() if m_k is not None}
+    m_best = max(ratios, key=ratios.get, default=None)
+    winners = {m: min((s for s in gaps if s not in ("softmax", "quadratic_centred") and m in gaps[s]), key=lambda s: gaps[s][m])
+               for m in gaps.get("quadratic", {})}
+    rivals = {rival: [m for m in sorted(winners) if winners[m] == rival] for rival in gaps if rival not in ("softmax", *KERNELS)}
+    return {"kind": "fewer", "kernel": kernel, "id": row_id("10-100x" if kernel == "quadratic" else "centred", experiment),
+            "paper_setting": experiment == PAPER_SETTING, "source": EXPERIMENT, "missing": not reached, "ratios": ratios,
+            "unreached": [m for m, m_k in reached.items() if m_k is None], "best": ratios.get(m_best, 0.0), "m_best": m_best,
+            "ratio": FEWER_SAMPLES, "seeds": sorted({r["seed"] for rs in by[kernel].values() for r in rs}), "points": len(winners),
+            "decided": fewer_samples(by, kernel, FEWER_SAMPLES),
+            "rivals": {r: ms for r, ms in rivals.items() if ms and kernel == "quadratic"},
+            "dirty": dirty_note([r for name in (None, kernel, "uniform") for rs in by.get(name, {}).values() for r in rs])}
+
+
+def findings(by: Cells, experiment: str) -> list[dict[str, Any]]:
+    """The 10-100x rows of a setting, one per kernel it ran."""
+    return [finding(by, kernel, experiment) for kernel in KERNELS if kernel in by]
 
 
 def fewer_samples(by: Cells, kernel: str, ratio: float) -> dict[str, Any] | None:

@@ -1,11 +1,6 @@
-"""More of the review's Blanc & Rendle 2018 findings, as data for templates/kernel_bias.md.j2 (which words the rules):
-
-* diminishing returns: per sampler the gain per doubling of m, (gap(m) − gap(next m)) / log2(next m / m), the gap the
-  mean over the validation curve's points (step > 0) of ln ppl(run) − ln ppl(full softmax), or without curves the final
-  validation loss's gap; flat from m when every doubling from m on gains less than :data:`FLAT_GAIN`;
-* deviation and bias: at the last diagnosed checkpoint, per m the Spearman correlation over the samplers of KL(p̃‖q̃)
-  against |loss bias| and against the gradient bias;
-* adapts, low bias: at each diagnosed checkpoint, at its smallest m, (KL, |loss bias|) of the samplers :data:`ADAPTS`.
+"""More of the review's Blanc & Rendle 2018 findings, as data for templates/kernel_bias.md.j2, which states their rules:
+diminishing returns (the gain per doubling of m), deviation and bias (Spearman ρ of KL(p̃‖q̃) against the bias at the last
+diagnosed checkpoint), adapts with low bias (KL and |loss bias| of :data:`ADAPTS` at each checkpoint).
 """
 
 from __future__ import annotations
@@ -28,10 +23,18 @@ DESIGN_IDS = ("kernel-design-last-hidden-layer", "kernel-design-sampling-only", 
 ADAPTS = ("quadratic", "uniform")  # the samplers the adapts-low-bias row sets side by side
 
 
-def diagnosed(results_dir: str | Path, experiment: str) -> list[dict[str, Any]]:
-    """The fixed-checkpoint diagnostics of ``experiment``'s full-softmax run, by step."""
-    return sorted((json.loads(f.read_text()) for f in Path(results_dir, DIAGNOSTICS, experiment).glob("*.json")),
-                  key=lambda r: r["meta"]["step"])
+def diagnostics(results_dir: str | Path, experiment: str = EXPERIMENT) -> list[dict[str, Any]]:
+    """The fixed-checkpoint diagnostics of ``experiment``'s full-softmax run, by step, each with its ms and per sampler
+    its KL (>= 0; a negative value is rounding) and loss and gradient bias per m (None where not measured)."""
+    results = sorted((json.loads(f.read_text()) for f in Path(results_dir, DIAGNOSTICS, experiment).glob("*.json")),
+                     key=lambda r: r["meta"]["step"])
+    for result in results:
+        result["ms"] = ms = sorted({r["m"] for r in result["rows"]})
+        at = {(r["sampler"], r["m"]): r for r in result["rows"]}
+        result["samplers"] = [{"name": name, "kl": max(next(r for (n, _), r in at.items() if n == name)["kl"], 0.0),
+                               **{key: [at[name, m][f"{key}_bias"] if (name, m) in at else None for m in ms] for key in ("loss", "grad")}}
+                              for name in dict.fromkeys(r["sampler"] for r in result["rows"])]
+    return results
 
 
 def _curve(record: dict[str, Any]) -> dict[int, float]:
@@ -66,12 +69,8 @@ def gains_per_doubling(gaps: dict[int, float]) -> list[tuple[int, int, float]]:
 
 def flat_from(gains: list[tuple[int, int, float]]) -> int | None:
     """The smallest m from which every doubling gains less than FLAT_GAIN (None if the last one does not)."""
-    flat = None
-    for a, _, gain in reversed(gains):
-        if gain >= FLAT_GAIN:
-            break
-        flat = a
-    return flat
+    last = max((i for i, (*_, gain) in enumerate(gains) if gain >= FLAT_GAIN), default=-1)
+    return gains[last + 1][0] if last + 1 < len(gains) else None
 
 
 def diminishing_row(records: list[dict[str, Any]], experiment: str) -> list[dict[str, Any]]:
@@ -100,14 +99,12 @@ def trained_seed(meta: dict[str, Any]) -> int:
 
 def deviation_row(results_dir: str | Path, experiment: str) -> list[dict[str, Any]]:
     """The deviation-and-bias row of one setting, from its last checkpoint's diagnostic ([] without one)."""
-    if not (results := diagnosed(results_dir, experiment)):
+    if not (results := diagnostics(results_dir, experiment)):
         return []
     meta, rows = results[-1]["meta"], results[-1]["rows"]
-    rho = {}
-    for m in sorted({r["m"] for r in rows}):
-        kl = [max(r["kl"], 0.0) for r in rows if r["m"] == m]  # KL >= 0; a negative value is rounding
-        rho[m] = (spearman(kl, [abs(r["loss_bias"]) for r in rows if r["m"] == m]),
-                  spearman(kl, [r["grad_bias"] for r in rows if r["m"] == m]))
+    at = {m: [r for r in rows if r["m"] == m] for m in sorted({r["m"] for r in rows})}
+    rho = {m: (spearman(kl := [max(r["kl"], 0.0) for r in rs], [abs(r["loss_bias"]) for r in rs]),  # KL < 0 is rounding
+               spearman(kl, [r["grad_bias"] for r in rs])) for m, rs in at.items()}
     return [{"kind": "deviation", "id": row_id("deviation", experiment), "paper_setting": experiment == PAPER_SETTING,
              "meta": meta, "samplers": list(dict.fromkeys(r["sampler"] for r in rows)), "rho": rho, "seed": trained_seed(meta),
              "low": min(min(v) for v in rho.values()), "source": EXPERIMENT}]
@@ -115,7 +112,7 @@ def deviation_row(results_dir: str | Path, experiment: str) -> list[dict[str, An
 
 def adapts_row(results_dir: str | Path, experiment: str) -> list[dict[str, Any]]:
     """The adapts-low-bias row of one setting ([] without diagnostics holding both samplers of :data:`ADAPTS`)."""
-    results, steps = diagnosed(results_dir, experiment), []
+    results, steps = diagnostics(results_dir, experiment), []
     for result in results:
         m = min(r["m"] for r in result["rows"])
         at = {r["sampler"]: (max(r["kl"], 0.0), abs(r["loss_bias"])) for r in result["rows"] if r["m"] == m and r["sampler"] in ADAPTS}
