@@ -22,13 +22,13 @@ KERNELS = ("quadratic", "quadratic_centred")
 DIAGNOSTICS = Path("diagnostics") / "sampler_bias"  # under results_dir: the fixed-checkpoint diagnostics' JSON files
 FEW_SAMPLES = (10, 50)  # the review's m ≈ 10–50
 FEWER_SAMPLES = 10.0  # the paper: one to two orders of magnitude (10-100x) fewer samples than uniform
-COMPARABLE_RATIO = 1.10  # "comparable to full softmax", ours: validation perplexity within 10% either way
 BENCH_FILE = "bench_losses_cpu.md"  # under results_dir: scripts/bench_losses.py's page; its data is the .json beside it
 BENCH_SECTION = "sampled softmax: tree sampling time vs C"
 VAL_LOSS = "metrics.val/loss"
-# Arms are paired by seed: transformers.set_seed(seed) precedes the model's construction, which draws the embedding and
-# the LSTM before the head (models/lstm_lm.py), and every run reads the same training stream in order.
-COMPARABLE = Comparison("full softmax", "quadratic", VAL_LOSS, Design.PAIRED_BY_SEED, margin=math.log(COMPARABLE_RATIO),
+# "Comparable to full softmax": validation perplexity within 10% either way. Arms are paired by seed: set_seed(seed)
+# precedes the model's construction, which draws the embedding and the LSTM before the head (models/lstm_lm.py), and
+# every run reads the same training stream in order.
+COMPARABLE = Comparison("full softmax", "quadratic", VAL_LOSS, Design.PAIRED_BY_SEED, margin=math.log(1.10),
                         margin_source="ours: the review gives no tolerance for \"comparable\"; perplexity within 10% either way")
 Cells = dict[str | None, dict[int, list[dict[str, Any]]]]  # sampler (None: the full softmax, m 0) -> m -> its records
 
@@ -52,16 +52,24 @@ def values(by: Cells) -> tuple[list[float], dict[str, dict[int, list[float]]]]:
     return found.pop(None, {}).get(0, []), found  # type: ignore[return-value]
 
 
-def row_id(name: str, experiment: str) -> str:
-    return f"kernel-bias-{name}" + ("-paper-like" if experiment == PAPER_SETTING else "")
+def mean_gaps(by: Cells) -> dict[str, dict[int, float]]:
+    """sampler -> m -> its gap: its mean validation loss over seeds minus the full softmax's."""
+    full, grid = values(by)
+    return {name: {m: mean(v) - mean(full) for m, v in per_m.items()} for name, per_m in grid.items()}
+
+
+def row(kind: str, name: str, experiment: str, **data: Any) -> dict[str, Any]:
+    """A ledger row of one setting: its kind, its id (``-paper-like`` in the paper-like setting), its data."""
+    paper_setting = experiment == PAPER_SETTING
+    return {"kind": kind, "id": f"kernel-bias-{name}" + ("-paper-like" if paper_setting else ""), "paper_setting": paper_setting,
+            "source": EXPERIMENT, **data}
 
 
 def finding(by: Cells, kernel: str, experiment: str) -> dict[str, Any]:
     """The 10-100x claim for ``kernel``: per uniform point (m_u, gap_u) the ratio m_u / m_k, m_k the smallest ``kernel``
     m reaching gap_u; the uniform m it never reaches; the m where another sampler beat the quadratic kernel; the
     seed-aware verdict (:func:`fewer_samples`), or None: the largest ratio decides nothing."""
-    full, grid = values(by)
-    gaps = {name: {m: mean(v) - mean(full) for m, v in per_m.items()} for name, per_m in grid.items()}
+    gaps = mean_gaps(by)
     reached = {m_u: min((m for m, g in gaps[kernel].items() if g <= gap_u), default=None)
                for m_u, gap_u in sorted(gaps.get("uniform", {}).items())}
     ratios = {m_u: m_u / m_k for m_u, m_k in reached.items() if m_k is not None}
@@ -69,18 +77,11 @@ def finding(by: Cells, kernel: str, experiment: str) -> dict[str, Any]:
     winners = {m: min((s for s in gaps if s not in ("softmax", "quadratic_centred") and m in gaps[s]), key=lambda s: gaps[s][m])
                for m in gaps.get("quadratic", {})}
     rivals = {rival: [m for m in sorted(winners) if winners[m] == rival] for rival in gaps if rival not in ("softmax", *KERNELS)}
-    return {"kind": "fewer", "kernel": kernel, "id": row_id("10-100x" if kernel == "quadratic" else "centred", experiment),
-            "paper_setting": experiment == PAPER_SETTING, "source": EXPERIMENT, "missing": not reached, "ratios": ratios,
-            "unreached": [m for m, m_k in reached.items() if m_k is None], "best": ratios.get(m_best, 0.0), "m_best": m_best,
-            "ratio": FEWER_SAMPLES, "seeds": sorted({r["seed"] for rs in by[kernel].values() for r in rs}), "points": len(winners),
-            "decided": fewer_samples(by, kernel, FEWER_SAMPLES),
-            "rivals": {r: ms for r, ms in rivals.items() if ms and kernel == "quadratic"},
-            "dirty": dirty_note([r for name in (None, kernel, "uniform") for rs in by.get(name, {}).values() for r in rs])}
-
-
-def findings(by: Cells, experiment: str) -> list[dict[str, Any]]:
-    """The 10-100x rows of a setting, one per kernel it ran."""
-    return [finding(by, kernel, experiment) for kernel in KERNELS if kernel in by]
+    return row("fewer", "10-100x" if kernel == "quadratic" else "centred", experiment, kernel=kernel, missing=not reached,
+               ratios=ratios, unreached=[m for m, m_k in reached.items() if m_k is None], best=ratios.get(m_best, 0.0), m_best=m_best,
+               ratio=FEWER_SAMPLES, seeds=sorted({r["seed"] for rs in by[kernel].values() for r in rs}), points=len(winners),
+               decided=fewer_samples(by, kernel, FEWER_SAMPLES), rivals={r: ms for r, ms in rivals.items() if ms and kernel == "quadratic"},
+               dirty=dirty_note([r for name in (None, kernel, "uniform") for rs in by.get(name, {}).values() for r in rs]))
 
 
 def fewer_samples(by: Cells, kernel: str, ratio: float) -> dict[str, Any] | None:
@@ -104,29 +105,24 @@ def fewer_samples(by: Cells, kernel: str, ratio: float) -> dict[str, Any] | None
 
 def review_claims(records: list[dict[str, Any]], experiment: str) -> list[dict[str, Any]]:
     """One setting's rows of kernel against unigram and of m ≈ 10–50 (each m's Δ paired by seed)."""
-    by = cells(records)
-    full, grid = values(by)
-    if not full:
+    by, seeds = cells(records), sorted({r["seed"] for r in records})
+    if None not in by:
         return []
-    base = mean(full)
-    common = {"paper_setting": experiment == PAPER_SETTING, "seeds": sorted({r["seed"] for r in records}), "source": EXPERIMENT}
-    kernel, unigram = by.get("quadratic", {}), by.get("unigram", {})
-    rows = []
+    gaps, kernel, unigram, rows = mean_gaps(by), by.get("quadratic", {}), by.get("unigram", {}), []
     if kernel and not unigram:
-        rows.append(common | {"kind": "vs-unigram", "id": row_id("vs-unigram", experiment), "missing": True})
+        rows.append(row("vs-unigram", "vs-unigram", experiment, seeds=seeds, missing=True))
     elif shared := sorted(set(kernel) & set(unigram)):
         spec = Comparison("quadratic", "unigram", VAL_LOSS, Design.PAIRED_BY_SEED)
         deltas = {m: compare(spec, kernel[m], unigram[m]).delta for m in shared}
-        rows.append(common | {"kind": "vs-unigram", "id": row_id("vs-unigram", experiment), "deltas": deltas,
-                              "gaps": {m: (mean(grid["quadratic"][m]) - base, mean(grid["unigram"][m]) - base) for m in shared},
-                              "wins": sum(mean(grid["unigram"][m]) < mean(grid["quadratic"][m]) for m in shared),
-                              "verdicts": {m: verdict(d, +1, digits=3) for m, d in deltas.items()},
-                              "dirty": dirty_note(by[None][0] + [r for m in shared for r in kernel[m] + unigram[m]])})
+        rows.append(row("vs-unigram", "vs-unigram", experiment, seeds=seeds, deltas=deltas,
+                        gaps={m: (gaps["quadratic"][m], gaps["unigram"][m]) for m in shared},
+                        wins=sum(gaps["unigram"][m] < gaps["quadratic"][m] for m in shared),
+                        verdicts={m: verdict(d, +1, digits=3) for m, d in deltas.items()},
+                        dirty=dirty_note(by[None][0] + [r for m in shared for r in kernel[m] + unigram[m]])))
     if kernel:
         ms = [m for m in sorted(kernel) if FEW_SAMPLES[0] <= m <= FEW_SAMPLES[1]]
-        rows.append(common | {"kind": "m10-50", "id": row_id("m10-50", experiment), "ms": ms,
-                              "gaps": {m: (g := mean(grid["quadratic"][m]) - base, math.exp(g)) for m in ms},
-                              **(comparable(by, ms) if ms else {})})
+        rows.append(row("m10-50", "m10-50", experiment, seeds=seeds, ms=ms,
+                        gaps={m: (gaps["quadratic"][m], math.exp(gaps["quadratic"][m])) for m in ms}, **(comparable(by, ms) if ms else {})))
     return rows
 
 

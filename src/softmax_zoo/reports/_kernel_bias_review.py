@@ -13,8 +13,7 @@ from typing import Any
 
 from scipy import stats
 
-from ..records import get
-from ._kernel_bias_claims import DIAGNOSTICS, EXPERIMENT, PAPER_SETTING, SAMPLERS, row_id, sampler_name
+from ._kernel_bias_claims import DIAGNOSTICS, EXPERIMENT, SAMPLERS, cells, row, sampler_name
 from ._pages import dirty_note
 from ._stats import mean
 
@@ -44,21 +43,19 @@ def _curve(record: dict[str, Any]) -> dict[int, float]:
 
 
 def gaps_by_m(records: list[dict[str, Any]]) -> tuple[bool, dict[str, dict[int, float]]]:
-    """(whether the gaps are along the validation curves, sampler -> m -> gap to the full softmax, mean over seeds)."""
-    full = {r["seed"]: r for r in records if sampler_name(r) is None}
-    with_curves = all(_curve(r) for r in records)
-    per_run: dict[str, dict[int, list[float]]] = {}
-    for r in records:
-        name, base = sampler_name(r), full.get(r["seed"])
-        if name is None or base is None:
-            continue
-        if with_curves:
-            ref = _curve(base)
-            gap = mean([v - ref[s] for s, v in _curve(r).items() if s in ref])
-        else:
-            gap = r["metrics"]["val/loss"] - base["metrics"]["val/loss"]
-        per_run.setdefault(name, {}).setdefault(int(get(r, "config.loss.num_samples")), []).append(gap)
-    return with_curves, {name: {m: mean(v) for m, v in sorted(per_m.items())} for name, per_m in per_run.items()}
+    """(whether the gaps are along the validation curves, sampler -> m -> gap to the same seed's full softmax, mean over seeds)."""
+    by, with_curves = cells(records), all(_curve(r) for r in records)
+    full = {r["seed"]: r for r in by.pop(None, {}).get(0, [])}
+
+    def gap(run: dict[str, Any], base: dict[str, Any]) -> float:
+        if not with_curves:
+            return run["metrics"]["val/loss"] - base["metrics"]["val/loss"]
+        ref = _curve(base)
+        return mean([v - ref[s] for s, v in _curve(run).items() if s in ref])
+
+    found = {name: {m: [gap(r, full[r["seed"]]) for r in rs if r["seed"] in full] for m, rs in sorted(per_m.items())}
+             for name, per_m in by.items()}
+    return with_curves, {name: {m: mean(g) for m, g in per_m.items() if g} for name, per_m in found.items() if any(per_m.values())}
 
 
 def gains_per_doubling(gaps: dict[int, float]) -> list[tuple[int, int, float]]:
@@ -80,10 +77,9 @@ def diminishing_row(records: list[dict[str, Any]], experiment: str) -> list[dict
     gains = {name: gains_per_doubling(gaps[name]) for name in order if len(gaps[name]) >= 2 and name != "softmax"}
     if not gains:
         return []
-    return [{"kind": "diminishing", "id": row_id("diminishing-returns", experiment), "paper_setting": experiment == PAPER_SETTING,
-             "with_curves": with_curves, "gains": gains, "seeds": sorted({r["seed"] for r in records}), "flat_gain": FLAT_GAIN,
-             "flats": {name: (flat_from(g), max(gaps[name])) for name, g in gains.items()}, "source": EXPERIMENT,
-             "dirty": dirty_note([r for r in records if sampler_name(r) in (None, *gains)])}]
+    return [row("diminishing", "diminishing-returns", experiment, with_curves=with_curves, gains=gains, flat_gain=FLAT_GAIN,
+                seeds=sorted({r["seed"] for r in records}), flats={name: (flat_from(g), max(gaps[name])) for name, g in gains.items()},
+                dirty=dirty_note([r for r in records if sampler_name(r) in (None, *gains)]))]
 
 
 def spearman(x: list[float], y: list[float]) -> float:
@@ -105,9 +101,8 @@ def deviation_row(results_dir: str | Path, experiment: str) -> list[dict[str, An
     at = {m: [r for r in rows if r["m"] == m] for m in sorted({r["m"] for r in rows})}
     rho = {m: (spearman(kl := [max(r["kl"], 0.0) for r in rs], [abs(r["loss_bias"]) for r in rs]),  # KL < 0 is rounding
                spearman(kl, [r["grad_bias"] for r in rs])) for m, rs in at.items()}
-    return [{"kind": "deviation", "id": row_id("deviation", experiment), "paper_setting": experiment == PAPER_SETTING,
-             "meta": meta, "samplers": list(dict.fromkeys(r["sampler"] for r in rows)), "rho": rho, "seed": trained_seed(meta),
-             "low": min(min(v) for v in rho.values()), "source": EXPERIMENT}]
+    return [row("deviation", "deviation", experiment, meta=meta, samplers=list(dict.fromkeys(r["sampler"] for r in rows)), rho=rho,
+                seed=trained_seed(meta), low=min(min(v) for v in rho.values()))]
 
 
 def adapts_row(results_dir: str | Path, experiment: str) -> list[dict[str, Any]]:
@@ -120,9 +115,8 @@ def adapts_row(results_dir: str | Path, experiment: str) -> list[dict[str, Any]]
             steps.append({"step": result["meta"]["step"], "m": m, "samplers": at})
     if not steps:
         return []
-    return [{"kind": "adapts", "id": row_id("adapts-low-bias", experiment), "paper_setting": experiment == PAPER_SETTING,
-             "steps": steps, "seed": trained_seed(results[-1]["meta"]), "source": EXPERIMENT,
-             "below": sum(s["samplers"]["quadratic"][0] < s["samplers"]["uniform"][0] for s in steps)}]
+    return [row("adapts", "adapts-low-bias", experiment, steps=steps, seed=trained_seed(results[-1]["meta"]),
+                below=sum(s["samplers"]["quadratic"][0] < s["samplers"]["uniform"][0] for s in steps))]
 
 
 def review_rows(results_dir: str | Path, records: list[dict[str, Any]], experiment: str) -> list[dict[str, Any]]:
