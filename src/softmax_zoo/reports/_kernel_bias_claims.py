@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +37,11 @@ Cells = dict[str | None, dict[int, list[dict[str, Any]]]]  # sampler (None: the 
 def sampler_name(record: dict[str, Any]) -> str | None:
     """"uniform" / "unigram" / "quadratic" / "softmax" for a sampled run, None for the full softmax."""
     return choice(record, "sampler") if choice(record, "loss") == "sampled_softmax" else None
+
+
+def ordered(names: Iterable[str]) -> list[str]:
+    """``names`` in the page's sampler order (:data:`SAMPLERS`), others after by name."""
+    return sorted(set(names), key=lambda name: (SAMPLERS.index(name) if name in SAMPLERS else len(SAMPLERS), name))
 
 
 def cells(records: list[dict[str, Any]]) -> Cells:

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from ..records import get
-from ._kernel_bias_claims import SAMPLERS, sampler_name
+from ._kernel_bias_claims import SAMPLERS, ordered, sampler_name
 from ._pages import line_plot, pyplot, save_figure
 from ._stats import mean
 
@@ -51,7 +51,7 @@ def curves_plot(records: list[dict[str, Any]], path: Path, title: str) -> None:
         if curve := [(h["step"], h["val/curve_perplexity"]) for h in r.get("history", []) if "val/curve_perplexity" in h]:
             by.setdefault((sampler_name(r), get(r, "config.loss.num_samples") or 0), []).append(curve)
     sizes = sorted({h["val/curve_tokens"] for r in records for h in r.get("history", []) if "val/curve_tokens" in h})
-    names = [s for s in SAMPLERS if any(n == s for n, _ in by)] + sorted({n for n, _ in by if n not in SAMPLERS and n is not None})
+    names = ordered({n for n, _ in by} - {None})
     full = [c for (n, _), cs in by.items() if n is None for c in cs]
     on = f"first {sizes[0]:,} validation tokens" if len(sizes) == 1 else "a validation prefix"
     fig, axes = pyplot().subplots(1, len(names), figsize=(3.4 * len(names), 4.8), sharey=True, squeeze=False)

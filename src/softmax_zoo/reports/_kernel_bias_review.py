@@ -13,7 +13,7 @@ from typing import Any
 
 from scipy import stats
 
-from ._kernel_bias_claims import DIAGNOSTICS, EXPERIMENT, SAMPLERS, cells, row, sampler_name
+from ._kernel_bias_claims import DIAGNOSTICS, EXPERIMENT, cells, ordered, row, sampler_name
 from ._pages import dirty_note
 from ._stats import mean
 
@@ -73,8 +73,7 @@ def flat_from(gains: list[tuple[int, int, float]]) -> int | None:
 def diminishing_row(records: list[dict[str, Any]], experiment: str) -> list[dict[str, Any]]:
     """The diminishing-returns row of one setting ([] without sampled runs at two m or more)."""
     with_curves, gaps = gaps_by_m(records)
-    order = sorted(gaps, key=lambda name: (SAMPLERS.index(name) if name in SAMPLERS else len(SAMPLERS), name))
-    gains = {name: gains_per_doubling(gaps[name]) for name in order if len(gaps[name]) >= 2 and name != "softmax"}
+    gains = {name: gains_per_doubling(gaps[name]) for name in ordered(gaps) if len(gaps[name]) >= 2 and name != "softmax"}
     if not gains:
         return []
     return [row("diminishing", "diminishing-returns", experiment, with_curves=with_curves, gains=gains, flat_gain=FLAT_GAIN,

@@ -14,7 +14,7 @@ from typing import Any
 from ..records import get, load_records, runs_dir
 from ._compare import Design
 from ._kernel_bias_claims import DIAGNOSTICS as DIAGNOSTICS  # where studies.sampler_bias writes what this page reads
-from ._kernel_bias_claims import EXPERIMENT, KERNELS, PAPER_SETTING, SAMPLERS, cells, finding, log_time_claim, review_claims, values
+from ._kernel_bias_claims import EXPERIMENT, KERNELS, PAPER_SETTING, cells, finding, log_time_claim, ordered, review_claims, values
 from ._kernel_bias_plots import curves_plot, plot
 from ._kernel_bias_review import DESIGN_IDS, FLAT_GAIN, diagnostics, review_rows
 from ._kernel_bias_settings import WORDS, kernel_bias_settings
@@ -39,11 +39,11 @@ def setting(results_dir: str | Path, experiment: str, records: list[dict[str, An
     if not data["complete"]:
         return data
     ms = sorted({m for per_m in grid.values() for m in per_m})
-    names = [s for s in SAMPLERS if s in grid] + sorted(set(grid) - set(SAMPLERS))
     return data | {"commits": commits(records), "seeds": sorted({r["seed"] for r in records}), "ms": ms, "full": full, "grid": grid,
                    "setup": {key.split(".")[1]: get(records[0], f"config.{key}") for key in SETUP},
                    "steps": records[0]["timing"]["global_steps"], "base": mean(full),
-                   "rows": [(name, [(mean(grid[name][m]), len(grid[name][m])) if m in grid[name] else None for m in ms]) for name in names],
+                   "rows": [(name, [(mean(grid[name][m]), len(grid[name][m])) if m in grid[name] else None for m in ms])
+                            for name in ordered(grid)],
                    "oracle_gap": max((abs(mean(v) - mean(full)) for v in grid.get("softmax", {}).values()), default=None),
                    "findings": [finding(by, k, experiment) for k in KERNELS if k in by], "records": records,
                    "curves": any("val/curve_perplexity" in h for r in records for h in r.get("history", [])),
