@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from ..records import choice
-from ._compare import Comparison, Design, Grid, compare
+from ._compare import Comparison, Design, Grid, compare, per_seed
 from ._pages import bench_group, dirty_note
 from ._stats import mean
 from ._verdicts import MIN_SEEDS, VerdictKind, verdict
@@ -54,7 +54,7 @@ def cells(records: list[dict[str, Any]]) -> Cells:
 
 def values(by: Cells) -> tuple[list[float], dict[str, dict[int, list[float]]]]:
     """(full-softmax validation losses over seeds, sampler -> m -> validation losses over seeds)."""
-    found = {name: {m: [r["metrics"]["val/loss"] for r in rs] for m, rs in per_m.items()} for name, per_m in by.items()}
+    found = {name: {m: list(per_seed(rs, VAL_LOSS).values()) for m, rs in per_m.items()} for name, per_m in by.items()}
     return found.pop(None, {}).get(0, []), found  # type: ignore[return-value]
 
 
