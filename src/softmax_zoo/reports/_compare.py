@@ -91,13 +91,18 @@ class Grid:
     compared: Mapping[Any, Compared]
     name: str = "k"  # what the grid's keys are, as the text names them
 
+    @property
+    def seeds(self) -> list[int]:
+        """Every seed any of the grid's comparisons compared."""
+        return sorted({s for c in self.compared.values() for s in c.delta.seeds})
+
     def decide(self, direction: int | None = None) -> tuple[Verdict, dict[Any, DeltaInterval] | None]:
         """(the verdict, each comparison's Holm-adjusted interval beside its raw one, or None when one has a single seed):
         every Δ of sign ``direction``, or with the specs' margin every Δ within it (:func:`._verdicts.grid_verdict`)."""
         tests = {key: c.delta for key, c in self.compared.items()}
         if not tests:
             raise ValueError("a grid needs at least one comparison")
-        label = seeds_label(sorted({s for t in tests.values() for s in t.seeds}))
+        label = seeds_label(self.seeds)
         holm = dict(zip(tests, holm_intervals(list(tests.values())))) if min(t.n for t in tests.values()) > 1 else None
         first = next(iter(self.compared.values()))
         if all(c.spec.margin is not None for c in self.compared.values()):
