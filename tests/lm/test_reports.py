@@ -279,3 +279,25 @@ def test_kernel_comparable_to_full_softmax_is_two_sided():
     assert both.kind is VerdictKind.INCONCLUSIVE and both.text.startswith("inconclusive (seeds 0, 1, 2): m=16: contradicts (seeds 0, 1, 2)")
     assert ": not equivalent" in both.text
     assert comparable_verdict(cells(full[:1] + close[:1]), [32]).kind is VerdictKind.SINGLE_RUN
+
+
+def test_lm1b_rows_say_how_many_of_their_records_are_dirty(tmp_path):
+    """A decided row whose records include one made with uncommitted changes carries the note, naming its count and
+    files; the rows resting on clean records or on no record do not."""
+    runs = lm1b_records(seeds=(0, 1, 2))
+    dirty = next(r for r in runs if r["run_name"] == "adaptive_seed1")
+    dirty["git"] = {"commit": "0123456789", "dirty": True, "dirty_paths": ["src/softmax_zoo/losses/adaptive.py"]}
+    for r in runs:
+        records.write_record(r, records.runs_dir(tmp_path))
+    lm1b.build(tmp_path)
+    claims = read_claims(tmp_path / "claims.md")
+    note = "rests on 1 of 6 records made with uncommitted changes (src/softmax_zoo/losses/adaptive.py)"
+    assert claims["lm1b-adaptive-speed-ppl"]["verdict"].endswith(f"; {note}")
+    assert claims["lm1b-cpu-speedup-3x"]["verdict"].endswith(f"; {note}")  # the speed-up from the runs' own tokens/s
+    assert claims["lm1b-adaptive-vs-approximations"]["verdict"].endswith(f"; {note}")  # adaptive and the sampled head
+    for clean in ("lm1b-adaptive-43.9", "lm1b-europarl", "lm1b-vocabulary-cost"):
+        assert "uncommitted" not in claims[clean]["verdict"]
+    dirty["git"] = {"commit": "0123456789", "dirty": False, "dirty_paths": []}
+    records.write_record(dirty, records.runs_dir(tmp_path))
+    lm1b.build(tmp_path)
+    assert not any("uncommitted" in row["verdict"] for row in read_claims(tmp_path / "claims.md").values())

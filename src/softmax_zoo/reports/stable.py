@@ -16,7 +16,7 @@ from typing import Any
 
 from ..records import get, load_records, runs_dir
 from ._compare import unpaired
-from ._pages import commits, page_command, shown_path
+from ._pages import commits, dirty_note, page_command, shown_path
 from ._render import publish
 from ._stable_examples import examples
 from ._stable_plots import FORM_LABEL, arms, group, plots
@@ -168,9 +168,11 @@ def claims(records) -> list[dict[str, Any]]:
         std, stb = peak_share(sat["standard", "float32"]), peak_share(sat["stable", "float32"])
         mem = group(records, study="collapse", dtype="bfloat16", form="standard")
         rows += [{"id": "stable-collapse", "std": std, "stb": stb, "verdict": verdict(unpaired(stb, std), +1, digits=3),
-                  "memorise": [(r["seed"], r["final"]["zero_target_grad_share"]) for r in mem]},
+                  "memorise": [(r["seed"], r["final"]["zero_target_grad_share"]) for r in mem],
+                  "dirty": dirty_note(sat["standard", "float32"] + sat["stable", "float32"] + mem)},
                  {"id": "stable-collapse-training", "stable": ratio(sat["standard", "float32"], sat["stable", "float32"], "loss"),
-                  "float64": ratio(sat["standard", "float32"], sat["standard", "float64"], "loss")}]
+                  "float64": ratio(sat["standard", "float32"], sat["standard", "float64"], "loss"),
+                  "dirty": dirty_note([r for runs in sat.values() for r in runs])}]
     else:
         rows.append({"id": "stable-collapse", "missing": True})
     for study, key in (("collapse", "loss"), ("cancellation", "drift")):
@@ -178,25 +180,27 @@ def claims(records) -> list[dict[str, Any]]:
         cast, stb, std = (group(records, study=study, dtype="bfloat16", form=f, **match) for f in ("cast", "stable", "standard"))
         if cast and stb and std:
             row = {"id": f"stable-{study}-bfloat16-rewrite", "study": study, "cast": ratio(cast, stb, key),
-                   "standard": ratio(std, stb, key)}
+                   "standard": ratio(std, stb, key), "dirty": dirty_note(cast + stb + std)}
             rows.append(row | {"verdict": verdict(unpaired(by(stb, key), by(cast, key)), +1, digits=4)
                                if study == "cancellation" else row["cast"]["verdict"]})
     eq = {f: group(records, study="cancellation", start="equal", dtype="float32", form=f) for f in ("standard", "stable")}
     if all(eq.values()):
         std, stb = by(eq["standard"], "drift"), by(eq["stable"], "drift")
         rows.append({"id": "stable-cancellation", "std": std, "stb": stb, "verdict": verdict(unpaired(stb, std), +1, digits=4),
-                     "steps": setting_of(records, "cancellation").get("distill_steps"),
+                     "steps": setting_of(records, "cancellation").get("distill_steps"), "dirty": dirty_note(eq["standard"] + eq["stable"]),
                      "step0": {f: mean([r["curve"][0]["logit_grad_norm"] for r in eq[f]]) for f in eq}})
     for loss in ("ce", "kd"):
         std, stb = (group(records, study="generalise", loss=loss, dtype="bfloat16", form=f) for f in ("standard", "stable"))
         if std and stb:
             rows.append({"id": f"stable-generalise-{loss}", "loss": loss, "accuracy": accuracy(records, "generalise", loss=loss),
-                         "verdict": verdict(unpaired(by(std, "test_accuracy"), by(stb, "test_accuracy")), +1, digits=3)})
+                         "verdict": verdict(unpaired(by(std, "test_accuracy"), by(stb, "test_accuracy")), +1, digits=3),
+                         "dirty": dirty_note(group(records, study="generalise", loss=loss))})
     for loss, study, match in (("ce", "saturate", {}), ("kd", "cancellation", {"start": "fresh"})):
         std, stb = (group(records, study=study, dtype="float32", form=f, **match) for f in ("standard", "stable"))
         if std and stb:
             rows.append({"id": f"stable-zero-sum-{loss}", "std": finals(std, "zero_sum_violation"),
-                         "stb": finals(stb, "zero_sum_violation"), "ratio": ratio(std, stb, "zero_sum_violation")})
+                         "stb": finals(stb, "zero_sum_violation"), "ratio": ratio(std, stb, "zero_sum_violation"),
+                         "dirty": dirty_note(std + stb)})
     return rows
 
 
@@ -215,7 +219,7 @@ def kd_ptb(results_dir: str | Path) -> dict[str, Any]:
     ppl = {f: {r["seed"]: math.log(r["metrics"]["test/perplexity"]) for r in runs} for f, runs in students.items()}
     return {"id": "stable-kd-ptb", "teachers": teachers, "students": students,
             "verdict": verdict(unpaired(ppl["stable"], ppl["standard"]), +1, digits=4) if all(students.values()) else None,
-            "sample": next(iter(students_all), teachers[0] if teachers else None),
+            "sample": next(iter(students_all), teachers[0] if teachers else None), "dirty": dirty_note(students_all),
             "folder": shown_path(runs_dir(results_dir) / KD_PTB), "commits": commits(teachers + students_all)}
 
 
