@@ -1,8 +1,5 @@
-"""Figures of the stable page (:mod:`softmax_zoo.reports.stable`): one panel per logits dtype or regime, every arm
-with its own colour, line style and marker, the markers of the arms staggered along the steps, so a curve that
-coincides with another still shows (the y axes are logarithmic
-where the values span decades; a value of 0 is drawn at the panel's floor and said so in the label); each panel's
-legend sits below it, where it hides no curve."""
+"""Figures of the stable page: one panel per logits dtype or regime, each arm with its own colour, line style and
+marker, the markers staggered so that coinciding curves still show, each panel's legend below it."""
 
 from __future__ import annotations
 

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from ..losses.registry import variant_label
-from ..records import choice, get, load_records, runs_dir
+from ..records import choice, get, group_by, load_records, runs_dir
 from ._compare import Comparison, Design, compare_values
 from ._pages import commits, dirty_note, file_commit, line_plot, page_command, shown_path
 from ._render import publish
@@ -158,7 +158,7 @@ def model_section(model: str, records: list[dict[str, Any]], lstm_records: list[
     first = min(records, key=lambda r: head_label(r) != "softmax")  # the softmax run's parameter count if there is one
     m, lstm0 = get(first, "config.model"), lstm_records[0]
     return {
-        "model": model, "command": MAKE_TARGETS.get(model, f"python -m softmax_zoo.train -m experiment=... model={model}"),
+        "model": model, "command": MAKE_TARGETS.get(model),
         "seeds": sorted({r["seed"] for r in records}), "rows": head_rows(summary, lstm=lstm),
         "transformer": model == "transformer_lm", "m": m, "head": head_label(first), "parameters": first["task_info"].get("parameters"),
         "bptt": get(first, "config.task.bptt"), "same_width": m["hidden_size"] == get(lstm0, "config.model.hidden_size"),
@@ -205,10 +205,7 @@ def summarise(results_dir: str | Path = "results") -> dict[str, Any]:
     records = [r for r in every if model_of(r) == LSTM]
     if not records:
         raise FileNotFoundError(f"no {'LSTM ' if every else ''}records in {runs / EXPERIMENT}; run `make reproduce-lm1b` first")
-    others: dict[str, list[dict[str, Any]]] = {}
-    for r in every:
-        if model_of(r) != LSTM:
-            others.setdefault(model_of(r), []).append(r)
+    others = {model: rs for (model,), rs in group_by(every, ["choices.model"]).items() if model not in (None, LSTM)}
     summary = summarize(records)
     measured, source = side_by_side(results_dir, records)
     decision = decided(summary, measured) if {"softmax", "adaptive"} <= set(summary) else None
