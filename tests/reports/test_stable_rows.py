@@ -1,4 +1,4 @@
-"""The stable page's claims rows as data, from hand-made runs (the form reports/stable.py reads them in)."""
+"""The stable page's claims rows as data, from hand-made records of the toy study."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ from softmax_zoo.reports import stable
 
 
 def cancellation_run(form: str, seed: int, drift: float, dirty_paths=()) -> dict:
-    return {"study": "cancellation", "start": "equal", "dtype": "float32", "form": form, "seed": seed,
-            "setting": {"distill_steps": 10}, "final": {"drift": drift}, "curve": [{"step": 0, "logit_grad_norm": drift}],
+    config = {"study": "cancellation", "start": "equal", "dtype": "float32", "form": form, "seed": seed, "setting": {"distill_steps": 10}}
+    return {"seed": seed, "config": config, "metrics": {"drift": drift}, "history": [{"step": 0, "logit_grad_norm": drift}],
             "git": {"commit": "0123456789", "dirty": bool(dirty_paths), "dirty_paths": list(dirty_paths)}}
 
 

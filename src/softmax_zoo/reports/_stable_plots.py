@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ..records import get
 from ._pages import pyplot, save_figure
 from ._stats import mean
 
@@ -26,13 +27,13 @@ def arms(dtypes=("float32", "bfloat16")) -> list[tuple[str, str]]:
 
 
 def group(records, **match) -> list[dict]:
-    """The runs whose fields equal ``match``."""
-    return [r for r in records if all(r.get(k) == v for k, v in match.items())]
+    """The records whose config fields (study, form, dtype, start, loss) equal ``match``."""
+    return [r for r in records if all(get(r, f"config.{k}") == v for k, v in match.items())]
 
 
 def mean_curve(runs, key: str) -> tuple[list[int], list[float]]:
-    steps = [p["step"] for p in runs[0]["curve"] if key in p]
-    by_step = [[p[key] for p in r["curve"] if key in p] for r in runs]
+    steps = [p["step"] for p in runs[0]["history"] if key in p]
+    by_step = [[p[key] for p in r["history"] if key in p] for r in runs]
     return steps, [mean([c[i] for c in by_step]) for i in range(len(steps))]
 
 

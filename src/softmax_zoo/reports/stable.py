@@ -32,26 +32,19 @@ SATURATE_KEYS = ("target_prob_one_share", "zero_target_grad_share", "loss", "par
 STUDIES = ("collapse", "cancellation", "generalise", "saturate")
 
 
-def as_run(record: dict[str, Any]) -> dict[str, Any]:
-    """One run as the page reads it: its config's fields (study, form, dtype, start or loss, seed, setting) beside its
-    curve, final numbers and wall seconds, from a record of :func:`softmax_zoo.records.study_record`."""
-    return {**record["config"], "run": record["run_name"], "curve": record["history"], "final": record["metrics"],
-            "seconds": record["timing"]["wall_s"], "git": record.get("git"), "created": record.get("created")}
-
-
 def setting_of(records, study: str) -> dict[str, Any]:
     """The Setting of ``study``'s runs (the fullest one: the first runs lack the later regimes' fields)."""
-    return max((r["setting"] for r in group(records, study=study)), key=len, default={})
+    return max((r["config"]["setting"] for r in group(records, study=study)), key=len, default={})
 
 
 def by(runs, key: str) -> dict[int, float]:
     """seed -> final ``key``."""
-    return per_seed(runs, lambda r: r["final"][key])
+    return per_seed(runs, f"metrics.{key}")
 
 
 def finals(runs, key: str) -> list[float] | None:
     """Final ``key`` of every run; None when some run lacks it (the page's dash)."""
-    return [float(r["final"][key]) for r in runs] if runs and all(key in r["final"] for r in runs) else None
+    return [float(r["metrics"][key]) for r in runs] if runs and all(key in r["metrics"] for r in runs) else None
 
 
 def ratio(a_runs, b_runs, key: str) -> dict[str, Any] | None:
@@ -109,7 +102,7 @@ def ce_rows(records, study: str, **match) -> list[dict[str, Any]]:
 
 def kd_rows(records, study: str, starts=("equal", "fresh"), **match) -> list[dict[str, Any]]:
     """Final numbers of the distillation runs of ``study``, one row per (start, dtype, form), with the step-0 gradient norm."""
-    return [{"start": start, "dtype": d, "form": f, "step0": [float(r["curve"][0]["logit_grad_norm"]) for r in runs],
+    return [{"start": start, "dtype": d, "form": f, "step0": [float(r["history"][0]["logit_grad_norm"]) for r in runs],
              **{k: finals(runs, k) for k in KD_KEYS}}
             for start in starts for f, d in arms()
             if (runs := group(records, study=study, dtype=d, form=f, **({"start": start} if study == "cancellation" else {}), **match))]
@@ -117,8 +110,8 @@ def kd_rows(records, study: str, starts=("equal", "fresh"), **match) -> list[dic
 
 def at_step(run: dict[str, Any], step: int) -> dict[str, float]:
     """The logged point at ``step`` with the latest test accuracy at or before it."""
-    point = next(p for p in run["curve"] if p["step"] == step)
-    tests = [p for p in run["curve"] if p["step"] <= step and "test_accuracy" in p]
+    point = next(p for p in run["history"] if p["step"] == step)
+    tests = [p for p in run["history"] if p["step"] <= step and "test_accuracy" in p]
     return {**point, "test_accuracy": tests[-1]["test_accuracy"]} if tests else point
 
 
@@ -127,31 +120,31 @@ def saturate(records, level: float = 0.5) -> dict[str, Any]:
     each arm's means at the onset and at the end, the largest loss after the onset, the arms' final ratios."""
     sat = {(f, d): group(records, study="saturate", form=f, dtype=d) for f, d in SATURATE_ARMS}
     std = sat["standard", "float32"]
-    onset = {r["seed"]: next((p["step"] for p in r["curve"] if p.get("target_prob_one_share", 0.0) >= level), None)
+    onset = {r["seed"]: next((p["step"] for p in r["history"] if p.get("target_prob_one_share", 0.0) >= level), None)
              for r in sorted(std, key=lambda r: r["seed"])}
     rows, worst = [], {}
     for (f, d), runs in sat.items():
         runs = [r for r in runs if onset.get(r["seed"]) is not None]
         for when in ("onset", "end"):
-            points = [at_step(r, onset[r["seed"]]) if when == "onset" else r["final"] for r in runs]
+            points = [at_step(r, onset[r["seed"]]) if when == "onset" else r["metrics"] for r in runs]
             if points:
                 rows.append({"dtype": d, "form": f, "when": when, **{k: mean([p[k] for p in points]) for k in SATURATE_KEYS}})
         if runs:
-            worst[f"{f} {d}"] = {r["seed"]: max(p["loss"] for p in r["curve"] if p["step"] > onset[r["seed"]]) for r in runs}
+            worst[f"{f} {d}"] = {r["seed"]: max(p["loss"] for p in r["history"] if p["step"] > onset[r["seed"]]) for r in runs}
     ratios = [{"a": " ".join(a), "b": " ".join(b), "key": key, "ratio": ratio(sat[a], sat[b], key)}
               for a, b in combinations(SATURATE_ARMS, 2) if sat[a] and sat[b] for key in ("loss", "param_grad_norm")]
-    return {"onset": onset, "peaks": {r["seed"]: max(p["target_prob_one_share"] for p in r["curve"]) for r in std},
+    return {"onset": onset, "peaks": {r["seed"]: max(p["target_prob_one_share"] for p in r["history"]) for r in std},
             "rows": rows, "worst": {k: dict(sorted(v.items())) for k, v in worst.items() if v}, "ratios": ratios, "any": bool(std)}
 
 
 def step0(runs) -> float:
     """The mean logit-gradient norm at step 0."""
-    return mean([r["curve"][0]["logit_grad_norm"] for r in runs])
+    return mean([r["history"][0]["logit_grad_norm"] for r in runs])
 
 
 def peak_share(runs) -> dict[int, float]:
     """seed -> the largest share of target gradients exactly 0 along the run."""
-    return {r["seed"]: max(p.get("zero_target_grad_share", 0.0) for p in r["curve"]) for r in runs}
+    return {r["seed"]: max(p.get("zero_target_grad_share", 0.0) for p in r["history"]) for r in runs}
 
 
 def claims(records) -> list[dict[str, Any]]:
@@ -163,7 +156,7 @@ def claims(records) -> list[dict[str, Any]]:
         mem = group(records, study="collapse", dtype="bfloat16", form="standard")
         rows += [{"id": "stable-collapse", "std": peak_share(std), "stb": peak_share(stb), "dirty": dirty_note(std + stb + mem),
                   "verdict": verdict(unpaired(peak_share(stb), peak_share(std)), +1, digits=3),
-                  "memorise": [(r["seed"], r["final"]["zero_target_grad_share"]) for r in mem]},
+                  "memorise": [(r["seed"], r["metrics"]["zero_target_grad_share"]) for r in mem]},
                  {"id": "stable-collapse-training", "stable": ratio(std, stb, "loss"),
                   "float64": ratio(std, sat["standard", "float64"], "loss"), "dirty": dirty_note(sum(sat.values(), []))}]
     else:
@@ -214,16 +207,16 @@ def kd_ptb(results_dir: str | Path) -> dict[str, Any]:
 def summarise(results_dir: str | Path = "results") -> dict[str, Any]:
     """The page's data: the study's settings and budget, each regime's rows and comparisons, the claims rows."""
     folder = runs_dir(results_dir) / EXPERIMENT
-    records = [as_run(r) for r in load_records(folder.parent, EXPERIMENT)]
+    records = load_records(folder.parent, EXPERIMENT)
     if not records:
         raise FileNotFoundError(f"no records in {folder}; run `make reproduce-stable` first")
-    threads = [r.get("torch_threads") for r in records]
+    threads = [get(r, "config.torch_threads") for r in records]
     ptb, example = kd_ptb(results_dir), examples()
     return {
         "records": records, "folder": shown_path(folder), "command": page_command(EXPERIMENT, results_dir),
         "commits": commits(records), "seeds": sorted({r["seed"] for r in records}),
         "threads": sorted(set(threads) - {None}), "no_threads": threads.count(None),
-        "minutes": {s: sum(r["seconds"] for r in group(records, study=s)) / 60 for s in STUDIES},
+        "minutes": {s: sum(r["timing"]["wall_s"] for r in group(records, study=s)) / 60 for s in STUDIES},
         "s": setting_of(records, "collapse"), "g": setting_of(records, "generalise"), "sat": setting_of(records, "saturate"),
         "k": setting_of(records, "cancellation"),
         "memorise_peak": max(peak_share(group(records, study="collapse", dtype="float32", form="standard")).values(), default=None),
