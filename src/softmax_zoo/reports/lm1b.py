@@ -183,18 +183,19 @@ def decided(summary: dict[str, dict[str, Any]], measured: dict[str, Any] | None)
 
 def claims(records: list[dict[str, Any]], decision: dict[str, Any] | None, measured: dict[str, Any] | None) -> list[dict[str, Any]]:
     """The ledger's rows, each with the dirty note of the records (or the speed measurement) its numbers come from."""
-    behind: dict[str, list[dict[str, Any]]] = {}
+    behind: dict[str, list[dict[str, Any]]] = {}  # a decided row -> what its numbers come from
     if decision:
         pair = runs_of(records, ("softmax", "adaptive"), decision["trade_off"]["seeds"])
         behind = {"lm1b-adaptive-speed-ppl": pair, "lm1b-cpu-speedup-3x": [measured] if measured else pair}
         if a := decision["approximations"]:
             behind["lm1b-adaptive-vs-approximations"] = runs_of(records, ("adaptive", *a["heads"]), a["seeds"])
-        behind["lm1b-adaptive-43.9"] = []
-    ids = [*behind, "lm1b-adaptive-gpu", "lm1b-adaptive-cutoffs", "lm1b-europarl", "lm1b-vocabulary-cost"]
+    ids = [*behind, *["lm1b-adaptive-43.9"] * bool(decision), "lm1b-adaptive-gpu", "lm1b-adaptive-cutoffs", "lm1b-europarl",
+           "lm1b-vocabulary-cost"]
     return [{"id": i, "source": EXPERIMENT, "dirty": dirty_note(behind.get(i, []))} for i in ids]
 
 
 def runs_of(records: list[dict[str, Any]], heads: tuple[str, ...], seeds: list[int]) -> list[dict[str, Any]]:
+    """The records of ``heads`` at ``seeds``."""
     return [r for r in records if head_label(r) in heads and r["seed"] in seeds]
 
 
