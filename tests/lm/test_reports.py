@@ -68,11 +68,11 @@ def test_lm1b_report(tmp_path):
 
 
 @pytest.mark.parametrize("adaptive, kind, side", [
-    ([105.0], VerdictKind.SINGLE_RUN, ""),  # one seed: no interval
-    ([104.0, 105.0, 106.0], VerdictKind.SUPPORTED, ""),  # the ratio's 90% interval lies inside (1/1.10, 1.10)
-    ([80.0, 105.0, 130.0], VerdictKind.INCONCLUSIVE, ""),
-    ([125.0, 126.0, 127.0], VerdictKind.CONTRADICTS, "above the margin"),
-    ([80.0, 81.0, 82.0], VerdictKind.CONTRADICTS, "below the margin, lower rather than close"),  # better is not "close"
+    ([105.0], VerdictKind.SINGLE_RUN, 0),  # one seed: no interval
+    ([104.0, 105.0, 106.0], VerdictKind.SUPPORTED, 0),  # the ratio's 90% interval lies inside (1/1.10, 1.10)
+    ([80.0, 105.0, 130.0], VerdictKind.INCONCLUSIVE, 0),
+    ([125.0, 126.0, 127.0], VerdictKind.CONTRADICTS, +1),  # the 95% interval lies above the margin
+    ([80.0, 81.0, 82.0], VerdictKind.CONTRADICTS, -1),  # below it: lower is not "close"
 ])
 def test_close_to_the_full_softmax_is_two_sided(adaptive, kind, side):
     seeds = list(range(len(adaptive)))
@@ -80,13 +80,16 @@ def test_close_to_the_full_softmax_is_two_sided(adaptive, kind, side):
     ratio = (sum(adaptive) / len(adaptive)) / (sum(softmax) / len(softmax))
     summary = {"softmax": {"seeds": seeds, "test": softmax}, "adaptive": {"seeds": seeds, "test": adaptive}}
     decided = lm1b.closeness(summary, seeds, 7.0, ratio)
-    assert decided["verdict"].kind is kind and side in decided["verdict"].text
-    assert decided["delta"].delta == pytest.approx(sum(math.log(a / b) for a, b in zip(adaptive, softmax)) / len(seeds))
-    assert decided["margin"] == (pytest.approx(1 / 1.1), 1.1) and lm1b.CLOSE_MARGIN_SOURCE in decided["verdict"].text
+    assert decided["kind"] is kind
+    low, high = decided["interval"]
+    assert (low >= 1.1) - (high <= 1 / 1.1) == side
+    assert decided["test"].delta == pytest.approx(sum(math.log(a / b) for a, b in zip(adaptive, softmax)) / len(seeds))
+    assert decided["geo"] == pytest.approx(math.exp(decided["test"].delta))
+    assert decided["margin"] == (pytest.approx(1 / 1.1), 1.1) and decided["test"].margin_source == lm1b.CLOSE_MARGIN_SOURCE
 
 
 def test_lm1b_heads_of_one_seed_share_the_body_initialisation():
-    """What lm1b.PAIRING states: under one seed the softmax and the adaptive model get the same embedding and LSTM."""
+    """What the lm1b page states of its pairing: under one seed the softmax and the adaptive model get the same embedding and LSTM."""
     heads = ({"_target_": "softmax_zoo.losses.SoftmaxHead"},
              {"_target_": "softmax_zoo.losses.AdaptiveSoftmaxHead", "cutoffs": [20, 50], "div_value": 4.0})
     bodies = []
@@ -305,3 +308,25 @@ def test_kernel_comparable_to_full_softmax_is_two_sided():
     assert far_test.verdict is EquivalenceKind.NOT_EQUIVALENT and close_test.verdict is EquivalenceKind.EQUIVALENT
     assert far_test.margin == pytest.approx(math.log(1.10))
     assert comparable(cells(full[:1] + close[:1]), [32])["verdict"].kind is VerdictKind.SINGLE_RUN
+
+
+def test_lm1b_rows_say_how_many_of_their_records_are_dirty(tmp_path):
+    """A decided row whose records include one made with uncommitted changes carries the note, naming its count and
+    files; the rows resting on clean records or on no record do not."""
+    runs = lm1b_records(seeds=(0, 1, 2))
+    dirty = next(r for r in runs if r["run_name"] == "adaptive_seed1")
+    dirty["git"] = {"commit": "0123456789", "dirty": True, "dirty_paths": ["src/softmax_zoo/losses/adaptive.py"]}
+    for r in runs:
+        records.write_record(r, records.runs_dir(tmp_path))
+    lm1b.build(tmp_path)
+    claims = read_claims(tmp_path / "claims.md")
+    note = "rests on 1 of 6 records made with uncommitted changes (src/softmax_zoo/losses/adaptive.py)"
+    assert claims["lm1b-adaptive-speed-ppl"]["verdict"].endswith(f"; {note}")
+    assert claims["lm1b-cpu-speedup-3x"]["verdict"].endswith(f"; {note}")  # the speed-up from the runs' own tokens/s
+    assert claims["lm1b-adaptive-vs-approximations"]["verdict"].endswith(f"; {note}")  # adaptive and the sampled head
+    for clean in ("lm1b-adaptive-43.9", "lm1b-europarl", "lm1b-vocabulary-cost"):
+        assert "uncommitted" not in claims[clean]["verdict"]
+    dirty["git"] = {"commit": "0123456789", "dirty": False, "dirty_paths": []}
+    records.write_record(dirty, records.runs_dir(tmp_path))
+    lm1b.build(tmp_path)
+    assert not any("uncommitted" in row["verdict"] for row in read_claims(tmp_path / "claims.md").values())

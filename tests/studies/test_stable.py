@@ -45,9 +45,9 @@ def test_records_use_the_training_records_schema(tmp_path):
     assert record["config"]["setting"]["modulus"] == TINY.modulus and record["seed"] == 0
     assert record["command"] == "python -m softmax_zoo.studies.stable seeds=1"
     assert records.choice(record, "form") == "standard"
-    run = page.as_run(record)
-    assert run["study"] == "collapse" and run["final"] == record["metrics"] and run["curve"] == record["history"]
-    assert run["setting"] == record["config"]["setting"] and run["seconds"] == record["timing"]["wall_s"]
+    assert page.group([record], study="collapse", form="standard", dtype="float32") == [record]  # the page reads these fields
+    assert page.by([record], "loss") == {0: record["metrics"]["loss"]}
+    assert page.setting_of([record], "collapse") == record["config"]["setting"]
 
 
 def test_every_committed_record_is_in_the_training_records_schema():

@@ -1,18 +1,10 @@
-"""The fix paper's two FP32 minimal examples and its "mathematically equivalent", computed by the report.
+"""The fix paper's two FP32 minimal examples and its "mathematically equivalent", computed by the report with torch.
 
-No training and no seed: each row is a deterministic computation with torch (its verdicts are
-:func:`~._verdicts.deterministic`), so it depends only on the torch version and the CPU float32
-arithmetic, which the row names.
-
-* Softmax collapse, logits [18, 0], target 0: the paper's standard target gradient q_0 − 1 (0.0 in
-  float32) and its fix −σ(z_1 − z_0) (−1.52e-8), beside the package's :func:`stable_cross_entropy`.
-* Softmax cancellation, teacher t = [2, 1, 0], student s = t: the autograd gradient of
-  −Σ p·log_softmax(s) ("may contain nonzero residuals"), the paper's expm1 form and the package's
-  :func:`stable_kd_loss` (both exactly 0 in the paper).
-* Equivalence: the stable CE's loss and gradient on float32 logits against the float64 computation
-  on the same logits, beside the standard float32 CE's.
-* KD equivalence: the package's :func:`stable_kd_loss` against the reference T²·KL(p‖q) (``F.kl_div``
-  with autograd), both in float64, on random teacher and student logits that differ.
+No training and no seed: each row is deterministic (:func:`~._verdicts.deterministic`) and depends only on the torch
+version and the CPU's float arithmetic. Softmax collapse at logits [18, 0], target 0: the paper's q_0 − 1 (0.0 in
+float32) and −σ(z_1 − z_0) (−1.52e-8) beside :func:`stable_cross_entropy`; softmax cancellation at student = teacher
+= [2, 1, 0]: autograd of −Σ p·log_softmax(s), the paper's expm1 form and :func:`stable_kd_loss`; the stable CE on
+float32 logits against float64; :func:`stable_kd_loss` against T²·KL(p‖q) by ``F.kl_div`` on logits that differ.
 """
 
 from __future__ import annotations
@@ -36,9 +28,9 @@ KD_TOLERANCE = 1e-12  # ours: "equivalent" in float64 = every relative loss and 
 EQUIVALENT_ULPS = 8  # ours: "equivalent" = max abs gradient error within 8 float32 ulps of 1 (|∂L/∂z| <= 1)
 
 
-def where() -> str:
+def where(dtype: str = "float32") -> str:
     """What the deterministic rows depend on."""
-    return f"torch {torch.__version__.split('+')[0]}, CPU, float32"
+    return f"torch {torch.__version__.split('+')[0]}, CPU, {dtype}"
 
 
 def collapse_example() -> dict[str, float]:
@@ -68,33 +60,31 @@ def cancellation_example() -> dict[str, list[float]]:
     return {"standard (autograd)": standard.tolist(), "paper stable": fixed.tolist(), "stable_kd_loss": x.grad[0].tolist()}
 
 
-def _loss_and_grad(loss, logits: torch.Tensor, target: torch.Tensor) -> tuple[float, torch.Tensor]:
-    x = logits.clone().requires_grad_()
-    value = loss(x, target, reduction="sum")
+def _value_and_grads(loss, *inputs: torch.Tensor, **options: Any) -> tuple[float, list[torch.Tensor]]:
+    """``loss(*inputs, **options)`` and its gradient with respect to each floating-point input."""
+    xs = [x.clone().requires_grad_() if x.is_floating_point() else x for x in inputs]
+    value = loss(*xs, **options)
     value.backward()
-    return float(value.detach()), x.grad.double()
+    return float(value.detach()), [x.grad for x in xs if x.is_floating_point()]
 
 
 def equivalence() -> dict[str, dict[str, float]]:
-    """Max errors against float64 on the same float32 logits, per form: relative loss, absolute and target gradient.
-
-    The loss and gradient reference is F.cross_entropy in float64; the target gradient's is −Σ_{j≠t} q_j
+    """Max errors against float64 on the same float32 logits, per form: relative loss, absolute gradient, and relative
+    target gradient ∂L/∂z_t (the entry collapse rounds to 0) over the rows where it is a normal float32 (below that
+    float32 holds it to no relative precision). References: F.cross_entropy in float64, and for ∂L/∂z_t −Σ_{j≠t} q_j
     in float64 (float64's own q_t − 1 is rounded to multiples of 2^-53, too coarse for the collapsed rows).
-
-    "target rel" is the largest relative error of the target gradient ∂L/∂z_t (the entry collapse
-    rounds to 0), over the rows where its float64 value is a normal float32 (>= 1.2e-38 in magnitude:
-    below that float32 cannot hold it to any relative precision, whatever the formula).
     """
     g = torch.Generator().manual_seed(EQUIVALENCE_INPUTS_SEED)
     out = {name: {"loss rel": 0.0, "grad abs": 0.0, "target rel": 0.0} for name in ("standard", "stable")}
     for scale in EQUIVALENCE_SCALES:
         logits = torch.randn(*EQUIVALENCE_SHAPE, generator=g) * scale  # (N, C) float32
         target = torch.randint(0, EQUIVALENCE_SHAPE[1], (EQUIVALENCE_SHAPE[0],), generator=g)
-        ref_loss, ref_grad = _loss_and_grad(F.cross_entropy, logits.double(), target)
+        ref_loss, (ref_grad,) = _value_and_grads(F.cross_entropy, logits.double(), target, reduction="sum")
         # ∂L/∂z_t = −Σ_{j≠t} q_j in float64: a sum of positive terms, free of the cancellation in q_t − 1
         ref_t = -torch.softmax(logits.double(), -1).scatter(1, target[:, None], 0.0).sum(1)
         for name, loss in (("standard", F.cross_entropy), ("stable", stable_cross_entropy)):
-            value, grad = _loss_and_grad(loss, logits, target)
+            value, (grad,) = _value_and_grads(loss, logits, target, reduction="sum")
+            grad = grad.double()
             grad_t = grad.gather(1, target[:, None])[:, 0]
             normal = ref_t.abs() >= torch.finfo(torch.float32).tiny
             errors = {"loss rel": abs(value - ref_loss) / abs(ref_loss), "grad abs": float((grad - ref_grad).abs().max()),
@@ -105,22 +95,15 @@ def equivalence() -> dict[str, dict[str, float]]:
 
 def kd_equivalence() -> dict[tuple[float, float], dict[str, float]]:
     """(logit scale, temperature) -> max errors of :func:`stable_kd_loss` against the reference KD on non-identical
-    float64 logits: relative loss, absolute student and teacher gradient (inf or nan where the stable form overflows).
-
-    Teacher and student logits are drawn independently (N(0, scale²) each), so p and q differ in every row.
-    """
+    float64 logits drawn independently (N(0, scale²) each, so p and q differ in every row): relative loss, absolute
+    student and teacher gradient (inf or nan where the stable form overflows)."""
     g = torch.Generator().manual_seed(EQUIVALENCE_INPUTS_SEED)
     out = {}
     for scale in EQUIVALENCE_SCALES:
         for temperature in KD_TEMPERATURES:
             student, teacher = (torch.randn(*KD_SHAPE, generator=g, dtype=torch.float64) * scale for _ in range(2))  # (N, C)
-            runs = []
-            for loss in (stable_kd_loss, reference_kd):
-                s, t = student.clone().requires_grad_(), teacher.clone().requires_grad_()
-                value = loss(s, t, temperature=temperature)
-                value.backward()
-                runs.append((float(value.detach()), s.grad, t.grad))
-            (v, gs, gt), (rv, rgs, rgt) = runs
+            (v, (gs, gt)), (rv, (rgs, rgt)) = (_value_and_grads(loss, student, teacher, temperature=temperature)
+                                               for loss in (stable_kd_loss, reference_kd))
             out[scale, temperature] = {"loss rel": abs(v - rv) / abs(rv), "student grad abs": float((gs - rgs).abs().max()),
                                        "teacher grad abs": float((gt - rgt).abs().max())}
     return out
@@ -144,7 +127,7 @@ def examples() -> list[dict[str, Any]]:
         {"id": "stable-equivalence", "errors": e, "where": where(), "bound": bound, "ulps": EQUIVALENT_ULPS,
          "shape": EQUIVALENCE_SHAPE, "scales": EQUIVALENCE_SCALES, "seed": EQUIVALENCE_INPUTS_SEED,
          "within": e["stable"]["grad abs"] <= bound},
-        {"id": "stable-kd-equivalence", "errors": kd, "where": where().replace("float32", "float64"), "tolerance": KD_TOLERANCE,
+        {"id": "stable-kd-equivalence", "errors": kd, "where": where("float64"), "tolerance": KD_TOLERANCE,
          "shape": KD_SHAPE, "scales": EQUIVALENCE_SCALES, "temperatures": KD_TEMPERATURES, "seed": EQUIVALENCE_INPUTS_SEED,
-         "off": [f"scale {scale:g}, T={t:g}" for (scale, t), e in kd.items() if not max(e.values()) <= KD_TOLERANCE]},
+         "off": [case for case, e in kd.items() if not max(e.values()) <= KD_TOLERANCE]},  # (scale, T) outside the tolerance
     ]

@@ -1,13 +1,11 @@
-"""Figures of the stable page (:mod:`softmax_zoo.reports.stable`): one panel per logits dtype or regime, every arm
-with its own colour, line style and marker, the markers of the arms staggered along the steps, so a curve that
-coincides with another still shows (the y axes are logarithmic
-where the values span decades; a value of 0 is drawn at the panel's floor and said so in the label); each panel's
-legend sits below it, where it hides no curve."""
+"""Figures of the stable page: one panel per logits dtype or regime, each arm with its own colour, line style and
+marker, the markers staggered so that coinciding curves still show, each panel's legend below it."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
+from ..records import get
 from ._pages import pyplot, save_figure
 from ._stats import mean
 
@@ -29,13 +27,13 @@ def arms(dtypes=("float32", "bfloat16")) -> list[tuple[str, str]]:
 
 
 def group(records, **match) -> list[dict]:
-    """The runs whose fields equal ``match``."""
-    return [r for r in records if all(r.get(k) == v for k, v in match.items())]
+    """The records whose config fields (study, form, dtype, start, loss) equal ``match``."""
+    return [r for r in records if all(get(r, f"config.{k}") == v for k, v in match.items())]
 
 
 def mean_curve(runs, key: str) -> tuple[list[int], list[float]]:
-    steps = [p["step"] for p in runs[0]["curve"] if key in p]
-    by_step = [[p[key] for p in r["curve"] if key in p] for r in runs]
+    steps = [p["step"] for p in runs[0]["history"] if key in p]
+    by_step = [[p[key] for p in r["history"] if key in p] for r in runs]
     return steps, [mean([c[i] for c in by_step]) for i in range(len(steps))]
 
 

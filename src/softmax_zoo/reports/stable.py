@@ -1,22 +1,21 @@
 """Softmax collapse and KD cancellation in training: results/stable.md, its figures, the stable-* claims rows.
 
-Reads the records of ``python -m softmax_zoo.studies.stable`` in ``<results_dir>/runs/stable/`` (a run: its
-arms study, form, dtype and start or loss, seed, per-step curve, final numbers) and of the PTB
-self-distillation ``<results_dir>/runs/stable_kd_ptb/``. Means carry 95% Student-t intervals over seeds; two
-arms are compared seed by seed as the ratio of their final values, the verdict on log10(A/B) (on A − B where
-B is exactly 0) with Welch's interval over seeds. The words are templates/stable.md.j2.
+Reads the toy study's records (``python -m softmax_zoo.studies.stable``, ``<results_dir>/runs/stable/``) and the PTB
+self-distillation's (``runs/stable_kd_ptb/``). Two arms are compared seed by seed as the ratio of their final
+values, the verdict on log10(A/B) (on A − B where B is exactly 0) with Welch's interval over seeds. Words:
+templates/stable.md.j2.
 """
 
 from __future__ import annotations
 
-import json
 import math
+from itertools import combinations
 from pathlib import Path
 from typing import Any
 
 from ..records import get, load_records, runs_dir
-from ._compare import unpaired
-from ._pages import commits, page_command, shown_path
+from ._compare import per_seed, unpaired
+from ._pages import commits, dirty_note, page_command, shown_path
 from ._render import publish
 from ._stable_examples import examples
 from ._stable_plots import FORM_LABEL, arms, group, plots
@@ -30,35 +29,22 @@ CE_KEYS = ("zero_target_grad_share", "target_prob_one_share", "zero_sum_violatio
            "train_accuracy", "test_accuracy")
 KD_KEYS = ("logit_grad_norm", "drift", "kl", "test_accuracy", "agreement")
 SATURATE_KEYS = ("target_prob_one_share", "zero_target_grad_share", "loss", "param_grad_norm", "train_accuracy", "test_accuracy")
-
-
-def as_run(record: dict[str, Any]) -> dict[str, Any]:
-    """One run as the page reads it, from a record in the training records' schema (:func:`softmax_zoo.records.study_record`)."""
-    return {**record["config"], "run": record["run_name"], "curve": record["history"], "final": record["metrics"],
-            "seconds": record["timing"]["wall_s"], "git": record.get("git"), "created": record.get("created")}
-
-
-def load(results_dir: str | Path) -> list[dict[str, Any]]:
-    """The study's runs (:func:`as_run`), in file-name order."""
-    folder = runs_dir(results_dir) / EXPERIMENT
-    records = [as_run(json.loads(p.read_text())) for p in sorted(folder.glob("*.json"))]
-    if not records:
-        raise FileNotFoundError(f"no records in {folder}; run `make reproduce-stable` first")
-    return records
+STUDIES = ("collapse", "cancellation", "generalise", "saturate")
 
 
 def setting_of(records, study: str) -> dict[str, Any]:
-    """The Setting of ``study``'s runs (the fullest one, as older records lack the newer regimes' fields)."""
-    return max((r["setting"] for r in group(records, study=study)), key=len, default={})
+    """The Setting of ``study``'s runs (the fullest one: the first runs lack the later regimes' fields)."""
+    return max((r["config"]["setting"] for r in group(records, study=study)), key=len, default={})
 
 
 def by(runs, key: str) -> dict[int, float]:
-    return {r["seed"]: float(r["final"][key]) for r in runs}
+    """seed -> final ``key``."""
+    return per_seed(runs, f"metrics.{key}")
 
 
 def finals(runs, key: str) -> list[float] | None:
     """Final ``key`` of every run; None when some run lacks it (the page's dash)."""
-    return [float(r["final"][key]) for r in runs] if runs and all(key in r["final"] for r in runs) else None
+    return [float(r["metrics"][key]) for r in runs] if runs and all(key in r["metrics"] for r in runs) else None
 
 
 def ratio(a_runs, b_runs, key: str) -> dict[str, Any] | None:
@@ -116,20 +102,16 @@ def ce_rows(records, study: str, **match) -> list[dict[str, Any]]:
 
 def kd_rows(records, study: str, starts=("equal", "fresh"), **match) -> list[dict[str, Any]]:
     """Final numbers of the distillation runs of ``study``, one row per (start, dtype, form), with the step-0 gradient norm."""
-    rows = []
-    for start in starts:
-        for f, d in arms():
-            runs = group(records, study=study, dtype=d, form=f, **({"start": start} if study == "cancellation" else {}), **match)
-            if runs:
-                rows.append({"start": start, "dtype": d, "form": f, "step0": [float(r["curve"][0]["logit_grad_norm"]) for r in runs],
-                             **{k: finals(runs, k) for k in KD_KEYS}})
-    return rows
+    return [{"start": start, "dtype": d, "form": f, "step0": [float(r["history"][0]["logit_grad_norm"]) for r in runs],
+             **{k: finals(runs, k) for k in KD_KEYS}}
+            for start in starts for f, d in arms()
+            if (runs := group(records, study=study, dtype=d, form=f, **({"start": start} if study == "cancellation" else {}), **match))]
 
 
 def at_step(run: dict[str, Any], step: int) -> dict[str, float]:
     """The logged point at ``step`` with the latest test accuracy at or before it."""
-    point = next(p for p in run["curve"] if p["step"] == step)
-    tests = [p for p in run["curve"] if p["step"] <= step and "test_accuracy" in p]
+    point = next(p for p in run["history"] if p["step"] == step)
+    tests = [p for p in run["history"] if p["step"] <= step and "test_accuracy" in p]
     return {**point, "test_accuracy": tests[-1]["test_accuracy"]} if tests else point
 
 
@@ -138,39 +120,45 @@ def saturate(records, level: float = 0.5) -> dict[str, Any]:
     each arm's means at the onset and at the end, the largest loss after the onset, the arms' final ratios."""
     sat = {(f, d): group(records, study="saturate", form=f, dtype=d) for f, d in SATURATE_ARMS}
     std = sat["standard", "float32"]
-    onset = {r["seed"]: next((p["step"] for p in r["curve"] if p.get("target_prob_one_share", 0.0) >= level), None)
+    onset = {r["seed"]: next((p["step"] for p in r["history"] if p.get("target_prob_one_share", 0.0) >= level), None)
              for r in sorted(std, key=lambda r: r["seed"])}
     rows, worst = [], {}
     for (f, d), runs in sat.items():
         runs = [r for r in runs if onset.get(r["seed"]) is not None]
         for when in ("onset", "end"):
-            points = [at_step(r, onset[r["seed"]]) if when == "onset" else r["final"] for r in runs]
+            points = [at_step(r, onset[r["seed"]]) if when == "onset" else r["metrics"] for r in runs]
             if points:
                 rows.append({"dtype": d, "form": f, "when": when, **{k: mean([p[k] for p in points]) for k in SATURATE_KEYS}})
         if runs:
-            worst[f"{f} {d}"] = {r["seed"]: max(p["loss"] for p in r["curve"] if p["step"] > onset[r["seed"]]) for r in runs}
-    ratios = [{"a": f"{a[0]} {a[1]}", "b": f"{b[0]} {b[1]}", "key": key, "ratio": ratio(sat[a], sat[b], key)}
-              for a, b in ((SATURATE_ARMS[0], SATURATE_ARMS[1]), (SATURATE_ARMS[0], SATURATE_ARMS[2]), (SATURATE_ARMS[1], SATURATE_ARMS[2]))
-              if sat[a] and sat[b] for key in ("loss", "param_grad_norm")]
-    return {"onset": onset, "peaks": {r["seed"]: max(p["target_prob_one_share"] for p in r["curve"]) for r in std},
+            worst[f"{f} {d}"] = {r["seed"]: max(p["loss"] for p in r["history"] if p["step"] > onset[r["seed"]]) for r in runs}
+    ratios = [{"a": " ".join(a), "b": " ".join(b), "key": key, "ratio": ratio(sat[a], sat[b], key)}
+              for a, b in combinations(SATURATE_ARMS, 2) if sat[a] and sat[b] for key in ("loss", "param_grad_norm")]
+    return {"onset": onset, "peaks": {r["seed"]: max(p["target_prob_one_share"] for p in r["history"]) for r in std},
             "rows": rows, "worst": {k: dict(sorted(v.items())) for k, v in worst.items() if v}, "ratios": ratios, "any": bool(std)}
 
 
+def step0(runs) -> float:
+    """The mean logit-gradient norm at step 0."""
+    return mean([r["history"][0]["logit_grad_norm"] for r in runs])
+
+
 def peak_share(runs) -> dict[int, float]:
-    return {r["seed"]: max(p.get("zero_target_grad_share", 0.0) for p in r["curve"]) for r in runs}
+    """seed -> the largest share of target gradients exactly 0 along the run."""
+    return {r["seed"]: max(p.get("zero_target_grad_share", 0.0) for p in r["history"]) for r in runs}
 
 
 def claims(records) -> list[dict[str, Any]]:
-    """The stable-* claims rows of the toy study as data (templates/stable.md.j2's macros word them)."""
+    """The stable-* claims rows of the toy study as data, each with the dirty note of the runs it shows."""
     rows: list[dict[str, Any]] = []
     sat = {(f, d): group(records, study="saturate", form=f, dtype=d) for f, d in SATURATE_ARMS}
+    std, stb = sat["standard", "float32"], sat["stable", "float32"]
     if all(sat.values()):
-        std, stb = peak_share(sat["standard", "float32"]), peak_share(sat["stable", "float32"])
         mem = group(records, study="collapse", dtype="bfloat16", form="standard")
-        rows += [{"id": "stable-collapse", "std": std, "stb": stb, "verdict": verdict(unpaired(stb, std), +1, digits=3),
-                  "memorise": [(r["seed"], r["final"]["zero_target_grad_share"]) for r in mem]},
-                 {"id": "stable-collapse-training", "stable": ratio(sat["standard", "float32"], sat["stable", "float32"], "loss"),
-                  "float64": ratio(sat["standard", "float32"], sat["standard", "float64"], "loss")}]
+        rows += [{"id": "stable-collapse", "std": peak_share(std), "stb": peak_share(stb), "dirty": dirty_note(std + stb + mem),
+                  "verdict": verdict(unpaired(peak_share(stb), peak_share(std)), +1, digits=3),
+                  "memorise": [(r["seed"], r["metrics"]["zero_target_grad_share"]) for r in mem]},
+                 {"id": "stable-collapse-training", "stable": ratio(std, stb, "loss"),
+                  "float64": ratio(std, sat["standard", "float64"], "loss"), "dirty": dirty_note(sum(sat.values(), []))}]
     else:
         rows.append({"id": "stable-collapse", "missing": True})
     for study, key in (("collapse", "loss"), ("cancellation", "drift")):
@@ -178,72 +166,69 @@ def claims(records) -> list[dict[str, Any]]:
         cast, stb, std = (group(records, study=study, dtype="bfloat16", form=f, **match) for f in ("cast", "stable", "standard"))
         if cast and stb and std:
             row = {"id": f"stable-{study}-bfloat16-rewrite", "study": study, "cast": ratio(cast, stb, key),
-                   "standard": ratio(std, stb, key)}
+                   "standard": ratio(std, stb, key), "dirty": dirty_note(cast + stb + std)}
             rows.append(row | {"verdict": verdict(unpaired(by(stb, key), by(cast, key)), +1, digits=4)
                                if study == "cancellation" else row["cast"]["verdict"]})
-    eq = {f: group(records, study="cancellation", start="equal", dtype="float32", form=f) for f in ("standard", "stable")}
-    if all(eq.values()):
-        std, stb = by(eq["standard"], "drift"), by(eq["stable"], "drift")
-        rows.append({"id": "stable-cancellation", "std": std, "stb": stb, "verdict": verdict(unpaired(stb, std), +1, digits=4),
+    std, stb = (group(records, study="cancellation", start="equal", dtype="float32", form=f) for f in ("standard", "stable"))
+    if std and stb:
+        rows.append({"id": "stable-cancellation", "std": by(std, "drift"), "stb": by(stb, "drift"), "dirty": dirty_note(std + stb),
+                     "verdict": verdict(unpaired(by(stb, "drift"), by(std, "drift")), +1, digits=4),
                      "steps": setting_of(records, "cancellation").get("distill_steps"),
-                     "step0": {f: mean([r["curve"][0]["logit_grad_norm"] for r in eq[f]]) for f in eq}})
+                     "step0": {"standard": step0(std), "stable": step0(stb)}})
     for loss in ("ce", "kd"):
         std, stb = (group(records, study="generalise", loss=loss, dtype="bfloat16", form=f) for f in ("standard", "stable"))
         if std and stb:
             rows.append({"id": f"stable-generalise-{loss}", "loss": loss, "accuracy": accuracy(records, "generalise", loss=loss),
-                         "verdict": verdict(unpaired(by(std, "test_accuracy"), by(stb, "test_accuracy")), +1, digits=3)})
+                         "verdict": verdict(unpaired(by(std, "test_accuracy"), by(stb, "test_accuracy")), +1, digits=3),
+                         "dirty": dirty_note(group(records, study="generalise", loss=loss))})
     for loss, study, match in (("ce", "saturate", {}), ("kd", "cancellation", {"start": "fresh"})):
         std, stb = (group(records, study=study, dtype="float32", form=f, **match) for f in ("standard", "stable"))
         if std and stb:
-            rows.append({"id": f"stable-zero-sum-{loss}", "std": finals(std, "zero_sum_violation"),
+            rows.append({"id": f"stable-zero-sum-{loss}", "std": finals(std, "zero_sum_violation"), "dirty": dirty_note(std + stb),
                          "stb": finals(stb, "zero_sum_violation"), "ratio": ratio(std, stb, "zero_sum_violation")})
     return rows
 
 
 def kd_ptb(results_dir: str | Path) -> dict[str, Any]:
-    """The PTB self-distillation: its teachers, its students per KL form and seed, and the verdict on the stable
-    form's lower test perplexity (Welch over seeds on log perplexity; None below two forms with runs)."""
-    teachers, students = [], {"standard": {}, "stable": {}}
-    for record in load_records(runs_dir(results_dir), KD_PTB):
-        form = get(record, "config.distill.kl") if get(record, "config.distill.teacher") else None
-        if form is None:
-            teachers.append(record)
-        elif form in students:
-            students[form][record["seed"]] = record
-    students = {form: [r for _, r in sorted(runs.items())] for form, runs in students.items()}
-    students_all = [r for runs in students.values() for r in runs]
-    ppl = {f: {r["seed"]: math.log(r["metrics"]["test/perplexity"]) for r in runs} for f, runs in students.items()}
-    return {"id": "stable-kd-ptb", "teachers": teachers, "students": students,
+    """The PTB self-distillation: its teachers, its students per KL form by seed, and the verdict on the stable
+    form's lower test perplexity (Welch over seeds on log perplexity; None without students of both forms)."""
+    found = load_records(runs_dir(results_dir), KD_PTB)
+    form = {id(r): get(r, "config.distill.kl") if get(r, "config.distill.teacher") else None for r in found}
+    teachers = [r for r in found if form[id(r)] is None]
+    students = {f: sorted((r for r in found if form[id(r)] == f), key=lambda r: r["seed"]) for f in ("standard", "stable")}
+    every = [r for runs in students.values() for r in runs]
+    ppl = {f: per_seed(runs, "metrics.test/perplexity", log=True) for f, runs in students.items()}
+    return {"id": "stable-kd-ptb", "teachers": teachers, "students": students, "dirty": dirty_note(every),
             "verdict": verdict(unpaired(ppl["stable"], ppl["standard"]), +1, digits=4) if all(students.values()) else None,
-            "sample": next(iter(students_all), teachers[0] if teachers else None),
-            "folder": shown_path(runs_dir(results_dir) / KD_PTB), "commits": commits(teachers + students_all)}
+            "sample": next(iter(every), teachers[0] if teachers else None),
+            "folder": shown_path(runs_dir(results_dir) / KD_PTB), "commits": commits(teachers + every)}
 
 
 def summarise(results_dir: str | Path = "results") -> dict[str, Any]:
     """The page's data: the study's settings and budget, each regime's rows and comparisons, the claims rows."""
-    records = load(results_dir)
-    memorise = group(records, study="collapse", dtype="float32", form="standard")
-    ptb = kd_ptb(results_dir)
-    example = examples()
+    folder = runs_dir(results_dir) / EXPERIMENT
+    records = load_records(folder.parent, EXPERIMENT)
+    if not records:
+        raise FileNotFoundError(f"no records in {folder}; run `make reproduce-stable` first")
+    threads = [get(r, "config.torch_threads") for r in records]
+    ptb, example = kd_ptb(results_dir), examples()
     return {
-        "records": records, "folder": shown_path(runs_dir(results_dir) / EXPERIMENT), "command": page_command(EXPERIMENT, results_dir),
+        "records": records, "folder": shown_path(folder), "command": page_command(EXPERIMENT, results_dir),
         "commits": commits(records), "seeds": sorted({r["seed"] for r in records}),
-        "threads": sorted({r["torch_threads"] for r in records if r.get("torch_threads") is not None}),
-        "no_threads": sum(r.get("torch_threads") is None for r in records),
-        "minutes": {s: sum(r["seconds"] for r in group(records, study=s)) / 60
-                    for s in ("collapse", "cancellation", "generalise", "saturate")},
+        "threads": sorted(set(threads) - {None}), "no_threads": threads.count(None),
+        "minutes": {s: sum(r["timing"]["wall_s"] for r in group(records, study=s)) / 60 for s in STUDIES},
         "s": setting_of(records, "collapse"), "g": setting_of(records, "generalise"), "sat": setting_of(records, "saturate"),
         "k": setting_of(records, "cancellation"),
-        "memorise_peak": max((max(peak_share([r]).values()) for r in memorise), default=None),
+        "memorise_peak": max(peak_share(group(records, study="collapse", dtype="float32", form="standard")).values(), default=None),
         "examples": example, "saturate": saturate(records),
         "ce": {"collapse": ce_rows(records, "collapse"), "generalise": ce_rows(records, "generalise", loss="ce")},
         "kd": {"generalise": kd_rows(records, "generalise", starts=("fresh",), loss="kd"),
                "cancellation": kd_rows(records, "cancellation")},
         "comparisons": {"collapse": comparison(records, "collapse", "loss"),
                         "drift": comparison(records, "cancellation", "drift", start="equal"),
-                     "fresh_kl": comparison(records, "cancellation", "kl", start="fresh"),
-                     "generalise_ce": comparison(records, "generalise", "loss", loss="ce"),
-                     "generalise_kd": comparison(records, "generalise", "kl", loss="kd")},
+                        "fresh_kl": comparison(records, "cancellation", "kl", start="fresh"),
+                        "generalise_ce": comparison(records, "generalise", "loss", loss="ce"),
+                        "generalise_kd": comparison(records, "generalise", "kl", loss="kd")},
         "accuracy": {loss: accuracy(records, "generalise", loss=loss) for loss in ("ce", "kd")},
         "forms": FORM_LABEL, "kd_ptb": ptb, "claims": [c | {"source": EXPERIMENT} for c in (*claims(records), *example, ptb)],
     }

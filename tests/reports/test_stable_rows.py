@@ -1,0 +1,20 @@
+"""The stable page's claims rows as data, from hand-made records of the toy study."""
+
+from __future__ import annotations
+
+from softmax_zoo.reports import stable
+
+
+def cancellation_run(form: str, seed: int, drift: float, dirty_paths=()) -> dict:
+    config = {"study": "cancellation", "start": "equal", "dtype": "float32", "form": form, "seed": seed, "setting": {"distill_steps": 10}}
+    return {"seed": seed, "config": config, "metrics": {"drift": drift}, "history": [{"step": 0, "logit_grad_norm": drift}],
+            "git": {"commit": "0123456789", "dirty": bool(dirty_paths), "dirty_paths": list(dirty_paths)}}
+
+
+def test_a_row_with_a_dirty_run_carries_the_note_and_a_clean_row_does_not():
+    runs = [cancellation_run("standard", s, 1e-6 * (s + 1), ["src/softmax_zoo/losses/stable.py"] * (s == 0)) for s in range(3)]
+    runs += [cancellation_run("stable", s, 0.0) for s in range(3)]
+    row = next(r for r in stable.claims(runs) if r["id"] == "stable-cancellation")
+    assert row["dirty"] == "rests on 1 of 6 records made with uncommitted changes (src/softmax_zoo/losses/stable.py)"
+    runs[0] = cancellation_run("standard", 0, 1e-6)
+    assert next(r for r in stable.claims(runs) if r["id"] == "stable-cancellation")["dirty"] == ""
