@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from softmax_zoo.reports._kernel_bias_review import (
+from softmax_zoo.reports._kernel_bias_claims import (
     DESIGN_IDS,
     FLAT_GAIN,
     deviation_row,
