@@ -7,8 +7,12 @@ from pathlib import Path
 
 from ..records import get
 from ._pages import pyplot, save_figure
+from ._render import words
 from ._stats import mean
 
+SATURATE_ARMS = (("standard", "float32"), ("stable", "float32"), ("standard", "float64"))  # (form, dtype), float64 the control
+FLOOR = 1e-12  # the drift figure draws a drift of 0 at this value, on its log scale
+FIGURES = words("_stable_figures.j2", floor=FLOOR).figures
 FORM_LABEL = {"standard": "standard", "cast": "standard on float32-cast logits", "stable": "stable"}  # legends and the page's
 
 STYLE = {  # (colour, line style, marker) per (form, dtype)
@@ -49,11 +53,11 @@ def draw(ax, runs, key: str, form: str, dtype: str, floor: float | None = None, 
             label=f"{FORM_LABEL[form]}, {dtype} (n={len(runs)})")
 
 
-def panels(path: Path, specs, *, title: str) -> None:
-    """One row of panels; ``specs`` are (panel title, ylabel, log y, [(runs, key, form, dtype, floor), ...])."""
+def panels(path: Path, title: str, texts, specs) -> None:
+    """One row of panels: per panel its (title, ylabel) of ``texts`` and its (log y, [(runs, key, form, dtype, floor), ...])."""
     plt = pyplot()
     fig, axes = plt.subplots(1, len(specs), figsize=(5.2 * len(specs), 5.4), squeeze=False)
-    for ax, (name, ylabel, log, lines) in zip(axes[0], specs):
+    for ax, (name, ylabel), (log, lines) in zip(axes[0], texts, specs):
         for slot, (runs, key, form, dtype, floor) in enumerate(lines):
             if runs:
                 draw(ax, runs, key, form, dtype, floor, slot, len(lines))
@@ -68,30 +72,19 @@ def panels(path: Path, specs, *, title: str) -> None:
 
 
 def plots(records, out: Path) -> None:
-    """stable_collapse.png, stable_saturate.png, stable_generalise.png, stable_drift.png."""
-    def lines(study, key, dtypes, floor=None, **match):
-        return [(group(records, study=study, dtype=d, form=f, **match), key, f, d, floor) for f, d in arms(dtypes)]
+    """stable_collapse.png, stable_saturate.png, stable_generalise.png, stable_drift.png (their words: templates/_stable_figures.j2)."""
+    def lines(study, key, pairs, floor=None, **match):
+        return [(group(records, study=study, dtype=d, form=f, **match), key, f, d, floor) for f, d in pairs]
 
-    panels(out / "stable_collapse.png", [
-        (f"{d} logits", "share of target gradients exactly 0", False, lines("collapse", "zero_target_grad_share", (d,)))
-        for d in ("float32", "bfloat16")] + [
-        ("loss, all arms", "train loss (float64)", True, lines("collapse", "loss", ("float32", "bfloat16")))],
-        title="Softmax collapse, memorise regime (Adam, no weight decay)")
-    sat = [(group(records, study="saturate", dtype=d, form=f), f, d) for f, d in
-           (("standard", "float32"), ("stable", "float32"), ("standard", "float64"))]
-    panels(out / "stable_saturate.png", [
-        ("float32 q_t exactly 1", "share of training examples", False, [(r, "target_prob_one_share", f, d, None) for r, f, d in sat]),
-        ("loss", "train loss (float64)", True, [(r, "loss", f, d, None) for r, f, d in sat]),
-        ("gradient norm", "‖∂L/∂θ‖", True, [(r, "param_grad_norm", f, d, None) for r, f, d in sat])],
-        title="Saturate regime (Adam, β₂ = 0.9, no weight decay): standard vs stable float32, float64 control")
-    panels(out / "stable_generalise.png", [
-        ("CE: test accuracy", "test accuracy", False, lines("generalise", "test_accuracy", ("float32", "bfloat16"), loss="ce")),
-        ("CE: loss", "train loss (float64)", True, lines("generalise", "loss", ("float32", "bfloat16"), loss="ce")),
-        ("fresh-student KD: test accuracy", "test accuracy", False,
-         lines("generalise", "test_accuracy", ("float32", "bfloat16"), loss="kd"))],
-        title="Generalise regime (AdamW, weight decay 1)")
-    floor = 1e-12
-    panels(out / "stable_drift.png", [
-        (f"{d} logits", f"‖θ − θ₀‖ (0 drawn at {floor:g})", True, lines("cancellation", "drift", (d,), floor, start="equal"))
-        for d in ("float32", "bfloat16")],
-        title="KD cancellation: self-distillation at identical logits")
+    both = arms()
+    specs = {
+        "collapse": [(False, lines("collapse", "zero_target_grad_share", arms((d,)))) for d in ("float32", "bfloat16")]
+        + [(True, lines("collapse", "loss", both))],
+        "saturate": [(log, lines("saturate", key, SATURATE_ARMS)) for log, key in
+                     ((False, "target_prob_one_share"), (True, "loss"), (True, "param_grad_norm"))],
+        "generalise": [(False, lines("generalise", "test_accuracy", both, loss="ce")), (True, lines("generalise", "loss", both, loss="ce")),
+                       (False, lines("generalise", "test_accuracy", both, loss="kd"))],
+        "drift": [(True, lines("cancellation", "drift", arms((d,)), FLOOR, start="equal")) for d in ("float32", "bfloat16")],
+    }
+    for name, (title, texts) in FIGURES.items():
+        panels(out / f"stable_{name}.png", title, texts, specs[name])

@@ -18,12 +18,11 @@ from ._compare import per_seed, unpaired
 from ._pages import commits, dirty_note, page_command, shown_path
 from ._render import publish
 from ._stable_examples import examples
-from ._stable_plots import FORM_LABEL, arms, group, plots
+from ._stable_plots import FORM_LABEL, SATURATE_ARMS, arms, group, plots
 from ._stats import mean
 from ._verdicts import verdict
 
 EXPERIMENT, KD_PTB = "stable", "stable_kd_ptb"
-SATURATE_ARMS = (("standard", "float32"), ("stable", "float32"), ("standard", "float64"))
 PAIRS = {"float32": [("standard", "stable")], "bfloat16": [("standard", "stable"), ("standard", "cast"), ("cast", "stable")]}
 CE_KEYS = ("zero_target_grad_share", "target_prob_one_share", "zero_sum_violation", "loss", "param_grad_norm",
            "train_accuracy", "test_accuracy")
