@@ -10,13 +10,15 @@ import numpy as np
 
 from ._fig2_claims import F1, PAPER_K, Groups, val_curve
 from ._pages import pyplot, save_figure
+from ._render import words
 from ._stats import DeltaInterval, mean_ci, paired_t
 
 SMOOTH = 25  # moving-average window (steps) of the bold fig1 curves
+WORDS = words("_fig2_figures.j2", paper_k=PAPER_K, smooth=SMOOTH)
 
 
 def _k_axis(ax: Any, ks: list[int]) -> None:
-    ax.set(xscale="log", xticks=ks, xticklabels=[str(k) for k in ks], xlabel="k (top-k of sparse-softmax)")
+    ax.set(xscale="log", xticks=ks, xticklabels=[str(k) for k in ks], xlabel=WORDS.k_axis)
     ax.minorticks_off()
     ax.grid(True, alpha=0.3)
 
@@ -32,30 +34,29 @@ def plot_fig2(tasks: list[dict[str, Any]], path: Path) -> None:
     """Per task (:func:`.fig2.task_data`), top: test micro-F1 against k, the softmax baseline as a band; bottom: the
     paired Δ = sparse k − softmax against k, its 95% paired t and Holm-adjusted intervals, and a line at 0."""
     fig, axes = pyplot().subplots(2, len(tasks), figsize=(4.6 * len(tasks) + 3.4, 7.6), squeeze=False)
+    text = WORDS.fig2
     for col, task in enumerate(tasks):
         top, bottom = axes[0][col], axes[1][col]
         sparse = [r for r in task["rows"] if r["kind"] == "sparse"]
         ks, stats = [r["k"] for r in sparse], [mean_ci(r[F1]) for r in sparse]
-        top.errorbar(ks, [s[0] for s in stats], yerr=[0 if math.isnan(s[1]) else s[1] for s in stats],
-                     marker="o", capsize=3, label="sparse-softmax:\nmean ± 95% CI over seeds")
+        top.errorbar(ks, [s[0] for s in stats], yerr=[0 if math.isnan(s[1]) else s[1] for s in stats], marker="o", capsize=3,
+                     label=text["sparse"])
         if task["baseline"]:  # the softmax arm's mean and 95% half-width
             m, h = task["baseline"][0], np.nan_to_num(task["baseline"][1])
-            top.axhline(m, color="gray", label="softmax:\nmean (band: 95% CI)")
+            top.axhline(m, color="gray", label=text["softmax"])
             top.axhspan(m - h, m + h, color="gray", alpha=0.25)
         _k_axis(top, ks)
-        top.set(ylabel="test micro-F1 (%)", title=task["name"])
+        top.set(ylabel=text["ylabel"], title=task["name"])
         if paired := task["paired"]:
             pk, delta = [r["k"] for r in paired], np.array([r["delta"] for r in paired])
             holm = np.array([_half(r["holm"], r["delta"]) for r in paired]).T
             raw = np.array([_half(r["raw"], r["delta"]) for r in paired]).T
-            bottom.errorbar(pk, delta, yerr=holm, fmt="none", ecolor="C1", elinewidth=6, alpha=0.35,
-                            label="Holm-adjusted interval\n(over the k of the grid)")
-            bottom.errorbar(pk, delta, yerr=raw, marker="o", color="C0", capsize=3,
-                            label="mean Δ, 95% paired t\ninterval over seeds")
-            bottom.axhline(0.0, color="black", linewidth=1.0, label="Δ = 0 (no difference)")
+            bottom.errorbar(pk, delta, yerr=holm, fmt="none", ecolor="C1", elinewidth=6, alpha=0.35, label=text["holm"])
+            bottom.errorbar(pk, delta, yerr=raw, marker="o", color="C0", capsize=3, label=text["raw"])
+            bottom.axhline(0.0, color="black", linewidth=1.0, label=text["zero"])
             _k_axis(bottom, pk)
-        bottom.set_ylabel("Δ test micro-F1 (points)")
-        bottom.set_title("sparse k − softmax, paired by seed", fontsize=10)
+        bottom.set_ylabel(text["delta"])
+        bottom.set_title(text["paired"], fontsize=10)
     for ax in axes[:, -1]:  # one legend per row, right of the last column, where it hides no error bar
         if ax.lines or ax.collections:
             ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.02, 1.0))
@@ -94,16 +95,16 @@ def plot_fig1(tasks: dict[str, dict[str, Any]], path: Path) -> None:
     """Per task (its name -> :func:`fig1_data`), top: validation micro-F1 per epoch (mean bold, each seed thin); middle:
     its paired Δ (k=20 − softmax) per epoch with its 95% paired t interval; bottom: each arm's own training loss."""
     fig, axes = pyplot().subplots(3, len(tasks), figsize=(5.0 * len(tasks) + 3.2, 11.0), squeeze=False)
+    text = WORDS.fig1
     for col, (name, arms) in enumerate(tasks.items()):
         top, middle, bottom = axes[0][col], axes[1][col], axes[2][col]
         if paired := arms.get("paired"):
             epochs, deltas = [e for e, _ in paired], [d for _, d in paired]
             yerr = np.array([_half((d.low, d.high), d.delta) for d in deltas]).T
-            middle.errorbar(epochs, [d.delta for d in deltas], yerr=yerr, marker="s", color="C3", capsize=3,
-                            label=f"k={PAPER_K} − softmax: mean Δ,\n95% paired t interval over seeds")
-            middle.axhline(0.0, color="black", linewidth=1.0, label="Δ = 0 (no difference)")
-        middle.set_title("Δ validation micro-F1, paired by seed", fontsize=10)
-        middle.set(xlabel="epoch", ylabel="Δ validation micro-F1 (points)")
+            middle.errorbar(epochs, [d.delta for d in deltas], yerr=yerr, marker="s", color="C3", capsize=3, label=text["paired"])
+            middle.axhline(0.0, color="black", linewidth=1.0, label=text["zero"])
+        middle.set_title(text["middle"], fontsize=10)
+        middle.set(xlabel="epoch", ylabel=text["delta"])
         middle.grid(True, alpha=0.3)
         for arm, (_, label, color, style, marker) in ARMS.items():
             if arm not in arms:
@@ -114,18 +115,17 @@ def plot_fig1(tasks: dict[str, dict[str, Any]], path: Path) -> None:
             if curves:  # the mean over seeds, truncated to the shortest run
                 n = min(map(len, curves))
                 top.plot([e for e, _ in curves[0][:n]], [float(np.mean([c[i][1] for c in curves])) for i in range(n)], color=color,
-                         linestyle=style, marker=marker, linewidth=2.0, zorder=3,
-                         label=f"{label}:\nmean of {len(curves)} seeds (bold), each seed (thin)")
+                         linestyle=style, marker=marker, linewidth=2.0, zorder=3, label=str(WORDS.mean(label, len(curves))))
             bottom.plot(steps, loss, color=color, alpha=0.3, linewidth=0.7, zorder=2)
             window = max(1, min(SMOOTH, len(loss)))
             smooth = np.convolve(loss, np.ones(window) / window, mode="valid")
             lag = (len(steps) - len(smooth)) // 2  # centre each window on its middle step
             bottom.plot(steps[lag:lag + len(smooth)], smooth, color=color, linestyle=style, linewidth=1.8, zorder=3,
-                        label=f"{label}: its own loss,\nmean of {arms[arm]['seeds']} seeds (faint), {SMOOTH}-step average (bold)")
-        top.set(title=f"{name}: validation micro-F1 (common metric)", xlabel="epoch", ylabel="validation micro-F1 (%)")
+                        label=str(WORDS.loss(label, arms[arm]["seeds"])))
+        top.set(title=str(WORDS.top(name)), xlabel="epoch", ylabel=text["ylabel"])
         top.grid(True, alpha=0.3)
-        bottom.set_title("training loss: each arm's own objective,\nlevels not comparable across arms", fontsize=10)
-        bottom.set(xlabel="optimiser step (mini-batch)", ylabel="training loss (own objective, log scale)", yscale="log")
+        bottom.set_title(text["bottom"], fontsize=10)
+        bottom.set(xlabel=text["step"], ylabel=text["loss"], yscale="log")
         bottom.grid(True, which="both", alpha=0.3)
     for ax in axes[:, -1]:  # one legend per row, right of the last column, where it hides no curve
         if ax.lines:
