@@ -9,11 +9,13 @@ from typing import Any
 from ..records import get
 from ._kernel_bias_claims import SAMPLERS, ordered, sampler_name
 from ._pages import line_plot, pyplot, save_figure
+from ._render import words
 from ._stats import mean
 
 # One look per sampler (marker, line style, colour map), so that two samplers with the same losses stay apart.
 STYLES = {"uniform": ("o", ":", "Blues"), "unigram": ("s", "-.", "Purples"), "quadratic": ("^", "--", "Oranges"),
           "quadratic_centred": ("v", "-", "Greens"), "softmax": ("D", (0, (5, 1, 1, 1)), "Greys")}
+WORDS = words("_lm_figures.j2")
 SHIFT = 0.1  # octaves between neighbouring samplers' points along the log-m axis, centred on the true m
 
 
@@ -24,15 +26,13 @@ def label(name: str) -> str:
 def plot(full: list[float], grid: dict[str, dict[int, list[float]]], path: Path, title: str) -> None:
     """Each sampler's final full-softmax validation loss (mean over seeds) against m, the full softmax's as a line."""
     names = [s for s in SAMPLERS if s in grid]
-    with line_plot(path, xlabel="negatives per row m (log scale; samplers shifted slightly apart)",
-                   ylabel="final validation loss, full softmax (nats/token)",
-                   title=f"Penn Treebank: bias of sampled softmax vs m\n{title}") as ax:
+    with line_plot(path, **WORDS.loss_vs_m, title=str(WORDS.loss_vs_m_title(title))) as ax:
         for i, name in enumerate(names):
             ms = sorted(grid[name])
             shift = 2 ** (SHIFT * (i - (len(names) - 1) / 2))
             marker, style, _ = STYLES.get(name, ("o", "-", "Greys"))
             ax.plot([m * shift for m in ms], [mean(grid[name][m]) for m in ms], marker=marker, linestyle=style, markersize=7,
-                    markerfacecolor="none" if name == "quadratic_centred" else None, label=f"sampled, {label(name)}",
+                    markerfacecolor="none" if name == "quadratic_centred" else None, label=str(WORDS.sampled(label(name))),
                     linewidth=2.2 if name == "quadratic" else 1.2, zorder=4 if name == "quadratic" else 3)
         ax.axhline(mean(full), color="black", linestyle="--", label="full softmax")
         ax.set_xscale("log", base=2)
@@ -53,7 +53,6 @@ def curves_plot(records: list[dict[str, Any]], path: Path, title: str) -> None:
     sizes = sorted({h["val/curve_tokens"] for r in records for h in r.get("history", []) if "val/curve_tokens" in h})
     names = ordered({n for n, _ in by} - {None})
     full = [c for (n, _), cs in by.items() if n is None for c in cs]
-    on = f"first {sizes[0]:,} validation tokens" if len(sizes) == 1 else "a validation prefix"
     fig, axes = pyplot().subplots(1, len(names), figsize=(3.4 * len(names), 4.8), sharey=True, squeeze=False)
     for ax, name in zip(axes[0], names):
         ms = sorted(m for n, m in by if n == name)
@@ -68,8 +67,7 @@ def curves_plot(records: list[dict[str, Any]], path: Path, title: str) -> None:
             ax.plot(*mean_curve(full), color="black", linestyle="--", linewidth=1.8, label="full softmax")
         ax.set(title=label(name), xlabel="optimiser step", yscale="log")
         ax.grid(True, which="both", alpha=0.3)
-        ax.legend(fontsize=7, title="n seeds: mean (thick), each seed (thin)", title_fontsize=7, loc="upper center",
-                  bbox_to_anchor=(0.5, -0.2), ncol=2)
-    axes[0][0].set_ylabel(f"validation perplexity\n({on}, log scale)")
-    fig.suptitle(f"Penn Treebank: training curves by sampler\n{title}")
+        ax.legend(fontsize=7, title=WORDS.seeds_legend, title_fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=2)
+    axes[0][0].set_ylabel(str(WORDS.curves_ylabel(sizes)))
+    fig.suptitle(str(WORDS.curves_title(title)))
     save_figure(fig, path)

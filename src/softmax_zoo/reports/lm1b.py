@@ -19,7 +19,7 @@ from ..losses.registry import variant_label
 from ..records import choice, get, group_by, load_records, runs_dir
 from ._compare import Comparison, Design, compare_values
 from ._pages import commits, dirty_note, file_commit, line_plot, page_command, shown_path
-from ._render import publish
+from ._render import publish, words
 from ._settings import joined
 from ._stats import equivalence, mean, paired_t
 from ._verdicts import VerdictKind, equivalence_verdict, too_few
@@ -37,6 +37,7 @@ LSTM = "lstm_lm"  # the task's own model: the head comparison that the speed mea
 MAKE_TARGETS = {LSTM: "make reproduce-lm1b", "transformer_lm": "make reproduce-lm1b-transformer"}
 BUDGET_KEYS = ("config.train.max_steps", "config.train.batch_size", "config.task.bptt")  # what fixes the training tokens
 LINESTYLES = ("-", "--", ":", "-.")  # one per model, the LSTM first
+FIGURE = words("_lm_figures.j2")  # lm1b.png's words
 METRICS = {"val": "val/perplexity", "test": "test/perplexity", "tps": "train/tokens_per_second", "tokens": "train/tokens"}
 
 
@@ -107,9 +108,7 @@ def plot(summaries: dict[str, dict[str, dict[str, Any]]], path: Path) -> None:
     """Validation curves of every run: one colour per head, one line style per model."""
     heads = sorted({head for summary in summaries.values() for head in summary})
     sizes = sorted({n for summary in summaries.values() for s in summary.values() for n in s["curve_tokens"]})
-    on = f"first {sizes[0]:,} validation tokens" if len(sizes) == 1 else "a validation prefix"
-    with line_plot(path, xlabel="training tokens (the same budget for every head)", ylabel=f"validation perplexity ({on})",
-                   title="One Billion Word subset: validation perplexity vs training tokens", legend_outside=True) as ax:
+    with line_plot(path, **FIGURE.lm1b, ylabel=str(FIGURE.lm1b_ylabel(sizes)), legend_outside=True) as ax:
         for style, (model, summary) in zip(LINESTYLES, summaries.items()):
             for head, s in sorted(summary.items()):
                 for i, curve in enumerate(c for c in s["curves"] if c):
