@@ -1,10 +1,7 @@
 """The fix paper's two FP32 minimal examples and its "mathematically equivalent", computed by the report with torch.
 
 No training and no seed: each row is deterministic (:func:`~._verdicts.deterministic`) and depends only on the torch
-version and the CPU's float arithmetic. Softmax collapse at logits [18, 0], target 0: the paper's q_0 − 1 (0.0 in
-float32) and −σ(z_1 − z_0) (−1.52e-8) beside :func:`stable_cross_entropy`; softmax cancellation at student = teacher
-= [2, 1, 0]: autograd of −Σ p·log_softmax(s), the paper's expm1 form and :func:`stable_kd_loss`; the stable CE on
-float32 logits against float64; :func:`stable_kd_loss` against T²·KL(p‖q) by ``F.kl_div`` on logits that differ.
+version and the CPU's float arithmetic.
 """
 
 from __future__ import annotations

@@ -41,11 +41,6 @@ FIGURE = words("_lm_figures.j2")  # lm1b.png's words
 METRICS = {"val": "val/perplexity", "test": "test/perplexity", "tps": "train/tokens_per_second", "tokens": "train/tokens"}
 
 
-def model_of(record: dict[str, Any]) -> str:
-    """The record's model choice (the task's LSTM for a record that keeps none)."""
-    return get(record, "choices.model") or LSTM
-
-
 def head_label(record: dict[str, Any]) -> str:
     """"softmax", "adaptive", "sampled (quadratic, m=64)", ...: the registered label of the record's loss."""
     return variant_label(choice(record, "loss"), get(record, "config.loss"), record.get("choices"))
@@ -202,7 +197,7 @@ def summarise(results_dir: str | Path = "results") -> dict[str, Any]:
     """The page's data: the LSTM runs' setting, rows, speed source, decisions, other models' sections, claims."""
     runs = runs_dir(results_dir)
     every = load_records(runs, EXPERIMENT)
-    records = [r for r in every if model_of(r) == LSTM]
+    records = [r for r in every if get(r, "choices.model") in (None, LSTM)]  # a record that keeps no model ran the LSTM
     if not records:
         raise FileNotFoundError(f"no {'LSTM ' if every else ''}records in {runs / EXPERIMENT}; run `make reproduce-lm1b` first")
     others = {model: rs for (model,), rs in group_by(every, ["choices.model"]).items() if model not in (None, LSTM)}
