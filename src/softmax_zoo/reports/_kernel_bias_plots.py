@@ -19,10 +19,6 @@ WORDS = words("_lm_figures.j2")
 SHIFT = 0.1  # octaves between neighbouring samplers' points along the log-m axis, centred on the true m
 
 
-def label(name: str) -> str:
-    return f"{name}{' (ours)' if name == 'quadratic_centred' else ''}"
-
-
 def plot(full: list[float], grid: dict[str, dict[int, list[float]]], path: Path, title: str) -> None:
     """Each sampler's final full-softmax validation loss (mean over seeds) against m, the full softmax's as a line."""
     names = [s for s in SAMPLERS if s in grid]
@@ -32,7 +28,7 @@ def plot(full: list[float], grid: dict[str, dict[int, list[float]]], path: Path,
             shift = 2 ** (SHIFT * (i - (len(names) - 1) / 2))
             marker, style, _ = STYLES.get(name, ("o", "-", "Greys"))
             ax.plot([m * shift for m in ms], [mean(grid[name][m]) for m in ms], marker=marker, linestyle=style, markersize=7,
-                    markerfacecolor="none" if name == "quadratic_centred" else None, label=str(WORDS.sampled(label(name))),
+                    markerfacecolor="none" if name == "quadratic_centred" else None, label=str(WORDS.sampled(name)),
                     linewidth=2.2 if name == "quadratic" else 1.2, zorder=4 if name == "quadratic" else 3)
         ax.axhline(mean(full), color="black", linestyle="--", label="full softmax")
         ax.set_xscale("log", base=2)
@@ -65,7 +61,7 @@ def curves_plot(records: list[dict[str, Any]], path: Path, title: str) -> None:
             ax.plot(*mean_curve(by[name, m]), color=colour, linewidth=1.8, label=f"m={m} (n={len(by[name, m])})")
         if full:
             ax.plot(*mean_curve(full), color="black", linestyle="--", linewidth=1.8, label="full softmax")
-        ax.set(title=label(name), xlabel="optimiser step", yscale="log")
+        ax.set(title=str(WORDS.sampler(name)), xlabel=WORDS.step, yscale="log")
         ax.grid(True, which="both", alpha=0.3)
         ax.legend(fontsize=7, title=WORDS.seeds_legend, title_fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=2)
     axes[0][0].set_ylabel(str(WORDS.curves_ylabel(sizes)))

@@ -12,8 +12,8 @@ from ._stats import mean
 
 SATURATE_ARMS = (("standard", "float32"), ("stable", "float32"), ("standard", "float64"))  # (form, dtype), float64 the control
 FLOOR = 1e-12  # the drift figure draws a drift of 0 at this value, on its log scale
-FIGURES = words("_stable_figures.j2", floor=FLOOR).figures
-FORM_LABEL = {"standard": "standard", "cast": "standard on float32-cast logits", "stable": "stable"}  # legends and the page's
+WORDS = words("_stable_figures.j2", floor=FLOOR)
+FORM_LABEL = WORDS.forms  # the arms' loss forms as the legends and the page name them
 
 STYLE = {  # (colour, line style, marker) per (form, dtype)
     ("standard", "float32"): ("tab:blue", "-", "o"),
@@ -50,13 +50,12 @@ def draw(ax, runs, key: str, form: str, dtype: str, floor: float | None = None, 
     colour, style, marker = STYLE[(form, dtype)]
     every = max(slots, len(steps) // 10)
     ax.plot(steps, values, color=colour, linestyle=style, marker=marker, markevery=(slot * every // slots, every), markersize=5,
-            label=f"{FORM_LABEL[form]}, {dtype} (n={len(runs)})")
+            label=str(WORDS.arm(form, dtype, len(runs))))
 
 
 def panels(path: Path, title: str, texts, specs) -> None:
     """One row of panels: per panel its (title, ylabel) of ``texts`` and its (log y, [(runs, key, form, dtype, floor), ...])."""
-    plt = pyplot()
-    fig, axes = plt.subplots(1, len(specs), figsize=(5.2 * len(specs), 5.4), squeeze=False)
+    fig, axes = pyplot().subplots(1, len(specs), figsize=(5.2 * len(specs), 5.4), squeeze=False)
     for ax, (name, ylabel), (log, lines) in zip(axes[0], texts, specs):
         for slot, (runs, key, form, dtype, floor) in enumerate(lines):
             if runs:
@@ -86,5 +85,5 @@ def plots(records, out: Path) -> None:
                        (False, lines("generalise", "test_accuracy", both, loss="kd"))],
         "drift": [(True, lines("cancellation", "drift", arms((d,)), FLOOR, start="equal")) for d in ("float32", "bfloat16")],
     }
-    for name, (title, texts) in FIGURES.items():
+    for name, (title, texts) in WORDS.figures.items():
         panels(out / f"stable_{name}.png", title, texts, specs[name])

@@ -108,7 +108,7 @@ def plot(summaries: dict[str, dict[str, dict[str, Any]]], path: Path) -> None:
             for head, s in sorted(summary.items()):
                 for i, curve in enumerate(c for c in s["curves"] if c):
                     ax.plot(*zip(*curve), marker=".", linestyle=style, color=f"C{heads.index(head)}",
-                            label=(head if model == LSTM else f"{head}, {model}") if i == 0 else None)
+                            label=str(FIGURE.run(head, model if model != LSTM else None)) if i == 0 else None)
         ax.set_yscale("log")
 
 
