@@ -139,7 +139,8 @@ def regime_point(start: int, seed: int, delta: float, share: float, dirty: bool 
     def record(arm: str) -> dict:
         return {"run_name": f"{arm}_e{start}_seed{seed}", "git": {"commit": "abc1234", "dirty": dirty}}
 
-    return {"scale": "cpu", "start": start, "seed": seed, "k": 20, "share": share, "share_k": 20, "n": 500,
+    return {"scale": "cpu", "start": start, "seed": seed, "k": 20, "share": share, "share_k": 20, "n": 500, "rank": 30,
+            "softmax": {"rouge1": 20.0},
             "rouge1": {"delta": delta, "low": delta - 0.5, "high": delta + 0.5},
             "degenerate": {"softmax": 0.2, "sparse": 0.6 if start == 4 else 0.1}, "records": [record("softmax"), record("sparse")]}
 
@@ -147,19 +148,18 @@ def regime_point(start: int, seed: int, delta: float, share: float, dirty: bool 
 def test_the_claim_carries_the_strongest_starts_degenerate_shares_and_its_records_made_with_changes():
     pts = [regime_point(1, seed, -1.0, 0.40) for seed in (0, 1, 2)]
     pts += [regime_point(4, seed, 0.4, 0.50, dirty=seed == 0) for seed in (0, 1, 2)]
-    row = page.headline(pts)
-    assert row["degenerate"] == pytest.approx({"softmax": 0.2, "sparse": 0.6})  # the strongest start's, not the weakest's
-    assert row["dirty"] == "rests on 2 of 6 records made with uncommitted changes (changed files not recorded)"
-    clean = page.headline([regime_point(4, seed, 0.4, 0.50) for seed in (0, 1, 2)])
-    assert clean["dirty"] == ""
+    top = page.headline(page.per_start(pts))["top"]
+    assert top["degenerate"] == pytest.approx({"softmax": 0.2, "sparse": 0.6})  # the strongest start's, not the weakest's
+    assert top["dirty"] == "rests on 2 of 6 records made with uncommitted changes (changed files not recorded)"
+    clean = page.headline(page.per_start([regime_point(4, seed, 0.4, 0.50) for seed in (0, 1, 2)]))
+    assert clean["top"]["dirty"] == ""
 
 
 def test_the_settings_table_says_every_arm_decodes_with_the_full_distribution():
     from softmax_zoo.reports._seq2seq_settings import seq2seq_settings
-    from softmax_zoo.reports._settings import settings_rows
 
     record = {"choices": {"loss": "sparse_softmax"}, "config": {"task": {"decode": {"beams": [1], "topk": None}}}}
-    (row,) = [r for r in settings_rows(seq2seq_settings("gigaword", page.STUDY_REASONS), {"arms": [record]}) if r[0] == "decoding mask"]
+    (row,) = [r for r in seq2seq_settings("gigaword", {"arms": [record]}, "sparse_regime")["rows"] if r[0] == "decoding mask"]
     assert row[2] == "the full distribution for every arm" and row[-1].startswith("every arm decodes with the full distribution")
 
 
@@ -171,9 +171,10 @@ def test_the_settings_table_says_every_arm_decodes_with_the_full_distribution():
 def test_claim_takes_the_seeds_of_the_strongest_start_together(deltas, verdict):
     pts = [regime_point(1, seed, -1.0, 0.40 + seed / 100) for seed in deltas]  # a weaker start
     pts += [regime_point(4, seed, d, 0.50 + seed / 100) for seed, d in deltas.items()]
-    row = page.headline(pts)
-    assert str(row["verdict"]).startswith(verdict) and row["k"] == 20
+    row = page.headline(page.per_start(pts))
+    top, first = row["top"], row["first"]
+    assert str(top["verdict"]).startswith(verdict) and row["k"] == 20
     label = "seed 0" if len(deltas) == 1 else "seeds 0, 1, 2"
-    assert row["top_share"] == pytest.approx(0.50 + (len(deltas) - 1) / 200)  # the strongest start: its seeds' mean share
-    assert row["top"].deltas == pytest.approx(tuple(deltas.values()))
-    assert row["first"].mean == pytest.approx(-1.0) and row["first"].label == label  # the weakest start, named by its seeds
+    assert top["share"] == pytest.approx(0.50 + (len(deltas) - 1) / 200)  # the strongest start: its seeds' mean share
+    assert top["delta"].deltas == pytest.approx(tuple(deltas.values()))
+    assert first["delta"].mean == pytest.approx(-1.0) and first["delta"].label == label  # the weakest start, named by its seeds
