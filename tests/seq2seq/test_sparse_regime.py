@@ -7,6 +7,7 @@ import pytest
 
 from softmax_zoo import config, engine, trainer
 from softmax_zoo.data.prepare.generated import summaries, write_pairs
+from softmax_zoo.records import get
 from softmax_zoo.reports import sparse_regime as page
 from softmax_zoo.reports._pages import read_claims
 from softmax_zoo.studies import _jobs
@@ -95,7 +96,9 @@ def test_regime_chain_at_smoke_scale_builds_the_page(tmp_path, monkeypatch):
 
     page.build(tmp_path / "scratch")
     text = (tmp_path / "scratch" / "sparse_regime.md").read_text()
-    pts = page.points(tmp_path / "scratch" / "runs", [json.loads(p.read_text()) for p in dict.fromkeys(paths)])
+    arms = [r for p in dict.fromkeys(paths) if get(r := json.loads(p.read_text()), page.START) is not None]
+    assert len(arms) == 12  # the start run's record is no arm
+    pts = page.points(tmp_path / "scratch" / "runs", arms)
     assert [(p["start"], p["seed"], p["k"]) for p in pts] == [(s, seed, k) for s in (0, 2) for seed in (0, 1) for k in (20, 50)]
     assert all(p["rouge1"]["low"] <= p["rouge1"]["delta"] <= p["rouge1"]["high"] and p["n"] == 8 for p in pts)
     assert "Where the paper's regime lies" in text and "Δ R-1 [95% over test items]" in text
@@ -148,10 +151,10 @@ def regime_point(start: int, seed: int, delta: float, share: float, dirty: bool 
 def test_the_claim_carries_the_strongest_starts_degenerate_shares_and_its_records_made_with_changes():
     pts = [regime_point(1, seed, -1.0, 0.40) for seed in (0, 1, 2)]
     pts += [regime_point(4, seed, 0.4, 0.50, dirty=seed == 0) for seed in (0, 1, 2)]
-    top = page.headline(page.per_start(pts))["top"]
+    top = page.per_k(page.per_start(pts))[0]["top"]
     assert top["degenerate"] == pytest.approx({"softmax": 0.2, "sparse": 0.6})  # the strongest start's, not the weakest's
     assert top["dirty"] == "rests on 2 of 6 records made with uncommitted changes (changed files not recorded)"
-    clean = page.headline(page.per_start([regime_point(4, seed, 0.4, 0.50) for seed in (0, 1, 2)]))
+    clean = page.per_k(page.per_start([regime_point(4, seed, 0.4, 0.50) for seed in (0, 1, 2)]))[0]
     assert clean["top"]["dirty"] == ""
 
 
@@ -171,7 +174,7 @@ def test_the_settings_table_says_every_arm_decodes_with_the_full_distribution():
 def test_claim_takes_the_seeds_of_the_strongest_start_together(deltas, verdict):
     pts = [regime_point(1, seed, -1.0, 0.40 + seed / 100) for seed in deltas]  # a weaker start
     pts += [regime_point(4, seed, d, 0.50 + seed / 100) for seed, d in deltas.items()]
-    row = page.headline(page.per_start(pts))
+    row = page.per_k(page.per_start(pts))[0]
     top, first = row["top"], row["first"]
     assert str(top["verdict"]).startswith(verdict) and row["k"] == 20
     label = "seed 0" if len(deltas) == 1 else "seeds 0, 1, 2"

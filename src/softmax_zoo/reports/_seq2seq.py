@@ -1,11 +1,10 @@
-"""The UniLM pages of Sun et al. 2021, each a :class:`Table`: softmax vs sparse-softmax fine-tuning, Δ = sparse − softmax
-of each metric at each beam, compared paired by test item within each seed, verdicts on the paper's deltas.
+"""The UniLM pages of Sun et al. 2021, each a :class:`Table`: Δ = sparse − softmax of each metric at each beam,
+compared paired by test item within each seed, and verdicts on the paper's deltas.
 
-A pair is the softmax and the sparse-softmax run of one seed and setting, told apart by the record's Hydra choice of
-``loss``; a setting is the scale, or "<scale>+init" for runs started from a finished softmax run's weights
-(``init_from``), paired only with each other. Those have a trained LM head, as the paper's pre-trained UniLM has, and
-head the page; a fresh LM head (``task_info.fresh_weights``) is the cold-start ablation. A seed with only one arm is
-left out of the deltas and named on the page. Words: templates/_seq2seq.md.j2 and each table's template.
+A pair is the softmax and the sparse-softmax run (the Hydra choice of ``loss``) of one seed and setting: the scale, or
+"<scale>+init" for runs started from their seed's finished softmax run (``init_from``), whose LM head is trained as the
+paper's pre-trained UniLM's is; those head the page, and a fresh LM head (``task_info.fresh_weights``) is the cold-start
+ablation. A seed with one arm is left out of the deltas and named. Words: templates/_seq2seq.md.j2, each table's template.
 """
 
 from __future__ import annotations
@@ -21,7 +20,7 @@ import numpy as np
 from ..losses.registry import variant_label
 from ..metrics import bleu_from_stats
 from ..records import choice, get, load_records, read_predictions, runs_dir
-from ._compare import Compared, Comparison, Design, compare, per_seed
+from ._compare import Comparison, Design, compare, per_seed
 from ._pages import commits, dirty_note, page_command, shown_path
 from ._render import publish
 from ._seq2seq_settings import seq2seq_settings
@@ -30,6 +29,7 @@ from ._verdicts import VerdictKind, not_tested
 SOFTMAX, SPARSE = "softmax", "sparse_softmax"  # the two arms, as configs/loss/ names them
 ARMS = (variant_label(SOFTMAX), variant_label(SPARSE))  # their registered labels, "softmax" and "sparse"
 BOOTSTRAP_SAMPLES = 2000
+TOPK = ("target_in_topk", "median_target_rank", "logits_near_kth")  # the test metrics of softmax_zoo.diagnostics.topk
 CHUNK = 200  # corpus-BLEU bootstrap resamples per matrix product
 Record = dict[str, Any]
 Pair = tuple[Record, Record]  # (softmax record, sparse-softmax record)
@@ -82,33 +82,20 @@ def corpus_bootstrap(stats_a: Any, stats_b: Any, order: int, num_samples: int, s
             "high": float(np.quantile(boot, 0.975)), "p_le_0": float((boot <= 0).mean())}
 
 
-def compared(rows: Outputs, beam: int, metric: str) -> Compared:
-    """Δ ``metric`` at ``beam``, paired by test item within each seed: BLEU-n as corpus BLEU of the items' n-gram counts,
-    recomputed on each resample (:func:`corpus_bootstrap`); another metric as the mean of its per-item scores."""
-    order = int(metric[4:]) if metric.startswith("bleu") else None
-    key = "bleu_stats" if order else metric
-    items = {seed: tuple([r[f"beam{beam}"][key] for r in arm] for arm in arms) for seed, arms in rows.items()}
-    corpus = partial(corpus_bootstrap, order=order, num_samples=BOOTSTRAP_SAMPLES) if order else None
-    return compare(Comparison(*ARMS, f"{metric} at beam {beam}", Design.PAIRED_BY_ITEM), items=items, bootstrap=corpus,
-                   num_samples=BOOTSTRAP_SAMPLES)
-
-
 def arm_means(pairs: list[Pair], key: str) -> dict[str, float]:
     """Per arm, the mean over seeds of the dotted record ``key``."""
     return {arm: float(np.mean(list(per_seed([p[i] for p in pairs], key).values()))) for i, arm in enumerate(ARMS)}
 
 
 def regime(pairs: list[Pair]) -> dict[str, Any] | None:
-    """Where the test targets sit among each arm's logits (teacher-forced, :mod:`softmax_zoo.diagnostics.topk`): per arm
-    the mean over seeds of the share inside the top k, the median target rank and the logits near the k-th, and where the
-    runs start (None: a random init); None for records without them."""
+    """Per arm, the means over seeds of where the test targets sit among its logits (teacher-forced, the share in the
+    top k, the median rank, the logits near the k-th: :mod:`softmax_zoo.diagnostics.topk`), and where the runs start
+    (None: a random init); None for records without them."""
     if not all("test/target_in_topk" in r["metrics"] for p in pairs for r in p):
         return None
-    means = {name: list(arm_means(pairs, f"metrics.test/{name}").values())
-             for name in ("target_in_topk", "median_target_rank", "logits_near_kth")}
-    return {"k": int(pairs[0][1]["metrics"]["test/diagnostics_k"]), "share": means["target_in_topk"],
-            "rank": means["median_target_rank"], "near": means["logits_near_kth"],
-            "start": get(pairs[0][0], "config.init_from") or get(pairs[0][0], "config.model.checkpoint")}
+    start = get(pairs[0][0], "config.init_from") or get(pairs[0][0], "config.model.checkpoint")
+    return {"k": int(pairs[0][1]["metrics"]["test/diagnostics_k"]), "start": start,
+            **{m: list(arm_means(pairs, f"metrics.test/{m}").values()) for m in TOPK}}
 
 
 def stutters(text: str, run: int = 3) -> bool:
@@ -121,31 +108,16 @@ def stutters(text: str, run: int = 3) -> bool:
     return False
 
 
-def degenerate_share(rows: list[Record], beam: int) -> float:
-    """Share of prediction ``rows`` whose output at ``beam`` is degenerate (:func:`stutters`)."""
-    return float(np.mean([stutters(r[f"beam{beam}"]["prediction"]) for r in rows]))
-
-
 def output_shares(rows: dict[str, list[Record]], beams: list[int]) -> dict[str, Any]:
-    """Per arm and beam, the shares of test outputs that are degenerate, and, where the prediction rows say how the
-    search constraints shaped them, altered and ended by a constraint (else None)."""
+    """Per arm and beam, the shares of test outputs that are degenerate (:func:`stutters`) and, where the prediction rows
+    say how the search constraints shaped them, altered and ended by a constraint (else None)."""
     def shares(test: Callable[[Record], bool]) -> dict[str, list[float]]:
         return {arm: [float(np.mean([test(r[f"beam{b}"]) for r in recs])) for b in beams] for arm, recs in rows.items()}
 
     constrained = all("constraint_steps" in r[f"beam{b}"] for recs in rows.values() for r in recs for b in beams)
-    return {"degenerate": {arm: [degenerate_share(recs, b) for b in beams] for arm, recs in rows.items()},
+    return {"degenerate": shares(lambda o: stutters(o["prediction"])),
             "altered": shares(lambda o: o["constraint_steps"] > 0) if constrained else None,
             "ended": shares(lambda o: bool(o["ended_by_constraint"])) if constrained else None}
-
-
-def inits(pairs: list[Pair]) -> list[str]:
-    """The checkpoints the runs of ``pairs`` started from (``init_from``), sorted; empty for runs from the model's own start."""
-    return sorted({str(i) for p in pairs for r in p if (i := get(r, "config.init_from"))})
-
-
-def cold_start(pairs: list[Pair]) -> bool:
-    """Whether the runs of ``pairs`` start with a fresh LM head and not from a finished run's weights."""
-    return all(bool(get(r, "task_info.fresh_weights")) and not get(r, "config.init_from") for p in pairs for r in p)
 
 
 @dataclass(frozen=True)
@@ -161,8 +133,16 @@ class Table:
     claim_key: str  # a claims row's id after "<experiment>_<setting>_", formatted with its beam and metric
 
     def row(self, pairs: list[Pair], rows: Outputs, beam: int, metric: str) -> dict[str, Any]:
-        """One table row: each arm's metric per seed, Δ over seeds, the paper's Δ and the verdict."""
-        c, paper, key = compared(rows, beam, metric), self.paper.get(beam, {}).get(metric), f"metrics.test/{metric}_beam{beam}"
+        """One table row: each arm's metric per seed, and Δ over seeds, paired by test item within each seed (BLEU-n as
+        corpus BLEU of the items' n-gram counts, recomputed on each resample; another metric as the mean of its per-item
+        scores), the paper's Δ and the verdict."""
+        order = int(metric[4:]) if metric.startswith("bleu") else None
+        items = {seed: tuple([r[f"beam{beam}"]["bleu_stats" if order else metric] for r in arm] for arm in arms)
+                 for seed, arms in rows.items()}
+        corpus = partial(corpus_bootstrap, order=order, num_samples=BOOTSTRAP_SAMPLES) if order else None
+        c = compare(Comparison(*ARMS, f"{metric} at beam {beam}", Design.PAIRED_BY_ITEM), items=items, bootstrap=corpus,
+                    num_samples=BOOTSTRAP_SAMPLES)
+        paper, key = self.paper.get(beam, {}).get(metric), f"metrics.test/{metric}_beam{beam}"
         return {"beam": beam, "metric": metric, "unilm": self.unilm.get(metric, "") if beam == self.unilm_beam else "",
                 "a": list(per_seed([p[0] for p in pairs], key).values()), "b": list(per_seed([p[1] for p in pairs], key).values()),
                 "delta": c.delta, "paper": paper, "verdict": c.verdict(paper)}
@@ -176,9 +156,10 @@ class Table:
         verdicts = [r["verdict"] for r in rows if r["verdict"] is not None]
         spread = [r["delta"].sd > r["delta"].item_se for r in rows if r["paper"] is not None and r["delta"].n_seeds > 1]
         return {
-            "scale": scale, "cold_start": cold_start(pairs), "seeds": list(by_seed), "lone": lone, "record": pairs[0][0],
+            "scale": scale, "seeds": list(by_seed), "lone": lone, "record": pairs[0][0],
             "n_test": len(next(iter(by_seed.values()))[0]), "beams": beams, "rows": rows, "regime": regime(pairs),
-            "inits": inits(pairs),
+            "inits": sorted({str(i) for p in pairs for r in p if (i := get(r, "config.init_from"))}),  # their checkpoints
+            "cold_start": all(bool(get(r, "task_info.fresh_weights")) and not get(r, "config.init_from") for p in pairs for r in p),
             "throughput": {arm: [arm_means(pairs, f"metrics.test/examples_per_s_beam{b}")[arm] for b in beams] for arm in ARMS},
             "outputs": output_shares({arm: [r for a_b in by_seed.values() for r in a_b[i]] for i, arm in enumerate(ARMS)}, beams),
             "counts": {kind.value: n for kind in VerdictKind if (n := sum(v.kind is kind for v in verdicts))},

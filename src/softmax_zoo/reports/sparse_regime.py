@@ -1,10 +1,9 @@
-"""The sparse-softmax regime study: Δ ROUGE (sparse − softmax) against the start's share of targets in Ω_k.
+"""The sparse-softmax regime study (``make reproduce-sparse-regime``, :mod:`softmax_zoo.studies.sparse_regime`): Δ ROUGE
+(sparse − softmax) at beam 1 against the softmax arm's share of test targets inside its top-k (``test/target_in_topk``).
 
-Records of ``make reproduce-sparse-regime`` (:mod:`softmax_zoo.studies.sparse_regime`): per start (the start run's
-epoch e), scale and seed, the softmax arm paired with each sparse arm (its k): Δ ROUGE-1/2 at beam 1 with a paired
-bootstrap interval over the test pairs, against the softmax arm's share of test targets inside its top-k
-(``test/target_in_topk``). A start's seeds together give one seed-aware Δ per (start, k) (:func:`per_start`), which the
-claims rows take. Without records the page says how to make them. Words: templates/sparse_regime.md.j2.
+Per start (the start run's epoch e), scale and seed, the softmax arm is paired with each sparse arm (its k), with a
+paired bootstrap interval over the test pairs; a start's seeds together give one seed-aware Δ per (start, k)
+(:func:`per_start`), which the claims rows take. Without records the page says how to make them.
 """
 
 from __future__ import annotations
@@ -17,8 +16,8 @@ import numpy as np
 from ..records import choice, get, group_by, load_records, runs_dir
 from ._pages import dirty_note, page_command, provenance, pyplot, save_figure, shown_path
 from ._render import publish
-from ._seq2seq import BOOTSTRAP_SAMPLES, SOFTMAX, SPARSE, Record, degenerate_share, outputs
-from ._seq2seq_settings import PAPER, seq2seq_settings
+from ._seq2seq import ARMS, BOOTSTRAP_SAMPLES, SOFTMAX, SPARSE, Record, output_shares, outputs
+from ._seq2seq_settings import WORDS, seq2seq_settings
 from ._settings import shown
 from ._stats import LinearTrend, SeedAwareDelta, mean, paired_bootstrap
 from ._verdicts import claimed_direction, trend_verdict, verdict
@@ -28,12 +27,7 @@ EXPERIMENT = "sparse_regime"
 METRICS = ("rouge1", "rouge2")
 BEAM = 1
 PAPER_DELTAS = TABLE5.paper[BEAM]  # Sun et al. 2021, Table 5 (Gigaword-10k, UniLM, beam 1): sparse − softmax
-ARMS = ("softmax", "sparse")
-
-
-def start_epoch(record: Record) -> int | None:
-    """The start epoch of a fine-tuning record (None for the start run itself, whose config has none)."""
-    return get(record, "config.regime.start_epoch")
+START = "config.regime.start_epoch"  # a fine-tuning run's start epoch; the start run's config has none
 
 
 def sparse_k(record: Record) -> int | None:
@@ -44,11 +38,10 @@ def sparse_k(record: Record) -> int | None:
     return None if loss == SOFTMAX else int(get(record, "config.loss.k"))
 
 
-def points(runs: Path, records: list[Record]) -> list[dict[str, Any]]:
-    """One point per (scale, start, seed, sparse k): the softmax arm's regime and Δ ROUGE-1/2 with their item intervals."""
+def points(runs: Path, arms: list[Record]) -> list[dict[str, Any]]:
+    """Per (scale, start, seed, sparse k) of the fine-tuning ``arms``: the softmax arm's regime, Δ R-1/2 and item intervals."""
     out = []
-    fine_tuning = [r for r in records if start_epoch(r) is not None]
-    for (scale, start, seed), group in sorted(group_by(fine_tuning, ["config.scale.name", "config.regime.start_epoch", "seed"]).items()):
+    for (scale, start, seed), group in sorted(group_by(arms, ["config.scale.name", START, "seed"]).items()):
         by_k = {sparse_k(r): r for r in group}
         if (soft := by_k.pop(None, None)) is None:
             continue
@@ -59,7 +52,7 @@ def points(runs: Path, records: list[Record]) -> list[dict[str, Any]]:
                 "share": soft["metrics"]["test/target_in_topk"], "share_k": int(soft["metrics"]["test/diagnostics_k"]),
                 "rank": soft["metrics"]["test/median_target_rank"], "sparse_share": sparse["metrics"]["test/target_in_topk"],
                 **{arm: {m: r["metrics"][f"test/{m}_beam{BEAM}"] for m in METRICS} for arm, r in zip(ARMS, (soft, sparse))},
-                "degenerate": {arm: degenerate_share(arm_rows, BEAM) for arm, arm_rows in zip(ARMS, rows)},
+                "degenerate": {arm: s[0] for arm, s in output_shares(dict(zip(ARMS, rows)), [BEAM])["degenerate"].items()},
                 **{m: paired_bootstrap(*([r[f"beam{BEAM}"][m] for r in arm_rows] for arm_rows in rows), num_samples=BOOTSTRAP_SAMPLES)
                    for m in METRICS},
             })
@@ -86,17 +79,6 @@ def per_start(pts: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return rows
 
 
-def curve(pts: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Per k, its points in order of the start's share, whether Δ R-1 rises or falls with it, and how many intervals exclude 0."""
-    out = []
-    for k in sorted({p["k"] for p in pts}):
-        ps = sorted((p for p in pts if p["k"] == k), key=lambda p: p["share"])
-        steps = np.diff([p["rouge1"]["delta"] for p in ps])
-        out.append({"k": k, "points": ps, "above": sum(p["rouge1"]["low"] > 0 for p in ps),
-                    "below": sum(p["rouge1"]["high"] < 0 for p in ps), "rises": all(steps > 0), "falls": all(steps < 0)})
-    return out
-
-
 def figure(curves: list[dict[str, Any]], path: Path) -> None:
     """Δ ROUGE-1 and -2 (with intervals) against the softmax arm's share of targets in Ω_k, one series per k."""
     plt = pyplot()
@@ -119,25 +101,24 @@ def figure(curves: list[dict[str, Any]], path: Path) -> None:
     save_figure(fig, path)
 
 
-def headline(rows: list[dict[str, Any]]) -> dict[str, Any]:
-    """The ledger row's data: for the smallest k (the paper's 20), the per-start rows of the strongest start (the largest
-    mean share of targets in Ω_k), whose Δ R-1 the paper's beam-1 gain is set against, and of the weakest."""
-    k = min(r["k"] for r in rows)
-    ordered = sorted((r for r in rows if r["k"] == k), key=lambda r: r["share"])
-    return {"id": "sparse-regime-gigaword-beam1", "source": EXPERIMENT, "k": k, "top": ordered[-1], "first": ordered[0]}
-
-
-def trends(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Per k with starts of 2+ shares, a ledger row: the least-squares trend of each start's mean Δ R-1 against its share
-    of targets in Ω_k (in %) and its verdict on a rising one."""
+def per_k(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Per k: its points by the start's share, how many Δ R-1 intervals lie above and below 0, whether Δ R-1 rises or falls
+    with the share, the rows of its weakest and strongest start (least and largest mean share), and as a ledger row the
+    least-squares trend of each start's mean Δ R-1 against its share (in %), its verdict on a rise (None under 2 shares)."""
     out = []
     for k in sorted({r["k"] for r in rows}):
         ks = [r for r in rows if r["k"] == k]
-        if len({r["share"] for r in ks}) > 1:
-            line = LinearTrend(tuple(100 * r["share"] for r in ks), tuple(r["delta"].mean for r in ks))
-            out.append({"id": f"sparse-regime-trend-k{k}", "source": EXPERIMENT, "k": k, "rows": ks, "share_k": ks[0]["share_k"],
-                        "dirty": dirty_note(records_of([p for r in ks for p in r["points"]])),
-                        "verdict": trend_verdict(line, [r["delta"].n_seeds for r in ks], +1, unit="ROUGE-1 per percentage point of share")})
+        by_share = sorted(ks, key=lambda r: r["share"])
+        ps = sorted((p for r in ks for p in r["points"]), key=lambda p: p["share"])
+        steps = np.diff([p["rouge1"]["delta"] for p in ps])
+        x, y = tuple(100 * r["share"] for r in ks), tuple(r["delta"].mean for r in ks)
+        trend = trend_verdict(LinearTrend(x, y), [r["delta"].n_seeds for r in ks], +1,
+                              unit="ROUGE-1 per percentage point of share") if len(set(x)) > 1 else None
+        out.append({"id": f"sparse-regime-trend-k{k}", "source": EXPERIMENT, "headline": False, "k": k, "rows": ks,
+                    "first": by_share[0], "top": by_share[-1], "share_k": ks[0]["share_k"], "points": ps,
+                    "above": sum(p["rouge1"]["low"] > 0 for p in ps), "below": sum(p["rouge1"]["high"] < 0 for p in ps),
+                    "rises": all(steps > 0), "falls": all(steps < 0), "dirty": dirty_note(records_of(ps)),
+                    "verdict": trend})
     return out
 
 
@@ -145,26 +126,26 @@ def summarise(results_dir: str | Path = "results") -> dict[str, Any]:
     """The page's data (``points`` empty without records): the points, per start, trends, the grid, the settings, claims."""
     runs = runs_dir(results_dir)
     records = load_records(runs, EXPERIMENT) if (runs / EXPERIMENT).is_dir() else []
-    data = {"folder": shown_path(runs / EXPERIMENT), "command": page_command(EXPERIMENT, results_dir), "points": points(runs, records)}
+    starts = [r for r in records if get(r, START) is None]
+    arms = [r for r in records if get(r, START) is not None]
+    data = {"folder": shown_path(runs / EXPERIMENT), "command": page_command(EXPERIMENT, results_dir), "points": points(runs, arms)}
     if not (pts := data["points"]):
         return data | {"claims": []}
-    starts = [r for r in records if start_epoch(r) is None]
-    arms = [r for r in records if start_epoch(r) is not None]
     rows = per_start(pts)
-    found = trends(rows)
+    ks = per_k(rows)
     return data | {
         "provenance": provenance(EXPERIMENT, records, results_dir), "starts": starts, "beam": BEAM, "bootstrap_samples": BOOTSTRAP_SAMPLES,
         "schedule": shown(starts, "config.regime.epochs"), "start_epochs": shown(starts, "config.train.epochs"),
         "arm_epochs": shown(arms, "config.train.epochs"), "smoothing": shown(records, "config.loss.label_smoothing"),
-        "grid": {"starts": sorted({start_epoch(r) for r in arms}), "ks": sorted({k for r in arms if (k := sparse_k(r))}),
+        "grid": {"starts": sorted({get(r, START) for r in arms}), "ks": sorted({k for r in arms if (k := sparse_k(r))}),
                  "seeds": sorted({r["seed"] for r in records}), "runs": len(records),
                  "hours": sum(r["timing"]["wall_s"] for r in records) / 3600,
                  "cpu_only": sorted({get(r, "config.scale.name") for r in records}) == ["cpu"]},
-        "curve": curve(pts), "top_point": max(pts, key=lambda p: p["share"]), "rows": rows, "trends": found,
-        "top_row": max(rows, key=lambda r: r["share"]), "start_seeds": sorted({r["seed"] for r in starts}),
-        "unilm_rouge1": TABLE5.unilm["rouge1"], "paper_epochs": PAPER["gigaword"]["epochs"], "paper_deltas": PAPER_DELTAS,
+        "per_k": ks, "rows": rows, "start_seeds": sorted({r["seed"] for r in starts}),
+        "unilm_rouge1": TABLE5.unilm["rouge1"], "paper_epochs": WORDS.paper["gigaword"]["epochs"], "paper_deltas": PAPER_DELTAS,
         "settings": seq2seq_settings("gigaword", {"the start run": starts, "the arms from a start": arms}, EXPERIMENT),
-        "claims": [headline(rows), *found],
+        # the headline: the paper's beam-1 gain against ours at the strongest start, for the smallest k (the paper's 20)
+        "claims": [ks[0] | {"id": "sparse-regime-gigaword-beam1", "headline": True}, *(t for t in ks if t["verdict"])],
     }
 
 
@@ -172,5 +153,5 @@ def build(results_dir: str | Path = "results", out: str | Path | None = None) ->
     """Write ``<out>/sparse_regime.md`` (+ ``sparse_regime.png`` when there are points); ``out`` defaults to ``results_dir``."""
     data = summarise(results_dir)
     if data["points"]:
-        figure(data["curve"], Path(out or results_dir) / f"{EXPERIMENT}.png")
+        figure(data["per_k"], Path(out or results_dir) / f"{EXPERIMENT}.png")
     publish(out or results_dir, EXPERIMENT, data)

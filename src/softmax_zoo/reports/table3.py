@@ -1,8 +1,5 @@
-"""Sparse-softmax Table 3: SQuAD 1.1 question generation, UniLM, softmax vs sparse-softmax (``make reproduce-table3``).
-
-Corpus BLEU-1..4 (unsmoothed, from the per-example n-gram counts the evaluation saves) and ROUGE-L at beam 1
-(:class:`._seq2seq.Table`). The paper names no split; our data is Du et al. 2017's. Words: templates/table3.md.j2.
-"""
+"""Sparse-softmax Table 3 (``make reproduce-table3``): SQuAD 1.1 question generation (Du et al. 2017's split), corpus
+BLEU-1..4 (unsmoothed) and ROUGE-L at beam 1 of UniLM fine-tuned with softmax vs sparse-softmax (:class:`._seq2seq.Table`)."""
 
 from ._seq2seq import Table
 

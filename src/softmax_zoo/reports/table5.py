@@ -1,8 +1,5 @@
-"""Sparse-softmax Table 5: Gigaword-10k ROUGE of UniLM fine-tuned with softmax vs sparse-softmax (``make reproduce-table5``).
-
-ROUGE-1, -2 and -L at beams 1 and 5 (:class:`._seq2seq.Table`). The paper's absolute ROUGE values are not in our
-sources; the page gives its deltas, and UniLM's published Gigaword-10k result (beam 5) for scale. Words: templates/table5.md.j2.
-"""
+"""Sparse-softmax Table 5 (``make reproduce-table5``): Gigaword-10k ROUGE-1, -2 and -L at beams 1 and 5 of UniLM fine-tuned
+with softmax vs sparse-softmax, the paper's deltas and UniLM's published result (:class:`._seq2seq.Table`)."""
 
 from ._seq2seq import Table
 
