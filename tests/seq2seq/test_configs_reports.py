@@ -176,10 +176,9 @@ def test_table5_rows_keep_the_degenerate_caveat_and_count_their_records_made_wit
 
 def test_the_between_seed_sd_is_set_beside_the_item_standard_error(tmp_path):
     table5_records(records.runs_dir(tmp_path), {0: -2.0, 1: 2.5, 2: -1.8})  # seeds far apart: SD above the item SE
-    table5.build(tmp_path)
-    text = (tmp_path / "table5.md").read_text()
-    assert "between-seed SD of Δ / item standard error" in text
-    assert "The between-seed SD of Δ exceeds the item standard error" in text and "in 4 of the 4 rows with a paper Δ:" in text
+    (section,) = table5.summarise(tmp_path)["sections"]
+    assert section["sd_above_item_se"] == section["n_spread"] == 4  # every row with a paper Δ
+    assert all(r["delta"].sd > r["delta"].item_se for r in section["rows"] if r["paper"] is not None)
 
 
 def test_corpus_bootstrap_identical_and_better_systems():
