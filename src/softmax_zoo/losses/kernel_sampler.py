@@ -71,6 +71,7 @@ from .samplers import Sampler, outside_autocast
 
 _CHUNK = 8192  # draw slots per batched GEMM (e.g. 256 tiles of 32): bounds the GEMM's memory without a loop of tiny GEMMs
 _CHUNK_TILES = 512  # tiles per batched GEMM: bounds the gathered node parameters (512 × B·L·d floats: 32 MB at d = 64)
+_GATHER_BYTES = 1 << 20  # node parameters gathered per GEMM call: small enough to be read back from cache (see _node_products)
 
 
 def _pick(mass: torch.Tensor, generator: torch.Generator | None) -> torch.Tensor:
@@ -83,6 +84,23 @@ def _pick(mass: torch.Tensor, generator: torch.Generator | None) -> torch.Tensor
 def _gather(table: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
     """``table[index]`` by ``index_select`` (several times faster than advanced indexing on CPU)."""
     return table.index_select(0, index.reshape(-1)).view(*index.shape, *table.shape[1:])
+
+
+def _node_products(Hq: torch.Tensor, table: torch.Tensor, tile_node: torch.Tensor, n: int) -> torch.Tensor:
+    """(t, P, n) products of each tile's rows ``Hq`` (t, P, d) with the n rows of its node: ``table``
+    (nodes, ≥ n·d) holds a node's rows (n, d) in its first n·d columns, ``tile_node`` (t,) the nodes.
+
+    The nodes' rows are gathered a few tiles at a time (``_GATHER_BYTES``) and multiplied at once,
+    so the GEMM reads them from cache; gathering a whole chunk's first (tens of MB at large C)
+    makes the GEMM read them back from memory.
+    """
+    t, P, d = Hq.shape
+    out = Hq.new_empty(t, P, n)
+    step = max(1, _GATHER_BYTES // (n * d * table.element_size()))
+    for a in range(0, t, step):
+        rows = table.index_select(0, tile_node[a : a + step])[:, : n * d].view(-1, n, d)
+        torch.bmm(Hq[a : a + step], rows.transpose(1, 2), out=out[a : a + step])
+    return out
 
 
 def _per_draw(values: torch.Tensor, slots: torch.Tensor, num_draws: int) -> torch.Tensor:
@@ -362,9 +380,8 @@ class QuadraticKernelSampler(Sampler):
         """
         B, d, L = self.branching, h_pad.shape[1], self.leaf_size
         Hq = _gather(h_pad, rows)  # (t, P, d)
-        S = self._S[k].view(-1, B * d * d)[:, : (B - 1) * d * d].index_select(0, tile_node)  # (t, (B−1)·d·d)
-        v = torch.bmm(Hq, S.view(-1, (B - 1) * d, d).transpose(1, 2))  # (t, P, (B−1)·d): S_b h (S_b symmetric)
-        quad = v.view(*rows.shape, B - 1, d).mul_(Hq[:, :, None]).sum(3)  # (t, P, B−1): hᵀ S_b h
+        v = _node_products(Hq, self._S[k].view(-1, B * d * d), tile_node, (B - 1) * d)  # (t, P, (B−1)·d): S_b h (S_b symmetric)
+        quad = torch.bmm(v.view(-1, B - 1, d), Hq.view(-1, d, 1)).view(*rows.shape, B - 1)  # (t, P, B−1): hᵀ S_b h
         cnt = self._cnt[k].view(-1, B)[tile_node][:, None, :].expand(*rows.shape, B)  # (t, P, B)
         if t_pad is not None:  # the target's child (where the target is under this node) without the target
             t = t_pad[rows]  # (t, P), -1 on padding slots
@@ -389,7 +406,7 @@ class QuadraticKernelSampler(Sampler):
         """
         L, B, span = self.leaf_size, self.branching, self.leaf_size * self.branching**level
         Hq = _gather(h_pad, rows)  # (t, P, d)
-        logit = torch.bmm(Hq, _gather(self._W.view(-1, span, Hq.shape[2]), tile_node).transpose(1, 2))  # (t, P, span)
+        logit = _node_products(Hq, self._W.view(-1, span * Hq.shape[2]), tile_node, span)  # (t, P, span): h·w
         leaf = tile_node[:, None].expand(rows.shape) * B**level  # (t, P) the draw's leaf
         if t_pad is not None:  # draws whose target is under the node: the target's (h·w)² taken out
             t = t_pad[rows]  # (t, P), -1 on padding slots
@@ -406,8 +423,12 @@ class QuadraticKernelSampler(Sampler):
             slot_child = torch.arange(rows.numel(), device=rows.device) * B + child.reshape(-1)
             logit = logit.view(-1, L).index_select(0, slot_child).view(*rows.shape, L)  # (t, P, L): the chosen leaf's
             leaf = leaf + child
-        cnt = self._cls_cnt[leaf] if level == 1 else self._cls_cnt[tile_node][:, None, :]  # (t, P or 1, L)
-        kern = torch.addcmul(cnt, logit, logit, value=self.alpha)  # (t, P, L): α(h·w)² + 1, 0 on padding classes
+        kern = torch.addcmul(logit.new_ones(()), logit, logit, value=self.alpha)  # (t, P, L): α(h·w)² + 1
+        last = (self._shape[0] - 1) // L  # the last leaf holding classes: its places from `real` on are padding
+        real = self._shape[0] - last * L
+        if real < L:  # padding classes get kernel 0 (the leaves after `last` have mass 0 and are never reached)
+            i_last, p_last = (leaf == last).nonzero(as_tuple=True)
+            kern[i_last, p_last, real:] = 0.0
         if t_pad is not None:  # the target's kernel value set to 0
             hit = leaf[i, p] == t[i, p] // L
             kern[i[hit], p[hit], t[i[hit], p[hit]] % L] = 0.0
