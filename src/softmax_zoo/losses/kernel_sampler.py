@@ -144,8 +144,8 @@ def _tiles(node: torch.Tensor, max_tile: int, chunk: int = _CHUNK, chunk_tiles: 
     (Poisson-like counts around a mean that is not a power of two).
     """
     M, dev = node.numel(), node.device
-    sorted_node, order = torch.sort(node)  # any order within a node will do
-    uniq, counts = torch.unique_consecutive(sorted_node, return_counts=True)
+    sorted_node, order = torch.sort(node.int())  # any order within a node will do; node ids fit int32, which sorts faster
+    uniq, counts = torch.unique_consecutive(sorted_node.long(), return_counts=True)
     pieces = (counts + max_tile - 1) // max_tile  # (U,) tiles per node
     first = pieces.cumsum(0) - pieces  # (U,) first tile of each node
     group = torch.repeat_interleave(torch.arange(uniq.numel(), device=dev), counts)  # (M,) node of each sorted draw
