@@ -29,15 +29,16 @@ How it is made fast (N rows × m draws, all vectorised, no Python loop per draw 
 * **Walked levels, tiled.** Below, draws are sorted by their current node and packed into tiles
   that share a node (a node's c draws into ⌈c / ``max_tile``⌉ tiles of nearly equal size; tiles
   of similar size batched together, see ``_tiles``), and the children's d × d sums are read once
-  per tile (one batched GEMM per chunk of tiles) instead of once per draw, which would make the
-  walk memory-bound. Only the first B − 1 children are multiplied: the node sums add up, so the
+  per tile instead of once per draw, which would make the walk memory-bound: a few tiles' node
+  sums are gathered at a time and multiplied while still in cache (``_node_products``). Only the
+  first B − 1 children are multiplied: the node sums add up, so the
   last child's hᵀSh is the parent's (known from the level above) minus its siblings', clamped at
   0, and a node without classes keeps mass 0 through its count. A level costs (B − 1)·d² per draw:
   3·d² per factor 4 in C for B = 4, against 2·d² for B = 2 at twice the levels (and sorts).
 * **Leaves of 64 classes, reached from level 1.** A leaf's kernel values cost leaf_size·d per
   draw, a node's mass d²; with leaf_size ≈ d the tree has 64× fewer d × d sums to store and
   refresh (128 MB at C = 500,000) than one with one class per leaf. The walk stops at level 1:
-  there the kernel values of the node's B·L classes (one batched GEMM per chunk of tiles) pick the
+  there the kernel values of the node's B·L classes (batched GEMMs, as above) pick the
   leaf by their sums α·Σ(h·w)² + count, then the class among the chosen leaf's L: B·L·d per draw,
   the multiply-adds of walking to a leaf and evaluating it, without reading the leaves' d × d sums
   and with B× more draws per tile. The leaves' sums serve when they are the dense level, and to
@@ -273,7 +274,7 @@ class QuadraticKernelSampler(Sampler):
         self._W[:C] = W
         self._W = self._W.view(padded[0], L, d)  # (leaves, L, d), classes in id order
         self._cls_cnt = torch.zeros(padded[0] * L, device=W.device)
-        self._cls_cnt[:C] = 1.0  # 0 for the padding classes, whose kernel value is then 0
+        self._cls_cnt[:C] = 1.0  # 0 for the padding classes: nodes count their real classes only
         self._cls_cnt = self._cls_cnt.view(padded[0], L)
         self._cnt = [self._cls_cnt.sum(1)]  # (nodes,) classes per node, per level
         for _ in padded[1:]:
