@@ -1,9 +1,7 @@
 """The words of every page: one Jinja2 environment over reports/templates/ and the number formats it knows.
 
-A page's summariser returns plain data (numbers, rows, :class:`softmax_zoo.reports._verdicts.Verdict`
-objects); :func:`render` puts it into the page's template. Each number format has one home here, a filter
-the templates name (:data:`FILTERS`). Undefined names fail (StrictUndefined), so a template cannot print a
-silent blank.
+A page's summariser returns plain data; :func:`render` puts it into the page's template. Each number format has
+one home, a filter of :data:`FILTERS`. Undefined names fail (StrictUndefined): a template cannot print a silent blank.
 """
 
 from __future__ import annotations
@@ -55,9 +53,9 @@ def render(template: str, **data: Any) -> str:
 def render_page(template: str, data: dict[str, Any]) -> tuple[str, list[dict[str, str]]]:
     """(the page, its claims ledger rows): ``template`` filled with ``data``, and ``data["claims"]`` in the
     words of the template's macros claim, paper, ours and verdict."""
-    words = ENV.get_template(template).make_module(data)
-    return str(words), [{"id": c["id"], "claim": str(words.claim(c)), "paper": str(words.paper(c)), "ours": str(words.ours(c)),
-                         "verdict": str(words.verdict(c)), "source": c["source"]} for c in data.get("claims", ())]
+    page, macros = words(template, **data), ("claim", "paper", "ours", "verdict")
+    return str(page), [{"id": c["id"], "source": c["source"], **{m: str(getattr(page, m)(c)) for m in macros}}
+                       for c in data.get("claims", ())]
 
 
 def words(template: str, **data: Any) -> Any:
