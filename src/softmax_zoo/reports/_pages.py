@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from ..records import REPO_ROOT, atomic_write, changed, changed_files, get, write_text
+from ._render import render, words
 
 CLAIMS_FILE = "claims.md"
 COMMAND = "python -m softmax_zoo.reports"
@@ -40,8 +41,6 @@ def page_command(report: str, results_dir: str | Path = DEFAULT_RESULTS) -> str:
 
 def _words(macro: str, *args: Any) -> str:
     """``args`` in the words of the macro ``macro`` of templates/_provenance.md.j2."""
-    from ._render import words  # _render.publish writes through this module
-
     return str(getattr(words("_provenance.md.j2"), macro)(*args))
 
 
@@ -146,8 +145,6 @@ def update_claims(rows: Iterable[dict[str, str]], path: str | Path = "results/cl
         ledger[str(row["id"])] = {k: str(row[k]) for k in CLAIMS_HEADER}
     ledger = dict(sorted(ledger.items()))
     write_text(ledger_data(path), json.dumps(ledger, ensure_ascii=False, indent=1) + "\n")
-    from ._render import render  # _render.publish writes through this module
-
     return write_text(path, render("claims.md.j2", header=CLAIMS_HEADER, rows=[[r[k] for k in CLAIMS_HEADER] for r in ledger.values()]))
 
 

@@ -13,7 +13,6 @@ from typing import Any
 import jinja2
 
 from ..markdown import markdown_table
-from ._pages import write_page
 from ._stats import SEED_INTERVAL_NOTE, format_mean_ci, mean_ci, seeds_label
 from ._verdicts import NON_SEED_RULES, VERDICT_RULES, by_construction, detectability, deterministic, not_tested, seed_summary
 
@@ -66,4 +65,6 @@ def words(template: str, **data: Any) -> Any:
 
 def publish(out: str | Path, page: str, data: dict[str, Any]) -> None:
     """Write ``<out>/<page>.md`` from ``templates/<page>.md.j2`` and ``data``, and its claims rows into ``<out>/claims.md``."""
+    from ._pages import write_page  # that module renders through this one
+
     write_page(out, page, *render_page(f"{page}.md.j2", data))

@@ -1,11 +1,9 @@
 """A page's "the paper's setting and ours" table: what the paper states beside what our records ran, and why.
 
-Each :class:`Setting` is one row: the paper's value as its text states it (:data:`NOT_STATED` where it
-is silent), a function reading ours from the records of one column (a task, a scale, a start), and
-the reason for our choice. Our values come from the records' configs, never from prose, so the
-table stays true for whatever records a page is built from; the reason is the one for the cpu
-scale, and a column of another scale points to that scale's block of the task config instead.
-A row whose every column equals the paper's value says so instead of giving a reason.
+Each :class:`Setting` is one row: the paper's value as its text states it (:data:`NOT_STATED` where it is
+silent), a function reading ours from the records of one column (a task, a scale, a start), and the reason
+for our choice at the cpu scale (a column of another scale points to that scale's block of the task config).
+Ours come from the records' configs, never from prose; a row whose every column equals the paper's says so.
 """
 
 from __future__ import annotations

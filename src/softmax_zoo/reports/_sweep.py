@@ -69,12 +69,9 @@ def find_records(target: str, results_dirs: Sequence[str | Path] = RESULTS_DIRS)
 
 
 def job_runs_dirs(multirun: Path) -> list[Path]:
-    """The records folders the jobs of the Hydra multirun folder ``multirun`` wrote to, in job order.
-
-    Each job folder keeps its config (``.hydra/config.yaml``, whose ``results_dir`` resolves without
-    Hydra) and Hydra's own (``.hydra/hydra.yaml``: ``hydra.runtime.cwd``, the folder a relative
-    ``results_dir`` is relative to). A job whose ``results_dir`` does not resolve is skipped.
-    """
+    """The records folders the jobs of the Hydra multirun folder ``multirun`` wrote to, in job order: each job's
+    ``results_dir`` (``.hydra/config.yaml``) from where it was launched (``hydra.runtime.cwd`` of ``.hydra/hydra.yaml``);
+    a job whose ``results_dir`` only a running job resolves is skipped."""
     register_resolvers()  # a saved results_dir may be ${zoo.results_dir:...}
     folders = []
     for saved in sorted(multirun.glob("*/.hydra/config.yaml")):
@@ -162,13 +159,6 @@ def primary_metric(records: Sequence[dict[str, Any]]) -> tuple[str, bool | None]
     if metric not in names and metric.startswith("test/") and f"val/{metric[5:]}" in names:
         metric = f"val/{metric[5:]}"
     return (metric, higher) if metric in names else None
-
-
-def table_metrics(records: Sequence[dict[str, Any]], first: str | None = None, diagnostics: bool = False) -> list[str]:
-    """The metric columns: ``first``, then the records' other metrics in :func:`metric_names` order, diagnostics
-    (other than ``first``) only with ``diagnostics``."""
-    rest = [m for m in metric_names(records) if m != first and (diagnostics or not is_diagnostic(m))]
-    return ([first] if first else []) + rest
 
 
 def _number(value: Any) -> float | None:
@@ -262,18 +252,15 @@ def sweep_plot(records: Sequence[dict[str, Any]], metric: str, path: Path) -> Pa
 
 def section(records: Sequence[dict[str, Any]], metric: str | None = None, diagnostics: bool = False) -> dict[str, Any]:
     """What the page shows of the records of one task: its swept keys, its first metric (``metric``, else the task's
-    primary metric, else the first metric that is not a diagnostic), whether that is the primary one (``primary``)
-    and which way is better (``higher``), how many diagnostics the table leaves out, the table and the losses' labels.
-
-    Raises:
-        ValueError: ``metric`` is not a metric of the records.
-    """
+    primary metric, else the first that is not a diagnostic), whether that is the primary one (``primary``) and which
+    way is better (``higher``), how many diagnostics the table leaves out, the table and the losses' labels.
+    Raises ValueError if ``metric`` is not a metric of the records."""
     names, primary, task = metric_names(records), primary_metric(records), task_of(records[0])
     if metric is None:
         metric = primary[0] if primary else next((m for m in names if not is_diagnostic(m)), names[0] if names else None)
     elif metric not in names:
         raise ValueError(f"metric={metric!r} is not a metric of these records{f' (task {task})' if task else ''}; they have {names}")
-    columns = table_metrics(records, metric, diagnostics)
+    columns = ([metric] if metric else []) + [m for m in names if m != metric and (diagnostics or not is_diagnostic(m))]
     header, rows = sweep_table(records, columns)
     return {"task": task, "runs": len(records), "swept": swept_keys(records), "metric": metric,
             "primary": primary is not None and primary[0] == metric, "higher": primary[1] if primary else None,
@@ -282,12 +269,9 @@ def section(records: Sequence[dict[str, Any]], metric: str | None = None, diagno
 
 def build_sweep(target: str, out: str | Path | None = None, metric: str | None = None, diagnostics: bool = False,
                 results_dir: str | Path | None = None) -> str:
-    """Write ``<out>/sweep_<name>.md`` and its plot (``sweep_<name>.png``; ``sweep_<name>_<task>.png`` each where the
-    records are of several tasks) for the sweep ``target`` names (:func:`find_records`); return the page's text.
-
-    ``results_dir`` is where an experiment's records are looked up (default: results/, then scratch/). ``out``
-    defaults to scratch/sweeps (git-ignored): a sweep page is a look at runs, not a committed result.
-    """
+    """Write ``<out>/sweep_<name>.md`` and its plot (``sweep_<name>_<task>.png`` per task where there are several)
+    for the sweep ``target`` names (:func:`find_records`, in ``results_dir`` if given); return the page's text.
+    ``out`` defaults to scratch/sweeps (git-ignored): a sweep page is a look at runs, not a committed result."""
     records = find_records(target, (results_dir,) if results_dir else RESULTS_DIRS)
     name = re.sub(r"[^A-Za-z0-9_.=-]+", "_", str(target).strip("/")).strip("_") or "sweep"
     out = Path(out or Path(SCRATCH_DIR) / "sweeps")
