@@ -13,11 +13,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..records import get
+from ._render import words
 from ._stats import seeds_label
 
-NOT_STATED = "not stated in the paper"
-NOT_RECORDED = "not recorded"
-AS_THE_PAPER = "as the paper"
+WORDS = words("_settings.md.j2")  # the table's fixed cells and its reason cell
+NOT_STATED, NOT_RECORDED, AS_THE_PAPER = WORDS.NOT_STATED, WORDS.NOT_RECORDED, WORDS.AS_THE_PAPER
 REASONED_SCALE = "cpu"  # the scale the reasons are written for
 # Checkpoint names of the pretrained models the configs load offline, as their authors name them.
 PRETRAINED_NAMES = {"minilm": "all-MiniLM-L6-v2"}
@@ -73,11 +73,7 @@ def pretrained_name(name: str | None) -> str:
 
 def why(setting: Setting, scales: set[str]) -> str:
     """The reason cell: the cpu-scale reason, and for any other scale a pointer to its own config block."""
-    others = sorted(scales - {REASONED_SCALE})
-    if not others:
-        return setting.why
-    pointers = "; ".join(f"scale={s}: the task config's `scales.{s}` block" for s in others)
-    return f"scale={REASONED_SCALE}: {setting.why}; {pointers}" if REASONED_SCALE in scales else pointers
+    return str(WORDS.why(setting.why, REASONED_SCALE, REASONED_SCALE in scales, sorted(scales - {REASONED_SCALE})))
 
 
 def settings_rows(settings: Sequence[Setting], columns: dict[str, Records]) -> list[list[str]]:
@@ -93,5 +89,5 @@ def settings_rows(settings: Sequence[Setting], columns: dict[str, Records]) -> l
 def settings_data(settings: Sequence[Setting], columns: dict[str, Records], paper: str) -> dict[str, Any]:
     """What the page's "the paper's setting and ours" part shows (templates/_settings.md.j2): who the paper is,
     the columns of ours and the rows."""
-    return {"paper": paper, "columns": list(columns), "rows": settings_rows(settings, columns), "not_stated": NOT_STATED}
+    return {"paper": paper, "columns": list(columns), "rows": settings_rows(settings, columns)}
 
