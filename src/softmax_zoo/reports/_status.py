@@ -9,11 +9,11 @@ from pathlib import Path
 from typing import Any
 
 from ..records import REPO_ROOT, load_records, runs_dir, write_text
-from ._pages import CLAIMS_FILE, read_claims
+from ._pages import CLAIMS_FILE, COMMAND, read_claims
 from ._render import render
 from ._settings import values
 
-BEGIN = "<!-- results status: made by `python -m softmax_zoo.reports readme` from results/; do not edit by hand -->"
+BEGIN = f"<!-- results status: made by `{COMMAND} readme` from results/; do not edit by hand -->"
 END = "<!-- end of results status -->"
 README = REPO_ROOT / "README.md"
 # experiment (a folder of results/runs) -> (its page, the claims-ledger row that heads it)
