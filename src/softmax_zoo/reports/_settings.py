@@ -68,7 +68,7 @@ def sparse_ks(records: Records) -> str:
 
 def pretrained_name(name: str | None) -> str:
     """A checkpoint's published name ("minilm" -> "all-MiniLM-L6-v2"); the config's name when it has none."""
-    return PRETRAINED_NAMES.get(name, name) if name else "from scratch"
+    return PRETRAINED_NAMES.get(name, name) if name else WORDS.FROM_SCRATCH
 
 
 def why(setting: Setting, scales: set[str]) -> str:
