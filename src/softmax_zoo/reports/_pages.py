@@ -22,6 +22,7 @@ CLAIMS_FILE = "claims.md"
 COMMAND = "python -m softmax_zoo.reports"
 DEFAULT_RESULTS = "results"  # the committed pages' results_dir
 CLAIMS_HEADER = ("id", "claim", "paper", "ours", "verdict", "source")
+PROVENANCE = words("_provenance.md.j2")  # the macros that word a page's provenance
 
 
 def shown_path(path: str | Path) -> str:
@@ -39,20 +40,15 @@ def page_command(report: str, results_dir: str | Path = DEFAULT_RESULTS) -> str:
     return f"{COMMAND} {report}" + ("" if folder == DEFAULT_RESULTS else f" results_dir={folder}")
 
 
-def _words(macro: str, *args: Any) -> str:
-    """``args`` in the words of the macro ``macro`` of templates/_provenance.md.j2."""
-    return str(getattr(words("_provenance.md.j2"), macro)(*args))
-
-
 def dirty_count(records: Sequence[dict[str, Any]]) -> str:
     """``"2 of 12 records made with uncommitted changes"`` (``"none of 12 ..."`` when every one is clean)."""
-    return _words("dirty_count", sum(map(changed, records)), len(records))
+    return str(PROVENANCE.dirty_count(sum(map(changed, records)), len(records)))
 
 
 def dirty_note(records: Sequence[dict[str, Any]]) -> str:
     """What a claims row says when records made with uncommitted changes stand behind it (empty when none do):
     ``"rests on 2 of 6 records made with uncommitted changes (changed files not recorded)"``."""
-    return _words("dirty_note", sum(map(changed, records)), len(records), changed_files(records))
+    return str(PROVENANCE.dirty_note(sum(map(changed, records)), len(records), changed_files(records)))
 
 
 def commits(records: Sequence[dict[str, Any]]) -> str:
@@ -68,20 +64,20 @@ def commits(records: Sequence[dict[str, Any]]) -> str:
         runs.setdefault(str(commit)[:7] if commit else "unknown", []).append(record)
     groups = [{"commit": commit, "runs": len(rs), "dirty": sum(map(changed, rs)), "files": changed_files(rs)}
               for commit, rs in runs.items()]
-    return _words("commits", groups, sum(map(changed, records)), len(records))
+    return str(PROVENANCE.commits(groups, sum(map(changed, records)), len(records)))
 
 
 def file_commit(data: dict[str, Any]) -> str:
     """The code a measurement file (not a run record) was made from, by its ``git`` entry (as a record's):
     ``"commit 3e2adde"``, ``"commit 3e2adde, with uncommitted changes: src/a.py"``, or ``"commit not recorded"``."""
     commit = get(data, "git.commit")
-    return _words("file_commit", commit and str(commit)[:7], changed_files([data]) if changed(data) else "")
+    return str(PROVENANCE.file_commit(commit and str(commit)[:7], changed_files([data]) if changed(data) else ""))
 
 
 def provenance(report: str, records: Sequence[dict[str, Any]], results_dir: str | Path = DEFAULT_RESULTS) -> str:
     """A line naming the command that builds a page from ``results_dir``, its record count and the code's commits
     (:func:`commits`: which records were made with uncommitted changes, and how many)."""
-    return _words("provenance", page_command(report, results_dir), len(records), commits(records) if records else "")
+    return str(PROVENANCE.provenance(page_command(report, results_dir), len(records), commits(records) if records else ""))
 
 
 def write_page(out: str | Path, name: str, text: str, claims: Sequence[dict[str, str]] = ()) -> None:
