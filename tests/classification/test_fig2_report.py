@@ -7,8 +7,9 @@ import pytest
 from softmax_zoo import records
 from softmax_zoo.reports import _fig2_claims, fig2
 from softmax_zoo.reports._fig2_claims import regime
-from softmax_zoo.reports._fig2_summary import mean_curve
+from softmax_zoo.reports._fig2_plots import fig1_data
 from softmax_zoo.reports._pages import read_claims
+from softmax_zoo.reports._render import render_page
 from softmax_zoo.reports._stats import mean_ci
 from softmax_zoo.reports._verdicts import VerdictKind
 
@@ -32,7 +33,7 @@ def record(kind: str, k: int | None, seed: int, f1: float) -> dict:
         "choices": {"loss": "softmax" if kind == "softmax" else "sparse_softmax"},
         "config": {
             "loss": loss,
-            "task": {"name": "iflytek", "max_length": 64},
+            "task": {"name": "iflytek", "max_length": 64, "diagnostics_k": 20},
             "model": {"name": "char_transformer", "pretrained": None, "cache_features": False, "mlp_layers": 0},
             "train": {"epochs": 3, "batch_size": 32, "lr": 0.003},
             "scale": {"name": "cpu"},
@@ -78,7 +79,7 @@ def test_summary_has_means_intervals_the_paper_number_and_the_baseline(built):
     # Holm: k=100 has the largest p, its step's level is 95% (its raw interval); k=5 and k=20 are adjusted, wider
     assert paired[100]["holm"] == pytest.approx(paired[100]["raw"]) and paired[100]["level"] == pytest.approx(0.95)
     assert all(paired[k]["holm"][0] < paired[k]["raw"][0] and paired[k]["p_holm"] > paired[k]["p"] for k in (5, 20))
-    assert data["headline"]["faster"] == ["iflytek"] and data["headline"]["k20"] == ["iflytek"]
+    assert data["headline"]["faster"] == ["iflytek"] and data["headline"]["k20_above"] == ["iflytek"]
     text = (built / "fig2.md").read_text()
     assert "| sparse-softmax | 20 | 61.0 ± 2.5 (n=3) | 60.0 ± 2.5 (n=3) | 60.7 (best k) |" in text
     assert "| 100 | 3 | +4.0 | [+1.5, +6.5] |" in text  # the paired Δ table
@@ -92,7 +93,7 @@ def test_plots_are_written(built):
 
 
 def test_claims_rows(built):
-    claims = fig2.summarise(built)["task_claims"]["iflytek"]
+    claims = fig2.summarise(built)["tasks"][0]["claims"]
     assert claims["k20-best"]["verdict"].kind is VerdictKind.SUPPORTED and claims["k20-best"]["seeds"] == [0, 1, 2]
     assert "Holm-adjusted over 2 comparisons" in str(claims["k20-best"]["verdict"])
     k20 = claims["k20-vs-softmax"]  # Δ per seed +10, +9, +8: the paper's claim, one row per task
@@ -130,7 +131,7 @@ def test_fewer_seeds_than_a_verdict_needs(tmp_path, seeds, kind):
     for (arm, k), values in F1.items():
         for seed, f1 in zip(seeds, values):
             records.write_record(record(arm, k, seed, f1), records.runs_dir(tmp_path))
-    claims = fig2.summarise(tmp_path)["task_claims"]["iflytek"]
+    claims = fig2.summarise(tmp_path)["tasks"][0]["claims"]
     for row in ("k20-best", "robust-k", "k20-vs-softmax", "stable-k"):
         assert claims[row]["verdict"].kind is kind, row
     assert claims["convergence"]["faster"]["verdict"].kind is kind
@@ -138,11 +139,12 @@ def test_fewer_seeds_than_a_verdict_needs(tmp_path, seeds, kind):
     assert "nan" not in (tmp_path / "fig2.md").read_text() and "nan" not in (tmp_path / "claims.md").read_text()
 
 
-def test_mean_curve_averages_seeds_step_by_step():
+def test_fig1_loss_curve_averages_seeds_step_by_step():
     runs = [record("softmax", None, s, 0.5) for s in SEEDS]
-    steps, loss = mean_curve(runs)
-    assert steps.tolist() == [1, 2, 3, 4]
-    assert loss.tolist() == pytest.approx([4.0, 2.9, 2.5, 2.0])
+    runs[2]["train_loss"] = {"step": [1, 2, 3, 4, 5], "loss": [4.0, 2.8, 2.5, 2.0, 1.0]}  # a longer run: cut to the shortest
+    curve = fig1_data({("softmax", None): runs})["softmax"]
+    assert curve["steps"].tolist() == [1, 2, 3, 4] and curve["seeds"] == 3
+    assert curve["loss"].tolist() == pytest.approx([4.0, 2.9, 2.5, 2.0])
 
 
 def test_no_records_says_what_to_run(tmp_path):
@@ -162,8 +164,9 @@ def test_fine_tuned_rows_appear_beside_the_frozen_ones_only_when_recorded(built,
     data = fig2.summarise(built)
     (frozen,), (tuned,) = data["tasks"], data["tuned"]
     assert max(max(r["test/micro_f1"]) for r in frozen["rows"]) == pytest.approx(62.0)  # the frozen table keeps its own runs
-    assert mean_ci(tuned["rows"][0]["test/micro_f1"])[0] == pytest.approx(72.0) and tuned["cache_layers"] == 1
-    assert tuned["setup"]["encoder"].startswith("top 1 encoder layer(s) trained") and tuned["setup"]["rate"] == 100.0
+    assert mean_ci(tuned["rows"][0]["test/micro_f1"])[0] == pytest.approx(72.0) and tuned["config"]["model"]["cache_layers"] == 1
+    assert tuned["rate"] == 100.0 and tuned["runs"] == 12 and tuned["wall_min"] == pytest.approx(12 * 12.0 / 60)
+    assert "## IFLYTEK: top 1 encoder layer(s) fine-tuned with the head" in render_page("fig2.md.j2", data)[0]
     assert tuned["topk_measured"] and not frozen["topk_measured"]
     assert {c["id"] for c in data["claims"]} >= {"fig2-finetune-k20-best-iflytek", "fig1-finetune-convergence-iflytek"}
 

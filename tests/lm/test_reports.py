@@ -217,6 +217,27 @@ def test_kernel_bias_verdict_names_its_seeds(tmp_path, seeds, quadratic_gaps, ve
     assert row["verdict"].startswith(verdict) and row["ours"].endswith(f", seeds {', '.join(map(str, seeds))}")
 
 
+def test_kernel_rows_name_the_dirty_records_behind_them(tmp_path):
+    """A ledger row resting on a record made with uncommitted changes says so (and names the files); a row whose records
+    are all clean does not: the dirty run is quadratic m=8, behind the 10-100x row but not the m ≈ 10–50 row (m=16)."""
+    runs = kernel_records({8: 0.19, 16: 0.1, 64: 0.05, 256: 0.01}, seeds=(0, 1, 2))
+    dirty, = [r for r in runs if r["run_name"] == "quadratic_m8_seed0"]
+    dirty["git"] = {"commit": "abc1234", "dirty": True, "dirty_paths": ["src/softmax_zoo/losses/sampled.py"], "dirty_paths_more": 0}
+    for r in runs:
+        records.write_record(r, records.runs_dir(tmp_path))
+    kernel_bias.build(tmp_path)
+    rows = read_claims(tmp_path / "claims.md")
+    # the full softmax (3), quadratic (4 m x 3 seeds) and uniform (4 m x 3 seeds) runs
+    assert rows["kernel-bias-10-100x"]["verdict"].endswith(
+        "; rests on 1 of 27 records made with uncommitted changes (src/softmax_zoo/losses/sampled.py)")
+    assert "uncommitted" not in rows["kernel-bias-m10-50"]["verdict"]
+    assert rows["kernel-bias-m10-50"]["verdict"].startswith("contradicts (seeds 0, 1, 2): m=[16] not equivalent")
+    del dirty["git"]
+    records.write_record(dirty, records.runs_dir(tmp_path))
+    kernel_bias.build(tmp_path)
+    assert not [id_ for id_, row in read_claims(tmp_path / "claims.md").items() if "uncommitted" in row["verdict"]]
+
+
 def test_reports_without_records_say_what_to_run(tmp_path):
     with pytest.raises(FileNotFoundError, match="make reproduce-lm1b"):
         lm1b.build(tmp_path)
@@ -264,8 +285,10 @@ def test_lm1b_vocabulary_cost_row_reads_the_timing_against_c(tmp_path):
 
 
 def test_kernel_comparable_to_full_softmax_is_two_sided():
-    """"Comparable to full softmax" at m ≈ 10–50: TOST on the paired Δ validation loss against ±ln 1.10 per m."""
-    from softmax_zoo.reports._kernel_bias_claims import cells, comparable_verdict
+    """"Comparable to full softmax" at m ≈ 10–50: TOST on the paired Δ validation loss against ±ln 1.10 per m, and one
+    verdict by the engine's rule that every m is equivalent (one m not equivalent contradicts the claim)."""
+    from softmax_zoo.reports._kernel_bias_claims import cells, comparable
+    from softmax_zoo.reports._stats import EquivalenceKind
 
     full = [record("kernel_bias", "full", "softmax", {"val/loss": 5.0 + s / 10}, s) for s in range(3)]
     close = [record("kernel_bias", "q32", "sampled_softmax", {"val/loss": 5.01 + s / 10 + s / 1000}, s, sampler="quadratic", m=32)
@@ -273,9 +296,12 @@ def test_kernel_comparable_to_full_softmax_is_two_sided():
     far = [record("kernel_bias", "q16", "sampled_softmax", {"val/loss": 5.5 + s / 10 + s / 1000}, s, sampler="quadratic", m=16)
            for s in range(3)]
     by = cells(full + close + far)
-    assert comparable_verdict(by, [32]).kind is VerdictKind.SUPPORTED
-    assert comparable_verdict(by, [16]).kind is VerdictKind.CONTRADICTS
-    both = comparable_verdict(by, [16, 32])
-    assert both.kind is VerdictKind.INCONCLUSIVE and both.text.startswith("inconclusive (seeds 0, 1, 2): m=16: contradicts (seeds 0, 1, 2)")
-    assert ": not equivalent" in both.text
-    assert comparable_verdict(cells(full[:1] + close[:1]), [32]).kind is VerdictKind.SINGLE_RUN
+    assert comparable(by, [32])["verdict"].kind is VerdictKind.SUPPORTED
+    assert comparable(by, [16])["verdict"].kind is VerdictKind.CONTRADICTS
+    both = comparable(by, [16, 32])
+    assert both["verdict"].kind is VerdictKind.CONTRADICTS
+    (far_test, n16), (close_test, n32) = both["tests"][16], both["tests"][32]
+    assert n16 == n32 == 3 and far_test.delta == pytest.approx(0.501) and close_test.delta == pytest.approx(0.011)
+    assert far_test.verdict is EquivalenceKind.NOT_EQUIVALENT and close_test.verdict is EquivalenceKind.EQUIVALENT
+    assert far_test.margin == pytest.approx(math.log(1.10))
+    assert comparable(cells(full[:1] + close[:1]), [32])["verdict"].kind is VerdictKind.SINGLE_RUN

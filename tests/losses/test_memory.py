@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from softmax_zoo.losses import QuadraticKernelSampler, memory
+from softmax_zoo.losses import QuadraticKernelSampler, SoftmaxHead, memory
 from softmax_zoo.losses._core import CHUNK_LOGITS
 from softmax_zoo.losses.chunked import auto_chunk_size
 from softmax_zoo.losses.reference.sampled import kernel_probs
@@ -75,3 +75,15 @@ def test_lm1b_paper_uniform_arm_fits_by_the_gemm_path():
     distinct = classes * (1 - (1 - 1 / classes) ** (n * m))  # expected U
     assert 4 * n * (1 + m) * d / 2**30 == pytest.approx(160.0, abs=0.1)
     assert distinct < (1 + m) * d and 4 * n * distinct / 2**30 == pytest.approx(7.6, abs=0.1)
+
+
+def test_cpu_chunks_have_at_least_d_rows():
+    """At a large C the 2^24 budget would leave chunks of fewer rows than d; a CPU takes d rows (a buffer
+    the size of the (C, d) weight gradient), and the head's stated step buffer is that chunk's."""
+    c, d = 128_000, 512
+    assert CHUNK_LOGITS // c == 131
+    assert auto_chunk_size(4096, c, memory.chunk_logits(torch.device("cpu"), c * d)) == 512
+    assert auto_chunk_size(4096, 32_000, memory.chunk_logits(torch.device("cpu"), 32_000 * d)) == 512  # the budget's own
+    with torch.device("meta"):
+        head = SoftmaxHead(d, c, chunk_size="auto")
+    assert head.step_buffers(4096) == {f"one chunk's (512, {c:,}) logits x {memory.LOGIT_BUFFERS}": memory.logits_bytes(512, c)}

@@ -76,13 +76,15 @@ def test_paired_by_seed_pairs_the_seeds_both_arms_have():
     assert one.verdict(direction=1).kind is VerdictKind.SINGLE_RUN and "nan" not in str(one.verdict(direction=1))
 
 
-def test_compared_test_is_paired_t_or_welch():
+def test_compared_delta_is_paired_t_or_welch():
     paired = compare(Comparison("a", "b", "metrics.test/ppl", Design.PAIRED_BY_SEED), runs(A), runs(B))
     ref = stats.ttest_rel([B[s] for s in A], [A[s] for s in A])
-    assert paired.test.p_value == pytest.approx(ref.pvalue) and (paired.test.low, paired.test.high) == pytest.approx(paired.interval)
-    assert paired.test.method == "paired t over seeds (n=3)"
+    assert paired.delta.p_value == pytest.approx(ref.pvalue) and paired.interval == pytest.approx(tuple(ref.confidence_interval(0.95)))
+    assert paired.delta.method == "paired t over seeds (n=3)" and paired.delta.df == 2
     unpaired = compare_values(Comparison("a", "b", "ppl", Design.UNPAIRED), A, B)
-    assert unpaired.test.method == "Welch (n=3, 3)" and unpaired.test.p_value == pytest.approx(unpaired.delta.p_value)
+    ref = stats.ttest_ind(list(B.values()), list(A.values()), equal_var=False)
+    assert unpaired.delta.method == "Welch (n=3, 3)" and unpaired.delta.p_value == pytest.approx(ref.pvalue)
+    assert unpaired.delta.df == pytest.approx(ref.df)
 
 
 def test_a_margin_makes_a_two_sided_equivalence_claim_decided_by_tost():
@@ -112,8 +114,8 @@ def test_a_grid_reports_holm_adjusted_intervals_beside_the_raw_and_decides_on_th
     found, holm = grid.decide(+1)
     for k, h in holm.items():
         raw = grid.compared[k].interval
-        assert h.raw.low == pytest.approx(raw[0]) and h.interval[0] <= raw[0] and h.interval[1] >= raw[1]  # never narrower
-        assert (h.adjusted_p < 0.05) == (h.interval[0] > 0 or h.interval[1] < 0)
+        assert h.delta == grid.compared[k].mean and h.interval[0] <= raw[0] and h.interval[1] >= raw[1]  # never narrower
+        assert (h.p_value < 0.05) == (h.interval[0] > 0 or h.interval[1] < 0) and h.confidence >= 0.95
     raw_apart = [k for k in arms if grid.compared[k].interval[0] > 0]
     adjusted_apart = [k for k in arms if holm[k].interval[0] > 0]
     assert set(adjusted_apart) <= set(raw_apart)

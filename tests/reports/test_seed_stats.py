@@ -10,13 +10,14 @@ from scipy import stats
 
 from softmax_zoo.reports._stats import (
     SEED_INTERVAL_NOTE,
+    DeltaInterval,
     LinearTrend,
-    SeedAwareDelta,
-    UnpairedSeedDelta,
     min_detectable_delta,
+    over_seeds,
     paired_bootstrap,
     paired_seed_deltas,
     seeds_label,
+    unpaired,
 )
 from softmax_zoo.reports._verdicts import (
     MIN_SEEDS,
@@ -39,10 +40,18 @@ HAND = {
 T_975_2 = 4.302653  # t_{0.975, 2}
 
 
-def fixed(deltas: list[float], half: float = 0.3) -> SeedAwareDelta:
+Z_975 = 1.959964  # z_{0.975}
+
+
+def fixed(deltas: list[float], half: float = 0.3) -> DeltaInterval:
     """Deltas of seeds 0..n-1, each with an item interval delta ± half over 100 items."""
-    return SeedAwareDelta(tuple(range(len(deltas))), tuple(deltas), tuple((d - half, d + half) for d in deltas),
-                          (100,) * len(deltas))
+    return over_seeds(dict(enumerate(deltas)), items={s: (d - half, d + half) for s, d in enumerate(deltas)},
+                      n_items=dict.fromkeys(range(len(deltas)), 100))
+
+
+def one_seed() -> DeltaInterval:
+    """Seed 0's Δ -0.54 with its item interval [-0.97, -0.06] over 1951 test items."""
+    return over_seeds({0: -0.54}, items={0: (-0.97, -0.06)}, n_items={0: 1951})
 
 
 def test_paired_seed_deltas_by_hand():
@@ -50,14 +59,14 @@ def test_paired_seed_deltas_by_hand():
     assert d.seeds == (0, 1, 2) and d.n_seeds == 3 and d.n_items == (3, 2, 3)
     assert d.deltas == pytest.approx((1.0, 0.5, 1.5)) and d.mean == pytest.approx(1.0) and d.sd == pytest.approx(0.5)
     half = T_975_2 * 0.5 / math.sqrt(3)
-    assert d.interval == pytest.approx((1.0 - half, 1.0 + half), rel=1e-6) and d.half_width == pytest.approx(half, rel=1e-6)
+    assert d.interval == pytest.approx((1.0 - half, 1.0 + half), rel=1e-6)
     # dof 2: P(T > t) = (1 - t / sqrt(t^2 + 2)) / 2; t = 1 / (0.5 / sqrt(3)) = sqrt(12)
     t = math.sqrt(12)
     assert d.p_value == pytest.approx(1 - t / math.sqrt(t**2 + 2), rel=1e-9)
     # constant per-item differences give a zero-width item interval; seed 0's is the existing bootstrap's
     seed0 = paired_bootstrap(*HAND[0], num_samples=500, seed=0)
     assert d.item_intervals == ((seed0["low"], seed0["high"]), (0.5, 0.5), (1.5, 1.5))
-    assert d.item_half_width == pytest.approx((seed0["high"] - seed0["low"]) / 2 / 3)
+    assert d.item_se * Z_975 == pytest.approx((seed0["high"] - seed0["low"]) / 2 / 3, rel=1e-6)  # the mean half-width
     assert d.min_detectable_delta == pytest.approx((1.959964 + 0.841621) * 0.5, rel=1e-6)
 
 
@@ -68,9 +77,9 @@ def test_single_seed_reproduces_the_pooled_bootstrap():
     d = paired_seed_deltas({7: (a, b)}, num_samples=2000)
     existing = paired_bootstrap(a, b, num_samples=2000)  # what the pages compute today
     assert d.deltas == (existing["delta"],) and d.item_intervals == ((existing["low"], existing["high"]),)
-    assert d.item_half_width == pytest.approx((existing["high"] - existing["low"]) / 2)
+    assert d.item_se * Z_975 == pytest.approx((existing["high"] - existing["low"]) / 2, rel=1e-6)
     assert d.label == "seed 7" and d.n_items == (300,)
-    assert all(math.isnan(x) for x in (d.sd, *d.interval, d.half_width, d.p_value, d.min_detectable_delta))
+    assert all(math.isnan(x) for x in (d.sd, *d.interval, d.p_value, d.min_detectable_delta))
 
 
 def test_custom_bootstrap_and_sorted_seeds():
@@ -84,8 +93,8 @@ def test_custom_bootstrap_and_sorted_seeds():
     scores = {2: (np.zeros((4, 3)), np.ones((4, 3))), 0: (np.zeros((5, 3)), np.full((5, 3), 2.0))}
     d = paired_seed_deltas(scores, bootstrap=corpus)
     assert d.seeds == (0, 2) and d.deltas == (30.0, 12.0) and d.n_items == (5, 4) and len(calls) == 2
-    assert d.item_intervals == ((29.0, 31.0), (11.0, 13.0)) and d.item_half_width == 1.0
-    assert d.item_se == pytest.approx(1.0 / 1.959964, rel=1e-6)  # one standard deviation, as the between-seed SD
+    assert d.item_intervals == ((29.0, 31.0), (11.0, 13.0))
+    assert d.item_se == pytest.approx(1.0 / Z_975, rel=1e-6)  # one standard deviation, as the between-seed SD
 
 
 def test_student_t_against_scipy():
@@ -97,12 +106,12 @@ def test_student_t_against_scipy():
     assert d.interval == pytest.approx(stats.t.interval(0.95, 5, loc=x.mean(), scale=stats.sem(x)), rel=1e-12)
     assert d.sd == pytest.approx(np.std(x, ddof=1))
     two = fixed([1.0, 2.0])  # 1 degree of freedom: t_{0.975, 1} = 12.706
-    assert two.half_width == pytest.approx(12.706205 * math.sqrt(0.5) / math.sqrt(2), rel=1e-6)
+    assert (two.high - two.low) / 2 == pytest.approx(12.706205 * math.sqrt(0.5) / math.sqrt(2), rel=1e-6)
 
 
 def test_welch_against_scipy_and_by_hand():
     a, b = {0: 1.0, 1: 2.0, 2: 3.0}, {0: 4.0, 1: 6.0, 2: 8.0}
-    d = UnpairedSeedDelta.from_values(a, b)
+    d = unpaired(a, b)
     # var a = 1, var b = 4: se^2 = 1/3 + 4/3, dof = (5/3)^2 / ((1/3)^2 / 2 + (4/3)^2 / 2) = 50/17
     half = stats.t.ppf(0.975, 50 / 17) * math.sqrt(5 / 3)
     assert d.mean == 4.0 and d.interval == pytest.approx((4.0 - half, 4.0 + half), rel=1e-9)
@@ -111,12 +120,12 @@ def test_welch_against_scipy_and_by_hand():
     assert d.p_value == pytest.approx(ref.pvalue, rel=1e-12)
     rng = np.random.default_rng(4)
     xa, xb = rng.normal(0, 1, 5), rng.normal(0.5, 2, 4)
-    d = UnpairedSeedDelta.from_values(dict(enumerate(xa)), dict(enumerate(xb, start=10)))
+    d = unpaired(dict(enumerate(xa)), dict(enumerate(xb, start=10)))
     ref = stats.ttest_ind(xb, xa, equal_var=False)
     assert d.interval == pytest.approx(tuple(ref.confidence_interval(0.95)), rel=1e-10)
     assert d.p_value == pytest.approx(ref.pvalue, rel=1e-10) and d.n_seeds == 4
     assert d.label == "seeds 0, 1, 2, 3, 4 (A) and seeds 10, 11, 12, 13 (B)"
-    one = UnpairedSeedDelta.from_values({0: 1.0}, {0: 2.0, 1: 3.0})
+    one = unpaired({0: 1.0}, {0: 2.0, 1: 3.0})
     assert one.n_seeds == 1 and all(math.isnan(x) for x in (*one.interval, one.p_value))
 
 
@@ -133,14 +142,16 @@ def test_min_detectable_delta_by_hand():
 
 
 def test_invalid_inputs():
-    with pytest.raises(ValueError, match="distinct"):
-        SeedAwareDelta((0, 0), (1.0, 2.0), ((0.0, 1.0), (1.0, 2.0)), (3, 3))
-    with pytest.raises(ValueError, match="one delta"):
-        SeedAwareDelta((0, 1), (1.0,), ((0.0, 1.0),), (3,))
+    with pytest.raises(ValueError, match="an item interval and an item count per seed"):
+        over_seeds({0: 1.0, 1: 2.0}, items={0: (0.0, 1.0)}, n_items={0: 3, 1: 3})
+    with pytest.raises(ValueError, match="at least one seed"):
+        over_seeds({})
     with pytest.raises(ValueError, match="at least one seed"):
         paired_seed_deltas({})
-    with pytest.raises(ValueError, match="distinct seed"):
-        UnpairedSeedDelta((0,), (1.0, 2.0), (0,), (1.0,))
+    with pytest.raises(ValueError, match="values in both arms, got 0 and 1"):
+        unpaired({}, {0: 1.0})
+    with pytest.raises(ValueError, match="confidence must lie in"):
+        over_seeds({0: 1.0, 1: 2.0}, confidence=0.4)
 
 
 def test_seeds_label():
@@ -173,18 +184,17 @@ def test_verdict_by_direction_with_three_seeds():
 
 
 def test_single_run_gives_its_item_interval():
-    one = SeedAwareDelta((4,), (-0.54,), ((-0.97, -0.06),), (1951,))
-    v = verdict(one, claimed_direction(0.67))
+    v = verdict(one_seed(), claimed_direction(0.67))
     assert v.kind is VerdictKind.SINGLE_RUN
-    assert str(v) == "single run (seed 4): Δ -0.54 [-0.97, -0.06] over test items"
-    unpaired = verdict(UnpairedSeedDelta.from_values({0: 1.0}, {0: 1.5}), -1)
-    assert unpaired.kind is VerdictKind.SINGLE_RUN and str(unpaired) == "single run (seed 0): Δ +0.50 (no interval)"
+    assert str(v) == "single run (seed 0): Δ -0.54 [-0.97, -0.06] over test items"
+    lone = verdict(unpaired({0: 1.0}, {0: 1.5}), -1)
+    assert lone.kind is VerdictKind.SINGLE_RUN and str(lone) == "single run (seed 0): Δ +0.50 (no interval)"
 
 
 def test_unpaired_verdict():
     a = {s: v for s, v in enumerate([10.0, 10.2, 10.1])}
     b = {s: v for s, v in enumerate([9.0, 9.1, 9.2])}
-    v = verdict(UnpairedSeedDelta.from_values(a, b), -1)
+    v = verdict(unpaired(a, b), -1)
     assert v.kind is VerdictKind.SUPPORTED and "seeds 0, 1, 2" in str(v)
 
 
@@ -203,8 +213,7 @@ def test_seed_summary():
         "Δ per seed +1.00, +0.50, +1.50 (seeds 0, 1, 2); mean +1.00 [-0.24, +2.24] (95%, Student-t over seeds); "
         f"between-seed SD 0.50 vs item standard error {item}; smallest Δ one run per arm detects 1.40 (at our scale)"
     )
-    one = SeedAwareDelta((0,), (-0.54,), ((-0.97, -0.06),), (1951,))
-    assert seed_summary(one) == "Δ -0.54 [-0.97, -0.06] over 1951 test items (seed 0)"
+    assert seed_summary(one_seed()) == "Δ -0.54 [-0.97, -0.06] over 1951 test items (seed 0)"
 
 
 def test_detectability():
@@ -213,8 +222,7 @@ def test_detectability():
         "smallest Δ one run per arm detects: 1.40 (2.80 × between-seed SD 0.50, seeds 0, 1, 2; measured at our scale) "
         "vs the paper's +0.67"
     )
-    one = SeedAwareDelta((0,), (-0.54,), ((-0.97, -0.06),), (1951,))
-    assert detectability(one, 0.67) == "smallest Δ one run per arm detects: not measured (seed 0; needs >= 2 seeds)"
+    assert detectability(one_seed(), 0.67) == "smallest Δ one run per arm detects: not measured (seed 0; needs >= 2 seeds)"
 
 
 def test_linear_trend_slope_and_its_student_t_interval_match_the_textbook_formula():

@@ -9,9 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from softmax_zoo.reports import _fig2_plots
+from softmax_zoo.reports import _fig2_plots, fig2
 from softmax_zoo.reports._fig2_claims import BENCH_FILE, speed_claim
-from softmax_zoo.reports._fig2_settings import fig2_settings
 from softmax_zoo.reports._pages import read_claims
 from softmax_zoo.reports._seq2seq_settings import seq2seq_settings
 from softmax_zoo.reports._settings import AS_THE_PAPER, NOT_STATED, Setting, settings_rows, shown
@@ -83,7 +82,7 @@ def test_classification_settings_read_ours_from_the_records():
                          "task": {"max_length": 48}, "loss": {"k": 30},
                          "model": {"name": "minilm", "pretrained": "minilm", "cache_features": True, "mlp_layers": 2}},
               "task_info": {"examples": {"train": 123}, "num_classes": 45}}
-    table = settings_rows(fig2_settings(), {"T": [record]})
+    table = fig2.settings({"T": {("sparse", 30): [record]}}, {})["rows"]
     assert row(table, "epochs")[:3] == ["epochs", NOT_STATED, "7"]
     assert row(table, "learning rate")[2] == "0.002" and row(table, "sparse-softmax k")[2] == "30"
     assert row(table, "training data")[2] == "123 training examples, 45 classes"

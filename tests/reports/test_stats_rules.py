@@ -11,14 +11,13 @@ from scipy import stats
 from softmax_zoo.reports._stats import (
     DeltaInterval,
     EquivalenceKind,
-    UnpairedSeedDelta,
     equivalence,
     holm,
     holm_intervals,
     paired_t,
-    welch,
+    unpaired,
 )
-from softmax_zoo.reports._verdicts import VerdictKind, by_interval, decide
+from softmax_zoo.reports._verdicts import VerdictKind, decide, verdict
 
 RNG = np.random.default_rng(11)
 A, B = RNG.normal(1.0, 1.0, 6), RNG.normal(0.0, 2.0, 5)
@@ -56,6 +55,11 @@ def test_paired_t_refuses_unpaired_seeds_and_gives_nan_for_one():
     assert one.delta == 0.5 and one.n == 1 and all(math.isnan(x) for x in (one.low, one.high, one.p_value))
 
 
+def welch(a, b) -> DeltaInterval:
+    """Welch's Δ = mean(a) − mean(b): the engine's unpaired Δ = B − A with a as B."""
+    return unpaired(dict(enumerate(b)), dict(enumerate(a)))
+
+
 def test_welch_is_scipy_and_the_unpaired_delta():
     r = welch(A, B)
     ref = stats.ttest_ind(A, B, equal_var=False)
@@ -63,8 +67,7 @@ def test_welch_is_scipy_and_the_unpaired_delta():
     assert (r.low, r.high) == pytest.approx(tuple(ref.confidence_interval(0.95)), rel=1e-10)
     assert r.p_value == pytest.approx(ref.pvalue, rel=1e-10)
     assert r.n == 5 and r.method == "Welch (n=6, 5)"
-    # the engine's UnpairedSeedDelta is Δ = B − A of the same test
-    assert (r.low, r.high) == pytest.approx(UnpairedSeedDelta.from_values(dict(enumerate(B)), dict(enumerate(A))).interval)
+    assert r.seeds == (0, 1, 2, 3, 4) and r.seeds_b == (0, 1, 2, 3, 4, 5)  # arm A's and arm B's
     one = welch([1.0], B)
     assert one.n == 1 and math.isnan(one.low) and math.isnan(one.p_value)
 
@@ -117,21 +120,21 @@ def test_holm_intervals_levels_and_the_step_down_stop():
     # all reject: the smaller p at 1 - 0.05/2, the larger at 1 - 0.05/1; both exclude 0
     rows = holm_intervals([with_p(0.02), with_p(0.01)])
     assert [r.confidence for r in rows] == pytest.approx([0.95, 0.975])
-    assert [r.adjusted_p for r in rows] == pytest.approx([0.02, 0.02])
-    assert all(r.interval[0] > 0 for r in rows) and rows[0].raw == with_p(0.02)
+    assert [r.p_value for r in rows] == pytest.approx([0.02, 0.02]) and rows[0].method == "Holm-adjusted paired t over seeds (n=5)"
+    assert all(r.interval[0] > 0 for r in rows) and (rows[0].delta, rows[0].se, rows[0].df) == (with_p(0.02).delta, 1.0, 10)
     # p 0.03 fails its step (0.025): Holm rejects nothing, and p 0.04 keeps the level 0.975, so it includes 0
     rows = holm_intervals([with_p(0.04), with_p(0.03)])
-    assert [r.confidence for r in rows] == pytest.approx([0.975, 0.975]) and [r.adjusted_p for r in rows] == pytest.approx([0.06, 0.06])
-    assert all(r.interval[0] <= 0 for r in rows) and rows[0].raw.low > 0
+    assert [r.confidence for r in rows] == pytest.approx([0.975, 0.975]) and [r.p_value for r in rows] == pytest.approx([0.06, 0.06])
+    assert all(r.interval[0] <= 0 for r in rows) and with_p(0.04).low > 0
 
 
 def test_holm_intervals_exclude_0_exactly_when_holm_rejects():
     rng = np.random.default_rng(3)
     for _ in range(200):
         grid = [deltas(*rng.normal(rng.uniform(0, 1.5), 1.0, 5)) for _ in range(rng.integers(1, 7))]
-        for r in holm_intervals(grid):
-            assert (r.interval[0] > 0 or r.interval[1] < 0) == (r.adjusted_p < 0.05)
-            assert r.interval[0] <= r.raw.low and r.raw.high <= r.interval[1]
+        for r, raw in zip(holm_intervals(grid), grid):
+            assert (r.interval[0] > 0 or r.interval[1] < 0) == (r.p_value < 0.05)
+            assert r.interval[0] <= raw.low and raw.high <= r.interval[1] and r.delta == raw.delta
 
 
 @pytest.mark.parametrize(("interval", "direction", "kind"), [
@@ -140,7 +143,9 @@ def test_holm_intervals_exclude_0_exactly_when_holm_rejects():
     ((-0.1, 0.5), 1, VerdictKind.INCONCLUSIVE), ((0.0, 0.5), 1, VerdictKind.INCONCLUSIVE),
 ])
 def test_decide_agrees_with_the_ledger(interval, direction, kind):
-    assert decide(interval, direction, 3) is kind is by_interval(*interval, direction, "").kind
+    row = DeltaInterval(sum(interval) / 2, *interval, math.nan, 1.0, 2, 3, 0.95, "paired t over seeds (n=3)", seeds=(0, 1, 2))
+    assert decide(interval, direction, 3) is kind is verdict(row, direction).kind
+    assert str(verdict(row, direction)).startswith(f"{kind.value} (seeds 0, 1, 2): Δ ")
 
 
 def test_decide_refuses_too_few_seeds_and_bad_input():

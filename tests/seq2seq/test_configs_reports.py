@@ -9,7 +9,7 @@ from softmax_zoo.reports import table5
 from softmax_zoo.reports._compare import Compared, Comparison, Design
 from softmax_zoo.reports._pages import read_claims
 from softmax_zoo.reports._seq2seq import SOFTMAX, SPARSE, inits, lone_seeds, output_shares, paired_runs, stutters
-from softmax_zoo.reports._stats import SeedAwareDelta
+from softmax_zoo.reports._stats import over_seeds
 from softmax_zoo.reports._verdicts import VerdictKind
 from softmax_zoo.reports.table3 import corpus_bootstrap
 
@@ -87,9 +87,9 @@ def paper_verdict(delta, paper):
 
 
 def test_paper_verdict_uses_the_vocabulary():
-    one = SeedAwareDelta((0,), (0.3,), ((0.1, 0.5),), (100,))
+    one = over_seeds({0: 0.3}, items={0: (0.1, 0.5)}, n_items={0: 100})
     assert paper_verdict(one, 0.67).kind is VerdictKind.SINGLE_RUN  # an item interval excluding 0 decides nothing
-    three = SeedAwareDelta((0, 1, 2), (0.3, 0.35, 0.4), ((0.1, 0.5),) * 3, (100,) * 3)
+    three = over_seeds({0: 0.3, 1: 0.35, 2: 0.4}, items=dict.fromkeys(range(3), (0.1, 0.5)), n_items=dict.fromkeys(range(3), 100))
     assert paper_verdict(three, 0.67).kind is VerdictKind.SUPPORTED
     assert paper_verdict(three, -0.5).kind is VerdictKind.CONTRADICTS
     assert paper_verdict(three, None) is None

@@ -25,8 +25,8 @@ Memory: one (chunk_size, C) buffer that every chunk's logits are written into an
 softmax and stable heads turn into exp(z − max) and then G in place and the sparse head into its
 G once it has read its top-k (the softcap option adds its capped logits), plus the gradients of hidden (N, d), weight (C, d) and
 bias (C,), held from the forward to the backward, which scales them in place. ``chunk_size="auto"``
-sizes the chunks to the device's budget (``memory.chunk_logits``): ``AUTO_CHUNK_LOGITS`` logits
-on a CPU, more on a GPU with free memory.
+sizes the chunks to the device's budget (``memory.chunk_logits``): on a CPU ``AUTO_CHUNK_LOGITS``
+logits or d rows, whichever is more; on a GPU, from its free memory.
 """
 
 from __future__ import annotations
@@ -40,8 +40,9 @@ from ._core import CHUNK_LOGITS, check_target_dtype, check_target_range, matmul_
 from .memory import chunk_logits
 from .options import head_output, mean_count, reshape_output
 
-# Logits per chunk for chunk_size="auto" on a CPU (the softmax head holds one such buffer, 64 MiB in
-# float32). At N=4096, C=32000 this is 8 chunks of 512 rows (524 fit). A GPU's: memory.chunk_logits.
+# Logits per chunk for chunk_size="auto" on a CPU unless d rows are more (the softmax head holds one
+# such buffer, 64 MiB in float32). At N=4096, C=32000, d=512 this is 8 chunks of 512 rows (524 fit);
+# at C=128000, 8 chunks of d=512 rows (131 fit the 2^24). A GPU's: memory.chunk_logits.
 AUTO_CHUNK_LOGITS = CHUNK_LOGITS
 
 
@@ -202,7 +203,7 @@ def chunked_linear_loss(head, hidden: torch.Tensor, target: torch.Tensor) -> tor
     t = t.masked_fill(~keep, 0)  # ignored rows gather class 0; their loss and weight are 0
     rows = head.chunk_size
     if rows == "auto":
-        rows = auto_chunk_size(h.shape[0], head.num_classes, chunk_logits(h.device))
+        rows = auto_chunk_size(h.shape[0], head.num_classes, chunk_logits(h.device, head.weight.numel()))
     params = (h, head.weight, head.bias)
     loss_rows = head.loss_rows()  # the variant as set for this call, every chunk alike
     count = mean_count(head.class_weight, t, keep)

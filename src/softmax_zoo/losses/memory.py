@@ -1,9 +1,10 @@
 """Device memory of the heads: the chunk budget per device, and the check that a buffer fits.
 
-The chunk budget (:func:`chunk_logits`) is the number of logits a chunked head holds at once. On a
-CPU it is ``_core.CHUNK_LOGITS`` (2^24): few chunks keep the per-op overhead small, and every CPU
-measurement was made with it. On a GPU each chunk re-reads the whole (C, d) weight, so small
-chunks are slow: the budget there is 1/16 of the free memory in float32 logits (a chunk holds
+The chunk budget (:func:`chunk_logits`) is the number of logits a chunked head holds at once. Each
+chunk re-reads the whole (C, d) weight and adds into its (C, d) gradient, so chunks of few rows
+are slow. On a CPU the budget is ``_core.CHUNK_LOGITS`` (2^24) or the weight's C·d logits,
+whichever is more: chunks of at least d rows, whose buffer is at most the size of the (C, d)
+gradient the pass holds anyway. On a GPU the budget is 1/16 of the free memory in float32 logits (a chunk holds
 one or two (rows, C) buffers: one for softmax, stable and sparse, one more with the
 softcap), between 2^24 and 2^30 logits, e.g. the 8,192 rows of a C = 128,000 batch in one chunk
 and 7 chunks of 1,171 rows (1,353 fit) at C = 793,471 on an empty 141 GB GPU.
@@ -34,15 +35,17 @@ def free_bytes(device: torch.device) -> int | None:
     return torch.cuda.mem_get_info(device)[0]
 
 
-def chunk_logits(device: torch.device) -> int:
-    """Logits per chunk of a chunked head on ``device`` (module docstring): CHUNK_LOGITS on a CPU."""
-    return budget_logits(free_bytes(device))
+def chunk_logits(device: torch.device, weight_numel: int = 0) -> int:
+    """Logits per chunk of a chunked head with a (C, d) weight of ``weight_numel`` elements on ``device``
+    (module docstring)."""
+    return budget_logits(free_bytes(device), weight_numel)
 
 
-def budget_logits(free: int | None) -> int:
-    """Logits per chunk on a device with ``free`` bytes free (None: a CPU, CHUNK_LOGITS)."""
+def budget_logits(free: int | None, weight_numel: int = 0) -> int:
+    """Logits per chunk on a device with ``free`` bytes free (None: a CPU, CHUNK_LOGITS or
+    ``weight_numel`` = C·d if more)."""
     if free is None:
-        return CHUNK_LOGITS
+        return max(CHUNK_LOGITS, weight_numel)
     return max(CHUNK_LOGITS, min(GPU_CHUNK_LOGITS_MAX, free // (4 * GPU_FREE_SHARE)))
 
 

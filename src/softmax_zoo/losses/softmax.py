@@ -162,7 +162,9 @@ class SoftmaxHead(LinearHead):
         """The whole (rows, C) logits, or with ``chunk_size`` set one chunk's (``auto``: the device's budget)."""
         if self.chunk_size is None:
             return super().step_buffers(rows, free)
-        size = self.chunk_size if self.chunk_size != "auto" else auto_chunk_size(rows, self.num_classes, memory.budget_logits(free))
+        size = self.chunk_size
+        if size == "auto":
+            size = auto_chunk_size(rows, self.num_classes, memory.budget_logits(free, self.weight.numel()))
         size = min(rows, size)
         what = f"one chunk's ({size:,}, {self.num_classes:,}) logits x {memory.LOGIT_BUFFERS}"
         return {what: memory.logits_bytes(size, self.num_classes)}

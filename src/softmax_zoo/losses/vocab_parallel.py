@@ -47,6 +47,7 @@ from ._core import (
     reduce_loss,
 )
 from .chunked import _ChunkedLinearLoss, auto_chunk_size, chunked_pass
+from .memory import chunk_logits
 from .row_loss import RowLoss
 from .softmax import SoftmaxRows
 from .sparse import SparseRows
@@ -430,7 +431,9 @@ def vocab_parallel_linear_cross_entropy(
     check_target_dtype(target)
     keep = check_target_range(target, num_classes, ignore_index)
     t = target.long().masked_fill(~keep, 0)
-    chunk_rows = auto_chunk_size(h.shape[0], num_classes) if chunk_size == "auto" else chunk_size
+    chunk_rows = chunk_size
+    if chunk_size == "auto":  # this rank's (rows, C_shard) logits per chunk
+        chunk_rows = auto_chunk_size(h.shape[0], weight.shape[0], chunk_logits(h.device, weight.numel()))
     params = (h, weight, bias)
     if torch.is_grad_enabled() and any(p is not None and p.requires_grad for p in params):
         return _ChunkedLinearLoss.apply(rows.loss_and_grad, t, keep, reduction, chunk_rows, None, *params)[0]

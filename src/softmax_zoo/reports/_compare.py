@@ -1,22 +1,9 @@
 """One comparison engine: a study's arms, metric and design, declared once, give Δ, its interval and the method's name.
 
-A page declares each comparison as a :class:`Comparison` (arm A, arm B, the metric, the design) and
-gets a :class:`Compared` back: the Δ = B − A statistic of :mod:`softmax_zoo.reports._stats`, its
-interval, and :attr:`Compared.method`, the words naming how the interval was computed, which every
-row of a page prints. The designs:
-
-* ``PAIRED_BY_ITEM``: each seed's two arms scored on the same test items; per seed a paired bootstrap
-  over the items, over seeds a Student-t interval of the per-seed Δ (:class:`._stats.SeedAwareDelta`).
-* ``PAIRED_BY_SEED``: one value per run, arms paired by seed (a seed fixes initialisation and data
-  order); Student-t over the per-seed Δ (paired t).
-* ``UNPAIRED``: one value per run, arms not paired; Welch's interval (:class:`._stats.UnpairedSeedDelta`).
-
-No design decides by whether the two arms' own intervals overlap. A "close" / "comparable" claim
-declares its margin and the margin's source (``Comparison(..., margin=, margin_source=)``) and is decided
-by TOST (:func:`._stats.equivalence`); a claim over a grid (every k, the best k) by Holm-adjusted
-intervals (:class:`Grid`).
-
-:func:`per_seed` is the one extractor of a metric per seed that every page uses.
+A page declares each comparison as a :class:`Comparison` and gets a :class:`Compared` back: Δ = B − A as a
+:class:`._stats.DeltaInterval` and the design's name, which every row prints. No design decides by whether two arms'
+own intervals overlap; a "close" claim declares its margin and its source (TOST), a claim over a grid is a :class:`Grid`
+(Holm). :func:`per_seed` is the one extractor of a metric per seed that every page uses.
 """
 
 from __future__ import annotations
@@ -28,24 +15,15 @@ from enum import Enum
 from typing import Any
 
 from ..records import get
-from ._stats import (
-    DeltaInterval,
-    Equivalence,
-    HolmInterval,
-    SeedAwareDelta,
-    UnpairedSeedDelta,
-    equivalence,
-    paired_seed_deltas,
-    paired_t,
-    seeds_label,
-    welch,
-)
-from ._verdicts import Verdict, all_equivalent, claimed_direction, equivalence_verdict, grid_verdict, holm_grid, verdict
+from ._stats import DeltaInterval, Equivalence, equivalence, holm_intervals, over_seeds, paired_seed_deltas, seeds_label, unpaired
+from ._verdicts import Verdict, claimed_direction, decide, equivalence_kind, equivalence_verdict, grid_verdict, verdict
 
 Records = Sequence[dict[str, Any]]
 
 
 class Design(Enum):
+    """Paired by item within a seed (a paired bootstrap over the same test items), paired by seed (paired t), or Welch."""
+
     PAIRED_BY_ITEM = "paired bootstrap over test items per seed, Student-t over seeds"
     PAIRED_BY_SEED = "paired by seed, Student-t over the per-seed Δ"
     UNPAIRED = "unpaired, Welch over seeds"
@@ -53,12 +31,9 @@ class Design(Enum):
 
 @dataclass(frozen=True)
 class Comparison:
-    """Δ = metric(B) − metric(A): the arms (names as the page shows them), the metric, the design.
-
-    ``metric``: a dotted record key (``metrics.test/ppl``) or a function of one record; ``log``: compare
-    the logs (a ratio of geometric means, e.g. of perplexities). ``margin`` (with ``margin_source``, where
-    it comes from): the claim is "close" / "comparable", |Δ| < margin, decided by TOST.
-    """
+    """Δ = metric(B) − metric(A) of the arms (named as the page shows them) by ``design``. ``metric``: a dotted record key
+    or a function of one record; ``log``: compare the logs (a ratio of geometric means, e.g. of perplexities);
+    ``margin`` and its ``margin_source``: the claim is "close", |Δ| < margin, decided by TOST."""
 
     a: str
     b: str
@@ -76,10 +51,10 @@ class Comparison:
 
 @dataclass(frozen=True)
 class Compared:
-    """One comparison's result: its spec, the statistic over seeds, and the method's name."""
+    """One comparison's result: its spec and Δ with its interval over seeds (whose ``method`` names the test)."""
 
     spec: Comparison
-    delta: SeedAwareDelta | UnpairedSeedDelta
+    delta: DeltaInterval
 
     @property
     def method(self) -> str:
@@ -87,36 +62,26 @@ class Compared:
 
     @property
     def mean(self) -> float:
-        return self.delta.mean
+        return self.delta.delta
 
     @property
     def interval(self) -> tuple[float, float]:
         return self.delta.interval
 
-    @property
-    def test(self) -> DeltaInterval:
-        """Δ's t statistic: paired t over the per-seed Δ (paired designs) or Welch's (:data:`Design.UNPAIRED`)."""
-        d = self.delta
-        if isinstance(d, UnpairedSeedDelta):
-            return welch(d.values_b, d.values_a)
-        return paired_t(dict(zip(d.seeds, d.deltas)), dict.fromkeys(d.seeds, 0.0))
-
     def equivalence(self, alpha: float = 0.05) -> Equivalence:
         """TOST of |Δ| < the spec's margin (a spec without one is an error)."""
         if self.spec.margin is None:
             raise ValueError(f"comparison {self.spec.a} vs {self.spec.b} declares no margin for an equivalence test")
-        return equivalence(self.test, self.spec.margin, self.spec.margin_source, alpha)
+        return equivalence(self.delta, self.spec.margin, self.spec.margin_source, alpha)
 
     def verdict(self, paper: float | None = None, *, direction: int | None = None, digits: int = 2) -> Verdict | None:
         """The vocabulary's verdict: with a margin, on |Δ| < margin (TOST); else on the claim that Δ has the sign of
         ``paper`` (or ``direction``), None without either."""
         if self.spec.margin is not None:
             return equivalence_verdict(self.equivalence(), self.delta.label, digits=digits)
-        if direction is None:
-            if paper is None:
-                return None
-            direction = claimed_direction(paper)
-        return verdict(self.delta, direction, digits=digits)
+        if direction is None and paper is None:
+            return None
+        return verdict(self.delta, claimed_direction(paper) if direction is None else direction, digits=digits)
 
 
 @dataclass(frozen=True)
@@ -128,32 +93,33 @@ class Grid:
 
     @property
     def seeds(self) -> list[int]:
-        return sorted({s for c in self.compared.values() for s in getattr(c.delta, "seeds", ())} |
-                      {s for c in self.compared.values() for s in getattr(c.delta, "seeds_a", ())})
+        """Every seed any of the grid's comparisons compared."""
+        return sorted({s for c in self.compared.values() for s in c.delta.seeds})
 
-    def decide(self, direction: int | None = None) -> tuple[Verdict, dict[Any, HolmInterval] | None]:
-        """(the verdict, the Holm-adjusted intervals or None with a single seed): every Δ of sign ``direction``
-        (:func:`._verdicts.grid_verdict`), or with the specs' margin every Δ within it (:func:`._verdicts.all_equivalent`)."""
+    def decide(self, direction: int | None = None) -> tuple[Verdict, dict[Any, DeltaInterval] | None]:
+        """(the verdict, each comparison's Holm-adjusted interval beside its raw one, or None when one has a single seed):
+        every Δ of sign ``direction``, or with the specs' margin every Δ within it (:func:`._verdicts.grid_verdict`)."""
+        tests = {key: c.delta for key, c in self.compared.items()}
+        if not tests:
+            raise ValueError("a grid needs at least one comparison")
         label = seeds_label(self.seeds)
-        tests = {key: c.test for key, c in self.compared.items()}
+        holm = dict(zip(tests, holm_intervals(list(tests.values())))) if min(t.n for t in tests.values()) > 1 else None
+        first = next(iter(self.compared.values()))
         if all(c.spec.margin is not None for c in self.compared.values()):
-            holm = holm_grid(tests)
-            spec, eq = next(iter(self.compared.values())).spec, next(iter(self.compared.values())).equivalence()
-            how = f"margin ±{spec.margin:g} ({spec.margin_source}), {eq.method.split(' (')[0]}"
-            verdicts = {key: c.verdict() for key, c in self.compared.items()}
-            return all_equivalent(verdicts, label, how, name=self.name), holm  # type: ignore[arg-type]
-        if direction is None:
+            kinds = {key: equivalence_kind(c.equivalence()) for key, c in self.compared.items()}
+            about = {"method": first.equivalence().method, "margin": first.spec.margin, "source": first.spec.margin_source}
+        elif direction is None:
             raise ValueError("a grid claim without a margin needs the claimed direction")
-        return grid_verdict(tests, direction, label, name=self.name)
+        else:
+            kinds = {key: decide(holm[key].interval if holm else t.interval, direction, t.n) for key, t in tests.items()}
+            about = {"method": first.delta.method}
+        return grid_verdict(kinds, label, name=self.name, **about), holm  # type: ignore[arg-type]
 
 
 def per_seed(records: Records, metric: str | Callable[[dict[str, Any]], float | None], log: bool = False,
              partial: bool = False) -> dict[int, float]:
-    """seed -> the metric of that seed's record (its log with ``log``), in record order; one record per seed.
-
-    ``metric``: a dotted record key or a function of one record. A record without it is an error, or
-    with ``partial`` left out.
-    """
+    """seed -> the metric (a dotted record key or a function of one record) of that seed's one record, its log with
+    ``log``; a record without it is an error, or with ``partial`` left out."""
     out: dict[int, float] = {}
     for r in records:
         if r["seed"] in out:
@@ -180,14 +146,8 @@ def compare(spec: Comparison, a: Records = (), b: Records = (), *, items: Mappin
 def compare_values(spec: Comparison, va: Mapping[int, float], vb: Mapping[int, float]) -> Compared:
     """Δ = B − A by ``spec``'s design (``PAIRED_BY_SEED`` on the seeds both arms have, or ``UNPAIRED``) from each arm's seed -> value."""
     if spec.design is Design.UNPAIRED:
-        return Compared(spec, UnpairedSeedDelta.from_values(va, vb))
+        return Compared(spec, unpaired(va, vb))
     seeds = sorted(set(va) & set(vb))
     if not seeds:
         raise ValueError(f"arms {spec.a} and {spec.b} share no seed: {sorted(va)} and {sorted(vb)}")
-    nan = (math.nan, math.nan)
-    return Compared(spec, SeedAwareDelta(tuple(seeds), tuple(vb[s] - va[s] for s in seeds), (nan,) * len(seeds), (0,) * len(seeds)))
-
-
-def unpaired(a: Mapping[int, float], b: Mapping[int, float]) -> UnpairedSeedDelta:
-    """Δ = mean(B) − mean(A) of two arms not paired by seed, from each arm's seed -> value (:data:`Design.UNPAIRED`, Welch)."""
-    return compare_values(Comparison("A", "B", "", Design.UNPAIRED), a, b).delta  # type: ignore[return-value]
+    return Compared(spec, over_seeds({s: vb[s] - va[s] for s in seeds}))

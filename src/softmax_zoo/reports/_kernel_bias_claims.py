@@ -1,35 +1,37 @@
-"""The kernel-bias claims of Blanc & Rendle 2018 that the page's table does not decide, as data for the ledger macros of
-templates/kernel_bias.md.j2: kernel against global popularity (unigram) sampling, near-full-softmax quality at m ≈ 10–50,
-and the O(D log n) sampling time (from the losses benchmark's tree timings)."""
+"""The kernel-bias rows decided from one setting's runs, as data for templates/kernel_bias.md.j2: 10-100x fewer samples
+than uniform, kernel against global popularity (unigram), m ≈ 10–50 comparable to the full softmax, and the O(D log n)
+sampling time from the losses benchmark."""
 
 from __future__ import annotations
 
 import math
 import re
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 from ..records import choice
-from ._compare import Comparison, Design, compare
-from ._pages import bench_group
-from ._stats import equivalence, mean, paired_t, seeds_label
-from ._verdicts import MIN_SEEDS, Verdict, VerdictKind, equivalence_verdict, not_tested, verdict
+from ._compare import Comparison, Design, Grid, compare, per_seed
+from ._pages import bench_group, dirty_note
+from ._stats import mean
+from ._verdicts import MIN_SEEDS, VerdictKind, verdict
 
 EXPERIMENT = "kernel_bias"  # the page's name and our setting's experiment
 PAPER_SETTING = "kernel_bias_paper"  # the paper-like setting's experiment (ours): no output bias, plain SGD, 1,200 steps
-PAPER_LIKE_ID = "-paper-like"  # the suffix of its ledger ids
 SAMPLERS = ("uniform", "unigram", "quadratic", "quadratic_centred", "softmax")  # the page's sampler order, others after
 KERNELS = ("quadratic", "quadratic_centred")
 DIAGNOSTICS = Path("diagnostics") / "sampler_bias"  # under results_dir: the fixed-checkpoint diagnostics' JSON files
 FEW_SAMPLES = (10, 50)  # the review's m ≈ 10–50
-COMPARABLE_RATIO = 1.10  # "comparable to full softmax", two-sided: validation perplexity within 10% either way
-COMPARABLE_MARGIN_SOURCE = "ours: the review gives no tolerance for \"comparable\"; perplexity within 10% either way"
+FEWER_SAMPLES = 10.0  # the paper: one to two orders of magnitude (10-100x) fewer samples than uniform
 BENCH_FILE = "bench_losses_cpu.md"  # under results_dir: scripts/bench_losses.py's page; its data is the .json beside it
 BENCH_SECTION = "sampled softmax: tree sampling time vs C"
 VAL_LOSS = "metrics.val/loss"
-# Why the arms are paired by seed: transformers.set_seed(seed) precedes the model's construction, which draws the
-# embedding and the LSTM before the head (models/lstm_lm.py), and every run reads the same training stream in order.
-PAIRED = f"{Design.PAIRED_BY_SEED.value}: a seed gives every arm the same embedding, LSTM and training stream"
+# "Comparable to full softmax": validation perplexity within 10% either way. Arms are paired by seed: set_seed(seed)
+# precedes the model's construction, which draws the embedding and the LSTM before the head (models/lstm_lm.py), and
+# every run reads the same training stream in order.
+COMPARABLE = Comparison("full softmax", "quadratic", VAL_LOSS, Design.PAIRED_BY_SEED, margin=math.log(1.10),
+                        margin_source="ours: the review gives no tolerance for \"comparable\"; perplexity within 10% either way")
+Cells = dict[str | None, dict[int, list[dict[str, Any]]]]  # sampler (None: the full softmax, m 0) -> m -> its records
 
 
 def sampler_name(record: dict[str, Any]) -> str | None:
@@ -37,32 +39,62 @@ def sampler_name(record: dict[str, Any]) -> str | None:
     return choice(record, "sampler") if choice(record, "loss") == "sampled_softmax" else None
 
 
-def cells(records: list[dict[str, Any]]) -> dict[str | None, dict[int, list[dict[str, Any]]]]:
-    """sampler (None: the full softmax, m 0) -> m -> its records."""
-    out: dict[str | None, dict[int, list[dict[str, Any]]]] = {}
+def ordered(names: Iterable[str]) -> list[str]:
+    """``names`` in the page's sampler order (:data:`SAMPLERS`), others after by name."""
+    return sorted(set(names), key=lambda name: (SAMPLERS.index(name) if name in SAMPLERS else len(SAMPLERS), name))
+
+
+def cells(records: list[dict[str, Any]]) -> Cells:
+    out: Cells = {}
     for r in records:
         name = sampler_name(r)
         out.setdefault(name, {}).setdefault(0 if name is None else int(r["config"]["loss"]["num_samples"]), []).append(r)
     return out
 
 
-def collect(records: list[dict[str, Any]]) -> tuple[list[float], dict[str, dict[int, list[float]]]]:
+def values(by: Cells) -> tuple[list[float], dict[str, dict[int, list[float]]]]:
     """(full-softmax validation losses over seeds, sampler -> m -> validation losses over seeds)."""
-    found = {name: {m: [r["metrics"]["val/loss"] for r in rs] for m, rs in per_m.items()} for name, per_m in cells(records).items()}
+    found = {name: {m: list(per_seed(rs, VAL_LOSS).values()) for m, rs in per_m.items()} for name, per_m in by.items()}
     return found.pop(None, {}).get(0, []), found  # type: ignore[return-value]
 
 
-def fewer_samples_verdict(records: list[dict[str, Any]], kernel: str, ratio: float) -> Verdict | None:
-    """The seed-aware verdict on "``kernel`` reaches a given bias with ``ratio``x fewer samples than uniform".
+def mean_gaps(by: Cells) -> dict[str, dict[int, float]]:
+    """sampler -> m -> its gap: its mean validation loss over seeds minus the full softmax's."""
+    full, grid = values(by)
+    return {name: {m: mean(v) - mean(full) for m, v in per_m.items()} for name, per_m in grid.items()}
 
-    Each ``kernel`` m with :data:`MIN_SEEDS` seeds is paired with the smallest uniform m ≥ ratio · m with as
-    many; per pair, the Student-t interval over seeds of the per-seed Δ = uniform − kernel final validation loss
-    (paired by seed, :data:`PAIRED`) (> 0: the kernel
-    with ``ratio``x or more fewer samples ends below uniform). The claim is about some bias level, so it is
-    supported when one pair is supported and none contradicts, contradicted when every pair is, else
-    inconclusive. None when no pair has :data:`MIN_SEEDS` seeds in both cells.
-    """
-    by = cells(records)
+
+def row(kind: str, name: str, experiment: str, **data: Any) -> dict[str, Any]:
+    """A ledger row of one setting: its kind, its id (``-paper-like`` in the paper-like setting), its data."""
+    paper_setting = experiment == PAPER_SETTING
+    return {"kind": kind, "id": f"kernel-bias-{name}" + ("-paper-like" if paper_setting else ""), "paper_setting": paper_setting,
+            "source": EXPERIMENT, **data}
+
+
+def finding(by: Cells, kernel: str, experiment: str) -> dict[str, Any]:
+    """The 10-100x claim for ``kernel``: per uniform point (m_u, gap_u) the ratio m_u / m_k, m_k the smallest ``kernel``
+    m reaching gap_u; the uniform m it never reaches; the m where another sampler beat the quadratic kernel; the
+    seed-aware verdict (:func:`fewer_samples`), or None: the largest ratio decides nothing."""
+    gaps = mean_gaps(by)
+    reached = {m_u: min((m for m, g in gaps[kernel].items() if g <= gap_u), default=None)
+               for m_u, gap_u in sorted(gaps.get("uniform", {}).items())}
+    ratios = {m_u: m_u / m_k for m_u, m_k in reached.items() if m_k is not None}
+    m_best = max(ratios, key=ratios.get, default=None)
+    winners = {m: min((s for s in gaps if s not in ("softmax", "quadratic_centred") and m in gaps[s]), key=lambda s: gaps[s][m])
+               for m in gaps.get("quadratic", {})}
+    rivals = {rival: [m for m in sorted(winners) if winners[m] == rival] for rival in gaps if rival not in ("softmax", *KERNELS)}
+    return row("fewer", "10-100x" if kernel == "quadratic" else "centred", experiment, kernel=kernel, missing=not reached,
+               ratios=ratios, unreached=[m for m, m_k in reached.items() if m_k is None], best=ratios.get(m_best, 0.0), m_best=m_best,
+               ratio=FEWER_SAMPLES, seeds=sorted({r["seed"] for rs in by[kernel].values() for r in rs}), points=len(winners),
+               decided=fewer_samples(by, kernel, FEWER_SAMPLES), rivals={r: ms for r, ms in rivals.items() if ms and kernel == "quadratic"},
+               dirty=dirty_note([r for name in (None, kernel, "uniform") for rs in by.get(name, {}).values() for r in rs]))
+
+
+def fewer_samples(by: Cells, kernel: str, ratio: float) -> dict[str, Any] | None:
+    """"``kernel`` reaches a given bias with ``ratio``x fewer samples than uniform", over seeds: each ``kernel`` m with
+    :data:`MIN_SEEDS` seeds paired with the smallest uniform m ≥ ratio · m with as many; per pair Δ = uniform − kernel
+    validation loss, paired by seed (> 0: the kernel ends below uniform). The claim is about some bias level: supported when
+    one pair is and none contradicts, contradicted when every pair is, else inconclusive. None without such a pair."""
     kern, uni = by.get(kernel, {}), {m: rs for m, rs in by.get("uniform", {}).items() if len(rs) >= MIN_SEEDS}
     spec = Comparison(kernel, "uniform", VAL_LOSS, Design.PAIRED_BY_SEED)
     pairs = [(m_k, m_u, verdict(compare(spec, kern[m_k], uni[m_u]).delta, +1, digits=3))
@@ -71,67 +103,41 @@ def fewer_samples_verdict(records: list[dict[str, Any]], kernel: str, ratio: flo
     if not pairs:
         return None
     kinds = [v.kind for *_, v in pairs]
-    overall = (VerdictKind.SUPPORTED if VerdictKind.SUPPORTED in kinds and VerdictKind.CONTRADICTS not in kinds else
-               VerdictKind.CONTRADICTS if all(kind is VerdictKind.CONTRADICTS for kind in kinds) else VerdictKind.INCONCLUSIVE)
-    seeds = sorted({r["seed"] for r in records if sampler_name(r) in (kernel, "uniform")})
-    return Verdict(overall, f"{overall.value} ({seeds_label(seeds)}): " + "; ".join(
-        f"{kernel} m={m_k} against uniform m={m_u} ({m_u // m_k}x the samples), Δ uniform − {kernel} validation loss: {v}"
-        for m_k, m_u, v in pairs) + f" ({PAIRED})")
+    kind = (VerdictKind.SUPPORTED if VerdictKind.SUPPORTED in kinds and VerdictKind.CONTRADICTS not in kinds else
+            VerdictKind.CONTRADICTS if set(kinds) == {VerdictKind.CONTRADICTS} else VerdictKind.INCONCLUSIVE)
+    return {"kind": kind, "pairs": pairs, "seeds": sorted({r["seed"] for name in (kernel, "uniform") for rs in by[name].values()
+                                                           for r in rs})}
 
 
 def review_claims(records: list[dict[str, Any]], experiment: str) -> list[dict[str, Any]]:
-    """Rows for the review's kernel-against-unigram and m ≈ 10–50 findings, from one setting's runs.
-
-    Each m's comparison of validation losses over seeds is paired by seed (:data:`PAIRED`, :func:`~._verdicts.verdict`):
-    one seed gives a single run, which decides nothing.
-    """
-    full, grid = collect(records)
-    if not full:
+    """One setting's rows of kernel against unigram and of m ≈ 10–50 (each m's Δ paired by seed)."""
+    by, seeds = cells(records), sorted({r["seed"] for r in records})
+    if None not in by:
         return []
-    by, base = cells(records), mean(full)
-    common = {"paper_setting": experiment != EXPERIMENT, "seeds": sorted({r["seed"] for r in records}), "source": EXPERIMENT,
-              "paired": PAIRED}
-    suffix = PAPER_LIKE_ID if common["paper_setting"] else ""
-    kernel, unigram = grid.get("quadratic", {}), grid.get("unigram", {})
-    rows = []
+    gaps, kernel, unigram, rows = mean_gaps(by), by.get("quadratic", {}), by.get("unigram", {}), []
     if kernel and not unigram:
-        rows.append(common | {"kind": "vs-unigram", "id": f"kernel-bias-vs-unigram{suffix}", "missing": True})
+        rows.append(row("vs-unigram", "vs-unigram", experiment, seeds=seeds, missing=True))
     elif shared := sorted(set(kernel) & set(unigram)):
         spec = Comparison("quadratic", "unigram", VAL_LOSS, Design.PAIRED_BY_SEED)
-        deltas = {m: compare(spec, by["quadratic"][m], by["unigram"][m]).delta for m in shared}
-        rows.append(common | {"kind": "vs-unigram", "id": f"kernel-bias-vs-unigram{suffix}", "deltas": deltas,
-                              "gaps": {m: (mean(kernel[m]) - base, mean(unigram[m]) - base) for m in shared},
-                              "wins": [m for m in shared if mean(unigram[m]) < mean(kernel[m])],
-                              "verdicts": {m: verdict(d, +1, digits=3) for m, d in deltas.items()}})
+        deltas = {m: compare(spec, kernel[m], unigram[m]).delta for m in shared}
+        rows.append(row("vs-unigram", "vs-unigram", experiment, seeds=seeds, deltas=deltas,
+                        gaps={m: (gaps["quadratic"][m], gaps["unigram"][m]) for m in shared},
+                        wins=sum(gaps["unigram"][m] < gaps["quadratic"][m] for m in shared),
+                        verdicts={m: verdict(d, +1, digits=3) for m, d in deltas.items()},
+                        dirty=dirty_note(by[None][0] + [r for m in shared for r in kernel[m] + unigram[m]])))
     if kernel:
-        gaps = {m: mean(kernel[m]) - base for m in sorted(kernel) if FEW_SAMPLES[0] <= m <= FEW_SAMPLES[1]}
-        reach = ("quadratic's gap to the full softmax at " + (", ".join(f"m={m}: {g:+.3f} nats (perplexity ×{math.exp(g):.2f})"
-                                                                        for m, g in gaps.items()) or "no m of the grid in 10–50"))
-        rows.append(common | {"kind": "m10-50", "id": f"kernel-bias-m10-50{suffix}", "reach": reach,
-                              "verdict": comparable_verdict(by, sorted(gaps)) if gaps else not_tested("no m of the grid in 10–50")})
+        ms = [m for m in sorted(kernel) if FEW_SAMPLES[0] <= m <= FEW_SAMPLES[1]]
+        rows.append(row("m10-50", "m10-50", experiment, seeds=seeds, ms=ms,
+                        gaps={m: (gaps["quadratic"][m], math.exp(gaps["quadratic"][m])) for m in ms}, **(comparable(by, ms) if ms else {})))
     return rows
 
 
-def comparable_verdict(by: dict[str | None, dict[int, list[dict[str, Any]]]], ms: list[int]) -> Verdict:
-    """"Comparable to full softmax" at each m, two-sided: TOST (:func:`._stats.equivalence`) of Δ = quadratic − full
-    softmax final validation loss, paired by seed (:data:`PAIRED`), against ±ln :data:`COMPARABLE_RATIO` nats.
-    One m gives its verdict; several: equivalent / not equivalent when every m is, else the fewest-seeds kind or
-    inconclusive."""
-    full = {r["seed"]: r["metrics"]["val/loss"] for r in by[None][0]}
-    parts = {}
-    for m in ms:
-        kern = {r["seed"]: r["metrics"]["val/loss"] for r in by["quadratic"][m] if r["seed"] in full}
-        delta = paired_t(kern, {s: full[s] for s in kern})
-        test = equivalence(delta, math.log(COMPARABLE_RATIO), COMPARABLE_MARGIN_SOURCE)
-        low, high = test.tost_interval
-        span = ("no interval" if delta.n < 2 else f"{100 * (1 - 2 * test.alpha):g}% interval [{low:+.3f}, {high:+.3f}]")
-        parts[m] = equivalence_verdict(test, seeds_label(sorted(kern)), f"Δ validation loss {delta.delta:+.3f} nats, {span} against "
-                                                                        f"±{test.margin:.3f} ({test.margin_source}); {test.method}")
-    kinds = {v.kind for v in parts.values()}
-    kind = (next(iter(kinds)) if len(kinds) == 1 else next((k for k in (VerdictKind.SINGLE_RUN, VerdictKind.TOO_FEW_SEEDS) if k in kinds),
-                                                          VerdictKind.INCONCLUSIVE))
-    seeds = sorted({r["seed"] for m in ms for r in by["quadratic"][m]} & set(full))
-    return Verdict(kind, f"{kind.value} ({seeds_label(seeds)}): " + "; ".join(f"m={m}: {v}" for m, v in parts.items()) + f" ({PAIRED})")
+def comparable(by: Cells, ms: list[int]) -> dict[str, Any]:
+    """"Comparable to full softmax" at every m of ``ms``: per m the TOST (:data:`COMPARABLE`) of Δ = quadratic − full
+    softmax validation loss, paired by seed, and one verdict that every m is equivalent (:meth:`._compare.Grid.decide`)."""
+    grid = Grid({m: compare(COMPARABLE, by[None][0], by["quadratic"][m]) for m in ms}, name="m")
+    return {"verdict": grid.decide()[0], "tests": {m: (c.equivalence(), c.delta.n_seeds) for m, c in grid.compared.items()},
+            "dirty": dirty_note(by[None][0] + [r for m in ms for r in by["quadratic"][m]])}
 
 
 def log_time_claim(results_dir: str | Path) -> dict[str, Any]:

@@ -1,20 +1,6 @@
-"""More of the review's Blanc & Rendle 2018 findings, as data for the ledger macros of templates/kernel_bias.md.j2.
-
-* Diminishing returns ("increasing the sample size beyond a certain point does not improve
-  convergence speed"): per sampler, the *gain per doubling of m*, the drop of its gap to the full
-  softmax from one m of the grid to the next over log2 of their ratio. The gap is the mean over the
-  validation curve's points (step > 0) of ln ppl(run) − ln ppl(full softmax) at the same step, which
-  weighs the whole run's convergence, when every run of the setting has a curve; otherwise the final
-  validation loss's gap. A sampler's returns are *flat from m* when every doubling from m on gains
-  less than :data:`FLAT_GAIN`.
-* Deviation and bias ("the bias increases the more the sampling distribution deviates from the output
-  distribution"): at the last diagnosed checkpoint of the full-softmax run, per m the Spearman rank
-  correlation over the samplers of KL(p̃‖q̃) against the sampled loss's |bias| and the gradient bias.
-* Adapts, low bias ("Kernel based sampling adapts to the model as it is trained, thus resulting in low
-  bias"): at every diagnosed checkpoint of the full-softmax run, at the smallest m, the quadratic kernel's
-  KL(p̃‖q̃) and |loss bias| beside uniform's.
-* Design ("relies only on the model's last hidden layer"; "the kernel only for sampling, the loss via
-  full softmax"): the rows :data:`DESIGN_IDS`, whose words and tests are the template's.
+"""More of the review's Blanc & Rendle 2018 findings, as data for templates/kernel_bias.md.j2, which states their rules:
+diminishing returns (the gain per doubling of m), deviation and bias (Spearman ρ of KL(p̃‖q̃) against the bias at the last
+diagnosed checkpoint), adapts with low bias (KL and |loss bias| of :data:`ADAPTS` at each checkpoint).
 """
 
 from __future__ import annotations
@@ -27,14 +13,27 @@ from typing import Any
 
 from scipy import stats
 
-from ..records import get
-from ._kernel_bias_claims import DIAGNOSTICS, EXPERIMENT, PAPER_LIKE_ID, SAMPLERS, sampler_name
+from ._kernel_bias_claims import DIAGNOSTICS, EXPERIMENT, cells, ordered, row, sampler_name
+from ._pages import dirty_note
 from ._stats import mean
-from ._verdicts import no_interval_verdict
 
 FLAT_GAIN = 0.05  # nats per doubling of m: ours, about the exact softmax sampler's spread over m in our setting (0.06)
 DESIGN_IDS = ("kernel-design-last-hidden-layer", "kernel-design-sampling-only", "kernel-design-partition-function")
 ADAPTS = ("quadratic", "uniform")  # the samplers the adapts-low-bias row sets side by side
+
+
+def diagnostics(results_dir: str | Path, experiment: str = EXPERIMENT) -> list[dict[str, Any]]:
+    """The fixed-checkpoint diagnostics of ``experiment``'s full-softmax run, by step, each with its ms and per sampler
+    its KL (>= 0; a negative value is rounding) and loss and gradient bias per m (None where not measured)."""
+    results = sorted((json.loads(f.read_text()) for f in Path(results_dir, DIAGNOSTICS, experiment).glob("*.json")),
+                     key=lambda r: r["meta"]["step"])
+    for result in results:
+        result["ms"] = ms = sorted({r["m"] for r in result["rows"]})
+        at = {(r["sampler"], r["m"]): r for r in result["rows"]}
+        result["samplers"] = [{"name": name, "kl": max(next(r for (n, _), r in at.items() if n == name)["kl"], 0.0),
+                               **{key: [at[name, m][f"{key}_bias"] if (name, m) in at else None for m in ms] for key in ("loss", "grad")}}
+                              for name in dict.fromkeys(r["sampler"] for r in result["rows"])]
+    return results
 
 
 def _curve(record: dict[str, Any]) -> dict[int, float]:
@@ -44,21 +43,19 @@ def _curve(record: dict[str, Any]) -> dict[int, float]:
 
 
 def gaps_by_m(records: list[dict[str, Any]]) -> tuple[bool, dict[str, dict[int, float]]]:
-    """(whether the gaps are along the validation curves, sampler -> m -> gap to the full softmax, mean over seeds)."""
-    full = {r["seed"]: r for r in records if sampler_name(r) is None}
-    with_curves = all(_curve(r) for r in records)
-    per_run: dict[str, dict[int, list[float]]] = {}
-    for r in records:
-        name, base = sampler_name(r), full.get(r["seed"])
-        if name is None or base is None:
-            continue
-        if with_curves:
-            ref = _curve(base)
-            gap = mean([v - ref[s] for s, v in _curve(r).items() if s in ref])
-        else:
-            gap = r["metrics"]["val/loss"] - base["metrics"]["val/loss"]
-        per_run.setdefault(name, {}).setdefault(int(get(r, "config.loss.num_samples")), []).append(gap)
-    return with_curves, {name: {m: mean(v) for m, v in sorted(per_m.items())} for name, per_m in per_run.items()}
+    """(whether the gaps are along the validation curves, sampler -> m -> gap to the same seed's full softmax, mean over seeds)."""
+    by, with_curves = cells(records), all(_curve(r) for r in records)
+    full = {r["seed"]: r for r in by.pop(None, {}).get(0, [])}
+
+    def gap(run: dict[str, Any], base: dict[str, Any]) -> float:
+        if not with_curves:
+            return run["metrics"]["val/loss"] - base["metrics"]["val/loss"]
+        ref = _curve(base)
+        return mean([v - ref[s] for s, v in _curve(run).items() if s in ref])
+
+    found = {name: {m: [gap(r, full[r["seed"]]) for r in rs if r["seed"] in full] for m, rs in sorted(per_m.items())}
+             for name, per_m in by.items()}
+    return with_curves, {name: {m: mean(g) for m, g in per_m.items() if g} for name, per_m in found.items() if any(per_m.values())}
 
 
 def gains_per_doubling(gaps: dict[int, float]) -> list[tuple[int, int, float]]:
@@ -69,30 +66,19 @@ def gains_per_doubling(gaps: dict[int, float]) -> list[tuple[int, int, float]]:
 
 def flat_from(gains: list[tuple[int, int, float]]) -> int | None:
     """The smallest m from which every doubling gains less than FLAT_GAIN (None if the last one does not)."""
-    flat = None
-    for a, _, gain in reversed(gains):
-        if gain >= FLAT_GAIN:
-            break
-        flat = a
-    return flat
+    last = max((i for i, (*_, gain) in enumerate(gains) if gain >= FLAT_GAIN), default=-1)
+    return gains[last + 1][0] if last + 1 < len(gains) else None
 
 
 def diminishing_row(records: list[dict[str, Any]], experiment: str) -> list[dict[str, Any]]:
     """The diminishing-returns row of one setting ([] without sampled runs at two m or more)."""
     with_curves, gaps = gaps_by_m(records)
-    order = sorted(gaps, key=lambda name: (SAMPLERS.index(name) if name in SAMPLERS else len(SAMPLERS), name))
-    gains = {name: gains_per_doubling(gaps[name]) for name in order if len(gaps[name]) >= 2 and name != "softmax"}
+    gains = {name: gains_per_doubling(gaps[name]) for name in ordered(gaps) if len(gaps[name]) >= 2 and name != "softmax"}
     if not gains:
         return []
-    seeds = sorted({r["seed"] for r in records})
-    flats = {name: flat_from(g) for name, g in gains.items()}
-    result = "; ".join(f"{name} flat from m={m}" if m is not None else f"{name} not flat up to m={max(gaps[name])}"
-                       for name, m in flats.items())
-    paper_setting = experiment != EXPERIMENT
-    return [{"kind": "diminishing", "id": f"kernel-bias-diminishing-returns{PAPER_LIKE_ID if paper_setting else ''}",
-             "paper_setting": paper_setting, "with_curves": with_curves, "gains": gains, "seeds": seeds, "flat_gain": FLAT_GAIN,
-             "verdict": no_interval_verdict(seeds, result, single="; one run per point decides nothing",
-                                            many="; the gains have no interval over seeds"), "source": EXPERIMENT}]
+    return [row("diminishing", "diminishing-returns", experiment, with_curves=with_curves, gains=gains, flat_gain=FLAT_GAIN,
+                seeds=sorted({r["seed"] for r in records}), flats={name: (flat_from(g), max(gaps[name])) for name, g in gains.items()},
+                dirty=dirty_note([r for r in records if sampler_name(r) in (None, *gains)]))]
 
 
 def spearman(x: list[float], y: list[float]) -> float:
@@ -100,36 +86,27 @@ def spearman(x: list[float], y: list[float]) -> float:
     return math.nan if len(set(x)) < 2 or len(set(y)) < 2 else float(stats.spearmanr(x, y).statistic)
 
 
+def trained_seed(meta: dict[str, Any]) -> int:
+    """The seed of the run whose checkpoints a diagnostic measured (its run name's ``seed<N>``, else the diagnostic's)."""
+    trained = re.search(r"seed(\d+)", meta.get("run_name", ""))
+    return int(trained.group(1)) if trained else meta.get("seed", 0)
+
+
 def deviation_row(results_dir: str | Path, experiment: str) -> list[dict[str, Any]]:
     """The deviation-and-bias row of one setting, from its last checkpoint's diagnostic ([] without one)."""
-    results = [json.loads(f.read_text()) for f in sorted(Path(results_dir, DIAGNOSTICS, experiment).glob("*.json"))]
-    result = max(results, key=lambda r: r["meta"]["step"], default=None)
-    if result is None:
+    if not (results := diagnostics(results_dir, experiment)):
         return []
-    meta, rows = result["meta"], result["rows"]
-    rho = {}
-    for m in sorted({r["m"] for r in rows}):
-        at = [r for r in rows if r["m"] == m]
-        kl = [max(r["kl"], 0.0) for r in at]  # KL >= 0; a negative value is rounding
-        rho[m] = (spearman(kl, [abs(r["loss_bias"]) for r in at]), spearman(kl, [r["grad_bias"] for r in at]))
-    samplers = list(dict.fromkeys(r["sampler"] for r in rows))
-    trained = re.search(r"seed(\d+)", meta.get("run_name", ""))
-    seed = int(trained.group(1)) if trained else meta.get("seed", 0)
-    low = min(min(v) for v in rho.values())
-    paper_setting = experiment != EXPERIMENT
-    return [{"kind": "deviation", "id": f"kernel-bias-deviation{PAPER_LIKE_ID if paper_setting else ''}", "paper_setting": paper_setting,
-             "meta": meta, "samplers": samplers, "rho": rho, "seed": seed, "source": EXPERIMENT,
-             "verdict": no_interval_verdict([seed], f"a single measurement at one checkpoint: the smallest ρ over m is {low:+.2f}",
-                                            single=f"; one checkpoint of one run decides nothing, and ρ over {len(samplers)} samplers "
-                                                   "has no interval")}]
+    meta, rows = results[-1]["meta"], results[-1]["rows"]
+    at = {m: [r for r in rows if r["m"] == m] for m in sorted({r["m"] for r in rows})}
+    rho = {m: (spearman(kl := [max(r["kl"], 0.0) for r in rs], [abs(r["loss_bias"]) for r in rs]),  # KL < 0 is rounding
+               spearman(kl, [r["grad_bias"] for r in rs])) for m, rs in at.items()}
+    return [row("deviation", "deviation", experiment, meta=meta, samplers=list(dict.fromkeys(r["sampler"] for r in rows)), rho=rho,
+                seed=trained_seed(meta), low=min(min(v) for v in rho.values()))]
 
 
 def adapts_row(results_dir: str | Path, experiment: str) -> list[dict[str, Any]]:
-    """The adapts-low-bias row of one setting: per diagnosed checkpoint, at its smallest m, (KL, |loss bias|) of each
-    sampler of :data:`ADAPTS` ([] without diagnostics holding both)."""
-    results = sorted((json.loads(f.read_text()) for f in Path(results_dir, DIAGNOSTICS, experiment).glob("*.json")),
-                     key=lambda r: r["meta"]["step"])
-    steps = []
+    """The adapts-low-bias row of one setting ([] without diagnostics holding both samplers of :data:`ADAPTS`)."""
+    results, steps = diagnostics(results_dir, experiment), []
     for result in results:
         m = min(r["m"] for r in result["rows"])
         at = {r["sampler"]: (max(r["kl"], 0.0), abs(r["loss_bias"])) for r in result["rows"] if r["m"] == m and r["sampler"] in ADAPTS}
@@ -137,14 +114,8 @@ def adapts_row(results_dir: str | Path, experiment: str) -> list[dict[str, Any]]
             steps.append({"step": result["meta"]["step"], "m": m, "samplers": at})
     if not steps:
         return []
-    trained = re.search(r"seed(\d+)", results[-1]["meta"].get("run_name", ""))
-    seed = int(trained.group(1)) if trained else results[-1]["meta"].get("seed", 0)
-    below = sum(s["samplers"]["quadratic"][0] < s["samplers"]["uniform"][0] for s in steps)
-    paper_setting = experiment != EXPERIMENT
-    return [{"kind": "adapts", "id": f"kernel-bias-adapts-low-bias{PAPER_LIKE_ID if paper_setting else ''}", "paper_setting": paper_setting,
-             "steps": steps, "seed": seed, "source": EXPERIMENT,
-             "verdict": no_interval_verdict([seed], f"the quadratic kernel's KL below uniform's at {below} of {len(steps)} checkpoints",
-                                            single="; the checkpoints of one run, measured once each, decide nothing")}]
+    return [row("adapts", "adapts-low-bias", experiment, steps=steps, seed=trained_seed(results[-1]["meta"]),
+                below=sum(s["samplers"]["quadratic"][0] < s["samplers"]["uniform"][0] for s in steps))]
 
 
 def review_rows(results_dir: str | Path, records: list[dict[str, Any]], experiment: str) -> list[dict[str, Any]]:

@@ -1,12 +1,11 @@
-"""Statistics the pages share: Student-t intervals over seeds, paired bootstraps over examples,
-seed-aware deltas of paired arms (per-seed Δ with its item interval, and the Student-t interval over
-seeds), and the slope of a linear trend with its Student-t interval."""
+"""Statistics the pages share: Student-t intervals over seeds, paired bootstraps over test items, Δ of two arms with
+its interval in one type for every design (:class:`DeltaInterval`), TOST, Holm, and a linear trend's slope."""
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import Enum
 from typing import TYPE_CHECKING, Any
 
@@ -18,13 +17,8 @@ if TYPE_CHECKING:
 
 
 def mean_ci(values: Sequence[float], confidence: float = 0.95) -> tuple[float, float, int]:
-    """Mean and half-width of the Student-t confidence interval over seeds.
-
-    half = t_{(1+confidence)/2, n-1} * s / sqrt(n), s the sample standard deviation (ddof=1).
-
-    Returns:
-        (mean, half_width, n); half_width is nan for a single value.
-    """
+    """(mean, half-width, n) of the Student-t interval over seeds: half = t_{(1+confidence)/2, n-1} · s / √n, s the
+    sample standard deviation (ddof 1); the half-width is nan for a single value."""
     x = np.asarray(values, dtype=np.float64)
     if x.size == 0:
         raise ValueError("mean_ci needs at least one value, got none")
@@ -47,42 +41,20 @@ def format_mean_ci(values: Sequence[float], scale: float = 1.0, digits: int = 2)
     return f"{m:.{digits}f} ± {half:.{digits}f} (n={n})"
 
 
-def paired_bootstrap(
-    a: Sequence[float],
-    b: Sequence[float],
-    *,
-    num_samples: int = 10_000,
-    confidence: float = 0.95,
-    seed: int = 0,
-    statistic: Callable[[np.ndarray], np.ndarray] | None = None,
-) -> dict[str, float]:
-    """Paired bootstrap of the difference of per-example scores ``b - a`` (e.g. sparse - softmax).
-
-    Examples are resampled with replacement (the same indices for both systems); ``statistic``
-    maps a (num_samples, n) array of resampled differences to (num_samples,) (default: mean).
-
-    Returns:
-        ``{"delta": observed statistic, "low", "high": percentile interval, "p_le_0": fraction of
-        resamples with delta <= 0}``.
-    """
+def paired_bootstrap(a: Sequence[float], b: Sequence[float], *, num_samples: int = 10_000, confidence: float = 0.95,
+                     seed: int = 0) -> dict[str, float]:
+    """Paired bootstrap of the mean difference of per-example scores ``b - a`` (e.g. sparse - softmax), examples resampled
+    with replacement, the same indices for both systems: ``{"delta": the observed mean, "low", "high": percentile
+    interval, "p_le_0": fraction of resamples with delta <= 0}``."""
     a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
     if a.shape != b.shape or a.ndim != 1 or a.size == 0:
         raise ValueError(f"a and b must be equal-length non-empty 1-d score lists, got {a.shape} and {b.shape}")
-    stat = statistic or (lambda d: d.mean(axis=-1))
     diff = b - a
-    rng = np.random.default_rng(seed)
-    idx = rng.integers(0, diff.size, size=(num_samples, diff.size))
-    boot = stat(diff[idx])
+    boot = diff[np.random.default_rng(seed).integers(0, diff.size, size=(num_samples, diff.size))].mean(axis=-1)
     alpha = (1 - confidence) / 2
-    return {
-        "delta": float(stat(diff[None])[0]),
-        "low": float(np.quantile(boot, alpha)),
-        "high": float(np.quantile(boot, 1 - alpha)),
-        "p_le_0": float((boot <= 0).mean()),
-    }
+    return {"delta": float(diff.mean()), "low": float(np.quantile(boot, alpha)), "high": float(np.quantile(boot, 1 - alpha)),
+            "p_le_0": float((boot <= 0).mean())}
 
-
-# ---------------------------------------------------------------- seed-aware deltas
 
 SEED_INTERVAL_NOTE = (
     "Δ is computed per training seed, paired over the same test items; its 95% interval is a Student-t "
@@ -95,21 +67,10 @@ SEED_INTERVAL_NOTE = (
 
 
 def min_detectable_delta(sd_delta: float, confidence: float = 0.95, power: float = 0.8) -> float:
-    """The smallest true Δ that one run per arm detects: (z_{(1+confidence)/2} + z_{power}) · sd_delta.
-
-    One run per arm gives one paired Δ̂ ~ N(Δ, σ²), σ = ``sd_delta`` the between-seed SD of Δ
-    (both arms' training noise is already in it: Var(B − A) = Var(B) + Var(A) − 2 Cov(A, B)). The
-    two-sided test at ``confidence`` calls Δ̂ significant when |Δ̂| > z_{(1+confidence)/2} · σ;
-    a true Δ > 0 clears that bar with probability Φ(Δ/σ − z_{(1+confidence)/2}) (the far tail
-    neglected), which equals ``power`` at Δ = (z_{(1+confidence)/2} + z_{power}) · σ. At 95% and
-    power 0.8 that is (1.960 + 0.842) · σ = 2.802 · σ. ``power=0.5`` gives the bare significance
-    threshold 1.960 · σ; written with the SD σ₁ of one arm's metric and independent arms
-    (σ = √2 · σ₁) that threshold is 1.960 · √2 · σ₁ = 2.77 · σ₁. σ is our estimate, used as if
-    known: from 3 seeds it is itself uncertain by a factor of about 2 either way.
-
-    Returns:
-        nan when ``sd_delta`` is nan (a single seed has no between-seed SD).
-    """
+    """The smallest true Δ one run per arm detects, (z_{(1+confidence)/2} + z_{power}) · sd_delta: the one paired Δ̂ ~ N(Δ, σ²),
+    σ = the between-seed SD of Δ, clears the two-sided bar z_{(1+confidence)/2} · σ with probability ``power`` (2.802 · σ
+    at 95% and 0.8; ``power=0.5``: the bare threshold 1.960 · σ). σ is used as if known, though from 3 seeds it is
+    uncertain by a factor of about 2 either way; nan for nan (one seed)."""
     return float((stats.norm.ppf((1 + confidence) / 2) + stats.norm.ppf(power)) * sd_delta)
 
 
@@ -125,99 +86,79 @@ def _t_p_value(mean_value: float, se: float, dof: float) -> float:
     return float(2 * stats.t.sf(abs(mean_value / se), dof))
 
 
-def _welch_se_df(a: Sequence[float], b: Sequence[float]) -> tuple[float, float]:
-    """(standard error of mean(b) − mean(a), Welch–Satterthwaite degrees of freedom); each arm needs 2 values."""
-    va, vb = (np.var(v, ddof=1) / len(v) for v in (a, b))
-    dof = (va + vb) ** 2 / (va**2 / (len(a) - 1) + vb**2 / (len(b) - 1)) if va + vb else math.inf
-    return float(math.sqrt(va + vb)), float(dof)
-
-
 def seeds_label(seeds: Sequence[int]) -> str:
     """"seed 0" or "seeds 0, 1, 2": how a claims row names its seeds."""
     return ("seed " if len(seeds) == 1 else "seeds ") + ", ".join(str(s) for s in seeds)
 
 
+# ---------------------------------------------------------------- Δ of two arms, every design
+
 @dataclass(frozen=True)
-class SeedAwareDelta:
-    """Δ = metric(B) − metric(A) of paired arms, one value per training seed, and its statistics over seeds.
+class DeltaInterval:
+    """Δ, a difference of means, with its t interval at ``confidence``, the two-sided p-value of Δ = 0, its standard
+    error, df, ``n`` (the seeds behind Δ; for Welch, the smaller arm's) and ``method``, the test's name on the row;
+    nan over seeds for one seed. One type for every design: paired by seed (:func:`over_seeds`, :func:`paired_t`) holds
+    each seed's Δ; paired by item (:func:`paired_seed_deltas`) also each seed's bootstrap interval over its test items,
+    which measures the test-set draw, not training; Welch (:func:`unpaired`) arm A's seeds and arm B's (Δ = B − A);
+    Holm (:func:`holm_intervals`) the adjusted interval, p-value and level."""
 
-    Each seed's Δ is paired over the same test items, with that seed's bootstrap interval over the
-    items. Over seeds: the mean, the between-seed SD (ddof 1), a Student-t interval (mean ± t_{(1+c)/2,
-    n−1} · SD / √n; n = 2 has 1 degree of freedom and t_{0.975,1} = 12.7, so that interval is very
-    wide) and the two-sided p-value of mean Δ = 0 (scipy.stats.ttest_1samp's). Statistics over seeds
-    are nan for a single seed.
-    """
-
-    seeds: tuple[int, ...]
-    deltas: tuple[float, ...]  # per seed, in the order of ``seeds``
-    item_intervals: tuple[tuple[float, float], ...]  # per seed: (low, high) of the bootstrap over test items
-    n_items: tuple[int, ...]  # per seed: test items paired
-    confidence: float = 0.95
-
-    def __post_init__(self) -> None:
-        n = len(self.seeds)
-        if n == 0 or not len(self.deltas) == len(self.item_intervals) == len(self.n_items) == n:
-            raise ValueError(f"need one delta, item interval and item count per seed, got {n} seeds, "
-                             f"{len(self.deltas)}, {len(self.item_intervals)} and {len(self.n_items)}")
-        if len(set(self.seeds)) != n:
-            raise ValueError(f"seeds must be distinct, got {self.seeds}")
+    delta: float
+    low: float
+    high: float
+    p_value: float
+    se: float
+    df: float
+    n: int
+    confidence: float
+    method: str
+    seeds: tuple[int, ...] = ()
+    deltas: tuple[float, ...] = ()  # per seed, in the order of ``seeds``
+    item_intervals: tuple[tuple[float, float], ...] = ()  # per seed: (low, high) of the bootstrap over its test items
+    n_items: tuple[int, ...] = ()  # per seed: test items paired
+    seeds_b: tuple[int, ...] = ()
 
     @classmethod
     def from_bootstraps(cls, per_seed: Mapping[int, dict[str, float]], n_items: Mapping[int, int],
-                        confidence: float = 0.95) -> SeedAwareDelta:
-        """From seed -> ``{"delta", "low", "high", ...}`` (as :func:`paired_bootstrap` returns), sorted by seed."""
-        seeds = tuple(sorted(per_seed))
-        return cls(seeds, tuple(float(per_seed[s]["delta"]) for s in seeds),
-                   tuple((float(per_seed[s]["low"]), float(per_seed[s]["high"])) for s in seeds),
-                   tuple(int(n_items[s]) for s in seeds), confidence)
+                        confidence: float = 0.95) -> DeltaInterval:
+        """From seed -> ``{"delta", "low", "high", ...}`` (as :func:`paired_bootstrap` returns) and seed -> items."""
+        return over_seeds({s: float(b["delta"]) for s, b in per_seed.items()}, confidence,
+                          items={s: (float(b["low"]), float(b["high"])) for s, b in per_seed.items()}, n_items=n_items)
 
-    @property
-    def n_seeds(self) -> int:
-        return len(self.seeds)
-
-    @property
-    def label(self) -> str:
-        """"seed 0" / "seeds 0, 1, 2"."""
-        return seeds_label(self.seeds)
+    def at(self, confidence: float) -> tuple[float, float]:
+        return _t_interval(self.delta, self.se, self.df, confidence)
 
     @property
     def mean(self) -> float:
-        return float(np.mean(self.deltas))
-
-    @property
-    def sd(self) -> float:
-        """Between-seed standard deviation of Δ (ddof 1); nan for one seed."""
-        return float(np.std(self.deltas, ddof=1)) if self.n_seeds > 1 else math.nan
+        return self.delta
 
     @property
     def interval(self) -> tuple[float, float]:
-        """Student-t interval of mean Δ over seeds; (nan, nan) for one seed."""
-        if self.n_seeds == 1:
-            return math.nan, math.nan
-        return _t_interval(self.mean, self.sd / math.sqrt(self.n_seeds), self.n_seeds - 1, self.confidence)
+        return self.low, self.high
 
     @property
-    def half_width(self) -> float:
-        low, high = self.interval
-        return (high - low) / 2
+    def n_seeds(self) -> int:
+        return self.n
 
     @property
-    def p_value(self) -> float:
-        """Two-sided one-sample t-test of mean Δ = 0 over seeds; nan for one seed."""
-        if self.n_seeds == 1:
-            return math.nan
-        return _t_p_value(self.mean, self.sd / math.sqrt(self.n_seeds), self.n_seeds - 1)
+    def label(self) -> str:
+        """"seeds 0, 1, 2", or for unpaired arms with different seeds "seeds 0, 1 (A) and seed 2 (B)"."""
+        if self.seeds_b and self.seeds_b != self.seeds:
+            return f"{seeds_label(self.seeds)} (A) and {seeds_label(self.seeds_b)} (B)"
+        return seeds_label(self.seeds)
 
     @property
-    def item_half_width(self) -> float:
-        """Mean over seeds of each seed's item-bootstrap half-width (high − low) / 2."""
-        return float(np.mean([(high - low) / 2 for low, high in self.item_intervals]))
+    def sd(self) -> float:
+        """Between-seed standard deviation of the per-seed Δ (ddof 1); nan for one seed."""
+        return float(np.std(self.deltas, ddof=1)) if len(self.deltas) > 1 else math.nan
 
     @property
     def item_se(self) -> float:
-        """The item standard error the item bootstrap implies: :attr:`item_half_width` / z_{(1+c)/2}, the scale on
-        which the between-seed SD compares (both are one standard deviation of a seed's Δ)."""
-        return self.item_half_width / float(stats.norm.ppf((1 + self.confidence) / 2))
+        """The item standard error the item bootstraps imply: the mean over seeds of their half-widths (high − low) / 2,
+        over z_{(1+c)/2}; one standard deviation of a seed's Δ, the scale the between-seed SD compares on."""
+        if not self.item_intervals:
+            return math.nan
+        half = float(np.mean([(high - low) / 2 for low, high in self.item_intervals]))
+        return half / float(stats.norm.ppf((1 + self.confidence) / 2))
 
     @property
     def min_detectable_delta(self) -> float:
@@ -225,99 +166,80 @@ class SeedAwareDelta:
         return min_detectable_delta(self.sd, self.confidence)
 
 
-def paired_seed_deltas(
-    scores: Mapping[int, tuple[Any, Any]],
-    *,
-    num_samples: int = 10_000,
-    confidence: float = 0.95,
-    bootstrap_seed: int = 0,
-    bootstrap: Callable[[Any, Any], dict[str, float]] | None = None,
-) -> SeedAwareDelta:
-    """Δ = B − A per training seed over the same test items, each with its bootstrap interval over the items.
+def _interval(delta: float, se: float, df: float, n: int, confidence: float, method: str, **detail: Any) -> DeltaInterval:
+    if not 0.5 < confidence < 1:
+        raise ValueError(f"confidence must lie in (0.5, 1), got {confidence}")
+    low, high = _t_interval(delta, se, df, confidence)
+    return DeltaInterval(delta, low, high, _t_p_value(delta, se, df), se, df, n, confidence, method, **detail)
 
-    Args:
-        scores: training seed -> (scores of arm A, scores of arm B), item i of both the same test item.
-        num_samples, confidence, bootstrap_seed: of :func:`paired_bootstrap` (mean of per-item
-            differences), run on each seed's items with the same ``bootstrap_seed``.
-        bootstrap: instead, ``bootstrap(a, b) -> {"delta", "low", "high", ...}`` for a statistic that is
-            not a mean over items (e.g. corpus BLEU from per-item n-gram counts); items are len(a).
+
+def over_seeds(deltas: Mapping[int, float], confidence: float = 0.95, *, items: Mapping[int, tuple[float, float]] | None = None,
+               n_items: Mapping[int, int] | None = None) -> DeltaInterval:
+    """Student-t over seeds of the per-seed Δ (seed -> Δ; paired t, Student 1908): mean ± t_{(1+c)/2, n−1} · SD / √n,
+    SD the between-seed standard deviation (ddof 1), as scipy.stats.ttest_1samp; with 2 seeds t_{0.975,1} = 12.7.
+
+    ``items`` and ``n_items``: each seed's bootstrap interval over its test items and their count (paired by item).
     """
+    seeds = tuple(sorted(deltas))
+    if not seeds:
+        raise ValueError("a Δ over seeds needs at least one seed, got none")
+    detail = {}
+    if items is not None or n_items is not None:
+        if not set(items or ()) == set(n_items or ()) == set(seeds):
+            raise ValueError(f"need an item interval and an item count per seed {seeds}, got {items} and {n_items}")
+        detail = {"item_intervals": tuple(items[s] for s in seeds), "n_items": tuple(int(n_items[s]) for s in seeds)}  # type: ignore[index]
+    d = np.array([deltas[s] for s in seeds], dtype=np.float64)
+    se = float(d.std(ddof=1) / math.sqrt(d.size)) if d.size > 1 else math.nan
+    return _interval(float(d.mean()), se, d.size - 1, d.size, confidence, f"paired t over seeds (n={d.size})", seeds=seeds,
+                     deltas=tuple(float(x) for x in d), **detail)
+
+
+def paired_t(a: Mapping[int, float], b: Mapping[int, float], alpha: float = 0.05) -> DeltaInterval:
+    """Paired t over seeds of Δ_s = a_s − b_s (:func:`over_seeds`), as scipy.stats.ttest_rel(a, b). ``a`` and ``b``
+    map seed -> value and must hold the same seeds (a seed pairs initialisation and data)."""
+    if set(a) != set(b):
+        raise ValueError(f"paired arms need the same seeds: seeds {sorted(set(a) - set(b))} only in a, "
+                         f"{sorted(set(b) - set(a))} only in b")
+    return over_seeds({s: a[s] - b[s] for s in a}, 1 - alpha)
+
+
+def paired_seed_deltas(scores: Mapping[int, tuple[Any, Any]], *, num_samples: int = 10_000,
+                       bootstrap: Callable[[Any, Any], dict[str, float]] | None = None) -> DeltaInterval:
+    """Δ = B − A per training seed from ``scores`` (seed -> (A's scores, B's), item i of both the same test item), each
+    seed's with its :func:`paired_bootstrap` over the items (resampling seed 0 for every seed), or with
+    ``bootstrap(a, b) -> {"delta", "low", "high", ...}`` for a statistic that is not a mean over items (e.g. corpus BLEU
+    from per-item n-gram counts; items are len(a)); Student-t over the seeds (:func:`over_seeds`), all at 95%."""
     if not scores:
         raise ValueError("paired_seed_deltas needs the scores of at least one seed")
-    run = bootstrap or (lambda a, b: paired_bootstrap(a, b, num_samples=num_samples, confidence=confidence, seed=bootstrap_seed))
+    run = bootstrap or (lambda a, b: paired_bootstrap(a, b, num_samples=num_samples))
     per_seed = {seed: run(a, b) for seed, (a, b) in scores.items()}
-    return SeedAwareDelta.from_bootstraps(per_seed, {seed: len(a) for seed, (a, _) in scores.items()}, confidence)
+    return DeltaInterval.from_bootstraps(per_seed, {seed: len(a) for seed, (a, _) in scores.items()})
 
 
-@dataclass(frozen=True)
-class UnpairedSeedDelta:
-    """Δ = mean(B) − mean(A) of one metric per run, over the seeds of two arms that are not paired.
-
-    The interval and p-value are Welch's (unequal variances; Welch–Satterthwaite degrees of freedom),
-    as scipy.stats.ttest_ind(b, a, equal_var=False). For a ratio of means (e.g. perplexities) give
-    the logs: exp of Δ and of its interval is the ratio of geometric means and its interval. Each arm
-    needs two seeds for an interval; with fewer it is (nan, nan).
-    """
-
-    seeds_a: tuple[int, ...]
-    values_a: tuple[float, ...]
-    seeds_b: tuple[int, ...]
-    values_b: tuple[float, ...]
-    confidence: float = 0.95
-
-    def __post_init__(self) -> None:
-        for seeds, values in ((self.seeds_a, self.values_a), (self.seeds_b, self.values_b)):
-            if not seeds or len(seeds) != len(values) or len(set(seeds)) != len(seeds):
-                raise ValueError(f"need one value per distinct seed in each arm, got seeds {seeds} for {len(values)} values")
-
-    @classmethod
-    def from_values(cls, a: Mapping[int, float], b: Mapping[int, float], confidence: float = 0.95) -> UnpairedSeedDelta:
-        """From seed -> value of each arm, sorted by seed."""
-        sa, sb = tuple(sorted(a)), tuple(sorted(b))
-        return cls(sa, tuple(float(a[s]) for s in sa), sb, tuple(float(b[s]) for s in sb), confidence)
-
-    @property
-    def n_seeds(self) -> int:
-        """Seeds of the smaller arm."""
-        return min(len(self.seeds_a), len(self.seeds_b))
-
-    @property
-    def label(self) -> str:
-        if self.seeds_a == self.seeds_b:
-            return seeds_label(self.seeds_a)
-        return f"{seeds_label(self.seeds_a)} (A) and {seeds_label(self.seeds_b)} (B)"
-
-    @property
-    def mean(self) -> float:
-        return float(np.mean(self.values_b) - np.mean(self.values_a))
-
-    def _welch(self) -> tuple[float, float]:
-        return _welch_se_df(self.values_a, self.values_b)
-
-    @property
-    def interval(self) -> tuple[float, float]:
-        if self.n_seeds < 2:
-            return math.nan, math.nan
-        return _t_interval(self.mean, *self._welch(), self.confidence)
-
-    @property
-    def p_value(self) -> float:
-        if self.n_seeds < 2:
-            return math.nan
-        return _t_p_value(self.mean, *self._welch())
+def unpaired(a: Mapping[int, float], b: Mapping[int, float], confidence: float = 0.95) -> DeltaInterval:
+    """Welch's t (Welch 1947) of Δ = mean(B) − mean(A) over two arms not paired by seed (seed -> value each), with
+    Welch–Satterthwaite degrees of freedom, as scipy.stats.ttest_ind(b, a, equal_var=False); an arm of one value
+    gives a nan interval. For a ratio of means (e.g. perplexities) give the logs."""
+    seeds_a, seeds_b = tuple(sorted(a)), tuple(sorted(b))
+    if not seeds_a or not seeds_b:
+        raise ValueError(f"Welch needs values in both arms, got {len(seeds_a)} and {len(seeds_b)}")
+    va, vb = [float(a[s]) for s in seeds_a], [float(b[s]) for s in seeds_b]
+    n, se, df = min(len(va), len(vb)), math.nan, math.nan
+    if n > 1:
+        var_a, var_b = (np.var(v, ddof=1) / len(v) for v in (va, vb))
+        se = float(math.sqrt(var_a + var_b))
+        df = float((var_a + var_b) ** 2 / (var_a**2 / (len(va) - 1) + var_b**2 / (len(vb) - 1)) if var_a + var_b else math.inf)
+    return _interval(float(np.mean(vb) - np.mean(va)), se, df, n, confidence, f"Welch (n={len(vb)}, {len(va)})",
+                     seeds=seeds_a, seeds_b=seeds_b)
 
 
 # ---------------------------------------------------------------- trends
 
 @dataclass(frozen=True)
 class LinearTrend:
-    """The least-squares line y = intercept + slope · x through points, and the Student-t interval of its slope.
-
-    slope ± t_{(1+c)/2, n−2} · SE(slope) (scipy.stats.linregress's standard error): the points'
-    scatter about the line is the only noise it knows of, so each point should be one replicate
-    (e.g. one start's mean over seeds), not several draws that share a start. Needs 3 points for an
-    interval ((nan, nan) with 2).
-    """
+    """The least-squares slope through points and its Student-t interval, slope ± t_{(1+c)/2, n−2} · SE(slope)
+    (scipy.stats.linregress's): the scatter about the line is the only noise it knows, so each point should be one
+    replicate (e.g. one start's mean over seeds). Needs 3 points for an interval ((nan, nan) with 2)."""
 
     x: tuple[float, ...]
     y: tuple[float, ...]
@@ -332,78 +254,17 @@ class LinearTrend:
         return len(self.x)
 
     @property
-    def fit(self) -> Any:
-        return stats.linregress(self.x, self.y)
-
-    @property
     def slope(self) -> float:
-        return float(self.fit.slope)
+        return float(stats.linregress(self.x, self.y).slope)
 
     @property
     def interval(self) -> tuple[float, float]:
         if self.n_points < 3:
             return math.nan, math.nan
-        return _t_interval(self.slope, float(self.fit.stderr), self.n_points - 2, self.confidence)
+        return _t_interval(self.slope, float(stats.linregress(self.x, self.y).stderr), self.n_points - 2, self.confidence)
 
 
-# ---------------------------------------------------------------- the rules of one comparison
-
-@dataclass(frozen=True)
-class DeltaInterval:
-    """Δ, a difference of means, with its t interval at ``confidence``, the two-sided p-value of Δ = 0, n and df.
-
-    ``n``: the seeds behind Δ (for Welch, those of the smaller arm); ``method`` names the test on the row.
-    :meth:`at` gives the interval at another level from the same standard error and df.
-    """
-
-    delta: float
-    low: float
-    high: float
-    p_value: float
-    se: float
-    df: float
-    n: int
-    confidence: float
-    method: str
-
-    def at(self, confidence: float) -> tuple[float, float]:
-        return _t_interval(self.delta, self.se, self.df, confidence)
-
-
-def _delta_interval(delta: float, se: float, df: float, n: int, alpha: float, method: str) -> DeltaInterval:
-    if not 0 < alpha < 0.5:
-        raise ValueError(f"alpha must lie in (0, 0.5), got {alpha}")
-    low, high = _t_interval(delta, se, df, 1 - alpha)
-    return DeltaInterval(delta, low, high, _t_p_value(delta, se, df), se, df, n, 1 - alpha, method)
-
-
-def paired_t(a: Mapping[int, float], b: Mapping[int, float], alpha: float = 0.05) -> DeltaInterval:
-    """Paired t over seeds (Student 1908): Δ_s = a_s − b_s per seed s, mean Δ ± t_{1−α/2, n−1} · SD / √n.
-
-    As scipy.stats.ttest_rel(a, b). ``a`` and ``b`` map seed -> value and must hold the same seeds (a seed
-    pairs initialisation and data); a single seed gives a nan interval and p-value.
-    """
-    if set(a) != set(b):
-        raise ValueError(f"paired arms need the same seeds: seeds {sorted(set(a) - set(b))} only in a, "
-                         f"{sorted(set(b) - set(a))} only in b")
-    if not a:
-        raise ValueError("paired_t needs at least one seed, got none")
-    d = np.array([a[s] - b[s] for s in sorted(a)], dtype=np.float64)
-    se = float(d.std(ddof=1) / math.sqrt(d.size)) if d.size > 1 else math.nan
-    return _delta_interval(float(d.mean()), se, d.size - 1, d.size, alpha, f"paired t over seeds (n={d.size})")
-
-
-def welch(a: Sequence[float], b: Sequence[float], alpha: float = 0.05) -> DeltaInterval:
-    """Welch's t (Welch 1947) for arms not paired: Δ = mean(a) − mean(b), Welch–Satterthwaite df.
-
-    As scipy.stats.ttest_ind(a, b, equal_var=False). An arm of one value gives a nan interval and p-value.
-    """
-    if not len(a) or not len(b):
-        raise ValueError(f"Welch needs values in both arms, got {len(a)} and {len(b)}")
-    se, df = _welch_se_df(a, b) if min(len(a), len(b)) > 1 else (math.nan, math.nan)
-    return _delta_interval(float(np.mean(a) - np.mean(b)), se, df, min(len(a), len(b)), alpha,
-                           f"Welch (n={len(a)}, {len(b)})")
-
+# ---------------------------------------------------------------- equivalence and grids
 
 class EquivalenceKind(Enum):
     EQUIVALENT = "equivalent"
@@ -427,11 +288,8 @@ class Equivalence:
 
 
 def equivalence(delta: DeltaInterval, margin: float, margin_source: str, alpha: float = 0.05) -> Equivalence:
-    """Two one-sided tests (TOST; Schuirmann 1987) of |Δ| < ``margin`` at level ``alpha``.
-
-    EQUIVALENT iff both one-sided tests reject, i.e. the 1 − 2α interval lies inside (−margin, +margin);
-    NOT_EQUIVALENT when the 1 − α interval lies outside it; else INCONCLUSIVE.
-    """
+    """Two one-sided tests (TOST; Schuirmann 1987) of |Δ| < ``margin`` at level ``alpha``: EQUIVALENT iff both reject,
+    i.e. the 1 − 2α interval lies inside (−margin, +margin); NOT_EQUIVALENT when the 1 − α interval lies outside it."""
     if not margin > 0 or not margin_source.strip():
         raise ValueError(f"an equivalence claim needs a margin > 0 and its source, got {margin} from {margin_source!r}")
     tost, two_sided = delta.at(1 - 2 * alpha), delta.at(1 - alpha)
@@ -460,18 +318,9 @@ def holm(p_values: Sequence[float]) -> tuple[float, ...]:
     return tuple(float(x) for x in out)
 
 
-@dataclass(frozen=True)
-class HolmInterval:
-    """One comparison of a grid: its raw interval and, beside it, the Holm-adjusted p-value and interval."""
-
-    raw: DeltaInterval
-    adjusted_p: float
-    confidence: float  # of the adjusted interval
-    interval: tuple[float, float]
-
-
-def holm_intervals(comparisons: Sequence[DeltaInterval], alpha: float = 0.05) -> tuple[HolmInterval, ...]:
-    """Holm (1979) over a grid of m comparisons ("best k", "a wide range of k"), in the input order.
+def holm_intervals(comparisons: Sequence[DeltaInterval], alpha: float = 0.05) -> tuple[DeltaInterval, ...]:
+    """Holm (1979) over a grid of m comparisons ("best k", "a wide range of k"), in the input order: each one's Δ with
+    its Holm-adjusted p-value and interval, and that interval's level as its ``confidence``.
 
     Step i (the i-th smallest p) gets the level 1 − α/(m − i + 1) while every earlier step rejected; the
     comparisons not rejected all get the level of the first such step, 1 − α/(m − r) with r rejected (as
@@ -484,4 +333,5 @@ def holm_intervals(comparisons: Sequence[DeltaInterval], alpha: float = 0.05) ->
         if stop is None and not comparisons[j].p_value < alpha / (m - i):
             stop = i
         steps[j] = 1 - alpha / (m - (i if stop is None else stop))
-    return tuple(HolmInterval(c, adjusted[j], steps[j], c.at(steps[j])) for j, c in enumerate(comparisons))
+    return tuple(replace(c, low=c.at(steps[j])[0], high=c.at(steps[j])[1], p_value=adjusted[j], confidence=steps[j],
+                         method=f"Holm-adjusted {c.method}") for j, c in enumerate(comparisons))

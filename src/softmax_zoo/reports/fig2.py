@@ -1,30 +1,8 @@
-"""Sparse-softmax Fig. 1 and Fig. 2 (Sun et al. 2021): results/fig2.md, fig2.png, fig1.png, claims.
+"""Sparse-softmax Fig. 1 and Fig. 2 (Sun et al. 2021): results/fig2.md, fig2.png, fig1.png and their claims rows.
 
-Reads the records of the experiments ``fig2_<task>`` (``make reproduce-fig2``): per task, the
-full softmax (one run per seed; it has no k) and sparse-softmax for each k of the grid, every one
-trained with the same settings (the task file's ``scales`` block in configs/task/).
-
-- fig2.md: test (and validation) micro-F1, mean ± 95% Student-t interval over seeds, per k, with
-  the softmax baseline and the paper's Fig. 2 numbers beside ours; each task's data caveat is its
-  config's ``caveat`` (configs/task/<task>.yaml).
-- every comparison is paired by seed (arms of one seed share initialisation and data order:
-  tests/classification/test_pairing.py): Δ = sparse k − softmax per seed, a Student-t interval over
-  seeds, Holm-adjusted over the grid of k where a claim covers the grid (:mod:`._fig2_claims`).
-- fig2.png: top, test micro-F1 against k, the softmax baseline as a band; bottom, the paired Δ
-  against k with its raw and Holm-adjusted intervals and a line at 0.
-- fig1.png: softmax against sparse-softmax at the paper's k=20. Top: validation micro-F1 after
-  each epoch, the metric both arms share (mean over seeds, each seed thin). Middle: its paired Δ
-  per epoch with a line at 0. Bottom: the training
-  loss per mini-batch, as the paper's Fig. 1 plots it; each arm's is its own objective (the
-  sparse-softmax loss, logsumexp over the top k, is never above the full cross-entropy of the same
-  logits), so the two levels are not comparable, only their shapes.
-- the settings table: what the paper's text states beside ours, read from the records (:mod:`._fig2_settings`).
-- the title's "Faster": a ledger row from the losses benchmark's side-by-side timing (:func:`._fig2_claims.speed_claim`);
-  its "Simpler" and the text's "state-of-the-art" are ledger rows of their own (by construction, not tested).
-
-The records are grouped in :mod:`._fig2_summary`, the claims are data of :mod:`._fig2_claims`
-(computed once per build), the figures are drawn by :mod:`._fig2_plots`; :func:`summarise` gathers
-the page's data and templates/fig2.md.j2 holds its words. Build: ``python -m softmax_zoo.reports fig2``.
+From the records of ``fig2_<task>`` (``make reproduce-fig2``) and ``fig2_finetune_<task>``: per task the full softmax and
+sparse-softmax at each k of the grid, one run per seed. :func:`summarise` gathers the page's data (the claims of
+:mod:`._fig2_claims`), templates/fig2.md.j2 holds its words. Build: ``python -m softmax_zoo.reports fig2``.
 """
 
 from __future__ import annotations
@@ -38,19 +16,27 @@ from omegaconf import OmegaConf
 from ..config import CONFIG_DIR
 from ..losses.registry import variant_title
 from ..records import choice, get, load_records, runs_dir
-from ._fig2_claims import PAIRING_TEST, PAPER_F1, STABLE_MARGIN, STABLE_SOURCE, grid_rows, speed_claim, task_claims, vs_softmax
+from ._fig2_claims import F1, PAPER_F1, PAPER_K, STABLE, Groups, best_k, group_runs, metric, speed_claim, task_claims
 from ._fig2_plots import SMOOTH, fig1_data, plot_fig1, plot_fig2
-from ._fig2_settings import encoder, fig2_settings
-from ._fig2_summary import F1, PAPER_K, Groups, arms, best_k, commands, first_record, metric, sparse_ks, summarize, task_name
 from ._pages import commits, page_command, shown_path, write_page
-from ._render import render_page
-from ._settings import pretrained_name, settings_data
+from ._render import render_page, words
+from ._settings import NOT_STATED, Setting, pretrained_name, seeds, settings_data, shown, sparse_ks, values
 from ._stats import mean, mean_ci
-from ._verdicts import VerdictKind
+from ._verdicts import MIN_SEEDS, VerdictKind
 
 EXPERIMENT_PREFIX = "fig2_"
-FINETUNE_PREFIX = "fig2_finetune_"  # make reproduce-fig2-finetune: shown beside the frozen rows, kept out of their tables
-SIMPLER_TEST = "tests/losses/test_sparse.py::test_k_equal_num_classes_is_full_softmax"  # the title's "Simpler": what ours is
+FINETUNE_PREFIX = "fig2_finetune_"  # make reproduce-fig2-finetune
+TASK_NAMES = {"clinc_oos": "OOS-eval (CLINC150)", "iflytek": "IFLYTEK", "wos": "WoS"}  # as the paper names them
+TRAIN_COMMAND = "python -m softmax_zoo.train"
+SWEPT = ("loss.k", "seed")  # the sweep dimensions of configs/experiment/fig2_*.yaml
+METRICS = (F1, "val/micro_f1", "test/in_scope_accuracy", "test/target_in_topk")  # per arm, in points
+# The claims of the paper's text that no fig2 run decides: (kind, ledger id); templates/fig2.md.j2 words them.
+TEXT_CLAIMS = (("rcv1", "fig1-convergence-rcv1"), ("margin", "sparse-margin-log-n-1"), ("sota", "sparse-sota-k20"),
+               ("simpler", "sparse-simpler"))
+
+
+def task_name(task: str) -> str:
+    return TASK_NAMES.get(task, task)
 
 
 def caveat(task: str) -> str | None:
@@ -59,78 +45,95 @@ def caveat(task: str) -> str | None:
     return OmegaConf.load(path).get("caveat") if path.is_file() else None
 
 
-def setup(groups: Groups) -> dict[str, Any]:
-    """The settings the task's runs share, and their timing."""
-    r = first_record(groups)
-    model, timing = r["config"]["model"], [x["timing"] for runs in groups.values() for x in runs]
-    return {"model": model["name"], "pretrained": pretrained_name(model.get("pretrained")), "encoder": encoder(model),
-            "config": r["config"], "info": r.get("task_info", {}), "train_s": np.mean([t["train_s"] for t in timing]),
-            "rate": np.mean([t["train_examples_per_s"] for t in timing]), "runs": len(timing),
-            "wall_min": sum(t["wall_s"] for t in timing) / 60}
+def settings(summary: dict[str, Groups], tuned: dict[str, Groups]) -> dict[str, Any]:
+    """The settings table: the paper's statements and our reasons (templates/_fig2_settings.j2), ours per task from its records."""
+    text = words("_fig2_settings.j2", paper_k=PAPER_K, paper_f1=PAPER_F1, task_names=TASK_NAMES, min_seeds=MIN_SEEDS)
+    readers = {
+        "training data": lambda rs: text.data(rs[0].get("task_info", {})),
+        "model": lambda rs: text.model(rs[0]["config"]["model"], pretrained_name(get(rs[0], "config.model.pretrained"))),
+        "epochs": lambda rs: shown(rs, "config.train.epochs"), "batch size": lambda rs: shown(rs, "config.train.batch_size"),
+        "learning rate": lambda rs: shown(rs, "config.train.lr", lambda v: f"{v:g}"),
+        "maximum length (tokens)": lambda rs: shown(rs, "config.task.max_length"), "sparse-softmax k": sparse_ks,
+        "metric": lambda rs: text.metric(bool(values(rs, "config.task.oos_label"))), "seeds": seeds,
+    }
+    rows = [Setting(name, text.paper.get(name, NOT_STATED), read, text.why[name]) for name, read in readers.items()]
+    columns = {text.column(task_name(t), finetuned): [r for rs in g[t].values() for r in rs]
+               for finetuned, g in ((False, summary), (True, tuned)) for t in sorted(g)}
+    return settings_data(rows, columns, text.source)
 
 
-def task_data(task: str, groups: Groups) -> dict[str, Any]:
-    """A task's section: its setup, caveat, one row per arm, the top-k shares, the softmax baseline against each k."""
+def commands(records: list[dict[str, Any]]) -> list[str]:
+    """The multirun commands that made the records, from each record's Hydra overrides (``job.overrides``):
+    the overrides the jobs share, with the swept values (:data:`SWEPT`) gathered back into ``key=v1,v2,...``."""
+    groups: dict[tuple[str, ...], dict[str, set[str]]] = {}
+    for r in records:
+        overrides = [o.partition("=") for o in get(r, "job.overrides") or []]
+        swept = groups.setdefault(tuple("".join(o) for o in overrides if o[0] not in SWEPT), {})
+        for key, _, value in (o for o in overrides if o[0] in SWEPT):
+            swept.setdefault(key, set()).add(value)
+    return [" ".join([TRAIN_COMMAND, *(["-m"] if any(len(v) > 1 for v in swept.values()) else []), *base,
+                      *(f"{k}={','.join(sorted(v, key=lambda x: (len(x), x)))}" for k, v in sorted(swept.items()))])
+            for base, swept in sorted(groups.items())]
+
+
+def task_data(task: str, groups: Groups, *, finetuned: bool = False) -> dict[str, Any]:
+    """A task's section: its caveat and claims, the settings its runs share (the first run's config and task info), their
+    timing, one row per arm (softmax first, then by k), the paired Δ against softmax per k, the k above and below 0 (Holm)."""
+    claims = {c["kind"]: c for c in task_claims(task, groups, finetuned=finetuned)}
+    runs = [r for rs in groups.values() for r in rs]
+    timing = [r["timing"] for r in runs]
     rows = [{"kind": kind, "k": k, "loss": variant_title(choice(groups[(kind, k)][0], "loss")),
-             **{name: metric(groups[(kind, k)], name) for name in (F1, "val/micro_f1", "test/in_scope_accuracy", "test/target_in_topk")},
-             "paper": PAPER_F1.get(task) if kind == "sparse" and k == PAPER_K else None} for kind, k in arms(groups)]
-    soft, ks, grid = groups.get(("softmax", None)), sparse_ks(groups), vs_softmax(groups)
-    paired = grid_rows(grid)[1] if grid else []
-    side = {r["k"]: "higher" if r["holm"][0] > 0 else "lower" if r["holm"][1] < 0 else "open" for r in paired if r["holm"]}
-    return {"task": task, "name": task_name(task), "caveat": caveat(task), "setup": setup(groups), "rows": rows,
-            "cache_layers": get(first_record(groups), "config.model.cache_layers"),
-            "diagnostics_k": get(first_record(groups), "config.task.diagnostics_k"),
-            "topk_measured": all(row["test/target_in_topk"] for row in rows),
-            "baseline": mean_ci(metric(soft, F1)) if soft and ks else None, "best": best_k(groups),
-            "best_mean": mean(metric(groups[("sparse", best_k(groups))], F1)) if ks else None,
-            "paired": paired, "above": [k for k in ks if side.get(k) == "higher"], "below": [k for k in ks if side.get(k) == "lower"]}
+             **{name: metric(groups[(kind, k)], name) for name in METRICS},
+             "paper": PAPER_F1.get(task) if (kind, k) == ("sparse", PAPER_K) else None}
+            for kind, k in sorted(groups, key=lambda arm: (arm[0] != "softmax", arm[1] or 0))]
+    paired, best = claims["robust-k"]["deltas"] if "robust-k" in claims else [], best_k(groups)
+    return {"task": task, "name": task_name(task), "caveat": caveat(task), "claims": claims, "config": runs[0]["config"],
+            "info": runs[0].get("task_info", {}), "pretrained": pretrained_name(get(runs[0], "config.model.pretrained")),
+            "runs": len(runs), "train_s": np.mean([t["train_s"] for t in timing]), "wall_min": sum(t["wall_s"] for t in timing) / 60,
+            "rate": np.mean([t["train_examples_per_s"] for t in timing]), "rows": rows, "paired": paired,
+            "topk_measured": all(row["test/target_in_topk"] for row in rows), "baseline": mean_ci(rows[0][F1]) if paired else None,
+            "best": best, "best_mean": mean(metric(groups[("sparse", best)], F1)) if best is not None else None,
+            "above": [r["k"] for r in paired if r["holm"] and r["holm"][0] > 0],
+            "below": [r["k"] for r in paired if r["holm"] and r["holm"][1] < 0]}
 
 
-def headline(summary: dict[str, Groups], claims: dict[str, dict[str, dict[str, Any]]]) -> dict[str, Any]:
-    """What the short summary names: the tasks where k=20 was faster (and where not), robust over k, best at k=20."""
-    converged = [t for t in summary if "convergence" in claims[t]]
-    faster = [t for t in converged if (c := claims[t]["convergence"]["faster"]) and c["verdict"].kind is VerdictKind.SUPPORTED]
-    best = {t: best_k(g) for t, g in summary.items() if sparse_ks(g)}
-    halves = [mean_ci(metric(runs, F1))[1] for groups in summary.values() for runs in groups.values()]
-    k20 = [t for t in summary if "k20-vs-softmax" in claims[t]]
-    return {"faster": faster, "not_faster": [t for t in converged if t not in faster],
-            "k20_above": [t for t in k20 if claims[t]["k20-vs-softmax"]["verdict"].kind is VerdictKind.SUPPORTED],
-            "k20_open": [t for t in k20 if claims[t]["k20-vs-softmax"]["verdict"].kind is not VerdictKind.SUPPORTED],
-            "robust": [t for t in summary if "robust-k" in claims[t]
-                       and claims[t]["robust-k"]["verdict"].kind in (VerdictKind.SUPPORTED, VerdictKind.INCONCLUSIVE)],
-            "best": dict(sorted(best.items())), "k20": [t for t, k in best.items() if k == PAPER_K],
-            "frozen": [t for t in sorted(summary) if get(first_record(summary[t]), "config.model.cache_features")],
-            "widest": max((h for h in halves if not np.isnan(h)), default=float("nan")),
-            "seeds": sorted({r["seed"] for groups in summary.values() for runs in groups.values() for r in runs})}
+def headline(tasks: list[dict[str, Any]]) -> dict[str, Any]:
+    """The tasks the short summary names, by the verdicts of their rows; the widest half-interval of an arm."""
+    claims = {t["task"]: t["claims"] for t in tasks}
+    k20 = {t: c["k20-vs-softmax"]["verdict"].kind for t, c in claims.items() if "k20-vs-softmax" in c}
+    faster = {t: f["verdict"].kind if (f := c["convergence"]["faster"]) else None for t, c in claims.items() if "convergence" in c}
+    robust = {t: c["robust-k"]["verdict"].kind for t, c in claims.items() if "robust-k" in c}
+    halves = [mean_ci(row[F1])[1] for t in tasks for row in t["rows"]]
+    return {"k20_above": [t for t, v in k20.items() if v is VerdictKind.SUPPORTED],
+            "k20_open": [t for t, v in k20.items() if v is not VerdictKind.SUPPORTED],
+            "faster": [t for t, v in faster.items() if v is VerdictKind.SUPPORTED],
+            "not_faster": [t for t, v in faster.items() if v is not VerdictKind.SUPPORTED],
+            "robust": [t for t, v in robust.items() if v in (VerdictKind.SUPPORTED, VerdictKind.INCONCLUSIVE)],
+            "frozen": [t["task"] for t in tasks if get(t["config"], "model.cache_features")],
+            "widest": max((h for h in halves if not np.isnan(h)), default=float("nan"))}
 
 
 def summarise(results_dir: str | Path = "results") -> dict[str, Any]:
-    """The page's data: the runs' commands, the settings, per task its section and claims, the discussion, the ledger rows."""
+    """The page's data: the runs' commands, the settings table, per task its section and claims, Fig. 1's data, the ledger rows."""
     runs = runs_dir(results_dir)
     found = [r for d in sorted(runs.glob(f"{EXPERIMENT_PREFIX}*")) if d.is_dir() for r in load_records(runs, d.name)]
     records = [r for r in found if not r["experiment"].startswith(FINETUNE_PREFIX)]
+    tuned_records = [r for r in found if r["experiment"].startswith(FINETUNE_PREFIX)]
     if not records:
         raise FileNotFoundError(f"no records in {runs}/{EXPERIMENT_PREFIX}*; run `make reproduce-fig2` first")
-    tuned_records = [r for r in found if r["experiment"].startswith(FINETUNE_PREFIX)]
-    summary, tuned = summarize(records), summarize(tuned_records)
-    claims = {t: {c["kind"]: c for c in task_claims(t, summary[t])} for t in sorted(summary)}
-    tuned_claims = [c for t in sorted(tuned) for c in task_claims(t, tuned[t], finetuned=True)]
-    columns = {task_name(t): [r for runs in summary[t].values() for r in runs] for t in sorted(summary)}
-    columns |= {f"{task_name(t)}, top layer(s) fine-tuned": [r for runs in tuned[t].values() for r in runs] for t in sorted(tuned)}
+    summary, tuned = group_runs(records), group_runs(tuned_records)
+    tasks = [task_data(t, summary[t]) for t in sorted(summary)]
+    tuned_tasks = [task_data(t, tuned[t], finetuned=True) for t in sorted(tuned)]
     speed = speed_claim(results_dir)
-    text_claims = [{"kind": kind, "id": id_, "source": "fig2"} for kind, id_ in (
-        ("rcv1", "fig1-convergence-rcv1"), ("margin", "sparse-margin-log-n-1"), ("sota", "sparse-sota-k20"), ("simpler", "sparse-simpler"))]
-    return {"folder": shown_path(runs), "prefix": EXPERIMENT_PREFIX, "commits": commits(records), "commands": commands(records),
-            "tuned_prefix": FINETUNE_PREFIX, "tuned_commits": commits(tuned_records),
-            "command": page_command("fig2", results_dir), "paper_k": PAPER_K, "smooth": SMOOTH, "paper_f1": PAPER_F1,
-            "pairing_test": PAIRING_TEST, "stable_margin": STABLE_MARGIN, "stable_source": STABLE_SOURCE, "simpler_test": SIMPLER_TEST,
-            "task_names": {t: task_name(t) for t in summary | tuned},
-            "settings": settings_data(fig2_settings(), columns, "Sun et al. 2021's text on its classification experiments"),
-            "tasks": [task_data(t, summary[t]) for t in sorted(summary)], "tuned": [task_data(t, tuned[t]) for t in sorted(tuned)],
-            "task_claims": claims, "headline": headline(summary, claims), "speed": speed,
+    return {"folder": shown_path(runs), "prefix": EXPERIMENT_PREFIX, "tuned_prefix": FINETUNE_PREFIX, "commits": commits(records),
+            "tuned_commits": commits(tuned_records), "commands": commands(records), "command": page_command("fig2", results_dir),
+            "paper_k": PAPER_K, "paper_f1": PAPER_F1, "min_seeds": MIN_SEEDS, "smooth": SMOOTH, "stable": STABLE,
+            "task_names": {t: t for t in summary | tuned} | TASK_NAMES,
+            "settings": settings(summary, tuned), "tasks": tasks, "tuned": tuned_tasks,
+            "headline": headline(tasks), "seeds": sorted({r["seed"] for r in records}), "speed": speed,
             "fig1": {task_name(t): fig1_data(summary[t]) for t in sorted(summary)},
-            "fig1_counts": {t: [len(summary[t].get(arm, [])) for arm in (("softmax", None), ("sparse", PAPER_K))] for t in sorted(summary)},
-            "claims": [c for t in claims.values() for c in t.values()] + tuned_claims + text_claims + [speed]}
+            "claims": [c for t in tasks + tuned_tasks for c in t["claims"].values()] + [speed]
+            + [{"kind": kind, "id": id_, "source": "fig2"} for kind, id_ in TEXT_CLAIMS]}
 
 
 def build(results_dir: str | Path = "results", out: str | Path | None = None) -> None:

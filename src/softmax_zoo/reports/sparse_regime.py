@@ -21,7 +21,7 @@ from ._seq2seq import BOOTSTRAP_SAMPLES, SOFTMAX, SPARSE, per_seed_scores
 from ._seq2seq_settings import PAPER as PAPER_SETTINGS
 from ._seq2seq_settings import seq2seq_settings
 from ._settings import settings_data, shown
-from ._stats import LinearTrend, SeedAwareDelta, mean, paired_bootstrap
+from ._stats import DeltaInterval, LinearTrend, mean, paired_bootstrap
 from ._verdicts import claimed_direction, trend_verdict, verdict
 from .table5 import UNILM_BEAM5
 
@@ -145,9 +145,9 @@ def figure(pts: list[dict[str, Any]], path: Path) -> None:
     save_figure(fig, path)
 
 
-def seed_delta(pts: list[dict[str, Any]], metric: str) -> SeedAwareDelta:
+def seed_delta(pts: list[dict[str, Any]], metric: str) -> DeltaInterval:
     """The seeds' Δ ``metric`` of points of one (scale, start, k), each with its item interval, as one seed-aware delta."""
-    return SeedAwareDelta.from_bootstraps({p["seed"]: p[metric] for p in pts}, {p["seed"]: p["n"] for p in pts})
+    return DeltaInterval.from_bootstraps({p["seed"]: p[metric] for p in pts}, {p["seed"]: p["n"] for p in pts})
 
 
 def trends(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
