@@ -104,7 +104,7 @@ def sweep(argv: Sequence[str]) -> int:
         args = SWEEP.parse(argv)
         if len(args.positional) != 1:
             raise ArgumentError(f"{SWEEP.prog}: takes one records folder, experiment or multirun folder, got {args.positional}")
-        print(build_sweep(args.positional[0], **given(args.options)))
+        print(build_sweep(args.positional[0], **args.options))
     except (ValueError, FileNotFoundError) as e:
         return fail(SWEEP, e)
     return 0
