@@ -182,3 +182,27 @@ def test_default_tree_on_a_larger_vocabulary():
     torch.manual_seed(0)
     ids, _ = sampler.sample(hidden, weight, 100_000, exclude=target)
     assert chi_square_pvalue(ids, kernel_probs(hidden, weight, 100.0, target)) > P_FALSE_ALARM
+
+
+def test_node_products_gathered_a_few_tiles_at_a_time_equal_per_tile_products(monkeypatch):
+    """``_node_products`` in several gathers (two tiles each): each tile's rows times the first n rows of
+    its node, read from a table whose rows hold more than n rows (as the walk's B − 1 of B children)."""
+    from softmax_zoo.losses import kernel_sampler
+
+    g = torch.Generator().manual_seed(3)
+    nodes, n, d, t, P = 6, 3, 4, 5, 7
+    table = torch.randn(nodes, (n + 1) * d, generator=g)  # (nodes, (n + 1)·d): only the first n·d are read
+    tile_node = torch.tensor([4, 0, 4, 5, 2])
+    Hq = torch.randn(t, P, d, generator=g)
+    monkeypatch.setattr(kernel_sampler, "_GATHER_BYTES", 2 * n * d * table.element_size())
+    got = kernel_sampler._node_products(Hq, table, tile_node, n)
+    expected = torch.einsum("tpd,tnd->tpn", Hq, table[tile_node, : n * d].view(t, n, d))
+    torch.testing.assert_close(got, expected)
+
+
+def test_draws_follow_q_tilde_with_one_tile_per_gather(monkeypatch, data):
+    """The walk and the class step with every tile gathered and multiplied on its own still draw q̃."""
+    from softmax_zoo.losses import kernel_sampler
+
+    monkeypatch.setattr(kernel_sampler, "_GATHER_BYTES", 1)
+    check_draws_follow(QuadraticKernelSampler(**dict(SMALL_TREE, top_nodes=1)), kernel_probs, data, excluded=True)

@@ -102,17 +102,24 @@ def test_seq2seq_settings_state_the_papers_values_and_read_ours():
                             "truncation": {"train": {"examples": 10000, "source_truncated": 2},
                                            "test": {"examples": 1951, "source_truncated": 1}}},
               "timing": {"global_steps": 939}}
-    table = settings_rows(seq2seq_settings("gigaword"), {"scale=cpu": [record]})
+    part = seq2seq_settings("gigaword", {"scale=cpu": [record]})
+    table = part["rows"]
+    assert part["columns"] == ["scale=cpu"] and part["paper"] == "Sun et al. 2021's §4 on summarisation (Table 5)"
     assert row(table, "epochs")[1:3] == ["30", "3 (939 optimiser steps)"]
     assert row(table, "batch size") == ["batch size", "64", "64", AS_THE_PAPER]
     assert row(table, "beams")[-1] == AS_THE_PAPER and row(table, "masking probability")[-1] == AS_THE_PAPER
     assert row(table, "learning rate")[1] == NOT_STATED and row(table, "learning rate")[2].startswith("0.0001")
     assert row(table, "maximum length")[2] == "source 96, target 32 tokens; 3 of 11951 sources cut"
     assert "no UniLM checkpoint is reachable" in row(table, "model")[-1]
-    squad = settings_rows(seq2seq_settings("squad_qg"), {"scale=cpu": [record]})
+    assert row(table, "model")[2] == "all-MiniLM-L6-v2 as UniLM (`unilm_minilm`), its LM-head transform starting fresh"
+    assert row(table, "training data")[2] == "10000 pairs (every prepared one)" and row(table, "test set")[2] == "1951 pairs (all)"
+    assert row(table, "label smoothing of the sparse arm")[2] == "over its top-k support" and row(table, "beams")[2] == "1 and 5"
+    assert row(table, "decoding mask")[2].startswith("sparse arm: all but the top-(beam size) tokens masked")
+    squad = seq2seq_settings("squad_qg", {"scale=cpu": [record]})["rows"]
     assert row(squad, "learning rate")[1] == "2e-5" and "464 tokens" in row(squad, "maximum length")[1]
-    with pytest.raises(ValueError, match="no such settings"):
-        seq2seq_settings("gigaword", {"epoch": "typo"})
+    assert row(squad, "test set")[2] == "1951 questions (all)"
+    with pytest.raises(ValueError, match="no settings of task 'gigaword' for page 'typo'"):
+        seq2seq_settings("gigaword", {}, "typo")
 
 
 @pytest.mark.parametrize("page", PAGES)

@@ -11,7 +11,16 @@ from omegaconf import OmegaConf
 from softmax_zoo.config import CONFIG_DIR
 from softmax_zoo.data.prepare.cli import main as prepare_main
 from softmax_zoo.reports import __main__ as cli
-from softmax_zoo.reports._sweep import build_sweep, computes_nothing, is_diagnostic, primary_metric, sweep_table, swept_keys
+from softmax_zoo.reports._sweep import (
+    build_sweep,
+    by_task,
+    computes_nothing,
+    is_diagnostic,
+    primary_metric,
+    section,
+    sweep_table,
+    swept_keys,
+)
 
 
 def fake_record(folder, loss: str, k: int | None, seed: int, f1: float) -> dict:
@@ -48,7 +57,7 @@ def test_sweep_command_writes_a_page_and_a_plot(sweep_folder, tmp_path, capsys):
     assert cli.main(["sweep", str(sweep_folder), f"out={tmp_path / 'out'}"]) == 0
     assert "| sparse_softmax | 20 | 3 |" in capsys.readouterr().out
     page = (tmp_path / "out" / f"sweep_{str(sweep_folder).strip('/').replace('/', '_')}.md").read_text()
-    assert "Swept: loss, loss.k" in page and page.count("\n| ") == 4
+    assert "| loss | loss.k | n | test/micro_f1 | val/micro_f1 |" in page and page.count("\n| ") == 4
     assert len(list((tmp_path / "out").glob("*.png"))) == 1
     assert cli.main(["sweep", str(tmp_path / "nothing_here")]) == 2
 
@@ -96,7 +105,8 @@ def test_sweep_defaults_to_the_primary_metric_and_leaves_diagnostics_out(tmp_pat
     classification_records(folder, {"name": "mine", "primary_metric": "test/loss", "metric_higher_is_better": False})
     text = build_sweep(str(folder), out=tmp_path / "out")
     assert table_header(text) == ["loss.k", "n", "test/loss", "test/micro_f1", "val/micro_f1"]
-    assert "First column and plot: test/loss (the task's primary metric, lower is better); 3 diagnostic metric(s) left out" in text
+    first = section([json.loads(p.read_text()) for p in sorted(folder.glob("*.json"))])
+    assert (first["metric"], first["primary"], first["higher"], first["left_out"]) == ("test/loss", True, False, 3)
     assert "![test/loss]" in text
     everything = build_sweep(str(folder), out=tmp_path / "out", diagnostics=True)
     assert table_header(everything)[2:] == ["test/loss", "test/diagnostic_targets", "test/diagnostics_k", "test/micro_f1",
@@ -162,7 +172,8 @@ def test_a_multirun_folder_finds_its_records_where_its_jobs_wrote_them(tmp_path,
     fake_record(launch / "scratch" / "runs" / "default", "softmax", None, 0, 0.9)  # another launch's record
     monkeypatch.chdir(tmp_path)  # not where it was launched
     text = build_sweep(str(multirun.relative_to(tmp_path)), out=tmp_path / "out")
-    assert "Swept: loss.k;" in text and "| 5 | 1 |" in text and "| 20 | 1 |" in text and "softmax |" not in text
+    assert table_header(text) == ["loss.k", "n", "test/micro_f1", "val/micro_f1"]  # loss (softmax: another launch's) not swept
+    assert "| 5 | 1 |" in text and "| 20 | 1 |" in text and "softmax |" not in text
 
 
 def task_record(folder, task: str, k: int, seed: int, metrics: dict, extra: tuple[str, ...] = ()) -> None:
@@ -178,13 +189,15 @@ def test_records_of_several_tasks_get_a_table_each_with_its_primary_metric(tmp_p
         task_record(folder, "clinc_oos", k, 0, {"test/micro_f1": 0.8, "test/bleu1_beam1": 1.0})
         task_record(folder, "gigaword", k, 0, {"test/rouge1_beam1": 30.0 + k, "test/bleu1_beam1": 20.0})
     declared = {t: OmegaConf.load(CONFIG_DIR / "task" / f"{t}.yaml").primary_metric for t in ("clinc_oos", "gigaword")}
+    records = [json.loads(p.read_text()) for p in sorted(folder.glob("*.json"))]
+    parts = {task: section(runs) for task, runs in by_task(records).items()}
+    assert {task: (s["metric"], s["primary"], s["swept"]) for task, s in parts.items()} == {
+        task: (metric, True, ["loss.k"]) for task, metric in declared.items()}  # not test/bleu1_beam1, the first by name
     text = build_sweep(str(folder), out=tmp_path / "out")
-    assert text.count("| loss.k | n |") == 2 and "## Task clinc_oos" in text and "## Task gigaword" in text
+    assert text.count("| loss.k | n |") == 2
     for task, metric in declared.items():
-        section = text.split(f"## Task {task}")[1].split("## Task")[0]
-        assert f"First column and plot: {metric} (the task's primary metric" in section
-        assert f"| loss.k | n | {metric} |" in section  # not test/bleu1_beam1, the first metric by name
-        assert "Swept: loss.k;" in section and (tmp_path / "out" / f"sweep_{str(folder).strip('/').replace('/', '_')}_{task}.png").is_file()
+        assert f"| loss.k | n | {metric} |" in text
+        assert (tmp_path / "out" / f"sweep_{str(folder).strip('/').replace('/', '_')}_{task}.png").is_file()
 
 
 def test_keys_that_change_nothing_computed_are_not_swept():

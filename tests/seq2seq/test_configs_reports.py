@@ -8,10 +8,9 @@ from softmax_zoo.metrics import bleu_stats
 from softmax_zoo.reports import table5
 from softmax_zoo.reports._compare import Compared, Comparison, Design
 from softmax_zoo.reports._pages import read_claims
-from softmax_zoo.reports._seq2seq import SOFTMAX, SPARSE, inits, lone_seeds, output_shares, paired_runs, stutters
+from softmax_zoo.reports._seq2seq import SOFTMAX, SPARSE, corpus_bootstrap, output_shares, paired_runs, stutters
 from softmax_zoo.reports._stats import over_seeds
 from softmax_zoo.reports._verdicts import VerdictKind
-from softmax_zoo.reports.table3 import corpus_bootstrap
 
 
 @pytest.mark.parametrize("scale", ["cpu", "paper"])
@@ -67,10 +66,11 @@ def test_init_runs_are_paired_only_with_each_other():
         return {"seed": seed, "choices": {"loss": loss}, "config": {"scale": {"name": "cpu"}, "init_from": init}}
 
     records = [rec(SOFTMAX, 0, None), rec(SPARSE, 0, None), rec(SOFTMAX, 0, "ckpt/a"), rec(SPARSE, 0, "ckpt/a"), rec(SPARSE, 1, None)]
-    pairs = paired_runs(records)
+    pairs, lone = paired_runs(records)
     assert sorted(pairs) == ["cpu", "cpu+init"] and [len(v) for v in pairs.values()] == [1, 1]
+    assert lone == {"cpu": {1: "sparse"}}
     assert all(r["config"]["init_from"] == "ckpt/a" for r in pairs["cpu+init"][0])
-    assert inits(pairs["cpu"]) == [] and inits(pairs["cpu+init"]) == ["ckpt/a"]
+    assert all(r["config"]["init_from"] is None for r in pairs["cpu"][0])
 
 
 def test_init_runs_and_lone_seeds():
@@ -78,8 +78,9 @@ def test_init_runs_and_lone_seeds():
         return {"seed": seed, "choices": {"loss": loss}, "config": {"scale": {"name": "cpu"}, "init_from": init}}
 
     records_ = [rec(SOFTMAX, 0), rec(SPARSE, 0), rec(SOFTMAX, 1), rec(SPARSE, 2), rec(SOFTMAX, 0, "ckpt/a"), rec(SPARSE, 0, "ckpt/a")]
-    assert lone_seeds(records_) == {"cpu": {1: "softmax", 2: "sparse"}}  # the init setting has both arms of its seed
-    assert [p[0]["seed"] for p in paired_runs(records_)["cpu"]] == [0]
+    pairs, lone = paired_runs(records_)
+    assert lone == {"cpu": {1: "softmax", 2: "sparse"}}  # the init setting has both arms of its seed
+    assert [p[0]["seed"] for p in pairs["cpu"]] == [0]
 
 
 def paper_verdict(delta, paper):
@@ -175,10 +176,9 @@ def test_table5_rows_keep_the_degenerate_caveat_and_count_their_records_made_wit
 
 def test_the_between_seed_sd_is_set_beside_the_item_standard_error(tmp_path):
     table5_records(records.runs_dir(tmp_path), {0: -2.0, 1: 2.5, 2: -1.8})  # seeds far apart: SD above the item SE
-    table5.build(tmp_path)
-    text = (tmp_path / "table5.md").read_text()
-    assert "between-seed SD of Δ / item standard error" in text
-    assert "The between-seed SD of Δ exceeds the item standard error" in text and "in 4 of the 4 rows with a paper Δ:" in text
+    (section,) = table5.summarise(tmp_path)["sections"]
+    assert section["sd_above_item_se"] == section["n_spread"] == 4  # every row with a paper Δ
+    assert all(r["delta"].sd > r["delta"].item_se for r in section["rows"] if r["paper"] is not None)
 
 
 def test_corpus_bootstrap_identical_and_better_systems():
@@ -221,7 +221,7 @@ def test_init_runs_of_every_seed_form_one_setting_though_each_starts_from_its_ow
                 "config": {"scale": {"name": "cpu"}, "init_from": f"checkpoints/table5/softmax_seed{seed}" if init else None}}
 
     records = [rec(loss, seed, init) for loss in ("softmax", "sparse_softmax") for seed in (0, 1) for init in (False, True)]
-    pairs = _seq2seq.paired_runs(records)
+    pairs, lone = _seq2seq.paired_runs(records)
     assert list(pairs) == ["cpu+init", "cpu"]  # the setting with a trained LM head heads the page
     assert [(a["seed"], b["seed"]) for a, b in pairs["cpu+init"]] == [(0, 0), (1, 1)]
-    assert all(a["config"]["init_from"] == b["config"]["init_from"] for a, b in pairs["cpu+init"])
+    assert all(a["config"]["init_from"] == b["config"]["init_from"] for a, b in pairs["cpu+init"]) and lone == {}

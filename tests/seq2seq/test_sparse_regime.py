@@ -7,6 +7,7 @@ import pytest
 
 from softmax_zoo import config, engine, trainer
 from softmax_zoo.data.prepare.generated import summaries, write_pairs
+from softmax_zoo.records import get
 from softmax_zoo.reports import sparse_regime as page
 from softmax_zoo.reports._pages import read_claims
 from softmax_zoo.studies import _jobs
@@ -95,11 +96,18 @@ def test_regime_chain_at_smoke_scale_builds_the_page(tmp_path, monkeypatch):
 
     page.build(tmp_path / "scratch")
     text = (tmp_path / "scratch" / "sparse_regime.md").read_text()
-    pts = page.points(tmp_path / "scratch" / "runs", [json.loads(p.read_text()) for p in dict.fromkeys(paths)])
+    arms = [r for p in dict.fromkeys(paths) if get(r := json.loads(p.read_text()), page.START) is not None]
+    assert len(arms) == 12  # the start run's record is no arm
+    pts = page.points(tmp_path / "scratch" / "runs", arms)
     assert [(p["start"], p["seed"], p["k"]) for p in pts] == [(s, seed, k) for s in (0, 2) for seed in (0, 1) for k in (20, 50)]
     assert all(p["rouge1"]["low"] <= p["rouge1"]["delta"] <= p["rouge1"]["high"] and p["n"] == 8 for p in pts)
     assert "Where the paper's regime lies" in text and "Δ R-1 [95% over test items]" in text
-    assert "Grid: start epochs [0, 2], softmax and sparse k in [20, 50], seeds [0, 1]: 13 runs" in text
+    data = page.summarise(tmp_path / "scratch")
+    assert {key: data["grid"][key] for key in ("starts", "ks", "seeds", "runs")} == {"starts": [0, 2], "ks": [20, 50], "seeds": [0, 1],
+                                                                                    "runs": 13}
+    assert (data["schedule"], data["start_epochs"], data["start_seeds"]) == ("1", "2", [0])  # one start run, resumed to 2 epochs
+    shares = [[p["share"] for p in t["points"]] for t in data["per_k"]]  # each k's points, in order of the start's share
+    assert [t["k"] for t in data["per_k"]] == [20, 50] and [len(s) for s in shares] == [4, 4] and all(s == sorted(s) for s in shares)
     assert "- k=20: Δ R-1 " in text and "What the curve says" in text
     row = read_claims(tmp_path / "scratch" / "claims.md")["sparse-regime-gigaword-beam1"]
     assert "the paper's regime not tested here (needs scale=paper)" in row["verdict"] and row["ours"].startswith("k=20: Δ R-1")
@@ -110,8 +118,6 @@ def test_regime_chain_at_smoke_scale_builds_the_page(tmp_path, monkeypatch):
     assert all(0 <= r["degenerate"]["softmax"] <= 1 for r in rows) and "**Per start**" in text
     trend = read_claims(tmp_path / "scratch" / "claims.md")["sparse-regime-trend-k20"]
     assert trend["verdict"].startswith("too few points (2; a verdict needs 3)")
-    assert "below UniLM's own 34.21" in text and "All starts are epochs of one start run (seed 0)" in text
-    assert "a schedule of `regime.epochs` = 1 epochs, then continued to `train.epochs` = 2 by resuming it" in text
 
 
 def test_a_longer_job_continues_its_record_and_needs_its_checkpoints(tmp_path, monkeypatch):
@@ -139,7 +145,8 @@ def regime_point(start: int, seed: int, delta: float, share: float, dirty: bool 
     def record(arm: str) -> dict:
         return {"run_name": f"{arm}_e{start}_seed{seed}", "git": {"commit": "abc1234", "dirty": dirty}}
 
-    return {"scale": "cpu", "start": start, "seed": seed, "k": 20, "share": share, "share_k": 20, "n": 500,
+    return {"scale": "cpu", "start": start, "seed": seed, "k": 20, "share": share, "share_k": 20, "n": 500, "rank": 30,
+            "softmax": {"rouge1": 20.0},
             "rouge1": {"delta": delta, "low": delta - 0.5, "high": delta + 0.5},
             "degenerate": {"softmax": 0.2, "sparse": 0.6 if start == 4 else 0.1}, "records": [record("softmax"), record("sparse")]}
 
@@ -147,19 +154,18 @@ def regime_point(start: int, seed: int, delta: float, share: float, dirty: bool 
 def test_the_claim_carries_the_strongest_starts_degenerate_shares_and_its_records_made_with_changes():
     pts = [regime_point(1, seed, -1.0, 0.40) for seed in (0, 1, 2)]
     pts += [regime_point(4, seed, 0.4, 0.50, dirty=seed == 0) for seed in (0, 1, 2)]
-    row = page.headline(pts)
-    assert row["degenerate"] == pytest.approx({"softmax": 0.2, "sparse": 0.6})  # the strongest start's, not the weakest's
-    assert row["dirty"] == "rests on 2 of 6 records made with uncommitted changes (changed files not recorded)"
-    clean = page.headline([regime_point(4, seed, 0.4, 0.50) for seed in (0, 1, 2)])
-    assert clean["dirty"] == ""
+    top = page.per_k(page.per_start(pts))[0]["top"]
+    assert top["degenerate"] == pytest.approx({"softmax": 0.2, "sparse": 0.6})  # the strongest start's, not the weakest's
+    assert top["dirty"] == "rests on 2 of 6 records made with uncommitted changes (changed files not recorded)"
+    clean = page.per_k(page.per_start([regime_point(4, seed, 0.4, 0.50) for seed in (0, 1, 2)]))[0]
+    assert clean["top"]["dirty"] == ""
 
 
 def test_the_settings_table_says_every_arm_decodes_with_the_full_distribution():
     from softmax_zoo.reports._seq2seq_settings import seq2seq_settings
-    from softmax_zoo.reports._settings import settings_rows
 
     record = {"choices": {"loss": "sparse_softmax"}, "config": {"task": {"decode": {"beams": [1], "topk": None}}}}
-    (row,) = [r for r in settings_rows(seq2seq_settings("gigaword", page.STUDY_REASONS), {"arms": [record]}) if r[0] == "decoding mask"]
+    (row,) = [r for r in seq2seq_settings("gigaword", {"arms": [record]}, "sparse_regime")["rows"] if r[0] == "decoding mask"]
     assert row[2] == "the full distribution for every arm" and row[-1].startswith("every arm decodes with the full distribution")
 
 
@@ -171,9 +177,10 @@ def test_the_settings_table_says_every_arm_decodes_with_the_full_distribution():
 def test_claim_takes_the_seeds_of_the_strongest_start_together(deltas, verdict):
     pts = [regime_point(1, seed, -1.0, 0.40 + seed / 100) for seed in deltas]  # a weaker start
     pts += [regime_point(4, seed, d, 0.50 + seed / 100) for seed, d in deltas.items()]
-    row = page.headline(pts)
-    assert str(row["verdict"]).startswith(verdict) and row["k"] == 20
+    row = page.per_k(page.per_start(pts))[0]
+    top, first = row["top"], row["first"]
+    assert str(top["verdict"]).startswith(verdict) and row["k"] == 20
     label = "seed 0" if len(deltas) == 1 else "seeds 0, 1, 2"
-    assert row["top_share"] == pytest.approx(0.50 + (len(deltas) - 1) / 200)  # the strongest start: its seeds' mean share
-    assert row["top"].deltas == pytest.approx(tuple(deltas.values()))
-    assert row["first"].mean == pytest.approx(-1.0) and row["first"].label == label  # the weakest start, named by its seeds
+    assert top["share"] == pytest.approx(0.50 + (len(deltas) - 1) / 200)  # the strongest start: its seeds' mean share
+    assert top["delta"].deltas == pytest.approx(tuple(deltas.values()))
+    assert first["delta"].mean == pytest.approx(-1.0) and first["delta"].label == label  # the weakest start, named by its seeds

@@ -29,15 +29,16 @@ How it is made fast (N rows × m draws, all vectorised, no Python loop per draw 
 * **Walked levels, tiled.** Below, draws are sorted by their current node and packed into tiles
   that share a node (a node's c draws into ⌈c / ``max_tile``⌉ tiles of nearly equal size; tiles
   of similar size batched together, see ``_tiles``), and the children's d × d sums are read once
-  per tile (one batched GEMM per chunk of tiles) instead of once per draw, which would make the
-  walk memory-bound. Only the first B − 1 children are multiplied: the node sums add up, so the
+  per tile instead of once per draw, which would make the walk memory-bound: a few tiles' node
+  sums are gathered at a time and multiplied while still in cache (``_node_products``). Only the
+  first B − 1 children are multiplied: the node sums add up, so the
   last child's hᵀSh is the parent's (known from the level above) minus its siblings', clamped at
   0, and a node without classes keeps mass 0 through its count. A level costs (B − 1)·d² per draw:
   3·d² per factor 4 in C for B = 4, against 2·d² for B = 2 at twice the levels (and sorts).
 * **Leaves of 64 classes, reached from level 1.** A leaf's kernel values cost leaf_size·d per
   draw, a node's mass d²; with leaf_size ≈ d the tree has 64× fewer d × d sums to store and
   refresh (128 MB at C = 500,000) than one with one class per leaf. The walk stops at level 1:
-  there the kernel values of the node's B·L classes (one batched GEMM per chunk of tiles) pick the
+  there the kernel values of the node's B·L classes (batched GEMMs, as above) pick the
   leaf by their sums α·Σ(h·w)² + count, then the class among the chosen leaf's L: B·L·d per draw,
   the multiply-adds of walking to a leaf and evaluating it, without reading the leaves' d × d sums
   and with B× more draws per tile. The leaves' sums serve when they are the dense level, and to
@@ -71,6 +72,7 @@ from .samplers import Sampler, outside_autocast
 
 _CHUNK = 8192  # draw slots per batched GEMM (e.g. 256 tiles of 32): bounds the GEMM's memory without a loop of tiny GEMMs
 _CHUNK_TILES = 512  # tiles per batched GEMM: bounds the gathered node parameters (512 × B·L·d floats: 32 MB at d = 64)
+_GATHER_BYTES = 1 << 20  # node parameters gathered per GEMM call: small enough to be read back from cache (see _node_products)
 
 
 def _pick(mass: torch.Tensor, generator: torch.Generator | None) -> torch.Tensor:
@@ -83,6 +85,23 @@ def _pick(mass: torch.Tensor, generator: torch.Generator | None) -> torch.Tensor
 def _gather(table: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
     """``table[index]`` by ``index_select`` (several times faster than advanced indexing on CPU)."""
     return table.index_select(0, index.reshape(-1)).view(*index.shape, *table.shape[1:])
+
+
+def _node_products(Hq: torch.Tensor, table: torch.Tensor, tile_node: torch.Tensor, n: int) -> torch.Tensor:
+    """(t, P, n) products of each tile's rows ``Hq`` (t, P, d) with the n rows of its node: ``table``
+    (nodes, ≥ n·d) holds a node's rows (n, d) in its first n·d columns, ``tile_node`` (t,) the nodes.
+
+    The nodes' rows are gathered a few tiles at a time (``_GATHER_BYTES``) and multiplied at once,
+    so the GEMM reads them from cache; gathering a whole chunk's first (tens of MB at large C)
+    makes the GEMM read them back from memory.
+    """
+    t, P, d = Hq.shape
+    out = Hq.new_empty(t, P, n)
+    step = max(1, _GATHER_BYTES // (n * d * table.element_size()))
+    for a in range(0, t, step):
+        rows = table.index_select(0, tile_node[a : a + step])[:, : n * d].view(-1, n, d)
+        torch.bmm(Hq[a : a + step], rows.transpose(1, 2), out=out[a : a + step])
+    return out
 
 
 def _per_draw(values: torch.Tensor, slots: torch.Tensor, num_draws: int) -> torch.Tensor:
@@ -126,8 +145,8 @@ def _tiles(node: torch.Tensor, max_tile: int, chunk: int = _CHUNK, chunk_tiles: 
     (Poisson-like counts around a mean that is not a power of two).
     """
     M, dev = node.numel(), node.device
-    sorted_node, order = torch.sort(node)  # any order within a node will do
-    uniq, counts = torch.unique_consecutive(sorted_node, return_counts=True)
+    sorted_node, order = torch.sort(node.int())  # any order within a node will do; node ids fit int32, which sorts faster
+    uniq, counts = torch.unique_consecutive(sorted_node.long(), return_counts=True)
     pieces = (counts + max_tile - 1) // max_tile  # (U,) tiles per node
     first = pieces.cumsum(0) - pieces  # (U,) first tile of each node
     group = torch.repeat_interleave(torch.arange(uniq.numel(), device=dev), counts)  # (M,) node of each sorted draw
@@ -255,7 +274,7 @@ class QuadraticKernelSampler(Sampler):
         self._W[:C] = W
         self._W = self._W.view(padded[0], L, d)  # (leaves, L, d), classes in id order
         self._cls_cnt = torch.zeros(padded[0] * L, device=W.device)
-        self._cls_cnt[:C] = 1.0  # 0 for the padding classes, whose kernel value is then 0
+        self._cls_cnt[:C] = 1.0  # 0 for the padding classes: nodes count their real classes only
         self._cls_cnt = self._cls_cnt.view(padded[0], L)
         self._cnt = [self._cls_cnt.sum(1)]  # (nodes,) classes per node, per level
         for _ in padded[1:]:
@@ -362,9 +381,8 @@ class QuadraticKernelSampler(Sampler):
         """
         B, d, L = self.branching, h_pad.shape[1], self.leaf_size
         Hq = _gather(h_pad, rows)  # (t, P, d)
-        S = self._S[k].view(-1, B * d * d)[:, : (B - 1) * d * d].index_select(0, tile_node)  # (t, (B−1)·d·d)
-        v = torch.bmm(Hq, S.view(-1, (B - 1) * d, d).transpose(1, 2))  # (t, P, (B−1)·d): S_b h (S_b symmetric)
-        quad = v.view(*rows.shape, B - 1, d).mul_(Hq[:, :, None]).sum(3)  # (t, P, B−1): hᵀ S_b h
+        v = _node_products(Hq, self._S[k].view(-1, B * d * d), tile_node, (B - 1) * d)  # (t, P, (B−1)·d): S_b h (S_b symmetric)
+        quad = torch.bmm(v.view(-1, B - 1, d), Hq.view(-1, d, 1)).view(*rows.shape, B - 1)  # (t, P, B−1): hᵀ S_b h
         cnt = self._cnt[k].view(-1, B)[tile_node][:, None, :].expand(*rows.shape, B)  # (t, P, B)
         if t_pad is not None:  # the target's child (where the target is under this node) without the target
             t = t_pad[rows]  # (t, P), -1 on padding slots
@@ -389,7 +407,7 @@ class QuadraticKernelSampler(Sampler):
         """
         L, B, span = self.leaf_size, self.branching, self.leaf_size * self.branching**level
         Hq = _gather(h_pad, rows)  # (t, P, d)
-        logit = torch.bmm(Hq, _gather(self._W.view(-1, span, Hq.shape[2]), tile_node).transpose(1, 2))  # (t, P, span)
+        logit = _node_products(Hq, self._W.view(-1, span * Hq.shape[2]), tile_node, span)  # (t, P, span): h·w
         leaf = tile_node[:, None].expand(rows.shape) * B**level  # (t, P) the draw's leaf
         if t_pad is not None:  # draws whose target is under the node: the target's (h·w)² taken out
             t = t_pad[rows]  # (t, P), -1 on padding slots
@@ -406,8 +424,12 @@ class QuadraticKernelSampler(Sampler):
             slot_child = torch.arange(rows.numel(), device=rows.device) * B + child.reshape(-1)
             logit = logit.view(-1, L).index_select(0, slot_child).view(*rows.shape, L)  # (t, P, L): the chosen leaf's
             leaf = leaf + child
-        cnt = self._cls_cnt[leaf] if level == 1 else self._cls_cnt[tile_node][:, None, :]  # (t, P or 1, L)
-        kern = torch.addcmul(cnt, logit, logit, value=self.alpha)  # (t, P, L): α(h·w)² + 1, 0 on padding classes
+        kern = torch.addcmul(logit.new_ones(()), logit, logit, value=self.alpha)  # (t, P, L): α(h·w)² + 1
+        last = (self._shape[0] - 1) // L  # the last leaf holding classes: its places from `real` on are padding
+        real = self._shape[0] - last * L
+        if real < L:  # padding classes get kernel 0 (the leaves after `last` have mass 0 and are never reached)
+            i_last, p_last = (leaf == last).nonzero(as_tuple=True)
+            kern[i_last, p_last, real:] = 0.0
         if t_pad is not None:  # the target's kernel value set to 0
             hit = leaf[i, p] == t[i, p] // L
             kern[i[hit], p[hit], t[i[hit], p[hit]] % L] = 0.0

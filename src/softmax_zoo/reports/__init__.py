@@ -6,33 +6,4 @@ plain data`` (numbers, rows, :class:`._verdicts.Verdict` objects) plus its templ
 which holds every word of the page and, as the macros claim / paper / ours / verdict, of its claims rows
 (rendered into the ledger by ``templates/claims.md.j2``). A new page is its module here (found by name: every
 module not starting with "_"), its template and its committed ``results/<page>.md``.
-
-Modules::
-
-    fig2            Sparse-softmax Fig. 1 and Fig. 2 (Sun et al. 2021): classification micro-F1 against k
-    table5          Sparse-softmax Table 5: Gigaword-10k ROUGE, UniLM with softmax vs sparse-softmax
-    table3          Sparse-softmax Table 3: SQuAD 1.1 question generation, softmax vs sparse-softmax
-    sparse_regime   the sparse-softmax regime study: delta ROUGE against the start's share of targets in the top k
-    lm1b            One Billion Word head comparison (Grave et al. 2017)
-    kernel_bias     Blanc & Rendle 2018's sampler bias study on Penn Treebank
-    stable          softmax collapse and KD cancellation in training
-    __main__        the command line: ``python -m softmax_zoo.reports <page> [results_dir=DIR] [out=DIR]``
-    _pages          what every page shares: folders, Markdown tables, figures, the claims ledger
-    _render         the Jinja2 environment over templates/ and its number formats (one filter per format)
-    _compare        the comparison engine: arms, metric, design -> Δ, interval, method; margins (TOST), grids (Holm)
-    _status         README.md's generated results status table (``python -m softmax_zoo.reports readme``)
-    _stats          Student-t intervals over seeds, paired bootstraps over examples, paired t, Welch, TOST, Holm
-    _verdicts       the claims ledger's verdict vocabulary
-    _seq2seq        what table5 and table3 share: softmax/sparse-softmax pairs, per-seed item scores, a setting's data
-    _sweep          any sweep as a table and a plot (``python -m softmax_zoo.reports sweep ...``)
-    _fig2_claims    the fig2 records grouped by task and arm, the claims of Sun et al. 2021 and our verdicts on them
-    _fig2_plots     the fig2 figures: micro-F1 and paired Δ against k, validation micro-F1 per epoch, each arm's loss
-    _settings       a page's table of the paper's stated settings beside ours (read from the records) and why
-    _seq2seq_settings  the UniLM fine-tuning settings of Sun et al. 2021's Tables 5 and 3 beside ours
-    _kernel_bias_claims  the kernel-bias claims the page's table does not decide (unigram, m ≈ 10–50, O(D log n))
-    _stable_plots   the stable page's figures, and its arms (form, dtype) and runs grouped by arm
-    _stable_examples     the fix paper's FP32 minimal examples and its equivalence, computed (deterministic rows)
-    _kernel_bias_review  the review's diminishing returns, deviation vs bias and design rows
-    _kernel_bias_plots   the kernel-bias figures: validation loss against m, the validation curves
-    _kernel_bias_settings  the kernel-bias page's "what the review states, what we chose"
 """

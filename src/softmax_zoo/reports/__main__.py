@@ -1,11 +1,8 @@
 """``python -m softmax_zoo.reports <page> [results_dir=DIR] [out=DIR] [wandb=offline|online]``: rebuild one page.
 
-``results_dir`` (default results) holds the records, ``out`` (default ``results_dir``) receives the page and its
-claims rows; ``wandb=`` also logs the page (:func:`softmax_zoo.tracking.log_page`). Alone it lists the pages;
-``--check [page ...]`` rebuilds pages (default: all, and README.md's status block) into a temporary folder and
-exits 1 if any file differs from results/; ``readme`` rewrites README.md's status block (:mod:`._status`);
-``sweep <records|experiment|multirun folder> [metric=NAME] [diagnostics=true]`` tabulates and plots any sweep
-(:mod:`._sweep`).
+Alone it lists the pages; ``--check [page ...]`` rebuilds pages (default: all, and README.md's status block) into a
+temporary folder and exits 1 if any file differs from results/; ``readme`` rewrites README.md's status block
+(:mod:`._status`); ``sweep <records|experiment|multirun folder>`` tabulates and plots any sweep (:mod:`._sweep`).
 """
 
 from __future__ import annotations
@@ -22,25 +19,21 @@ from pathlib import Path
 from typing import Any
 
 from softmax_zoo import reports
-from softmax_zoo.cli_args import ArgumentError, Option, Parser
-from softmax_zoo.reports._pages import CLAIMS_FILE, ledger_data
+from softmax_zoo.cli_args import ArgumentError, Option, Parser, fail
+from softmax_zoo.reports._pages import CLAIMS_FILE, COMMAND, ledger_data
 
-USAGE = (
-    "usage: python -m softmax_zoo.reports <page> [results_dir=DIR] [out=DIR] [wandb=offline|online] | --check [page ...] | readme "
-    "| sweep <records folder|experiment|multirun folder> [metric=NAME] [diagnostics=true] [results_dir=DIR] [out=DIR]"
-)
-PAGE = Parser("python -m softmax_zoo.reports", [
+PAGE = Parser(COMMAND, [
     Option("results_dir", None, "folder of the run records, <results_dir>/runs (default: the page's own, results)", kind=str),
     Option("out", None, "folder receiving the page and its claims rows (default: results_dir)", kind=str),
     Option("wandb", None, "also log the page to wandb", kind=str, choices=("offline", "online")),
 ], synopsis="<page>")
-CHECK = Parser("python -m softmax_zoo.reports --check", [], synopsis="[page ...]")
-SWEEP = Parser("python -m softmax_zoo.reports sweep", [
+SWEEP = Parser(f"{COMMAND} sweep", [
     Option("metric", None, "the metric to tabulate first and plot (default: the task's primary_metric)", kind=str),
     Option("diagnostics", False, "also tabulate the diagnostic metrics (top-k regime, counts, throughput)"),
     Option("results_dir", None, "folder of an experiment's records, <results_dir>/runs (default: results, then scratch)", kind=str),
     Option("out", None, "folder of the table and plot", kind=str),
 ], synopsis="<records folder | experiment | multirun folder>")
+OTHER_USES = f"usage: {COMMAND} --check [page ...] | {COMMAND} readme"
 
 
 def pages() -> list[str]:
@@ -54,11 +47,8 @@ def builder(page: str) -> Callable[..., None]:
 
 
 def differences(page: str, results_dir: str | Path = "results") -> list[str]:
-    """Rebuild ``page`` beside ``results_dir`` and name the files that differ from (or are missing in) it.
-
-    The page is built into a temporary folder holding a copy of the claims ledger, so that the
-    ledger's other rows take part in the comparison too.
-    """
+    """The files of ``page`` that, rebuilt into a temporary folder from ``results_dir``, differ from (or are missing
+    in) ``results_dir``. The folder holds a copy of the claims ledger, so that its other rows are compared too."""
     results_dir = Path(results_dir)
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp)
@@ -90,58 +80,60 @@ def given(options: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in options.items() if v is not None}
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """Build the page named in ``argv``, ``--check`` pages, or a ``sweep``; 2 on bad arguments, 1 on a failed check.
+def check(names: Sequence[str]) -> int:
+    """Rebuild the pages ``names`` (default: all, and the README's status block); 1 if any file differs."""
+    if unknown := [n for n in names if n not in pages()]:
+        return fail(PAGE, ArgumentError(f"{COMMAND} --check: unknown page(s) {unknown}; pages: {', '.join(pages())}"))
+    failed = {page: diff for page in names or pages() if (diff := differences(page))}
+    if not names:
+        from softmax_zoo.reports._status import readme_differs
 
-    Without arguments, list the pages and exit 0.
-    """
+        if readme_differs():
+            failed["readme"] = [f"README.md's results status block ({COMMAND} readme)"]
+    for page, diff in failed.items():
+        print(f"{page}: rebuilt {', '.join(diff)} differ(s) from results/", file=sys.stderr)
+    print(f"{len(failed)} page(s) differ" if failed else "every page rebuilds identically", file=sys.stderr)
+    return 1 if failed else 0
+
+
+def sweep(argv: Sequence[str]) -> int:
+    """Write and print the page of the sweep ``argv`` names (:func:`._sweep.build_sweep`); 2 on bad arguments."""
+    from softmax_zoo.reports._sweep import build_sweep
+
+    try:
+        args = SWEEP.parse(argv)
+        if len(args.positional) != 1:
+            raise ArgumentError(f"{SWEEP.prog}: takes one records folder, experiment or multirun folder, got {args.positional}")
+        print(build_sweep(args.positional[0], **args.options))
+    except (ValueError, FileNotFoundError) as e:
+        return fail(SWEEP, e)
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Build the page named in ``argv``, ``--check`` pages, the README's status or a ``sweep``; without arguments,
+    list the pages. 2 on bad arguments, 1 on a failed check."""
     argv = list(sys.argv[1:] if argv is None else argv)
-    available = pages()
     if not argv:
-        print(f"{USAGE}\npages: {', '.join(available) or '(none yet)'}")
+        print(f"{PAGE.usage()}\n{SWEEP.usage()}\n{OTHER_USES}\npages: {', '.join(pages())}")
         return 0
     if argv == ["readme"]:
         from softmax_zoo.reports._status import write_readme
 
         print(f"wrote the results status of {write_readme()}")
         return 0
+    if argv[0] == "--check":
+        return check(argv[1:])
     if argv[0] == "sweep":
-        from softmax_zoo.reports._sweep import build_sweep
-
-        try:
-            args = SWEEP.parse(argv[1:])
-            if len(args.positional) != 1:
-                raise ArgumentError(f"sweep takes one records folder, experiment or multirun folder, got {args.positional}")
-            print(build_sweep(args.positional[0], **given(args.options)))
-        except (ValueError, FileNotFoundError) as e:
-            print(f"{USAGE}\n{e}", file=sys.stderr)
-            return 2
-        return 0
-    check = argv[:1] == ["--check"]
+        return sweep(argv[1:])
     try:
-        args = (CHECK if check else PAGE).parse(argv[1:] if check else argv)
+        args = PAGE.parse(argv)
+        if len(args.positional) != 1 or args.positional[0] not in pages():
+            raise ArgumentError(f"{COMMAND}: takes one page of {', '.join(pages())}, got {args.positional}")
     except ArgumentError as e:
-        print(f"{USAGE}\n{e}", file=sys.stderr)
-        return 2
-    names = args.positional
-    unknown = [n for n in names if n not in available]
-    if unknown or (not check and len(names) != 1):
-        print(f"{USAGE}; pages: {', '.join(available) or '(none yet)'}" + (f"; unknown: {unknown}" if unknown else ""),
-              file=sys.stderr)
-        return 2
-    if not check:
-        build_page(names[0], **given(args.options))
-        return 0
-    failed = {page: diff for page in names or available if (diff := differences(page))}
-    if not names:
-        from softmax_zoo.reports._status import readme_differs
-
-        if readme_differs():
-            failed["readme"] = ["README.md's results status block (python -m softmax_zoo.reports readme)"]
-    for page, diff in failed.items():
-        print(f"{page}: rebuilt {', '.join(diff)} differ(s) from results/", file=sys.stderr)
-    print("every page rebuilds identically" if not failed else f"{len(failed)} page(s) differ", file=sys.stderr)
-    return 1 if failed else 0
+        return fail(PAGE, e)
+    build_page(args.positional[0], **given(args.options))
+    return 0
 
 
 if __name__ == "__main__":

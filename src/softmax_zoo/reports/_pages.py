@@ -1,11 +1,10 @@
-"""What every page shares: where it reads and writes, figures, the claims ledger.
+"""What every page shares: where it reads and writes, its provenance, figures, the claims ledger.
 
 A page module exposes ``build(results_dir="results", out=None)``: it reads the run records under
 ``<results_dir>/runs`` and writes its files, and its rows of ``claims.md``, into ``out`` (default
 ``results_dir``), so that a check can rebuild a page beside the committed one and compare. A page names the
-folder it read (:func:`shown_path`), the command that rebuilds it (:func:`page_command`) and the commits its
-records come from (:func:`commits`, which also says which records were made with uncommitted changes and which files had
-changed; :func:`provenance` says all three).
+folder it read (:func:`shown_path`), the command that rebuilds it (:func:`page_command`) and the commits of
+its records (:func:`commits`), in the words of templates/_provenance.md.j2.
 """
 
 from __future__ import annotations
@@ -17,13 +16,13 @@ from pathlib import Path
 from typing import Any
 
 from ..records import REPO_ROOT, atomic_write, changed, changed_files, get, write_text
+from ._render import render, words
 
 CLAIMS_FILE = "claims.md"
 COMMAND = "python -m softmax_zoo.reports"
 DEFAULT_RESULTS = "results"  # the committed pages' results_dir
-# A claim's regime (share of targets inside the top-k) when its records carry no top-k diagnostics.
-REGIME_NOT_MEASURED = "not measured (the records carry no top-k diagnostics)"
 CLAIMS_HEADER = ("id", "claim", "paper", "ours", "verdict", "source")
+PROVENANCE = words("_provenance.md.j2")  # the macros that word a page's provenance
 
 
 def shown_path(path: str | Path) -> str:
@@ -43,16 +42,13 @@ def page_command(report: str, results_dir: str | Path = DEFAULT_RESULTS) -> str:
 
 def dirty_count(records: Sequence[dict[str, Any]]) -> str:
     """``"2 of 12 records made with uncommitted changes"`` (``"none of 12 ..."`` when every one is clean)."""
-    n = sum(map(changed, records))
-    return f"{n or 'none'} of {len(records)} record{'s' if len(records) != 1 else ''} made with uncommitted changes"
+    return str(PROVENANCE.dirty_count(sum(map(changed, records)), len(records)))
 
 
 def dirty_note(records: Sequence[dict[str, Any]]) -> str:
     """What a claims row says when records made with uncommitted changes stand behind it (empty when none do):
     ``"rests on 2 of 6 records made with uncommitted changes (changed files not recorded)"``."""
-    if not any(map(changed, records)):
-        return ""
-    return f"rests on {dirty_count(records)} ({changed_files(records)})"
+    return str(PROVENANCE.dirty_note(sum(map(changed, records)), len(records), changed_files(records)))
 
 
 def commits(records: Sequence[dict[str, Any]]) -> str:
@@ -66,27 +62,22 @@ def commits(records: Sequence[dict[str, Any]]) -> str:
     for record in sorted(records, key=lambda r: str(r.get("created"))):
         commit = get(record, "git.commit")
         runs.setdefault(str(commit)[:7] if commit else "unknown", []).append(record)
-    listed = ", ".join(
-        f"{commit} ({len(rs)} run{'s' if len(rs) != 1 else ''}"
-        + (f", {n} with uncommitted changes: {changed_files(rs)}" if (n := sum(map(changed, rs))) else "") + ")"
-        for commit, rs in runs.items())
-    return f"commit{'s' if len(runs) != 1 else ''} {listed}; {dirty_count(records)}"
+    groups = [{"commit": commit, "runs": len(rs), "dirty": sum(map(changed, rs)), "files": changed_files(rs)}
+              for commit, rs in runs.items()]
+    return str(PROVENANCE.commits(groups, sum(map(changed, records)), len(records)))
 
 
 def file_commit(data: dict[str, Any]) -> str:
     """The code a measurement file (not a run record) was made from, by its ``git`` entry (as a record's):
     ``"commit 3e2adde"``, ``"commit 3e2adde, with uncommitted changes: src/a.py"``, or ``"commit not recorded"``."""
     commit = get(data, "git.commit")
-    if not commit:
-        return "commit not recorded"
-    return f"commit {str(commit)[:7]}" + (f", with uncommitted changes: {changed_files([data])}" if changed(data) else "")
+    return str(PROVENANCE.file_commit(commit and str(commit)[:7], changed_files([data]) if changed(data) else ""))
 
 
 def provenance(report: str, records: Sequence[dict[str, Any]], results_dir: str | Path = DEFAULT_RESULTS) -> str:
     """A line naming the command that builds a page from ``results_dir``, its record count and the code's commits
     (:func:`commits`: which records were made with uncommitted changes, and how many)."""
-    origin = f"; records from {commits(records)}" if records else ""
-    return f"Made by `{page_command(report, results_dir)}` from {len(records)} run records{origin}.\n"
+    return str(PROVENANCE.provenance(page_command(report, results_dir), len(records), commits(records) if records else ""))
 
 
 def write_page(out: str | Path, name: str, text: str, claims: Sequence[dict[str, str]] = ()) -> None:
@@ -150,8 +141,6 @@ def update_claims(rows: Iterable[dict[str, str]], path: str | Path = "results/cl
         ledger[str(row["id"])] = {k: str(row[k]) for k in CLAIMS_HEADER}
     ledger = dict(sorted(ledger.items()))
     write_text(ledger_data(path), json.dumps(ledger, ensure_ascii=False, indent=1) + "\n")
-    from ._render import render
-
     return write_text(path, render("claims.md.j2", header=CLAIMS_HEADER, rows=[[r[k] for k in CLAIMS_HEADER] for r in ledger.values()]))
 
 

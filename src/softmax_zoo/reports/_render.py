@@ -1,9 +1,7 @@
 """The words of every page: one Jinja2 environment over reports/templates/ and the number formats it knows.
 
-A page's summariser returns plain data (numbers, rows, :class:`softmax_zoo.reports._verdicts.Verdict`
-objects); :func:`render` puts it into the page's template. Each number format has one home here, a filter
-the templates name (:data:`FILTERS`). Undefined names fail (StrictUndefined), so a template cannot print a
-silent blank.
+A page's summariser returns plain data; :func:`render` puts it into the page's template. Each number format has
+one home, a filter of :data:`FILTERS`. Undefined names fail (StrictUndefined): a template cannot print a silent blank.
 """
 
 from __future__ import annotations
@@ -15,7 +13,6 @@ from typing import Any
 import jinja2
 
 from ..markdown import markdown_table
-from ._pages import write_page
 from ._stats import SEED_INTERVAL_NOTE, format_mean_ci, mean_ci, seeds_label
 from ._verdicts import NON_SEED_RULES, VERDICT_RULES, by_construction, detectability, deterministic, not_tested, seed_summary
 
@@ -55,9 +52,9 @@ def render(template: str, **data: Any) -> str:
 def render_page(template: str, data: dict[str, Any]) -> tuple[str, list[dict[str, str]]]:
     """(the page, its claims ledger rows): ``template`` filled with ``data``, and ``data["claims"]`` in the
     words of the template's macros claim, paper, ours and verdict."""
-    words = ENV.get_template(template).make_module(data)
-    return str(words), [{"id": c["id"], "claim": str(words.claim(c)), "paper": str(words.paper(c)), "ours": str(words.ours(c)),
-                         "verdict": str(words.verdict(c)), "source": c["source"]} for c in data.get("claims", ())]
+    page, macros = words(template, **data), ("claim", "paper", "ours", "verdict")
+    return str(page), [{"id": c["id"], "source": c["source"], **{m: str(getattr(page, m)(c)) for m in macros}}
+                       for c in data.get("claims", ())]
 
 
 def words(template: str, **data: Any) -> Any:
@@ -68,4 +65,6 @@ def words(template: str, **data: Any) -> Any:
 
 def publish(out: str | Path, page: str, data: dict[str, Any]) -> None:
     """Write ``<out>/<page>.md`` from ``templates/<page>.md.j2`` and ``data``, and its claims rows into ``<out>/claims.md``."""
+    from ._pages import write_page  # that module renders through this one
+
     write_page(out, page, *render_page(f"{page}.md.j2", data))

@@ -1,127 +1,53 @@
 """The UniLM fine-tuning settings of Sun et al. 2021's Table 5 (Gigaword-10k) and Table 3 (SQuAD QG) beside ours.
 
-:func:`seq2seq_settings` gives the rows of :func:`softmax_zoo.reports._settings.settings_rows` for
-one task: the paper's values as its §4 states them, ours read from a column's records (both arms of
-a setting, or the runs of one start), and the reason for each choice of ours at the cpu scale. The
-paper's values and our reasons are the words of templates/_seq2seq_settings.j2.
+:func:`seq2seq_settings` gives one task's "the paper's setting and ours" (:func:`._settings.settings_data`): the
+paper's values as its §4 states them, ours read from each column's records (:func:`facts`), and why ours at the cpu
+scale. Every word, ours included, is templates/_seq2seq_settings.j2's.
 """
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import Any
 
 from ..records import get
 from ._render import words
-from ._settings import NOT_RECORDED, NOT_STATED, SPARSE, Records, Setting, pretrained_name, seeds, shown, sparse_ks, values
+from ._settings import NOT_RECORDED, NOT_STATED, SPARSE, Records, Setting, pretrained_name, seeds, settings_data, shown, sparse_ks, values
 from ._verdicts import MIN_SEEDS
 
-WORDS = words("_seq2seq_settings.j2", NOT_STATED=NOT_STATED, MIN_SEEDS=MIN_SEEDS)  # the paper's values, our metric, why ours
-PAPER: dict[str, dict[str, str]] = WORDS.paper  # task -> setting -> Sun et al. 2021's §4, as its text states it
-UNITS = {"gigaword": "pair", "squad_qg": "question"}
+# .paper: task -> setting -> Sun et al. 2021's §4, as its text states it; .why*: why ours; .ours: ours in words
+WORDS = words("_seq2seq_settings.j2", NOT_STATED=NOT_STATED, NOT_RECORDED=NOT_RECORDED, MIN_SEEDS=MIN_SEEDS)
+SHOWN = {  # the values shown as the records hold them (:func:`._settings.shown`)
+    "batch size": "config.train.batch_size", "masking probability": "config.model.mask_prob",
+    "label smoothing": "config.loss.label_smoothing", "epochs": "config.train.epochs", "steps": "timing.global_steps",
+    "train": "task_info.sizes.train", "test": "task_info.sizes.test",
+    "source_len": "config.task.max_source_len", "target_len": "config.task.max_target_len",
+}
+FIRST = {  # the values read from a column's first record
+    "checkpoint": "config.model.checkpoint", "model": "config.model.name", "fresh": "task_info.fresh_weights",
+    "train_size": "config.task.train_size", "subset": "config.task.train_subset", "eval_size": "config.task.eval_size",
+    "data_seed": "config.task.data_seed", "lr": "config.train.lr", "warmup": "config.train.warmup_ratio",
+    "schedule": "config.train.lr_scheduler", "cut_train": "task_info.truncation.train", "cut_test": "task_info.truncation.test",
+}
 
 
-def _first(records: Records) -> dict[str, Any]:
-    return records[0] if records else {}
-
-
-def _sparse(records: Records) -> list[dict[str, Any]]:
-    return [r for r in records if get(r, "choices.loss") == SPARSE]
-
-
-def model(records: Records) -> str:
-    r = _first(records)
-    checkpoint = get(r, "config.model.checkpoint")
-    text = f"{pretrained_name(checkpoint)} as UniLM" if checkpoint else "a randomly initialised BERT as UniLM"
-    text += f" (`{get(r, 'config.model.name')}`)"
-    if get(r, "task_info.fresh_weights"):
-        text += ", its LM-head transform starting fresh"
-    if values(records, "config.init_from"):
-        text += "; started from a softmax run's checkpoint (`init_from`)"
-    return text
-
-
-def training_data(unit: str):
-    def read(records: Records) -> str:
-        r = _first(records)
-        n = shown(records, "task_info.sizes.train")
-        if get(r, "config.task.train_size") is None:
-            return f"{n} {unit}s (every prepared one)"
-        how = "the first" if get(r, "config.task.train_subset") == "first" else "a random subset"
-        return f"{n} {unit}s ({how}, data seed {get(r, 'config.task.data_seed')})"
-    return read
-
-
-def epochs(records: Records) -> str:
-    text = f"{shown(records, 'config.train.epochs')} ({shown(records, 'timing.global_steps')} optimiser steps)"
-    return text + (", after the run it starts from" if values(records, "config.init_from") else "")
-
-
-def learning_rate(records: Records) -> str:
-    r = _first(records)
-    lr, warmup, schedule = (get(r, f"config.train.{k}") for k in ("lr", "warmup_ratio", "lr_scheduler"))
-    if lr is None:
-        return NOT_RECORDED
-    return f"{lr:g}" + (f" ({warmup:g} of the steps warm-up, {schedule} decay)" if warmup is not None else "")
-
-
-def sparse_smoothing(records: Records) -> str:
-    over = values(_sparse(records), "config.loss.smoothing_over")
-    if not over:
-        return "—"
-    return "over its top-k support" if over == ["support"] else f"over {', '.join(map(str, over))} classes"
-
-
-def maximum_length(records: Records) -> str:
-    r = _first(records)
-    text = f"source {shown(records, 'config.task.max_source_len')}, target {shown(records, 'config.task.max_target_len')} tokens"
-    cut = [get(r, f"task_info.truncation.{split}") for split in ("train", "test")]
-    if all(c is not None for c in cut):
-        text += f"; {sum(c['source_truncated'] for c in cut)} of {sum(c['examples'] for c in cut)} sources cut"
-    return text
-
-
-def beams(records: Records) -> str:
-    return shown(records, "config.task.decode.beams", lambda b: " and ".join(map(str, b)))
-
-
-def decoding_mask(records: Records) -> str:
-    topk = values(_sparse(records), "config.task.decode.topk")
-    if topk == ["beam"]:
-        return "sparse arm: all but the top-(beam size) tokens masked at each step; softmax arm: the full distribution"
-    return "the full distribution for every arm" if records else NOT_RECORDED
-
-
-def test_set(unit: str):
-    def read(records: Records) -> str:
-        r = _first(records)
-        n = shown(records, "task_info.sizes.test")
-        if get(r, "config.task.eval_size") is None:
-            return f"{n} {unit}s (all)"
-        return f"{n} {unit}s (a fixed random subset, data seed {get(r, 'config.task.data_seed')})"
-    return read
-
-
-def seq2seq_settings(task: str, reasons: dict[str, str] | None = None) -> list[Setting]:
-    """The rows for ``task`` ("gigaword" or "squad_qg"): the paper's values, ours, and why ours.
-
-    ``reasons``: setting name -> a page's own reason, replacing the tables' (the regime study's grid).
-    """
-    rows = _rows(task)
-    unknown = set(reasons or {}) - {s.name for s in rows}
-    if unknown:
-        raise ValueError(f"no such settings: {sorted(unknown)}")
-    return [replace(s, why=(reasons or {}).get(s.name, s.why)) for s in rows]
-
-
-def _rows(task: str) -> list[Setting]:
-    paper, unit, why = PAPER[task], UNITS[task], WORDS.why | WORDS.why_of_task[task]
-    readers = {
-        "model": model, "training data": training_data(unit), "epochs": epochs,
-        "batch size": lambda rs: shown(rs, "config.train.batch_size"), "learning rate": learning_rate,
-        "masking probability": lambda rs: shown(rs, "config.model.mask_prob"),
-        "label smoothing": lambda rs: shown(rs, "config.loss.label_smoothing"), "label smoothing of the sparse arm": sparse_smoothing,
-        "maximum length": maximum_length, "beams": beams, "decoding mask": decoding_mask, "sparse-softmax k": sparse_ks,
-        "test set": test_set(unit), "metric": lambda rs: WORDS.metric[task], "seeds": seeds,
+def facts(records: Records) -> dict[str, Any]:
+    """What the template's ``ours`` words of one column's records (both arms of a setting, or the runs of one start)."""
+    first = records[0] if records else {}
+    sparse = [r for r in records if get(r, "choices.loss") == SPARSE]
+    return {name: shown(records, key) for name, key in SHOWN.items()} | {name: get(first, key) for name, key in FIRST.items()} | {
+        "sparse-softmax k": sparse_ks(records), "seeds": seeds(records), "any": bool(records),
+        "beams": shown(records, "config.task.decode.beams", lambda b: " and ".join(map(str, b))),
+        "pretrained": pretrained_name(get(first, "config.model.checkpoint")), "init": bool(values(records, "config.init_from")),
+        "smoothing_over": values(sparse, "config.loss.smoothing_over"), "topk": values(sparse, "config.task.decode.topk"),
     }
-    return [Setting(name, paper.get(name, NOT_STATED), read, why[name]) for name, read in readers.items()]
+
+
+def seq2seq_settings(task: str, columns: dict[str, Records], page: str | None = None) -> dict[str, Any]:
+    """The settings part of ``task`` ("gigaword" or "squad_qg") for ``columns`` (name -> records); ``page`` names a
+    page whose own reasons replace some of the tables' (the template's ``why_of_page``: "sparse_regime")."""
+    if task not in WORDS.paper or (page is not None and page not in WORDS.why_of_page):
+        raise ValueError(f"no settings of task {task!r} for page {page!r}")
+    why = WORDS.why | WORDS.why_of_task[task] | WORDS.why_of_page.get(page, {})
+    rows = [Setting(name, WORDS.paper[task].get(name, NOT_STATED), lambda rs, name=name: str(WORDS.ours(name, facts(rs), task)), why[name])
+            for name in WORDS.settings]
+    return settings_data(rows, columns, WORDS.source_of_page[page] if page else WORDS.source[task])

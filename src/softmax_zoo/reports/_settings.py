@@ -1,11 +1,9 @@
 """A page's "the paper's setting and ours" table: what the paper states beside what our records ran, and why.
 
-Each :class:`Setting` is one row: the paper's value as its text states it (:data:`NOT_STATED` where it
-is silent), a function reading ours from the records of one column (a task, a scale, a start), and
-the reason for our choice. Our values come from the records' configs, never from prose, so the
-table stays true for whatever records a page is built from; the reason is the one for the cpu
-scale, and a column of another scale points to that scale's block of the task config instead.
-A row whose every column equals the paper's value says so instead of giving a reason.
+Each :class:`Setting` is one row: the paper's value as its text states it (:data:`NOT_STATED` where it is
+silent), a function reading ours from the records of one column (a task, a scale, a start), and the reason
+for our choice at the cpu scale (a column of another scale points to that scale's block of the task config).
+Ours come from the records' configs, never from prose; a row whose every column equals the paper's says so.
 """
 
 from __future__ import annotations
@@ -15,11 +13,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..records import get
+from ._render import words
 from ._stats import seeds_label
 
-NOT_STATED = "not stated in the paper"
-NOT_RECORDED = "not recorded"
-AS_THE_PAPER = "as the paper"
+WORDS = words("_settings.md.j2")  # the table's fixed cells and its reason cell
+NOT_STATED, NOT_RECORDED, AS_THE_PAPER = WORDS.NOT_STATED, WORDS.NOT_RECORDED, WORDS.AS_THE_PAPER
 REASONED_SCALE = "cpu"  # the scale the reasons are written for
 # Checkpoint names of the pretrained models the configs load offline, as their authors name them.
 PRETRAINED_NAMES = {"minilm": "all-MiniLM-L6-v2"}
@@ -70,16 +68,12 @@ def sparse_ks(records: Records) -> str:
 
 def pretrained_name(name: str | None) -> str:
     """A checkpoint's published name ("minilm" -> "all-MiniLM-L6-v2"); the config's name when it has none."""
-    return PRETRAINED_NAMES.get(name, name) if name else "from scratch"
+    return PRETRAINED_NAMES.get(name, name) if name else WORDS.FROM_SCRATCH
 
 
 def why(setting: Setting, scales: set[str]) -> str:
     """The reason cell: the cpu-scale reason, and for any other scale a pointer to its own config block."""
-    others = sorted(scales - {REASONED_SCALE})
-    if not others:
-        return setting.why
-    pointers = "; ".join(f"scale={s}: the task config's `scales.{s}` block" for s in others)
-    return f"scale={REASONED_SCALE}: {setting.why}; {pointers}" if REASONED_SCALE in scales else pointers
+    return str(WORDS.why(setting.why, REASONED_SCALE, REASONED_SCALE in scales, sorted(scales - {REASONED_SCALE})))
 
 
 def settings_rows(settings: Sequence[Setting], columns: dict[str, Records]) -> list[list[str]]:
@@ -95,5 +89,5 @@ def settings_rows(settings: Sequence[Setting], columns: dict[str, Records]) -> l
 def settings_data(settings: Sequence[Setting], columns: dict[str, Records], paper: str) -> dict[str, Any]:
     """What the page's "the paper's setting and ours" part shows (templates/_settings.md.j2): who the paper is,
     the columns of ours and the rows."""
-    return {"paper": paper, "columns": list(columns), "rows": settings_rows(settings, columns), "not_stated": NOT_STATED}
+    return {"paper": paper, "columns": list(columns), "rows": settings_rows(settings, columns)}
 

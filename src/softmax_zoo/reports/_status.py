@@ -1,9 +1,6 @@
-"""The README's results status table, generated: per committed experiment what ran, at which scale, with
-which seeds, its headline claim's Δ and verdict (from the claims ledger), and its page.
-
-``python -m softmax_zoo.reports readme`` writes the table between :data:`BEGIN` and :data:`END` in
-README.md; ``--check`` fails when the README's block differs from a rebuilt one. The words are in
-templates/readme_status.md.j2; the headline claim of each experiment is :data:`HEADLINES`.
+"""README.md's results status table (templates/readme_status.md.j2), between :data:`BEGIN` and :data:`END`:
+per committed experiment what ran, at which scale, with which seeds, and the Δ and verdict of its headline
+claim (:data:`HEADLINES`, read from the claims ledger), with a link to its page.
 """
 
 from __future__ import annotations
@@ -12,11 +9,11 @@ from pathlib import Path
 from typing import Any
 
 from ..records import REPO_ROOT, load_records, runs_dir, write_text
-from ._pages import CLAIMS_FILE, read_claims
+from ._pages import CLAIMS_FILE, COMMAND, read_claims
 from ._render import render
 from ._settings import values
 
-BEGIN = "<!-- results status: made by `python -m softmax_zoo.reports readme` from results/; do not edit by hand -->"
+BEGIN = f"<!-- results status: made by `{COMMAND} readme` from results/; do not edit by hand -->"
 END = "<!-- end of results status -->"
 README = REPO_ROOT / "README.md"
 # experiment (a folder of results/runs) -> (its page, the claims-ledger row that heads it)
@@ -51,19 +48,16 @@ def summarise(results_dir: str | Path = "results") -> list[dict[str, Any]]:
     runs, ledger = runs_dir(results_dir), read_claims(Path(results_dir) / CLAIMS_FILE)
     rows = []
     for experiment, (page, claim_id) in HEADLINES.items():
-        records = load_records(runs, experiment) if (runs / experiment).is_dir() else []
-        if not records:
-            continue
-        claim = ledger.get(claim_id, {})
-        rows.append({"experiment": experiment, "page": page, "runs": len(records),
-                     "scales": sorted(map(str, values(records, "config.scale.name"))) or ["—"],
-                     "seeds": sorted(values(records, "seed")), "claim_id": claim_id, "claim": claim.get("claim", ""),
-                     "verdict": first_clause(claim.get("verdict", "not in the ledger"))})
+        if records := load_records(runs, experiment):
+            claim = ledger.get(claim_id, {})
+            rows.append({"experiment": experiment, "page": page, "runs": len(records), "claim_id": claim_id,
+                         "scales": sorted(map(str, values(records, "config.scale.name"))), "seeds": sorted(values(records, "seed")),
+                         "claim": claim.get("claim", ""), "verdict": first_clause(claim["verdict"]) if "verdict" in claim else None})
     return rows
 
 
 def status_block(results_dir: str | Path = "results") -> str:
-    """The README's block, markers included."""
+    """The README's block rebuilt from ``results_dir``, markers included."""
     return f"{BEGIN}\n{render('readme_status.md.j2', rows=summarise(results_dir))}{END}"
 
 

@@ -1,25 +1,13 @@
 """Any sweep as a table and a plot: ``python -m softmax_zoo.reports sweep <folder | experiment | multirun folder>``.
 
-The records of a sweep are found by what the argument names: a folder of records
-(``scratch/runs/default``), an experiment (``fig2_clinc_oos``: ``<results_dir>/runs/<experiment>``,
-looked up in ``results_dir=`` if given, else results/ and scratch/), or a Hydra multirun folder
-(``multirun/2025-01-01/12-00-00``: the records whose ``job.sweep_dir`` it is, looked up where its
-jobs wrote them: the ``results_dir`` each job's saved config, ``<job>/.hydra/config.yaml``, names).
-The swept keys are read from the records, not configured: every command-line override whose value
-differs between records, the seed aside and the keys that change nothing a run computes aside
-(:func:`computes_nothing`: logger, progress, folders, ...). Seeds are pooled: each metric is the
-mean ± 95% Student-t interval over the runs of one swept value, with their number n. Records of
-several tasks get one table (and plot) per task, each with its task's primary metric first.
-
-The table's first metric, and the one plotted (``metric=`` chooses another), is the task's primary
-metric: ``primary_metric`` and ``metric_higher_is_better`` of configs/task/<task>.yaml, read from
-the records' config (from the task's config file for records written before it had them), its
-``val/`` counterpart when the runs evaluated no test split. Diagnostics (:data:`DIAGNOSTIC`) stay
-out of the table unless ``diagnostics=true``. The plot shows the metric against the first numeric
-swept key, one line per value of the other keys. A swept ``loss`` keeps its config
-name in the table (what to type to rerun it); the line under the table and the plot's legend give
-its variant's registered label (:func:`softmax_zoo.losses.variant_label`, e.g. ``sparse`` for
-``loss=sparse_softmax``).
+The argument names the records (:func:`find_records`). The swept keys are read from them: every
+command-line override whose value differs between records, but for the seed and the keys that change
+nothing a run computes (:func:`computes_nothing`). Seeds are pooled: a cell is the mean ± 95% Student-t
+interval over the n runs of one swept value. Each task gets its own table and plot, its primary metric
+(:func:`primary_metric`, or ``metric=``) first; diagnostics (:data:`DIAGNOSTIC`) join the table only with
+``diagnostics=true``. A swept ``loss`` keeps its config name in the table (what to type to rerun it) and is
+labelled by its variant (:func:`softmax_zoo.losses.variant_label`) below it and in the legend. The words are
+templates/sweep.md.j2's.
 """
 
 from __future__ import annotations
@@ -35,10 +23,10 @@ from omegaconf import OmegaConf
 
 from ..config import CHOICE_GROUPS, CONFIG_DIR, SCRATCH_DIR, name_exclude_keys, register_resolvers
 from ..losses.registry import variant_label
-from ..markdown import markdown_table
 from ..preflight import EXTENDS_A_RUN
 from ..records import get, load_records, runs_dir, write_text
 from ._pages import line_plot, provenance
+from ._render import render
 from ._stats import mean_ci
 
 POOLED = ("seed",)  # keys pooled over, never a swept value
@@ -49,13 +37,13 @@ DIAGNOSTIC = re.compile(
     r"/(target_in_topk|median_target_rank|logits_near_kth|diagnostics_k|diagnostic_targets|tokens|tokens_per_second"
     r"|examples_per_s\w*|altered_by_constraint\w*|ended_by_constraint\w*)$"
 )
-
-
 RESULTS_DIRS = ("results", SCRATCH_DIR)  # where an experiment's records are looked up by default
 
 
 def find_records(target: str, results_dirs: Sequence[str | Path] = RESULTS_DIRS) -> list[dict[str, Any]]:
-    """The records ``target`` names (see the module docstring).
+    """The records ``target`` names: a folder of records (``scratch/runs/default``), an experiment
+    (``<results_dir>/runs/<experiment>``, in the first of ``results_dirs`` holding it), or a Hydra multirun folder
+    (``multirun/2025-01-01/12-00-00``: the records whose ``job.sweep_dir`` it is, where its jobs wrote them).
 
     Raises:
         FileNotFoundError: nothing matches; the message lists where it looked.
@@ -81,12 +69,9 @@ def find_records(target: str, results_dirs: Sequence[str | Path] = RESULTS_DIRS)
 
 
 def job_runs_dirs(multirun: Path) -> list[Path]:
-    """The records folders the jobs of the Hydra multirun folder ``multirun`` wrote to, in job order.
-
-    Each job folder keeps its config (``.hydra/config.yaml``, whose ``results_dir`` resolves without
-    Hydra) and Hydra's own (``.hydra/hydra.yaml``: ``hydra.runtime.cwd``, the folder a relative
-    ``results_dir`` is relative to). A job whose ``results_dir`` does not resolve is skipped.
-    """
+    """The records folders the jobs of the Hydra multirun folder ``multirun`` wrote to, in job order: each job's
+    ``results_dir`` (``.hydra/config.yaml``) from where it was launched (``hydra.runtime.cwd`` of ``.hydra/hydra.yaml``);
+    a job whose ``results_dir`` only a running job resolves is skipped."""
     register_resolvers()  # a saved results_dir may be ${zoo.results_dir:...}
     folders = []
     for saved in sorted(multirun.glob("*/.hydra/config.yaml")):
@@ -108,14 +93,10 @@ def overrides(record: dict[str, Any]) -> dict[str, str]:
 
 
 def computes_nothing(key: str) -> bool:
-    """Whether the override ``key`` changes nothing a run computes (logger, train.progress, folders, ...).
-
-    Those are the keys run names leave out (configs/hydra/default.yaml's exclude_keys,
-    :func:`softmax_zoo.config.name_exclude_keys`) but for the ones run names leave out because their
-    base already holds them, the config groups every record keeps the choice of
-    (:data:`softmax_zoo.config.CHOICE_GROUPS`: task, loss, ...) and the seed, and the keys that
-    extend a run (:data:`softmax_zoo.preflight.EXTENDS_A_RUN`: a longer budget is another result).
-    """
+    """Whether the override ``key`` changes nothing a run computes (logger, train.progress, folders, ...): a key run
+    names leave out (:func:`softmax_zoo.config.name_exclude_keys`) that is not a config group every record keeps
+    the choice of (:data:`softmax_zoo.config.CHOICE_GROUPS`), the seed, or a key that extends a run
+    (:data:`softmax_zoo.preflight.EXTENDS_A_RUN`: a longer budget is another result)."""
     if key in CHOICE_GROUPS.values() or key in POOLED or key in EXTENDS_A_RUN:
         return False
     return any(fnmatch.fnmatchcase(key, pattern) for pattern in name_exclude_keys())
@@ -154,7 +135,8 @@ def is_diagnostic(name: str) -> bool:
 
 
 def _declared_metric(record: dict[str, Any]) -> tuple[str, bool | None] | None:
-    """``(primary_metric, metric_higher_is_better)`` of the record's task: its config, else configs/task/<task>.yaml."""
+    """``(primary_metric, metric_higher_is_better)`` of the record's task: its config, else (a record written before
+    the task configs declared it) configs/task/<task>.yaml."""
     task = get(record, "config.task") or {}
     if task.get("primary_metric") is None and task.get("name"):
         path = Path(CONFIG_DIR) / "task" / f"{task['name']}.yaml"
@@ -177,13 +159,6 @@ def primary_metric(records: Sequence[dict[str, Any]]) -> tuple[str, bool | None]
     if metric not in names and metric.startswith("test/") and f"val/{metric[5:]}" in names:
         metric = f"val/{metric[5:]}"
     return (metric, higher) if metric in names else None
-
-
-def table_metrics(records: Sequence[dict[str, Any]], first: str | None = None, diagnostics: bool = False) -> list[str]:
-    """The metric columns: ``first``, then the records' other metrics in :func:`metric_names` order, diagnostics
-    (other than ``first``) only with ``diagnostics``."""
-    rest = [m for m in metric_names(records) if m != first and (diagnostics or not is_diagnostic(m))]
-    return ([first] if first else []) + rest
 
 
 def _number(value: Any) -> float | None:
@@ -210,23 +185,22 @@ def _cell(values: Sequence[float], runs: int) -> str:
 
 
 def _shown(key: str, value: str | None, record: dict[str, Any]) -> str | None:
-    """A swept value as the page shows it: a loss by its registered label, anything else as given."""
+    """A swept value as the legend shows it: a loss by its registered label, anything else as given."""
     if key != "loss" or value is None:
         return value
     return variant_label(value, (record.get("config") or {}).get("loss"), record.get("choices"))
 
 
-def loss_labels(records: Sequence[dict[str, Any]]) -> str:
-    """"Losses: `softmax`: softmax; `sparse_softmax`: sparse.", the registered label of each swept
-    loss; empty when the loss is not swept."""
+def loss_labels(records: Sequence[dict[str, Any]]) -> dict[str, str]:
+    """The registered label of each swept loss by its config name, ``{"sparse_softmax": "sparse"}``; empty when the
+    loss is not swept."""
     if "loss" not in swept_keys(records):
-        return ""
+        return {}
     labels: dict[str, str] = {}
     for r in records:
-        name = overrides(r).get("loss")
-        if name is not None:
+        if (name := overrides(r).get("loss")) is not None:
             labels.setdefault(name, _shown("loss", name, r))
-    return "Losses: " + "; ".join(f"`{name}`: {label}" for name, label in sorted(labels.items())) + ".\n"
+    return labels
 
 
 def sweep_table(records: Sequence[dict[str, Any]], names: Sequence[str] | None = None) -> tuple[list[str], list[list[Any]]]:
@@ -249,7 +223,8 @@ def sweep_table(records: Sequence[dict[str, Any]], names: Sequence[str] | None =
 
 
 def sweep_plot(records: Sequence[dict[str, Any]], metric: str, path: Path) -> Path | None:
-    """``metric`` (mean ± 95% interval over seeds) against the first numeric swept key; None if no key is numeric."""
+    """``metric`` (mean ± 95% interval over seeds) against the first numeric swept key, one line per value of the
+    other swept keys; None if no key is numeric."""
     keys = swept_keys(records)
     numeric = [k for k in keys if all(_number(overrides(r).get(k)) is not None for r in records if k in overrides(r))]
     if not numeric:
@@ -275,65 +250,38 @@ def sweep_plot(records: Sequence[dict[str, Any]], metric: str, path: Path) -> Pa
     return path
 
 
-def _metric_line(metric: str | None, primary: tuple[str, bool | None] | None, left_out: int) -> str:
-    """What the first column is, its direction, and how many diagnostics the table leaves out."""
+def section(records: Sequence[dict[str, Any]], metric: str | None = None, diagnostics: bool = False) -> dict[str, Any]:
+    """What the page shows of the records of one task: its swept keys, its first metric (``metric``, else the task's
+    primary metric, else the first that is not a diagnostic), whether that is the primary one (``primary``) and which
+    way is better (``higher``), how many diagnostics the table leaves out, the table and the losses' labels.
+    Raises ValueError if ``metric`` is not a metric of the records."""
+    names, primary, task = metric_names(records), primary_metric(records), task_of(records[0])
     if metric is None:
-        return "The records hold no numeric metric.\n\n"
-    notes = []
-    if primary and primary[0] == metric:
-        notes.append("the task's primary metric")
-        if primary[1] is not None:
-            notes.append("higher is better" if primary[1] else "lower is better")
-    line = f"First column and plot: {metric}" + (f" ({', '.join(notes)})" if notes else "")
-    if left_out:
-        line += f"; {left_out} diagnostic metric(s) left out (`diagnostics=true` adds them)"
-    return line + ".\n\n"
+        metric = primary[0] if primary else next((m for m in names if not is_diagnostic(m)), names[0] if names else None)
+    elif metric not in names:
+        raise ValueError(f"metric={metric!r} is not a metric of these records{f' (task {task})' if task else ''}; they have {names}")
+    columns = ([metric] if metric else []) + [m for m in names if m != metric and (diagnostics or not is_diagnostic(m))]
+    header, rows = sweep_table(records, columns)
+    return {"task": task, "runs": len(records), "swept": swept_keys(records), "metric": metric,
+            "primary": primary is not None and primary[0] == metric, "higher": primary[1] if primary else None,
+            "left_out": len(names) - len(columns), "header": header, "rows": rows, "losses": loss_labels(records)}
 
 
 def build_sweep(target: str, out: str | Path | None = None, metric: str | None = None, diagnostics: bool = False,
                 results_dir: str | Path | None = None) -> str:
-    """Write ``<out>/sweep_<name>.md`` (+ .png) for the sweep ``target`` names; return the page's text.
-
-    ``metric`` (default: the task's primary metric, else the first metric that is not a diagnostic)
-    is the table's first column and the plot's; ``diagnostics`` adds the diagnostic metrics to the
-    table. ``results_dir`` is where an experiment's records are looked up (default: results/, then
-    scratch/). ``out`` defaults to scratch/sweeps (git-ignored): a sweep page is a look at runs, not
-    a committed result. Records of several tasks get a section each (their own table, primary
-    metric and plot ``sweep_<name>_<task>.png``).
-    """
+    """Write ``<out>/sweep_<name>.md`` and its plot (``sweep_<name>_<task>.png`` per task where there are several)
+    for the sweep ``target`` names (:func:`find_records`, in ``results_dir`` if given); return the page's text.
+    ``out`` defaults to scratch/sweeps (git-ignored): a sweep page is a look at runs, not a committed result."""
     records = find_records(target, (results_dir,) if results_dir else RESULTS_DIRS)
     name = re.sub(r"[^A-Za-z0-9_.=-]+", "_", str(target).strip("/")).strip("_") or "sweep"
     out = Path(out or Path(SCRATCH_DIR) / "sweeps")
     tasks = by_task(records)
-    if len(tasks) == 1:
-        body = _section(records, metric, diagnostics, out / f"sweep_{name}.png")
-    else:
-        listed = ", ".join(f"{task} ({len(runs)})" for task, runs in tasks.items())
-        body = (f"The records are of {len(tasks)} tasks, {listed} runs: one table per task, each with its own "
-                "primary metric.\n\n")
-        body += "".join(f"## Task {task}\n\n" + _section(runs, metric, diagnostics, out / f"sweep_{name}_{task}.png") + "\n"
-                        for task, runs in tasks.items())
-    text = f"# Sweep: {target}\n\n{provenance(f'sweep {target}', records)}\n" + body
+    sections = []
+    for task, runs in tasks.items():
+        part = section(runs, metric, diagnostics)
+        plot = out / (f"sweep_{name}.png" if len(tasks) == 1 else f"sweep_{name}_{task}.png")
+        drawn = sweep_plot(runs, part["metric"], plot) if part["metric"] else None
+        sections.append({**part, "plot": drawn.name if drawn else None})
+    text = render("sweep.md.j2", target=target, provenance=provenance(f"sweep {target}", records), sections=sections)
     write_text(out / f"sweep_{name}.md", text)
     return text
-
-
-def _section(records: Sequence[dict[str, Any]], metric: str | None, diagnostics: bool, plot_path: Path) -> str:
-    """The swept keys, the table and the plot of records of one task."""
-    names = metric_names(records)
-    primary = primary_metric(records)
-    if metric is None:
-        metric = primary[0] if primary else next((m for m in names if not is_diagnostic(m)), names[0] if names else None)
-    elif metric not in names:
-        task = task_of(records[0])
-        raise ValueError(f"metric={metric!r} is not a metric of these records{f' (task {task})' if task else ''}; they have {names}")
-    columns = table_metrics(records, metric, diagnostics)
-    header, rows = sweep_table(records, columns)
-    plot = sweep_plot(records, metric, plot_path) if metric else None
-    return (
-        f"Swept: {', '.join(swept_keys(records)) or 'nothing (one configuration)'}; seeds pooled "
-        f"(mean ± 95% Student-t interval over the n runs of a row). "
-        + _metric_line(metric, primary, len(names) - len(columns)) + markdown_table(header, rows)
-        + (f"\n{labels}" if (labels := loss_labels(records)) else "")
-        + (f"\n![{metric}]({plot.name})\n" if plot else "")
-    )
