@@ -27,7 +27,8 @@ KERNELS = ("quadratic", "quadratic_centred")
 DIAGNOSTICS = Path("diagnostics") / "sampler_bias"  # under results_dir: the fixed-checkpoint diagnostics' JSON files
 FEW_SAMPLES = (10, 50)  # the review's m ≈ 10–50
 FEWER_SAMPLES = 10.0  # the paper: one to two orders of magnitude (10-100x) fewer samples than uniform
-BENCH_FILE = "bench_losses_cpu.md"  # under results_dir: scripts/bench_losses.py's page; its data is the .json beside it
+# Under results_dir: the page of `scripts/bench_losses.py --only "tree sampling time vs C"`; its data is the .json beside it.
+BENCH_FILE = "bench_losses_cpu_tree-sampling-time-vs-c.md"
 BENCH_SECTION = "sampled softmax: tree sampling time vs C"
 VAL_LOSS = "metrics.val/loss"
 # "Comparable to full softmax": validation perplexity within 10% either way. Arms are paired by seed: set_seed(seed)
