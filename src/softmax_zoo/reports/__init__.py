@@ -6,4 +6,31 @@ plain data`` (numbers, rows, :class:`._verdicts.Verdict` objects) plus its templ
 which holds every word of the page and, as the macros claim / paper / ours / verdict, of its claims rows
 (rendered into the ledger by ``templates/claims.md.j2``). A new page is its module here (found by name: every
 module not starting with "_"), its template and its committed ``results/<page>.md``.
+
+Modules::
+
+    fig2            Sparse-softmax Fig. 1 and Fig. 2 (Sun et al. 2021): classification micro-F1 against k
+    table5          Sparse-softmax Table 5: Gigaword-10k ROUGE, UniLM with softmax vs sparse-softmax
+    table3          Sparse-softmax Table 3: SQuAD 1.1 question generation, softmax vs sparse-softmax
+    sparse_regime   the sparse-softmax regime study: Δ ROUGE against the start's share of targets in the top k
+    lm1b            One Billion Word head comparison (Grave et al. 2017)
+    kernel_bias     Blanc & Rendle 2018's sampler bias study on Penn Treebank
+    stable          softmax collapse and KD cancellation in training
+    __main__        the command line: ``python -m softmax_zoo.reports <page> [results_dir=DIR] [out=DIR]``
+    _pages          what every page shares: folders, provenance, figures, the claims ledger
+    _render         the Jinja2 environment over templates/ and its number formats
+    _compare        the comparison engine: arms, metric, design -> Δ, interval, method; margins (TOST), grids (Holm)
+    _stats          Student-t intervals over seeds, paired bootstraps over items, paired t, Welch, TOST, Holm
+    _verdicts       the claims ledger's verdict vocabulary
+    _status         README.md's generated results status table (``python -m softmax_zoo.reports readme``)
+    _sweep          any sweep as a table and a plot (``python -m softmax_zoo.reports sweep ...``)
+    _settings       a page's table of the paper's stated settings beside ours (read from the records) and why
+    _seq2seq        the UniLM pages (table5, table3) as declarations of one :class:`Table`
+    _seq2seq_settings  the UniLM fine-tuning settings of Sun et al. 2021's Tables 5 and 3 beside ours
+    _fig2_claims    the fig2 records by task and arm, and the Fig. 1 / Fig. 2 claims on them
+    _fig2_plots     the fig2 figures: micro-F1 and paired Δ against k, the training curves
+    _kernel_bias_claims  the kernel-bias rows decided from one setting's runs and diagnostics
+    _kernel_bias_plots   the kernel-bias figures: validation loss against m, the validation curves
+    _stable_plots   the stable page's figures, one panel per logits dtype or regime
+    _stable_examples     the fix paper's FP32 minimal examples and its equivalence, computed (deterministic rows)
 """
