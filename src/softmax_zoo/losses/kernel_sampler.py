@@ -347,7 +347,7 @@ class QuadraticKernelSampler(Sampler):
 
         h_pad = torch.cat([h, h.new_zeros(1, d)])  # row N: zeros, for the padding slots
         row_pad = torch.cat([torch.arange(N, device=h.device).repeat_interleave(m), node.new_tensor([N])])  # (N·m + 1,)
-        t_pad = None if exclude is None else torch.cat([exclude, exclude.new_tensor([-1])])
+        t_pad = None if exclude is None else torch.cat([exclude, exclude.new_tensor([-1])]).int()  # (N + 1,) int32: cheaper floor divisions
         qt_pad = None if exclude is None else torch.cat([q_t, q_t.new_zeros(1)])
 
         # Walk down to level 1, draws tiled by node, tiles in chunks.
@@ -383,18 +383,19 @@ class QuadraticKernelSampler(Sampler):
         Hq = _gather(h_pad, rows)  # (t, P, d)
         v = _node_products(Hq, self._S[k].view(-1, B * d * d), tile_node, (B - 1) * d)  # (t, P, (B−1)·d): S_b h (S_b symmetric)
         quad = torch.bmm(v.view(-1, B - 1, d), Hq.view(-1, d, 1)).view(*rows.shape, B - 1)  # (t, P, B−1): hᵀ S_b h
-        cnt = self._cnt[k].view(-1, B)[tile_node][:, None, :].expand(*rows.shape, B)  # (t, P, B)
-        if t_pad is not None:  # the target's child (where the target is under this node) without the target
-            t = t_pad[rows]  # (t, P), -1 on padding slots
-            i, p = ((t // (L * B ** (k + 1)) == tile_node[:, None]) & (t >= 0)).nonzero(as_tuple=True)
+        cnt = self._cnt[k].view(-1, B)[tile_node][:, None, :]  # (t, 1, B)
+        if t_pad is not None:  # the draws whose target is under this node (padding slots: target -1, under no node)
+            t = t_pad[rows]  # (t, P)
+            i, p = (t // (L * B ** (k + 1)) == tile_node[:, None]).nonzero(as_tuple=True)
             b = (t[i, p] // (L * B**k)) % B  # the target's child
-            cnt = cnt.clone()
-            cnt[i, p, b] -= 1
-            i, p, b = i[b < B - 1], p[b < B - 1], b[b < B - 1]  # the last child's quad comes from the parent's
-            quad[i, p, b] = (quad[i, p, b] - qt_pad[rows[i, p]]).clamp_(min=0)
+            own = b < B - 1  # the last child's quad comes from the parent's
+            quad[i[own], p[own], b[own]] = (quad[i[own], p[own], b[own]] - qt_pad[rows[i[own], p[own]]]).clamp_(min=0)
         last = (parent_quad - quad.sum(2)).clamp_(min=0)  # (t, P): hᵀ S_{B−1} h
         quad = torch.cat([quad, last[..., None]], 2)  # (t, P, B)
-        child = _pick(self._mass(quad, cnt), self.generator)
+        mass = self._mass(quad, cnt)  # (t, P, B)
+        if t_pad is not None:  # the target's child without the target
+            mass[i, p, b] = self._mass(quad[i, p, b], cnt[i, 0, b] - 1)
+        child = _pick(mass, self.generator)
         return child, quad.gather(2, child[..., None])[..., 0]
 
     def _classes(self, level, tile_node, rows, h_pad, t_pad) -> tuple[torch.Tensor, torch.Tensor]:
@@ -408,28 +409,31 @@ class QuadraticKernelSampler(Sampler):
         L, B, span = self.leaf_size, self.branching, self.leaf_size * self.branching**level
         Hq = _gather(h_pad, rows)  # (t, P, d)
         logit = _node_products(Hq, self._W.view(-1, span * Hq.shape[2]), tile_node, span)  # (t, P, span): h·w
-        leaf = tile_node[:, None].expand(rows.shape) * B**level  # (t, P) the draw's leaf
-        if t_pad is not None:  # draws whose target is under the node: the target's (h·w)² taken out
-            t = t_pad[rows]  # (t, P), -1 on padding slots
-            i, p = ((t // span == tile_node[:, None]) & (t >= 0)).nonzero(as_tuple=True)
+        if t_pad is not None:  # draws whose target is under the node (padding slots: target -1, under no node)
+            t = t_pad[rows]  # (t, P)
+            i, p = (t // span == tile_node[:, None]).nonzero(as_tuple=True)
             t_at = t[i, p] - tile_node[i] * span  # the target's place under the node
-            logit[i, p, t_at] = 0.0
+            logit[i, p, t_at] = 0.0  # the target's (h·w)² taken out
         if level == 1:
             quad = torch.linalg.vector_norm(logit.view(*rows.shape, B, L), dim=3).square_()  # (t, P, B): Σ (h·w)² per leaf
-            cnt = self._cnt[0].view(-1, B)[tile_node][:, None, :].expand(*rows.shape, B)  # (t, P, B)
-            if t_pad is not None:
-                cnt = cnt.clone()
-                cnt[i, p, t_at // L] -= 1
-            child = _pick(self._mass(quad, cnt), self.generator)  # (t, P)
+            cnt = self._cnt[0].view(-1, B)[tile_node][:, None, :]  # (t, 1, B)
+            mass = self._mass(quad, cnt)  # (t, P, B)
+            if t_pad is not None:  # the target's leaf without the target
+                b = t_at // L
+                mass[i, p, b] = self._mass(quad[i, p, b], cnt[i, 0, b] - 1)
+            child = _pick(mass, self.generator)  # (t, P)
             slot_child = torch.arange(rows.numel(), device=rows.device) * B + child.reshape(-1)
             logit = logit.view(-1, L).index_select(0, slot_child).view(*rows.shape, L)  # (t, P, L): the chosen leaf's
-            leaf = leaf + child
+            leaf = tile_node[:, None] * B + child  # (t, P) the draw's leaf
+        else:
+            leaf = tile_node[:, None].expand(rows.shape)
         kern = torch.addcmul(logit.new_ones(()), logit, logit, value=self.alpha)  # (t, P, L): α(h·w)² + 1
         last = (self._shape[0] - 1) // L  # the last leaf holding classes: its places from `real` on are padding
         real = self._shape[0] - last * L
         if real < L:  # padding classes get kernel 0 (the leaves after `last` have mass 0 and are never reached)
-            i_last, p_last = (leaf == last).nonzero(as_tuple=True)
-            kern[i_last, p_last, real:] = 0.0
+            tl = (tile_node == last // B**level).nonzero()[:, 0]  # the tiles at the node holding that leaf
+            i_last, p_last = (leaf[tl] == last).nonzero(as_tuple=True)
+            kern[tl[i_last], p_last, real:] = 0.0
         if t_pad is not None:  # the target's kernel value set to 0
             hit = leaf[i, p] == t[i, p] // L
             kern[i[hit], p[hit], t[i[hit], p[hit]] % L] = 0.0
