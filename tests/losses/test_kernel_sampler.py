@@ -206,3 +206,30 @@ def test_draws_follow_q_tilde_with_one_tile_per_gather(monkeypatch, data):
 
     monkeypatch.setattr(kernel_sampler, "_GATHER_BYTES", 1)
     check_draws_follow(QuadraticKernelSampler(**dict(SMALL_TREE, top_nodes=1)), kernel_probs, data, excluded=True)
+
+
+def test_node_quads_gathered_a_few_tiles_at_a_time_equal_per_tile_quadratic_forms(monkeypatch):
+    """``_node_quads`` in several gathers (two tiles each, the last one shorter): each tile's rows h
+    against the first n symmetric matrices S of its node, hᵀ S h, read from a table holding n + 1."""
+    from softmax_zoo.losses import kernel_sampler
+
+    g = torch.Generator().manual_seed(4)
+    nodes, n, d, t, P = 6, 3, 4, 5, 7
+    A = torch.randn(nodes, n + 1, d, d, generator=g)
+    S = A + A.transpose(2, 3)  # symmetric, as node sums are
+    table = S.reshape(nodes, (n + 1) * d * d)
+    tile_node = torch.tensor([4, 0, 4, 5, 2])
+    Hq = torch.randn(t, P, d, generator=g)
+    monkeypatch.setattr(kernel_sampler, "_GATHER_BYTES", 2 * n * d * d * table.element_size())
+    got = kernel_sampler._node_quads(Hq, table, tile_node, n)
+    expected = torch.einsum("tpd,tnde,tpe->tpn", Hq, S[tile_node, :n], Hq)
+    torch.testing.assert_close(got, expected)
+
+
+def test_targets_under_the_drawn_nodes_and_elsewhere_in_one_tile(data):
+    """Rows sharing top nodes, only some of whose targets lie under them, in the same tiles: each row
+    draws its own q̃ (the target's mass is taken out for the rows whose target is under the node only)."""
+    hidden, weight, _ = data
+    hidden = hidden[[0, 0, 1, 1]]  # rows 0, 1 (and 2, 3) draw the same nodes and share tiles
+    target = torch.tensor([3, 35, 20, 0])  # 3 and 20 hold most of the mass; 35 and 0 little
+    check_draws_follow(QuadraticKernelSampler(**SMALL_TREE), kernel_probs, (hidden, weight, target), excluded=True)

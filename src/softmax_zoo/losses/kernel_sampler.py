@@ -87,20 +87,44 @@ def _gather(table: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
     return table.index_select(0, index.reshape(-1)).view(*index.shape, *table.shape[1:])
 
 
+def _gathered(table: torch.Tensor, tile_node: torch.Tensor, width: int):
+    """(first tile, end tile, rows) for a few tiles at a time: ``rows`` (b − a, ``width``) the first
+    ``width`` columns of the tiles' nodes in ``table`` (nodes, ≥ width), about ``_GATHER_BYTES`` each.
+
+    Gathered a few tiles at a time and multiplied at once, the rows are read from cache by the GEMM;
+    gathering a whole chunk's first (tens of MB at large C) makes the GEMM read them back from memory.
+    """
+    step = max(1, _GATHER_BYTES // (width * table.element_size()))
+    for a in range(0, tile_node.numel(), step):
+        yield a, min(a + step, tile_node.numel()), table.index_select(0, tile_node[a : a + step])[:, :width]
+
+
 def _node_products(Hq: torch.Tensor, table: torch.Tensor, tile_node: torch.Tensor, n: int) -> torch.Tensor:
     """(t, P, n) products of each tile's rows ``Hq`` (t, P, d) with the n rows of its node: ``table``
-    (nodes, ≥ n·d) holds a node's rows (n, d) in its first n·d columns, ``tile_node`` (t,) the nodes.
+    (nodes, ≥ n·d) holds a node's rows (n, d) in its first n·d columns, ``tile_node`` (t,) the nodes."""
+    t, P, d = Hq.shape
+    out = Hq.new_empty(t, P, n)
+    for a, b, rows in _gathered(table, tile_node, n * d):
+        torch.bmm(Hq[a:b], rows.view(-1, n, d).transpose(1, 2), out=out[a:b])
+    return out
 
-    The nodes' rows are gathered a few tiles at a time (``_GATHER_BYTES``) and multiplied at once,
-    so the GEMM reads them from cache; gathering a whole chunk's first (tens of MB at large C)
-    makes the GEMM read them back from memory.
+
+def _node_quads(Hq: torch.Tensor, table: torch.Tensor, tile_node: torch.Tensor, n: int) -> torch.Tensor:
+    """(t, P, n) quadratic forms hᵀ S h of each tile's rows ``Hq`` (t, P, d) with the n symmetric d × d
+    matrices of its node: ``table`` (nodes, ≥ n·d²) holds them in its first n·d² columns.
+
+    S h is computed a few tiles at a time (see :func:`_gathered`) into one small buffer and dotted
+    with h while still in cache.
     """
     t, P, d = Hq.shape
     out = Hq.new_empty(t, P, n)
-    step = max(1, _GATHER_BYTES // (n * d * table.element_size()))
-    for a in range(0, t, step):
-        rows = table.index_select(0, tile_node[a : a + step])[:, : n * d].view(-1, n, d)
-        torch.bmm(Hq[a : a + step], rows.transpose(1, 2), out=out[a : a + step])
+    v = None
+    for a, b, rows in _gathered(table, tile_node, n * d * d):
+        if v is None:
+            v = Hq.new_empty(b - a, P, n * d)
+        va = v[: b - a]
+        torch.bmm(Hq[a:b], rows.view(-1, n * d, d).transpose(1, 2), out=va)  # (b − a, P, n·d): S h (S symmetric)
+        torch.bmm(va.view(-1, n, d), Hq[a:b].reshape(-1, d, 1), out=out[a:b].view(-1, n, 1))
     return out
 
 
@@ -381,8 +405,7 @@ class QuadraticKernelSampler(Sampler):
         """
         B, d, L = self.branching, h_pad.shape[1], self.leaf_size
         Hq = _gather(h_pad, rows)  # (t, P, d)
-        v = _node_products(Hq, self._S[k].view(-1, B * d * d), tile_node, (B - 1) * d)  # (t, P, (B−1)·d): S_b h (S_b symmetric)
-        quad = torch.bmm(v.view(-1, B - 1, d), Hq.view(-1, d, 1)).view(*rows.shape, B - 1)  # (t, P, B−1): hᵀ S_b h
+        quad = _node_quads(Hq, self._S[k].view(-1, B * d * d), tile_node, B - 1)  # (t, P, B−1): hᵀ S_b h
         cnt = self._cnt[k].view(-1, B)[tile_node][:, None, :]  # (t, 1, B)
         if t_pad is not None:  # the draws whose target is under this node (padding slots: target -1, under no node)
             t = t_pad[rows]  # (t, P)
