@@ -378,7 +378,7 @@ class QuadraticKernelSampler(Sampler):
         for k in range(top - 1, 0, -1):
             tiles = _tiles(node, self.max_tile)
             quad_pad = torch.cat([node_quad, node_quad.new_zeros(1)])
-            parts = [self._children(k, tile_node, row_pad[slots], quad_pad[slots], h_pad, t_pad, qt_pad)
+            parts = [self._children(k, tile_node, _gather(row_pad, slots), _gather(quad_pad, slots), h_pad, t_pad, qt_pad)
                      for tile_node, slots in tiles.blocks()]
             node = node * B + _per_draw(torch.cat([p[0].reshape(-1) for p in parts]), tiles.slots, N * m)
             node_quad = _per_draw(torch.cat([p[1].reshape(-1) for p in parts]), tiles.slots, N * m)
@@ -386,7 +386,7 @@ class QuadraticKernelSampler(Sampler):
         # The classes under the node (a leaf, or the B leaves of a level-1 node): their own kernel values decide.
         tiles = _tiles(node, self.max_tile)
         level = min(top, 1)
-        parts = [self._classes(level, tile_node, row_pad[slots], h_pad, t_pad) for tile_node, slots in tiles.blocks()]
+        parts = [self._classes(level, tile_node, _gather(row_pad, slots), h_pad, t_pad) for tile_node, slots in tiles.blocks()]
         ids = _per_draw(torch.cat([p[0].reshape(-1) for p in parts]), tiles.slots, N * m).view(N, m)
         k_s = _per_draw(torch.cat([p[1].reshape(-1) for p in parts]), tiles.slots, N * m).view(N, m)  # K(h, w_s)
         log_q = k_s.double().log() - self._log_z(h, q_t)[:, None]
@@ -408,7 +408,7 @@ class QuadraticKernelSampler(Sampler):
         quad = _node_quads(Hq, self._S[k].view(-1, B * d * d), tile_node, B - 1)  # (t, P, B−1): hᵀ S_b h
         cnt = self._cnt[k].view(-1, B)[tile_node][:, None, :]  # (t, 1, B)
         if t_pad is not None:  # the draws whose target is under this node (padding slots: target -1, under no node)
-            t = t_pad[rows]  # (t, P)
+            t = _gather(t_pad, rows)  # (t, P)
             i, p = (t // (L * B ** (k + 1)) == tile_node[:, None]).nonzero(as_tuple=True)
             b = (t[i, p] // (L * B**k)) % B  # the target's child
             own = b < B - 1  # the last child's quad comes from the parent's
@@ -433,7 +433,7 @@ class QuadraticKernelSampler(Sampler):
         Hq = _gather(h_pad, rows)  # (t, P, d)
         logit = _node_products(Hq, self._W.view(-1, span * Hq.shape[2]), tile_node, span)  # (t, P, span): h·w
         if t_pad is not None:  # draws whose target is under the node (padding slots: target -1, under no node)
-            t = t_pad[rows]  # (t, P)
+            t = _gather(t_pad, rows)  # (t, P)
             i, p = (t // span == tile_node[:, None]).nonzero(as_tuple=True)
             t_at = t[i, p] - tile_node[i] * span  # the target's place under the node
             logit[i, p, t_at] = 0.0  # the target's (h·w)² taken out
