@@ -30,10 +30,11 @@ How it is made fast (N rows × m draws, all vectorised, no Python loop per draw 
   that share a node (a node's c draws into ⌈c / ``max_tile``⌉ tiles of nearly equal size; tiles
   of similar size batched together, see ``_tiles``), and the children's d × d sums are read once
   per tile instead of once per draw, which would make the walk memory-bound: a few tiles' node
-  sums are gathered at a time and multiplied while still in cache (``_node_products``). Only the
-  first B − 1 children are multiplied: the node sums add up, so the
-  last child's hᵀSh is the parent's (known from the level above) minus its siblings', clamped at
-  0, and a node without classes keeps mass 0 through its count. A level costs (B − 1)·d² per draw:
+  sums are gathered at a time and multiplied while still in cache, and S h is dotted with h before
+  it leaves the cache (``_gathered``, ``_node_quads``). Only the first B − 1 children are
+  multiplied: the node sums add up, so the last child's hᵀSh is the parent's (known from the level
+  above) minus its siblings', clamped at 0, and a node without classes keeps mass 0 through its
+  count. A level costs (B − 1)·d² per draw:
   3·d² per factor 4 in C for B = 4, against 2·d² for B = 2 at twice the levels (and sorts).
 * **Leaves of 64 classes, reached from level 1.** A leaf's kernel values cost leaf_size·d per
   draw, a node's mass d²; with leaf_size ≈ d the tree has 64× fewer d × d sums to store and
@@ -47,7 +48,9 @@ How it is made fast (N rows × m draws, all vectorised, no Python loop per draw 
 Exclusion of the target (``exclude``) is exact: along the target's path, node masses are taken
 without the target's own kernel value (hᵀSh − (h·w_t)² and count − 1; under a level-1 node the
 target's h·w set to 0 before the leaf sums), and in the leaf its kernel is set to 0, so the draw is
-from q̃ = q without the target renormalised, and the returned log q̃ uses Z − K(h, w_t).
+from q̃ = q without the target renormalised, and the returned log q̃ uses Z − K(h, w_t). Below the
+dense level only the draws whose target lies under their current node are adjusted (found by the
+target's ancestor at that level; a padding slot's target is −1, under no node).
 
 Bias: the paper's kernel is on h·w only; an output bias, if the head has one, is ignored by this
 sampler (q still is a valid proposal, and the sampled softmax corrects with the q actually used).
@@ -72,7 +75,7 @@ from .samplers import Sampler, outside_autocast
 
 _CHUNK = 8192  # draw slots per batched GEMM (e.g. 256 tiles of 32): bounds the GEMM's memory without a loop of tiny GEMMs
 _CHUNK_TILES = 512  # tiles per batched GEMM: bounds the gathered node parameters (512 × B·L·d floats: 32 MB at d = 64)
-_GATHER_BYTES = 1 << 20  # node parameters gathered per GEMM call: small enough to be read back from cache (see _node_products)
+_GATHER_BYTES = 1 << 20  # node parameters gathered per GEMM call: small enough to be read back from cache (see _gathered)
 
 
 def _pick(mass: torch.Tensor, generator: torch.Generator | None) -> torch.Tensor:
