@@ -83,14 +83,18 @@ def test_200k_draws_match_exact_q_and_reject_a_near_miss(tree, data):
     assert not bool((ids == target[:, None]).any())
 
 
-def test_tiles_hold_every_draw_once_in_bounded_chunks():
-    """``_tiles``: each draw in one slot of a tile of its node, tiles ≤ max_tile, chunks ≤ chunk_tiles tiles."""
-    node = torch.randint(0, 50, (3000,), generator=torch.Generator().manual_seed(6))
-    tiles = _tiles(node, max_tile=16, chunk=256, chunk_tiles=8)
+@pytest.mark.parametrize("max_tile", [16, 256], ids=["several_tiles_per_node", "one_tile_per_node"])
+def test_tiles_hold_every_draw_once_in_bounded_chunks(max_tile):
+    """``_tiles``: each draw in one slot of a tile of its node, tiles ≤ max_tile, chunks ≤ chunk_tiles tiles,
+    every slot of a tile but the padding of its chunk filled."""
+    node = torch.randint(0, 50, (3000,), generator=torch.Generator().manual_seed(6))  # ~60 draws per node
+    tiles = _tiles(node, max_tile=max_tile, chunk=256, chunk_tiles=8)
     real = tiles.slots < node.numel()
     assert torch.equal(tiles.slots[real].sort().values, torch.arange(node.numel()))
+    assert tiles.node.numel() == (50 if max_tile == 256 else int((node.bincount() + 15).div(16, rounding_mode="floor").sum()))
     for (a, b, width, s0, s1), (tile_node, slots) in zip(tiles.chunks, tiles.blocks(), strict=True):
-        assert b - a <= 8 and width <= 16 and slots.shape == (b - a, width)
+        assert b - a <= 8 and width <= max_tile and slots.shape == (b - a, width)
+        assert bool(slots[:, 0].lt(node.numel()).all())  # tiles are filled from their first slot
         kept = slots < node.numel()
         assert torch.equal(node[slots[kept]], tile_node[:, None].expand_as(slots)[kept])
 

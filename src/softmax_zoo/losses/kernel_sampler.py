@@ -178,22 +178,26 @@ def _tiles(node: torch.Tensor, max_tile: int, chunk: int = _CHUNK, chunk_tiles: 
     first = pieces.cumsum(0) - pieces  # (U,) first tile of each node
     group = torch.repeat_interleave(torch.arange(uniq.numel(), device=dev), counts)  # (M,) node of each sorted draw
     rank = torch.arange(M, device=dev) - (counts.cumsum(0) - counts)[group]  # rank within its node
-    tile_of = first[group] + rank % pieces[group]  # (M,) draws dealt round-robin to the node's tiles
-    pos = rank // pieces[group]  # (M,) place within the tile
+    if int(pieces.max()) == 1:  # one tile per node (no node holds more than max_tile draws)
+        tile_of, pos = group, rank
+    else:
+        node_pieces = pieces[group]
+        tile_of = first[group] + rank % node_pieces  # (M,) draws dealt round-robin to the node's tiles
+        pos = rank // node_pieces  # (M,) place within the tile
     size = torch.bincount(tile_of, minlength=int(pieces.sum()))  # (T,)
     size, by_size = torch.sort(size, descending=True, stable=True)
-    where = torch.empty_like(by_size)
-    where[by_size] = torch.arange(by_size.numel(), device=dev)  # sorted position of each tile
-    chunks, width_of, a, s0, sizes = [], [], 0, 0, size.tolist()
+    chunks, a, s0, sizes = [], 0, 0, size.tolist()
     while a < len(sizes):
         width = sizes[a]
         b = min(len(sizes), a + max(1, min(chunk // width, chunk_tiles)))
         chunks.append((a, b, width, s0, s0 + (b - a) * width))
-        width_of += [width] * (b - a)
         a, s0 = b, s0 + (b - a) * width
-    start = torch.tensor(width_of, device=dev).cumsum(0) - torch.tensor(width_of, device=dev)  # (T,) first slot
+    width_of = torch.repeat_interleave(torch.tensor([c[2] for c in chunks], device=dev),
+                                       torch.tensor([c[1] - c[0] for c in chunks], device=dev))  # (T,) in sorted order
+    start = torch.empty_like(by_size)
+    start[by_size] = width_of.cumsum(0) - width_of  # (T,) first slot of each tile
     slots = torch.full((s0,), M, dtype=torch.long, device=dev)
-    slots[start[where[tile_of]] + pos] = order
+    slots[start[tile_of] + pos] = order
     tile_node = torch.repeat_interleave(uniq, pieces)[by_size]
     return _Tiles(tile_node, slots, chunks)
 
