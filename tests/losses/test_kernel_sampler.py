@@ -237,3 +237,23 @@ def test_targets_under_the_drawn_nodes_and_elsewhere_in_one_tile(data):
     hidden = hidden[[0, 0, 1, 1]]  # rows 0, 1 (and 2, 3) draw the same nodes and share tiles
     target = torch.tensor([3, 35, 20, 0])  # 3 and 20 hold most of the mass; 35 and 0 little
     check_draws_follow(QuadraticKernelSampler(**SMALL_TREE), kernel_probs, (hidden, weight, target), excluded=True)
+
+
+@pytest.mark.parametrize("width", [3, 4, 8, 9, 64])
+def test_pick_is_the_first_index_whose_cumulative_mass_reaches_the_threshold(width):
+    """``_pick`` by counting (up to ``_COUNT_BELOW`` entries) and by binary search: the inverse CDF of the
+    same uniforms, never an index of zero mass, also when a row has zero masses at both ends."""
+    from softmax_zoo.losses.kernel_sampler import _pick
+
+    g = torch.Generator().manual_seed(5)
+    mass = torch.rand(300, 7, width, generator=g).double()
+    mass[..., 0] = 0
+    mass[..., -1] = 0
+    if width > 3:
+        mass[::3, :, width // 2] = 0
+    got = _pick(mass, torch.Generator().manual_seed(9))
+    cum = mass.cumsum(-1)
+    thr = (1 - torch.rand(300, 7, 1, dtype=torch.float64, generator=torch.Generator().manual_seed(9))) * cum[..., -1:]
+    expected = torch.searchsorted(cum, thr)[..., 0]
+    assert torch.equal(got, expected)
+    assert bool(mass.gather(-1, got[..., None]).gt(0).all())

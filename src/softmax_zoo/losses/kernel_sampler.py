@@ -75,6 +75,7 @@ from .samplers import Sampler, outside_autocast
 
 _CHUNK = 8192  # draw slots per batched GEMM (e.g. 256 tiles of 32): bounds the GEMM's memory without a loop of tiny GEMMs
 _CHUNK_TILES = 512  # tiles per batched GEMM: bounds the gathered node parameters (512 × B·L·d floats: 32 MB at d = 64)
+_COUNT_BELOW = 8  # _pick among at most this many: a comparison per entry beats a binary search per row
 _GATHER_BYTES = 1 << 20  # node parameters gathered per GEMM call: small enough to be read back from cache (see _gathered)
 
 
@@ -82,6 +83,8 @@ def _pick(mass: torch.Tensor, generator: torch.Generator | None) -> torch.Tensor
     """Index along the last dim, drawn in proportion to the non-negative ``mass`` (..., B)."""
     cum = mass.cumsum(-1)
     thr = (1 - torch.rand(*mass.shape[:-1], 1, dtype=cum.dtype, device=mass.device, generator=generator)) * cum[..., -1:]  # (0, 1]·total
+    if mass.shape[-1] <= _COUNT_BELOW:  # the first index with cum >= thr is the number of cum < thr (cum is non-decreasing)
+        return (cum < thr).sum(-1).clamp_(max=mass.shape[-1] - 1)
     return torch.searchsorted(cum, thr)[..., 0].clamp_(max=mass.shape[-1] - 1)  # first index with cum >= thr
 
 
