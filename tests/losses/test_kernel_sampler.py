@@ -83,14 +83,18 @@ def test_200k_draws_match_exact_q_and_reject_a_near_miss(tree, data):
     assert not bool((ids == target[:, None]).any())
 
 
-def test_tiles_hold_every_draw_once_in_bounded_chunks():
-    """``_tiles``: each draw in one slot of a tile of its node, tiles ≤ max_tile, chunks ≤ chunk_tiles tiles."""
-    node = torch.randint(0, 50, (3000,), generator=torch.Generator().manual_seed(6))
-    tiles = _tiles(node, max_tile=16, chunk=256, chunk_tiles=8)
+@pytest.mark.parametrize("max_tile", [16, 256], ids=["several_tiles_per_node", "one_tile_per_node"])
+def test_tiles_hold_every_draw_once_in_bounded_chunks(max_tile):
+    """``_tiles``: each draw in one slot of a tile of its node, tiles ≤ max_tile, chunks ≤ chunk_tiles tiles,
+    every slot of a tile but the padding of its chunk filled."""
+    node = torch.randint(0, 50, (3000,), generator=torch.Generator().manual_seed(6))  # ~60 draws per node
+    tiles = _tiles(node, max_tile=max_tile, chunk=256, chunk_tiles=8)
     real = tiles.slots < node.numel()
     assert torch.equal(tiles.slots[real].sort().values, torch.arange(node.numel()))
+    assert tiles.node.numel() == (50 if max_tile == 256 else int((node.bincount() + 15).div(16, rounding_mode="floor").sum()))
     for (a, b, width, s0, s1), (tile_node, slots) in zip(tiles.chunks, tiles.blocks(), strict=True):
-        assert b - a <= 8 and width <= 16 and slots.shape == (b - a, width)
+        assert b - a <= 8 and width <= max_tile and slots.shape == (b - a, width)
+        assert bool(slots[:, 0].lt(node.numel()).all())  # tiles are filled from their first slot
         kept = slots < node.numel()
         assert torch.equal(node[slots[kept]], tile_node[:, None].expand_as(slots)[kept])
 
@@ -206,3 +210,50 @@ def test_draws_follow_q_tilde_with_one_tile_per_gather(monkeypatch, data):
 
     monkeypatch.setattr(kernel_sampler, "_GATHER_BYTES", 1)
     check_draws_follow(QuadraticKernelSampler(**dict(SMALL_TREE, top_nodes=1)), kernel_probs, data, excluded=True)
+
+
+def test_node_quads_gathered_a_few_tiles_at_a_time_equal_per_tile_quadratic_forms(monkeypatch):
+    """``_node_quads`` in several gathers (two tiles each, the last one shorter): each tile's rows h
+    against the first n symmetric matrices S of its node, hᵀ S h, read from a table holding n + 1."""
+    from softmax_zoo.losses import kernel_sampler
+
+    g = torch.Generator().manual_seed(4)
+    nodes, n, d, t, P = 6, 3, 4, 5, 7
+    A = torch.randn(nodes, n + 1, d, d, generator=g)
+    S = A + A.transpose(2, 3)  # symmetric, as node sums are
+    table = S.reshape(nodes, (n + 1) * d * d)
+    tile_node = torch.tensor([4, 0, 4, 5, 2])
+    Hq = torch.randn(t, P, d, generator=g)
+    monkeypatch.setattr(kernel_sampler, "_GATHER_BYTES", 2 * n * d * d * table.element_size())
+    got = kernel_sampler._node_quads(Hq, table, tile_node, n)
+    expected = torch.einsum("tpd,tnde,tpe->tpn", Hq, S[tile_node, :n], Hq)
+    torch.testing.assert_close(got, expected)
+
+
+def test_targets_under_the_drawn_nodes_and_elsewhere_in_one_tile(data):
+    """Rows sharing top nodes, only some of whose targets lie under them, in the same tiles: each row
+    draws its own q̃ (the target's mass is taken out for the rows whose target is under the node only)."""
+    hidden, weight, _ = data
+    hidden = hidden[[0, 0, 1, 1]]  # rows 0, 1 (and 2, 3) draw the same nodes and share tiles
+    target = torch.tensor([3, 35, 20, 0])  # 3 and 20 hold most of the mass; 35 and 0 little
+    check_draws_follow(QuadraticKernelSampler(**SMALL_TREE), kernel_probs, (hidden, weight, target), excluded=True)
+
+
+@pytest.mark.parametrize("width", [3, 4, 8, 9, 64])
+def test_pick_is_the_first_index_whose_cumulative_mass_reaches_the_threshold(width):
+    """``_pick`` by counting (up to ``_COUNT_BELOW`` entries) and by binary search: the inverse CDF of the
+    same uniforms, never an index of zero mass, also when a row has zero masses at both ends."""
+    from softmax_zoo.losses.kernel_sampler import _pick
+
+    g = torch.Generator().manual_seed(5)
+    mass = torch.rand(300, 7, width, generator=g).double()
+    mass[..., 0] = 0
+    mass[..., -1] = 0
+    if width > 3:
+        mass[::3, :, width // 2] = 0
+    got = _pick(mass, torch.Generator().manual_seed(9))
+    cum = mass.cumsum(-1)
+    thr = (1 - torch.rand(300, 7, 1, dtype=torch.float64, generator=torch.Generator().manual_seed(9))) * cum[..., -1:]
+    expected = torch.searchsorted(cum, thr)[..., 0]
+    assert torch.equal(got, expected)
+    assert bool(mass.gather(-1, got[..., None]).gt(0).all())

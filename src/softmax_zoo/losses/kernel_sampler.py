@@ -30,10 +30,11 @@ How it is made fast (N rows × m draws, all vectorised, no Python loop per draw 
   that share a node (a node's c draws into ⌈c / ``max_tile``⌉ tiles of nearly equal size; tiles
   of similar size batched together, see ``_tiles``), and the children's d × d sums are read once
   per tile instead of once per draw, which would make the walk memory-bound: a few tiles' node
-  sums are gathered at a time and multiplied while still in cache (``_node_products``). Only the
-  first B − 1 children are multiplied: the node sums add up, so the
-  last child's hᵀSh is the parent's (known from the level above) minus its siblings', clamped at
-  0, and a node without classes keeps mass 0 through its count. A level costs (B − 1)·d² per draw:
+  sums are gathered at a time and multiplied while still in cache, and S h is dotted with h before
+  it leaves the cache (``_gathered``, ``_node_quads``). Only the first B − 1 children are
+  multiplied: the node sums add up, so the last child's hᵀSh is the parent's (known from the level
+  above) minus its siblings', clamped at 0, and a node without classes keeps mass 0 through its
+  count. A level costs (B − 1)·d² per draw:
   3·d² per factor 4 in C for B = 4, against 2·d² for B = 2 at twice the levels (and sorts).
 * **Leaves of 64 classes, reached from level 1.** A leaf's kernel values cost leaf_size·d per
   draw, a node's mass d²; with leaf_size ≈ d the tree has 64× fewer d × d sums to store and
@@ -47,7 +48,9 @@ How it is made fast (N rows × m draws, all vectorised, no Python loop per draw 
 Exclusion of the target (``exclude``) is exact: along the target's path, node masses are taken
 without the target's own kernel value (hᵀSh − (h·w_t)² and count − 1; under a level-1 node the
 target's h·w set to 0 before the leaf sums), and in the leaf its kernel is set to 0, so the draw is
-from q̃ = q without the target renormalised, and the returned log q̃ uses Z − K(h, w_t).
+from q̃ = q without the target renormalised, and the returned log q̃ uses Z − K(h, w_t). Below the
+dense level only the draws whose target lies under their current node are adjusted (found by the
+target's ancestor at that level; a padding slot's target is −1, under no node).
 
 Bias: the paper's kernel is on h·w only; an output bias, if the head has one, is ignored by this
 sampler (q still is a valid proposal, and the sampled softmax corrects with the q actually used).
@@ -72,13 +75,16 @@ from .samplers import Sampler, outside_autocast
 
 _CHUNK = 8192  # draw slots per batched GEMM (e.g. 256 tiles of 32): bounds the GEMM's memory without a loop of tiny GEMMs
 _CHUNK_TILES = 512  # tiles per batched GEMM: bounds the gathered node parameters (512 × B·L·d floats: 32 MB at d = 64)
-_GATHER_BYTES = 1 << 20  # node parameters gathered per GEMM call: small enough to be read back from cache (see _node_products)
+_COUNT_BELOW = 8  # _pick among at most this many: a comparison per entry beats a binary search per row
+_GATHER_BYTES = 1 << 20  # node parameters gathered per GEMM call: small enough to be read back from cache (see _gathered)
 
 
 def _pick(mass: torch.Tensor, generator: torch.Generator | None) -> torch.Tensor:
     """Index along the last dim, drawn in proportion to the non-negative ``mass`` (..., B)."""
     cum = mass.cumsum(-1)
     thr = (1 - torch.rand(*mass.shape[:-1], 1, dtype=cum.dtype, device=mass.device, generator=generator)) * cum[..., -1:]  # (0, 1]·total
+    if mass.shape[-1] <= _COUNT_BELOW:  # the first index with cum >= thr is the number of cum < thr (cum is non-decreasing)
+        return (cum < thr).sum(-1).clamp_(max=mass.shape[-1] - 1)
     return torch.searchsorted(cum, thr)[..., 0].clamp_(max=mass.shape[-1] - 1)  # first index with cum >= thr
 
 
@@ -87,20 +93,44 @@ def _gather(table: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
     return table.index_select(0, index.reshape(-1)).view(*index.shape, *table.shape[1:])
 
 
+def _gathered(table: torch.Tensor, tile_node: torch.Tensor, width: int):
+    """(first tile, end tile, rows) for a few tiles at a time: ``rows`` (b − a, ``width``) the first
+    ``width`` columns of the tiles' nodes in ``table`` (nodes, ≥ width), about ``_GATHER_BYTES`` each.
+
+    Gathered a few tiles at a time and multiplied at once, the rows are read from cache by the GEMM;
+    gathering a whole chunk's first (tens of MB at large C) makes the GEMM read them back from memory.
+    """
+    step = max(1, _GATHER_BYTES // (width * table.element_size()))
+    for a in range(0, tile_node.numel(), step):
+        yield a, min(a + step, tile_node.numel()), table.index_select(0, tile_node[a : a + step])[:, :width]
+
+
 def _node_products(Hq: torch.Tensor, table: torch.Tensor, tile_node: torch.Tensor, n: int) -> torch.Tensor:
     """(t, P, n) products of each tile's rows ``Hq`` (t, P, d) with the n rows of its node: ``table``
-    (nodes, ≥ n·d) holds a node's rows (n, d) in its first n·d columns, ``tile_node`` (t,) the nodes.
+    (nodes, ≥ n·d) holds a node's rows (n, d) in its first n·d columns, ``tile_node`` (t,) the nodes."""
+    t, P, d = Hq.shape
+    out = Hq.new_empty(t, P, n)
+    for a, b, rows in _gathered(table, tile_node, n * d):
+        torch.bmm(Hq[a:b], rows.view(-1, n, d).transpose(1, 2), out=out[a:b])
+    return out
 
-    The nodes' rows are gathered a few tiles at a time (``_GATHER_BYTES``) and multiplied at once,
-    so the GEMM reads them from cache; gathering a whole chunk's first (tens of MB at large C)
-    makes the GEMM read them back from memory.
+
+def _node_quads(Hq: torch.Tensor, table: torch.Tensor, tile_node: torch.Tensor, n: int) -> torch.Tensor:
+    """(t, P, n) quadratic forms hᵀ S h of each tile's rows ``Hq`` (t, P, d) with the n symmetric d × d
+    matrices of its node: ``table`` (nodes, ≥ n·d²) holds them in its first n·d² columns.
+
+    S h is computed a few tiles at a time (see :func:`_gathered`) into one small buffer and dotted
+    with h while still in cache.
     """
     t, P, d = Hq.shape
     out = Hq.new_empty(t, P, n)
-    step = max(1, _GATHER_BYTES // (n * d * table.element_size()))
-    for a in range(0, t, step):
-        rows = table.index_select(0, tile_node[a : a + step])[:, : n * d].view(-1, n, d)
-        torch.bmm(Hq[a : a + step], rows.transpose(1, 2), out=out[a : a + step])
+    v = None
+    for a, b, rows in _gathered(table, tile_node, n * d * d):
+        if v is None:
+            v = Hq.new_empty(b - a, P, n * d)
+        va = v[: b - a]
+        torch.bmm(Hq[a:b], rows.view(-1, n * d, d).transpose(1, 2), out=va)  # (b − a, P, n·d): S h (S symmetric)
+        torch.bmm(va.view(-1, n, d), Hq[a:b].reshape(-1, d, 1), out=out[a:b].view(-1, n, 1))
     return out
 
 
@@ -151,22 +181,26 @@ def _tiles(node: torch.Tensor, max_tile: int, chunk: int = _CHUNK, chunk_tiles: 
     first = pieces.cumsum(0) - pieces  # (U,) first tile of each node
     group = torch.repeat_interleave(torch.arange(uniq.numel(), device=dev), counts)  # (M,) node of each sorted draw
     rank = torch.arange(M, device=dev) - (counts.cumsum(0) - counts)[group]  # rank within its node
-    tile_of = first[group] + rank % pieces[group]  # (M,) draws dealt round-robin to the node's tiles
-    pos = rank // pieces[group]  # (M,) place within the tile
+    if int(pieces.max()) == 1:  # one tile per node (no node holds more than max_tile draws)
+        tile_of, pos = group, rank
+    else:
+        node_pieces = pieces[group]
+        tile_of = first[group] + rank % node_pieces  # (M,) draws dealt round-robin to the node's tiles
+        pos = rank // node_pieces  # (M,) place within the tile
     size = torch.bincount(tile_of, minlength=int(pieces.sum()))  # (T,)
     size, by_size = torch.sort(size, descending=True, stable=True)
-    where = torch.empty_like(by_size)
-    where[by_size] = torch.arange(by_size.numel(), device=dev)  # sorted position of each tile
-    chunks, width_of, a, s0, sizes = [], [], 0, 0, size.tolist()
+    chunks, a, s0, sizes = [], 0, 0, size.tolist()
     while a < len(sizes):
         width = sizes[a]
         b = min(len(sizes), a + max(1, min(chunk // width, chunk_tiles)))
         chunks.append((a, b, width, s0, s0 + (b - a) * width))
-        width_of += [width] * (b - a)
         a, s0 = b, s0 + (b - a) * width
-    start = torch.tensor(width_of, device=dev).cumsum(0) - torch.tensor(width_of, device=dev)  # (T,) first slot
+    width_of = torch.repeat_interleave(torch.tensor([c[2] for c in chunks], device=dev),
+                                       torch.tensor([c[1] - c[0] for c in chunks], device=dev))  # (T,) in sorted order
+    start = torch.empty_like(by_size)
+    start[by_size] = width_of.cumsum(0) - width_of  # (T,) first slot of each tile
     slots = torch.full((s0,), M, dtype=torch.long, device=dev)
-    slots[start[where[tile_of]] + pos] = order
+    slots[start[tile_of] + pos] = order
     tile_node = torch.repeat_interleave(uniq, pieces)[by_size]
     return _Tiles(tile_node, slots, chunks)
 
@@ -347,14 +381,14 @@ class QuadraticKernelSampler(Sampler):
 
         h_pad = torch.cat([h, h.new_zeros(1, d)])  # row N: zeros, for the padding slots
         row_pad = torch.cat([torch.arange(N, device=h.device).repeat_interleave(m), node.new_tensor([N])])  # (N·m + 1,)
-        t_pad = None if exclude is None else torch.cat([exclude, exclude.new_tensor([-1])])
+        t_pad = None if exclude is None else torch.cat([exclude, exclude.new_tensor([-1])]).int()  # (N + 1,) int32: cheaper floor divisions
         qt_pad = None if exclude is None else torch.cat([q_t, q_t.new_zeros(1)])
 
         # Walk down to level 1, draws tiled by node, tiles in chunks.
         for k in range(top - 1, 0, -1):
             tiles = _tiles(node, self.max_tile)
             quad_pad = torch.cat([node_quad, node_quad.new_zeros(1)])
-            parts = [self._children(k, tile_node, row_pad[slots], quad_pad[slots], h_pad, t_pad, qt_pad)
+            parts = [self._children(k, tile_node, _gather(row_pad, slots), _gather(quad_pad, slots), h_pad, t_pad, qt_pad)
                      for tile_node, slots in tiles.blocks()]
             node = node * B + _per_draw(torch.cat([p[0].reshape(-1) for p in parts]), tiles.slots, N * m)
             node_quad = _per_draw(torch.cat([p[1].reshape(-1) for p in parts]), tiles.slots, N * m)
@@ -362,7 +396,7 @@ class QuadraticKernelSampler(Sampler):
         # The classes under the node (a leaf, or the B leaves of a level-1 node): their own kernel values decide.
         tiles = _tiles(node, self.max_tile)
         level = min(top, 1)
-        parts = [self._classes(level, tile_node, row_pad[slots], h_pad, t_pad) for tile_node, slots in tiles.blocks()]
+        parts = [self._classes(level, tile_node, _gather(row_pad, slots), h_pad, t_pad) for tile_node, slots in tiles.blocks()]
         ids = _per_draw(torch.cat([p[0].reshape(-1) for p in parts]), tiles.slots, N * m).view(N, m)
         k_s = _per_draw(torch.cat([p[1].reshape(-1) for p in parts]), tiles.slots, N * m).view(N, m)  # K(h, w_s)
         log_q = k_s.double().log() - self._log_z(h, q_t)[:, None]
@@ -381,20 +415,20 @@ class QuadraticKernelSampler(Sampler):
         """
         B, d, L = self.branching, h_pad.shape[1], self.leaf_size
         Hq = _gather(h_pad, rows)  # (t, P, d)
-        v = _node_products(Hq, self._S[k].view(-1, B * d * d), tile_node, (B - 1) * d)  # (t, P, (B−1)·d): S_b h (S_b symmetric)
-        quad = torch.bmm(v.view(-1, B - 1, d), Hq.view(-1, d, 1)).view(*rows.shape, B - 1)  # (t, P, B−1): hᵀ S_b h
-        cnt = self._cnt[k].view(-1, B)[tile_node][:, None, :].expand(*rows.shape, B)  # (t, P, B)
-        if t_pad is not None:  # the target's child (where the target is under this node) without the target
-            t = t_pad[rows]  # (t, P), -1 on padding slots
-            i, p = ((t // (L * B ** (k + 1)) == tile_node[:, None]) & (t >= 0)).nonzero(as_tuple=True)
+        quad = _node_quads(Hq, self._S[k].view(-1, B * d * d), tile_node, B - 1)  # (t, P, B−1): hᵀ S_b h
+        cnt = self._cnt[k].view(-1, B)[tile_node][:, None, :]  # (t, 1, B)
+        if t_pad is not None:  # the draws whose target is under this node (padding slots: target -1, under no node)
+            t = _gather(t_pad, rows)  # (t, P)
+            i, p = (t // (L * B ** (k + 1)) == tile_node[:, None]).nonzero(as_tuple=True)
             b = (t[i, p] // (L * B**k)) % B  # the target's child
-            cnt = cnt.clone()
-            cnt[i, p, b] -= 1
-            i, p, b = i[b < B - 1], p[b < B - 1], b[b < B - 1]  # the last child's quad comes from the parent's
-            quad[i, p, b] = (quad[i, p, b] - qt_pad[rows[i, p]]).clamp_(min=0)
+            own = b < B - 1  # the last child's quad comes from the parent's
+            quad[i[own], p[own], b[own]] = (quad[i[own], p[own], b[own]] - qt_pad[rows[i[own], p[own]]]).clamp_(min=0)
         last = (parent_quad - quad.sum(2)).clamp_(min=0)  # (t, P): hᵀ S_{B−1} h
         quad = torch.cat([quad, last[..., None]], 2)  # (t, P, B)
-        child = _pick(self._mass(quad, cnt), self.generator)
+        mass = self._mass(quad, cnt)  # (t, P, B)
+        if t_pad is not None:  # the target's child without the target
+            mass[i, p, b] = self._mass(quad[i, p, b], cnt[i, 0, b] - 1)
+        child = _pick(mass, self.generator)
         return child, quad.gather(2, child[..., None])[..., 0]
 
     def _classes(self, level, tile_node, rows, h_pad, t_pad) -> tuple[torch.Tensor, torch.Tensor]:
@@ -408,28 +442,31 @@ class QuadraticKernelSampler(Sampler):
         L, B, span = self.leaf_size, self.branching, self.leaf_size * self.branching**level
         Hq = _gather(h_pad, rows)  # (t, P, d)
         logit = _node_products(Hq, self._W.view(-1, span * Hq.shape[2]), tile_node, span)  # (t, P, span): h·w
-        leaf = tile_node[:, None].expand(rows.shape) * B**level  # (t, P) the draw's leaf
-        if t_pad is not None:  # draws whose target is under the node: the target's (h·w)² taken out
-            t = t_pad[rows]  # (t, P), -1 on padding slots
-            i, p = ((t // span == tile_node[:, None]) & (t >= 0)).nonzero(as_tuple=True)
+        if t_pad is not None:  # draws whose target is under the node (padding slots: target -1, under no node)
+            t = _gather(t_pad, rows)  # (t, P)
+            i, p = (t // span == tile_node[:, None]).nonzero(as_tuple=True)
             t_at = t[i, p] - tile_node[i] * span  # the target's place under the node
-            logit[i, p, t_at] = 0.0
+            logit[i, p, t_at] = 0.0  # the target's (h·w)² taken out
         if level == 1:
             quad = torch.linalg.vector_norm(logit.view(*rows.shape, B, L), dim=3).square_()  # (t, P, B): Σ (h·w)² per leaf
-            cnt = self._cnt[0].view(-1, B)[tile_node][:, None, :].expand(*rows.shape, B)  # (t, P, B)
-            if t_pad is not None:
-                cnt = cnt.clone()
-                cnt[i, p, t_at // L] -= 1
-            child = _pick(self._mass(quad, cnt), self.generator)  # (t, P)
+            cnt = self._cnt[0].view(-1, B)[tile_node][:, None, :]  # (t, 1, B)
+            mass = self._mass(quad, cnt)  # (t, P, B)
+            if t_pad is not None:  # the target's leaf without the target
+                b = t_at // L
+                mass[i, p, b] = self._mass(quad[i, p, b], cnt[i, 0, b] - 1)
+            child = _pick(mass, self.generator)  # (t, P)
             slot_child = torch.arange(rows.numel(), device=rows.device) * B + child.reshape(-1)
             logit = logit.view(-1, L).index_select(0, slot_child).view(*rows.shape, L)  # (t, P, L): the chosen leaf's
-            leaf = leaf + child
+            leaf = tile_node[:, None] * B + child  # (t, P) the draw's leaf
+        else:
+            leaf = tile_node[:, None].expand(rows.shape)
         kern = torch.addcmul(logit.new_ones(()), logit, logit, value=self.alpha)  # (t, P, L): α(h·w)² + 1
         last = (self._shape[0] - 1) // L  # the last leaf holding classes: its places from `real` on are padding
         real = self._shape[0] - last * L
         if real < L:  # padding classes get kernel 0 (the leaves after `last` have mass 0 and are never reached)
-            i_last, p_last = (leaf == last).nonzero(as_tuple=True)
-            kern[i_last, p_last, real:] = 0.0
+            tl = (tile_node == last // B**level).nonzero()[:, 0]  # the tiles at the node holding that leaf
+            i_last, p_last = (leaf[tl] == last).nonzero(as_tuple=True)
+            kern[tl[i_last], p_last, real:] = 0.0
         if t_pad is not None:  # the target's kernel value set to 0
             hit = leaf[i, p] == t[i, p] // L
             kern[i[hit], p[hit], t[i[hit], p[hit]] % L] = 0.0
