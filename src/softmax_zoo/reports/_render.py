@@ -6,22 +6,15 @@ one home, a filter of :data:`FILTERS`. Undefined names fail (StrictUndefined): a
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import jinja2
 
 from ..markdown import markdown_table
-from ._stats import SEED_INTERVAL_NOTE, format_mean_ci, mean_ci, seeds_label
+from ._stats import SEED_INTERVAL_NOTE, format_mean_ci, seeds_label
 from ._verdicts import NON_SEED_RULES, VERDICT_RULES, by_construction, detectability, deterministic, not_tested, seed_summary
-
-
-def sci(values: Sequence[float]) -> str:
-    """"1.12e-08 ± 5.1e-09 (n=3)": mean ± 95% half-width over seeds in scientific notation ("x (n=1)" alone)."""
-    m, half, n = mean_ci(values)
-    return f"{m:.2e}" + ("" if n == 1 else f" ± {half:.1e}") + f" (n={n})"
-
 
 FILTERS = {
     "signed": lambda x, digits=2: f"{x:+.{digits}f}",  # "+0.67": a delta with its sign
@@ -35,7 +28,8 @@ FILTERS = {
     # a Markdown table (softmax_zoo.markdown.markdown_table) without its last newline (the template's line gives it)
     "table": lambda rows, header: markdown_table(header, rows).rstrip("\n"),
     "prefixed": lambda items, prefix: [f"{prefix}{x}" for x in items],  # table headers: "ours: " + column
-    "seeds": seeds_label, "mean_ci": format_mean_ci, "sci": sci, "seed_summary": seed_summary, "detectability": detectability,
+    "seeds": seeds_label, "mean_ci": format_mean_ci, "sci": partial(format_mean_ci, notation="e"),  # "1.12e-08 ± 5.1e-09 (n=3)"
+    "seed_summary": seed_summary, "detectability": detectability,
 }
 ENV = jinja2.Environment(loader=jinja2.PackageLoader("softmax_zoo.reports", "templates"), undefined=jinja2.StrictUndefined,
                          trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True, autoescape=False)

@@ -33,12 +33,12 @@ def mean(values: Sequence[float]) -> float:
     return mean_ci(values)[0] if len(values) else math.nan
 
 
-def format_mean_ci(values: Sequence[float], scale: float = 1.0, digits: int = 2) -> str:
-    """"mean ± half (n=k)" of ``values * scale``; a single value prints as "x (n=1)"."""
+def format_mean_ci(values: Sequence[float], scale: float = 1.0, digits: int = 2, notation: str = "f") -> str:
+    """"mean ± half (n=k)" of ``values * scale``, fixed ("f": ``digits`` decimals) or scientific ("e": the half-width
+    with one digit fewer, "1.12e-08 ± 5.1e-09 (n=3)"); a single value prints as "x (n=1)"."""
     m, half, n = mean_ci([v * scale for v in values])
-    if n == 1:
-        return f"{m:.{digits}f} (n=1)"
-    return f"{m:.{digits}f} ± {half:.{digits}f} (n={n})"
+    half_digits = digits - 1 if notation == "e" else digits
+    return f"{m:.{digits}{notation}}" + ("" if n == 1 else f" ± {half:.{half_digits}{notation}}") + f" (n={n})"
 
 
 def paired_bootstrap(a: Sequence[float], b: Sequence[float], *, num_samples: int = 10_000, confidence: float = 0.95,
