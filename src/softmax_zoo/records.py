@@ -358,6 +358,11 @@ def group_by(records: Iterable[dict[str, Any]], keys: Sequence[str]) -> dict[tup
     return groups
 
 
+def seeds_of(records: Iterable[dict[str, Any]]) -> list[int]:
+    """The distinct seeds of ``records``, ascending."""
+    return sorted({r["seed"] for r in records})
+
+
 # ---------------------------------------------------------------- per-example predictions
 
 

@@ -14,7 +14,7 @@ from typing import Any
 
 from scipy import stats
 
-from ..records import choice
+from ..records import choice, seeds_of
 from ._compare import Comparison, Design, Grid, compare, per_seed
 from ._pages import bench_group, dirty_note
 from ._stats import mean
@@ -119,7 +119,7 @@ def fewer_samples(by: Cells, kernel: str, ratio: float) -> dict[str, Any] | None
 
 def review_claims(records: list[dict[str, Any]], experiment: str) -> list[dict[str, Any]]:
     """One setting's rows of kernel against unigram and of m ≈ 10–50 (each m's Δ paired by seed)."""
-    by, seeds = cells(records), sorted({r["seed"] for r in records})
+    by, seeds = cells(records), seeds_of(records)
     if None not in by:
         return []
     gaps, kernel, unigram, rows = mean_gaps(by), by.get("quadratic", {}), by.get("unigram", {}), []
@@ -212,7 +212,7 @@ def diminishing_row(records: list[dict[str, Any]], experiment: str) -> list[dict
     if not gains:
         return []
     return [row("diminishing", "diminishing-returns", experiment, with_curves=with_curves, gains=gains, flat_gain=FLAT_GAIN,
-                seeds=sorted({r["seed"] for r in records}), flats={name: (flat_from(g), max(gaps[name])) for name, g in gains.items()},
+                seeds=seeds_of(records), flats={name: (flat_from(g), max(gaps[name])) for name, g in gains.items()},
                 dirty=dirty_note([r for r in records if sampler_name(r) in (None, *gains)]))]
 
 

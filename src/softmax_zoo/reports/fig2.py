@@ -15,7 +15,7 @@ from omegaconf import OmegaConf
 
 from ..config import CONFIG_DIR
 from ..losses.registry import variant_title
-from ..records import choice, get, load_records, runs_dir
+from ..records import choice, get, load_records, runs_dir, seeds_of
 from ._fig2_claims import F1, PAPER_F1, PAPER_K, STABLE, Groups, best_k, group_runs, metric, speed_claim, task_claims
 from ._fig2_plots import SMOOTH, fig1_data, plot_fig1, plot_fig2
 from ._pages import commits, page_command, shown_path, write_page
@@ -130,7 +130,7 @@ def summarise(results_dir: str | Path = "results") -> dict[str, Any]:
             "paper_k": PAPER_K, "paper_f1": PAPER_F1, "min_seeds": MIN_SEEDS, "smooth": SMOOTH, "stable": STABLE,
             "task_names": {t: t for t in summary | tuned} | TASK_NAMES,
             "settings": settings(summary, tuned), "tasks": tasks, "tuned": tuned_tasks,
-            "headline": headline(tasks), "seeds": sorted({r["seed"] for r in records}), "speed": speed,
+            "headline": headline(tasks), "seeds": seeds_of(records), "speed": speed,
             "fig1": {task_name(t): fig1_data(summary[t]) for t in sorted(summary)},
             "claims": [c for t in tasks + tuned_tasks for c in t["claims"].values()] + [speed]
             + [{"kind": kind, "id": id_, "source": "fig2"} for kind, id_ in TEXT_CLAIMS]}

@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ..records import get, load_records, runs_dir
+from ..records import get, load_records, runs_dir, seeds_of
 from . import _kernel_bias_claims as claims
 from ._compare import Design
 from ._kernel_bias_claims import DIAGNOSTICS as DIAGNOSTICS  # where studies.sampler_bias writes what this page reads
@@ -60,7 +60,7 @@ def setting(results_dir: str | Path, experiment: str, records: list[dict[str, An
     if not data["complete"]:
         return data
     ms = sorted({m for per_m in grid.values() for m in per_m})
-    return data | {"commits": commits(records), "seeds": sorted({r["seed"] for r in records}), "ms": ms, "full": full, "grid": grid,
+    return data | {"commits": commits(records), "seeds": seeds_of(records), "ms": ms, "full": full, "grid": grid,
                    "setup": {key.split(".")[1]: get(records[0], f"config.{key}") for key in SETUP},
                    "steps": records[0]["timing"]["global_steps"], "base": mean(full),
                    "rows": [(name, [(mean(grid[name][m]), len(grid[name][m])) if m in grid[name] else None for m in ms])

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from ..losses.registry import variant_label
-from ..records import choice, get, group_by, load_records, runs_dir
+from ..records import choice, get, group_by, load_records, runs_dir, seeds_of
 from ._compare import Comparison, Design, compare_values
 from ._pages import commits, dirty_note, file_commit, line_plot, page_command, shown_path
 from ._render import publish, words
@@ -153,7 +153,7 @@ def model_section(model: str, records: list[dict[str, Any]], lstm_records: list[
     m, lstm0 = get(first, "config.model"), lstm_records[0]
     return {
         "model": model, "command": MAKE_TARGETS.get(model),
-        "seeds": sorted({r["seed"] for r in records}), "rows": head_rows(summary, lstm=lstm),
+        "seeds": seeds_of(records), "rows": head_rows(summary, lstm=lstm),
         "transformer": model == "transformer_lm", "m": m, "head": head_label(first), "parameters": first["task_info"].get("parameters"),
         "bptt": get(first, "config.task.bptt"), "same_width": m["hidden_size"] == get(lstm0, "config.model.hidden_size"),
         "budget": [get(first, k) for k in BUDGET_KEYS], "lstm_budget": [get(lstm0, k) for k in BUDGET_KEYS],
@@ -214,7 +214,7 @@ def summarise(results_dir: str | Path = "results") -> dict[str, Any]:
         "cutoffs": joined([r for r in records if head_label(r) == "adaptive"], "config.loss.cutoffs"),
         "div": joined(records, "config.loss.div_value"),
         "m": joined([r for r in records if head_label(r).startswith("sampled")], "config.loss.num_samples"),
-        "seeds": sorted({r["seed"] for r in records}), "rows": head_rows(summary, measured),
+        "seeds": seeds_of(records), "rows": head_rows(summary, measured),
         "summaries": {LSTM: summary, **{model: summarize(rs) for model, rs in others.items()}},
         "sections": [model_section(model, rs, records) for model, rs in others.items()], "decided": decision,
         "claims": claims(records, decision, measured),

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from ..records import choice, get, group_by, load_records, runs_dir
+from ..records import choice, get, group_by, load_records, runs_dir, seeds_of
 from ._pages import dirty_note, page_command, provenance, pyplot, save_figure, shown_path
 from ._render import publish
 from ._seq2seq import ARMS, BOOTSTRAP_SAMPLES, SOFTMAX, SPARSE, Record, output_shares, outputs
@@ -138,10 +138,10 @@ def summarise(results_dir: str | Path = "results") -> dict[str, Any]:
         "schedule": shown(starts, "config.regime.epochs"), "start_epochs": shown(starts, "config.train.epochs"),
         "arm_epochs": shown(arms, "config.train.epochs"), "smoothing": shown(records, "config.loss.label_smoothing"),
         "grid": {"starts": sorted({get(r, START) for r in arms}), "ks": sorted({k for r in arms if (k := sparse_k(r))}),
-                 "seeds": sorted({r["seed"] for r in records}), "runs": len(records),
+                 "seeds": seeds_of(records), "runs": len(records),
                  "hours": sum(r["timing"]["wall_s"] for r in records) / 3600,
                  "cpu_only": sorted({get(r, "config.scale.name") for r in records}) == ["cpu"]},
-        "per_k": ks, "rows": rows, "start_seeds": sorted({r["seed"] for r in starts}),
+        "per_k": ks, "rows": rows, "start_seeds": seeds_of(starts),
         "unilm_rouge1": TABLE5.unilm["rouge1"], "paper_epochs": WORDS.paper["gigaword"]["epochs"], "paper_deltas": PAPER_DELTAS,
         "settings": seq2seq_settings("gigaword", {"the start run": starts, "the arms from a start": arms}, EXPERIMENT),
         # the headline: the paper's beam-1 gain against ours at the strongest start, for the smallest k (the paper's 20)

@@ -13,7 +13,7 @@ from itertools import combinations
 from pathlib import Path
 from typing import Any
 
-from ..records import get, load_records, runs_dir
+from ..records import get, load_records, runs_dir, seeds_of
 from ._compare import per_seed, unpaired
 from ._pages import commits, dirty_note, page_command, shown_path
 from ._render import publish
@@ -213,7 +213,7 @@ def summarise(results_dir: str | Path = "results") -> dict[str, Any]:
     ptb, example = kd_ptb(results_dir), examples()
     return {
         "records": records, "folder": shown_path(folder), "command": page_command(EXPERIMENT, results_dir),
-        "commits": commits(records), "seeds": sorted({r["seed"] for r in records}),
+        "commits": commits(records), "seeds": seeds_of(records),
         "threads": sorted(set(threads) - {None}), "no_threads": threads.count(None),
         "minutes": {s: sum(r["timing"]["wall_s"] for r in group(records, study=s)) / 60 for s in STUDIES},
         "s": setting_of(records, "collapse"), "g": setting_of(records, "generalise"), "sat": setting_of(records, "saturate"),
