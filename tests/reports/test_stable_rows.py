@@ -18,3 +18,12 @@ def test_a_row_with_a_dirty_run_carries_the_note_and_a_clean_row_does_not():
     assert row["dirty"] == "rests on 1 of 6 records made with uncommitted changes (src/softmax_zoo/losses/stable.py)"
     runs[0] = cancellation_run("standard", 0, 1e-6)
     assert next(r for r in stable.claims(runs) if r["id"] == "stable-cancellation")["dirty"] == ""
+
+
+def test_arms_of_one_seed_are_compared_paired_not_by_welch():
+    """Between-seed spread 10x the per-seed gap: the paired t over seeds decides, Welch over the two arms would not."""
+    runs = [cancellation_run("standard", s, 10.0 * (s + 1) + 1.0 + 0.01 * s) for s in range(3)]
+    runs += [cancellation_run("stable", s, 10.0 * (s + 1)) for s in range(3)]
+    verdict = next(r for r in stable.claims(runs) if r["id"] == "stable-cancellation")["verdict"]
+    assert verdict.kind.value == "supported"
+    assert "paired t" in verdict.text and "Welch" not in verdict.text

@@ -2,8 +2,8 @@
 
 Reads the toy study's records (``python -m softmax_zoo.studies.stable``, ``<results_dir>/runs/stable/``) and the PTB
 self-distillation's (``runs/stable_kd_ptb/``). Two arms are compared seed by seed as the ratio of their final
-values, the verdict on log10(A/B) (on A − B where B is exactly 0) with Welch's interval over seeds. Words:
-templates/stable.md.j2.
+values, the verdict on log10(A/B) (on A − B where B is exactly 0) with a paired t interval over seeds: the arms of one
+seed share the model's initialisation and data (:func:`paired`). Words: templates/stable.md.j2.
 """
 
 from __future__ import annotations
@@ -14,12 +14,12 @@ from pathlib import Path
 from typing import Any
 
 from ..records import get, load_records, runs_dir, seeds_of
-from ._compare import per_seed, unpaired
+from ._compare import per_seed
 from ._pages import commits, dirty_note, page_command, shown_path
 from ._render import publish
 from ._stable_examples import examples
 from ._stable_plots import FORM_LABEL, SATURATE_ARMS, arms, group, plots
-from ._stats import mean
+from ._stats import DeltaInterval, mean, paired_t
 from ._verdicts import verdict
 
 EXPERIMENT, KD_PTB = "stable", "stable_kd_ptb"
@@ -34,6 +34,14 @@ STUDIES = ("collapse", "cancellation", "generalise", "saturate")
 def setting_of(records, study: str) -> dict[str, Any]:
     """The Setting of ``study``'s runs (the fullest one: the first runs lack the later regimes' fields)."""
     return max((r["config"]["setting"] for r in group(records, study=study)), key=len, default={})
+
+
+def paired(a: dict[int, float], b: dict[int, float]) -> DeltaInterval:
+    """Δ = B − A per seed both arms have, paired t over those seeds. The design pairs them: a seed gives every arm of the
+    toy study the same initial MLP and train/test split (full batch, so no data order), and every PTB student the same
+    initialisation and batch order."""
+    seeds = set(a) & set(b)
+    return paired_t({s: b[s] for s in seeds}, {s: a[s] for s in seeds})
 
 
 def by(runs, key: str) -> dict[int, float]:
@@ -56,9 +64,9 @@ def ratio(a_runs, b_runs, key: str) -> dict[str, Any] | None:
     out = {"seeds": seeds, "pairs": [(a[s], b[s]) for s in seeds], "on": None, "verdict": None}
     if all(a[s] > 0 and b[s] > 0 for s in seeds):
         log_a, log_b = ({s: math.log10(v[s]) for s in seeds} for v in (a, b))
-        out |= {"on": "log10", "verdict": verdict(unpaired(log_b, log_a), +1)}
+        out |= {"on": "log10", "verdict": verdict(paired(log_b, log_a), +1)}
     elif any(a[s] != b[s] for s in seeds):
-        out |= {"on": "difference", "verdict": verdict(unpaired({s: b[s] for s in seeds}, {s: a[s] for s in seeds}), +1, digits=4)}
+        out |= {"on": "difference", "verdict": verdict(paired(b, a), +1, digits=4)}
     return out
 
 
@@ -154,7 +162,7 @@ def claims(records) -> list[dict[str, Any]]:
     if all(sat.values()):
         mem = group(records, study="collapse", dtype="bfloat16", form="standard")
         rows += [{"id": "stable-collapse", "std": peak_share(std), "stb": peak_share(stb), "dirty": dirty_note(std + stb + mem),
-                  "verdict": verdict(unpaired(peak_share(stb), peak_share(std)), +1, digits=3),
+                  "verdict": verdict(paired(peak_share(stb), peak_share(std)), +1, digits=3),
                   "memorise": [(r["seed"], r["metrics"]["zero_target_grad_share"]) for r in mem]},
                  {"id": "stable-collapse-training", "stable": ratio(std, stb, "loss"),
                   "float64": ratio(std, sat["standard", "float64"], "loss"), "dirty": dirty_note(sum(sat.values(), []))}]
@@ -166,19 +174,19 @@ def claims(records) -> list[dict[str, Any]]:
         if cast and stb and std:
             row = {"id": f"stable-{study}-bfloat16-rewrite", "study": study, "cast": ratio(cast, stb, key),
                    "standard": ratio(std, stb, key), "dirty": dirty_note(cast + stb + std)}
-            rows.append(row | {"verdict": verdict(unpaired(by(stb, key), by(cast, key)), +1, digits=4)
+            rows.append(row | {"verdict": verdict(paired(by(stb, key), by(cast, key)), +1, digits=4)
                                if study == "cancellation" else row["cast"]["verdict"]})
     std, stb = (group(records, study="cancellation", start="equal", dtype="float32", form=f) for f in ("standard", "stable"))
     if std and stb:
         rows.append({"id": "stable-cancellation", "std": by(std, "drift"), "stb": by(stb, "drift"), "dirty": dirty_note(std + stb),
-                     "verdict": verdict(unpaired(by(stb, "drift"), by(std, "drift")), +1, digits=4),
+                     "verdict": verdict(paired(by(stb, "drift"), by(std, "drift")), +1, digits=4),
                      "steps": setting_of(records, "cancellation").get("distill_steps"),
                      "step0": {"standard": step0(std), "stable": step0(stb)}})
     for loss in ("ce", "kd"):
         std, stb = (group(records, study="generalise", loss=loss, dtype="bfloat16", form=f) for f in ("standard", "stable"))
         if std and stb:
             rows.append({"id": f"stable-generalise-{loss}", "loss": loss, "accuracy": accuracy(records, "generalise", loss=loss),
-                         "verdict": verdict(unpaired(by(std, "test_accuracy"), by(stb, "test_accuracy")), +1, digits=3),
+                         "verdict": verdict(paired(by(std, "test_accuracy"), by(stb, "test_accuracy")), +1, digits=3),
                          "dirty": dirty_note(group(records, study="generalise", loss=loss))})
     for loss, study, match in (("ce", "saturate", {}), ("kd", "cancellation", {"start": "fresh"})):
         std, stb = (group(records, study=study, dtype="float32", form=f, **match) for f in ("standard", "stable"))
@@ -190,7 +198,7 @@ def claims(records) -> list[dict[str, Any]]:
 
 def kd_ptb(results_dir: str | Path) -> dict[str, Any]:
     """The PTB self-distillation: its teachers, its students per KL form by seed, and the verdict on the stable
-    form's lower test perplexity (Welch over seeds on log perplexity; None without students of both forms)."""
+    form's lower test perplexity (paired t over seeds on log perplexity; None without students of both forms)."""
     found = load_records(runs_dir(results_dir), KD_PTB)
     form = {id(r): get(r, "config.distill.kl") if get(r, "config.distill.teacher") else None for r in found}
     teachers = [r for r in found if form[id(r)] is None]
@@ -198,7 +206,7 @@ def kd_ptb(results_dir: str | Path) -> dict[str, Any]:
     every = [r for runs in students.values() for r in runs]
     ppl = {f: per_seed(runs, "metrics.test/perplexity", log=True) for f, runs in students.items()}
     return {"id": "stable-kd-ptb", "teachers": teachers, "students": students, "dirty": dirty_note(every),
-            "verdict": verdict(unpaired(ppl["stable"], ppl["standard"]), +1, digits=4) if all(students.values()) else None,
+            "verdict": verdict(paired(ppl["stable"], ppl["standard"]), +1, digits=4) if all(students.values()) else None,
             "sample": next(iter(every), teachers[0] if teachers else None),
             "folder": shown_path(runs_dir(results_dir) / KD_PTB), "commits": commits(teachers + every)}
 
