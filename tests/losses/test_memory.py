@@ -36,13 +36,21 @@ def test_a_tree_that_cannot_fit_is_refused_with_its_size(monkeypatch):
 
 
 def test_lm1b_paper_tree_cannot_fit_an_h200():
-    """lm1b paper scale (C=793,471, d=2,048): 16,275 node sums of 16 MiB (254.3 GiB) and the tree's copy of the rows (6.1 GiB)."""
+    """lm1b paper scale (C=793,471, d=2,048): 16,464 node sums of 16 MiB (257.3 GiB) and the tree's copy of the rows (6.1 GiB).
+    The dense level's 775 nodes are rounded up to 784, a multiple of 16: 784 · (16 + 4 + 1) node sums."""
     sampler = QuadraticKernelSampler()
-    assert sum(sampler.level_sizes(793_471)) == 16_275
+    assert sampler.level_sizes(793_471) == [784 * 16, 784 * 4, 784]
     tree = sampler.tree_bytes(793_471, 2048)
-    assert tree / 2**30 == pytest.approx(254.3 + 6.1, abs=0.1) and tree > H200
-    # one level of 775 nodes
-    assert QuadraticKernelSampler(leaf_size=1024).tree_bytes(793_471, 2048) / 2**30 == pytest.approx(18.2, abs=0.1)
+    assert tree / 2**30 == pytest.approx(257.3 + 6.1, abs=0.1) and tree > H200
+    # one level of 784 nodes (775 leaves rounded up)
+    assert QuadraticKernelSampler(leaf_size=1024).tree_bytes(793_471, 2048) / 2**30 == pytest.approx(18.4, abs=0.1)
+
+
+def test_dense_level_is_aligned_only_within_top_nodes():
+    """The dense level rounds up to a multiple of 16 where that stays within top_nodes, else keeps its own count."""
+    assert QuadraticKernelSampler().level_sizes(500_000) == [496 * 16, 496 * 4, 496]
+    assert QuadraticKernelSampler(leaf_size=4, top_nodes=2).level_sizes(30) == [8, 2]
+    assert QuadraticKernelSampler(leaf_size=8, top_nodes=20).level_sizes(150) == [19]
 
 
 def test_top_level_in_row_chunks_keeps_log_q_exact(monkeypatch):

@@ -22,10 +22,13 @@ How it is made fast (N rows × m draws, all vectorised, no Python loop per draw 
   faster per multiply-add than the gathers and small batched GEMMs of a walk, so evaluating up to ~1000 nodes
   densely (``top_nodes=1024``, for m = 64) is cheaper than walking the two levels it replaces
   (measured times: the sampler rows of results/bench_losses_cpu.md). At C = 500,000 and leaves of
-  64 the tree is 7,824 → 1,956 → 489 nodes: 489 dense, one level walked, then the class step under
+  64 the tree is 7,936 → 1,984 → 496 nodes: 496 dense, one level walked, then the class step under
   a level-1 node (below); at C = 50,000 the 782 leaves are dense. The steps below the dense level
   run small batched GEMMs at a lower rate than the dense GEMM, and with N·m ≥ the number of nodes
   every level they touch is read whole (~160 MB per call at C = 500,000 against ~26 MB at C = 50,000).
+  The dense level's node count is rounded up to a multiple of ``_ALIGN`` (zero padding, as below) where
+  that stays within ``top_nodes``: the GEMM's output columns then fill whole SIMD registers, where an odd
+  count (489 at C = 500,000) leaves a slow remainder on every row.
 * **Walked levels, tiled.** Below, draws are sorted by their current node and packed into tiles
   that share a node (a node's c draws into ⌈c / ``max_tile``⌉ tiles of nearly equal size; tiles
   of similar size batched together, see ``_tiles``), and the children's d × d sums are read once
@@ -76,6 +79,7 @@ from .samplers import Sampler, outside_autocast
 _CHUNK = 8192  # draw slots per batched GEMM (e.g. 256 tiles of 32): bounds the GEMM's memory without a loop of tiny GEMMs
 _CHUNK_TILES = 512  # tiles per batched GEMM: bounds the gathered node parameters (512 × B·L·d floats: 32 MB at d = 64)
 _COUNT_BELOW = 8  # _pick among at most this many: a comparison per entry beats a binary search per row
+_ALIGN = 16  # the dense level's node count is a multiple of this where it fits top_nodes: 16 float32 per AVX-512 register
 _GATHER_BYTES = 1 << 20  # node parameters gathered per GEMM call: small enough to be read back from cache (see _gathered)
 
 
@@ -271,11 +275,14 @@ class QuadraticKernelSampler(Sampler):
         self._S_root = self._S[-1].double().sum(0)
 
     def level_sizes(self, num_classes: int) -> list[int]:
-        """Nodes per stored level, leaves first: level k has B× the nodes of level k+1 (zero padding)."""
+        """Nodes per stored level, leaves first: level k has B× the nodes of level k+1 (zero padding), the
+        top (dense) level rounded up to a multiple of ``_ALIGN`` where that stays within ``top_nodes``."""
         sizes = [math.ceil(num_classes / self.leaf_size)]
         while sizes[-1] > self.top_nodes:
             sizes.append(math.ceil(sizes[-1] / self.branching))
-        return [sizes[-1] * self.branching ** (len(sizes) - 1 - k) for k in range(len(sizes))]
+        aligned = -(-sizes[-1] // _ALIGN) * _ALIGN
+        top = aligned if aligned <= self.top_nodes else sizes[-1]
+        return [top * self.branching ** (len(sizes) - 1 - k) for k in range(len(sizes))]
 
     def tree_bytes(self, num_classes: int, dim: int) -> int:
         """Bytes of the tree for C classes of dimension d: the float32 node sums (d × d each) and rows."""
