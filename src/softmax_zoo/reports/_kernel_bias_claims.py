@@ -1,7 +1,5 @@
-"""The kernel-bias rows decided from one setting's runs and diagnostics, as data for templates/kernel_bias.md.j2 (which
-states their rules): 10-100x fewer samples than uniform, kernel against global popularity (unigram), m ≈ 10–50 comparable
-to the full softmax, diminishing returns (the gain per doubling of m), deviation and bias (Spearman ρ of KL(p̃‖q̃) against
-the bias at the last diagnosed checkpoint), adapts with low bias, and the O(D log n) sampling time from the losses benchmark."""
+"""The kernel-bias rows decided from one setting's runs and diagnostics (one function per row), and the O(D log n) row
+from the losses benchmark, as data for templates/kernel_bias.md.j2, which states their rules."""
 
 from __future__ import annotations
 

@@ -72,7 +72,6 @@ def equivalence() -> dict[str, dict[str, float]]:
         logits = torch.randn(*EQUIVALENCE_SHAPE, generator=g) * scale  # (N, C) float32
         target = torch.randint(0, EQUIVALENCE_SHAPE[1], (EQUIVALENCE_SHAPE[0],), generator=g)
         ref_loss, (ref_grad,) = _value_and_grads(F.cross_entropy, logits.double(), target, reduction="sum")
-        # ∂L/∂z_t = −Σ_{j≠t} q_j in float64: a sum of positive terms, free of the cancellation in q_t − 1
         ref_t = -torch.softmax(logits.double(), -1).scatter(1, target[:, None], 0.0).sum(1)
         for name, loss in (("standard", F.cross_entropy), ("stable", stable_cross_entropy)):
             value, (grad,) = _value_and_grads(loss, logits, target, reduction="sum")
