@@ -79,13 +79,13 @@ def test_close_to_the_full_softmax_is_two_sided(adaptive, kind, side):
     softmax = [100.0 + s for s in seeds]
     ratio = (sum(adaptive) / len(adaptive)) / (sum(softmax) / len(softmax))
     summary = {"softmax": {"seeds": seeds, "test": softmax}, "adaptive": {"seeds": seeds, "test": adaptive}}
-    decided = lm1b.closeness(summary, seeds, 7.0, ratio)
+    decided = lm1b.closeness(summary, 7.0, ratio)
     assert decided["kind"] is kind
     low, high = decided["interval"]
     assert (low >= 1.1) - (high <= 1 / 1.1) == side
     assert decided["test"].delta == pytest.approx(sum(math.log(a / b) for a, b in zip(adaptive, softmax)) / len(seeds))
     assert decided["geo"] == pytest.approx(math.exp(decided["test"].delta))
-    assert decided["margin"] == (pytest.approx(1 / 1.1), 1.1) and decided["test"].margin_source == lm1b.CLOSE_MARGIN_SOURCE
+    assert decided["margin"] == (pytest.approx(1 / 1.1), 1.1) and decided["test"].margin_source == lm1b.CLOSE.margin_source
 
 
 def test_lm1b_heads_of_one_seed_share_the_body_initialisation():

@@ -1,7 +1,5 @@
-"""The kernel-bias rows decided from one setting's runs and diagnostics, as data for templates/kernel_bias.md.j2 (which
-states their rules): 10-100x fewer samples than uniform, kernel against global popularity (unigram), m ≈ 10–50 comparable
-to the full softmax, diminishing returns (the gain per doubling of m), deviation and bias (Spearman ρ of KL(p̃‖q̃) against
-the bias at the last diagnosed checkpoint), adapts with low bias, and the O(D log n) sampling time from the losses benchmark."""
+"""The kernel-bias rows decided from one setting's runs and diagnostics (one function per row), and the O(D log n) row
+from the losses benchmark, as data for templates/kernel_bias.md.j2, which states their rules."""
 
 from __future__ import annotations
 
@@ -93,7 +91,7 @@ def finding(by: Cells, kernel: str, experiment: str) -> dict[str, Any]:
     rivals = {rival: [m for m in sorted(winners) if winners[m] == rival] for rival in gaps if rival not in ("softmax", *KERNELS)}
     return row("fewer", "10-100x" if kernel == "quadratic" else "centred", experiment, kernel=kernel, missing=not reached,
                ratios=ratios, unreached=[m for m, m_k in reached.items() if m_k is None], best=ratios.get(m_best, 0.0), m_best=m_best,
-               ratio=FEWER_SAMPLES, seeds=sorted({r["seed"] for rs in by[kernel].values() for r in rs}), points=len(winners),
+               ratio=FEWER_SAMPLES, seeds=seeds_of(r for rs in by[kernel].values() for r in rs), points=len(winners),
                decided=fewer_samples(by, kernel, FEWER_SAMPLES), rivals={r: ms for r, ms in rivals.items() if ms and kernel == "quadratic"},
                dirty=dirty_note([r for name in (None, kernel, "uniform") for rs in by.get(name, {}).values() for r in rs]))
 
@@ -113,8 +111,7 @@ def fewer_samples(by: Cells, kernel: str, ratio: float) -> dict[str, Any] | None
     kinds = [v.kind for *_, v in pairs]
     kind = (VerdictKind.SUPPORTED if VerdictKind.SUPPORTED in kinds and VerdictKind.CONTRADICTS not in kinds else
             VerdictKind.CONTRADICTS if set(kinds) == {VerdictKind.CONTRADICTS} else VerdictKind.INCONCLUSIVE)
-    return {"kind": kind, "pairs": pairs, "seeds": sorted({r["seed"] for name in (kernel, "uniform") for rs in by[name].values()
-                                                           for r in rs})}
+    return {"kind": kind, "pairs": pairs, "seeds": seeds_of(r for name in (kernel, "uniform") for rs in by[name].values() for r in rs)}
 
 
 def review_claims(records: list[dict[str, Any]], experiment: str) -> list[dict[str, Any]]:
@@ -171,7 +168,7 @@ def diagnostics(results_dir: str | Path, experiment: str = EXPERIMENT) -> list[d
     return results
 
 
-def _curve(record: dict[str, Any]) -> dict[int, float]:
+def log_curve(record: dict[str, Any]) -> dict[int, float]:
     """step -> ln validation curve perplexity, step 0 (the initialisation) left out."""
     return {h["step"]: math.log(h["val/curve_perplexity"]) for h in record.get("history", [])
             if "val/curve_perplexity" in h and h["step"] > 0}
@@ -179,14 +176,14 @@ def _curve(record: dict[str, Any]) -> dict[int, float]:
 
 def gaps_by_m(records: list[dict[str, Any]]) -> tuple[bool, dict[str, dict[int, float]]]:
     """(whether the gaps are along the validation curves, sampler -> m -> gap to the same seed's full softmax, mean over seeds)."""
-    by, with_curves = cells(records), all(_curve(r) for r in records)
+    by, with_curves = cells(records), all(log_curve(r) for r in records)
     full = {r["seed"]: r for r in by.pop(None, {}).get(0, [])}
 
     def gap(run: dict[str, Any], base: dict[str, Any]) -> float:
         if not with_curves:
             return run["metrics"]["val/loss"] - base["metrics"]["val/loss"]
-        ref = _curve(base)
-        return mean([v - ref[s] for s, v in _curve(run).items() if s in ref])
+        ref = log_curve(base)
+        return mean([v - ref[s] for s, v in log_curve(run).items() if s in ref])
 
     found = {name: {m: [gap(r, full[r["seed"]]) for r in rs if r["seed"] in full] for m, rs in sorted(per_m.items())}
              for name, per_m in by.items()}
@@ -251,10 +248,3 @@ def adapts_row(results_dir: str | Path, experiment: str) -> list[dict[str, Any]]
         return []
     return [row("adapts", "adapts-low-bias", experiment, steps=steps, seed=trained_seed(results[-1]["meta"]),
                 below=sum(s["samplers"]["quadratic"][0] < s["samplers"]["uniform"][0] for s in steps))]
-
-
-def review_rows(results_dir: str | Path, records: list[dict[str, Any]], experiment: str) -> list[dict[str, Any]]:
-    """This module's rows for one setting (the design rows are added once, :data:`DESIGN_IDS`)."""
-    if not records:
-        return []
-    return diminishing_row(records, experiment) + deviation_row(results_dir, experiment) + adapts_row(results_dir, experiment)

@@ -25,11 +25,6 @@ KD_TOLERANCE = 1e-12  # ours: "equivalent" in float64 = every relative loss and 
 EQUIVALENT_ULPS = 8  # ours: "equivalent" = max abs gradient error within 8 float32 ulps of 1 (|∂L/∂z| <= 1)
 
 
-def where(dtype: str = "float32") -> str:
-    """What the deterministic rows depend on."""
-    return f"torch {torch.__version__.split('+')[0]}, CPU, {dtype}"
-
-
 def collapse_example() -> dict[str, float]:
     """The target gradient at logits [18, 0] in float32: the paper's two formulas, autograd of F.cross_entropy, ours."""
     z = torch.tensor(COLLAPSE_LOGITS, dtype=torch.float32)
@@ -77,7 +72,6 @@ def equivalence() -> dict[str, dict[str, float]]:
         logits = torch.randn(*EQUIVALENCE_SHAPE, generator=g) * scale  # (N, C) float32
         target = torch.randint(0, EQUIVALENCE_SHAPE[1], (EQUIVALENCE_SHAPE[0],), generator=g)
         ref_loss, (ref_grad,) = _value_and_grads(F.cross_entropy, logits.double(), target, reduction="sum")
-        # ∂L/∂z_t = −Σ_{j≠t} q_j in float64: a sum of positive terms, free of the cancellation in q_t − 1
         ref_t = -torch.softmax(logits.double(), -1).scatter(1, target[:, None], 0.0).sum(1)
         for name, loss in (("standard", F.cross_entropy), ("stable", stable_cross_entropy)):
             value, (grad,) = _value_and_grads(loss, logits, target, reduction="sum")
@@ -116,15 +110,16 @@ def examples() -> list[dict[str, Any]]:
     """The claims rows of the two minimal examples and of the equivalence check, as data."""
     c, k, e, kd = collapse_example(), cancellation_example(), equivalence(), kd_equivalence()
     bound = EQUIVALENT_ULPS * torch.finfo(torch.float32).eps
+    where = {dtype: f"torch {torch.__version__.split('+')[0]}, CPU, {dtype}" for dtype in ("float32", "float64")}  # what the rows depend on
     return [
-        {"id": "stable-example-collapse", "grads": c, "paper": PAPER_COLLAPSE, "where": where(),
+        {"id": "stable-example-collapse", "grads": c, "paper": PAPER_COLLAPSE, "where": where["float32"],
          "matches": c["paper standard"] == 0.0 and f"{c['paper stable']:.2e}" == f"{PAPER_COLLAPSE['stable']:.2e}"},
-        {"id": "stable-example-cancellation", "grads": k, "where": where(),
+        {"id": "stable-example-cancellation", "grads": k, "where": where["float32"],
          "zero": all(v == 0 for v in k["paper stable"] + k["stable_kd_loss"]), "residual": any(v != 0 for v in k["standard (autograd)"])},
-        {"id": "stable-equivalence", "errors": e, "where": where(), "bound": bound, "ulps": EQUIVALENT_ULPS,
+        {"id": "stable-equivalence", "errors": e, "where": where["float32"], "bound": bound, "ulps": EQUIVALENT_ULPS,
          "shape": EQUIVALENCE_SHAPE, "scales": EQUIVALENCE_SCALES, "seed": EQUIVALENCE_INPUTS_SEED,
          "within": e["stable"]["grad abs"] <= bound},
-        {"id": "stable-kd-equivalence", "errors": kd, "where": where("float64"), "tolerance": KD_TOLERANCE,
+        {"id": "stable-kd-equivalence", "errors": kd, "where": where["float64"], "tolerance": KD_TOLERANCE,
          "shape": KD_SHAPE, "scales": EQUIVALENCE_SCALES, "temperatures": KD_TEMPERATURES, "seed": EQUIVALENCE_INPUTS_SEED,
          "off": [case for case, e in kd.items() if not max(e.values()) <= KD_TOLERANCE]},  # (scale, T) outside the tolerance
     ]

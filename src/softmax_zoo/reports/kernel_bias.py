@@ -3,11 +3,12 @@
 Two settings, each a set of records: ``kernel_bias`` (``make reproduce-kernel-bias``) and ``kernel_bias_paper``
 (``make reproduce-kernel-bias-paper``, a paper-like setting of ours). Per setting the same LSTM is trained with the
 sampled head for each sampler x m and once with the full softmax; compared is the final full-softmax validation loss
-(nats/token). templates/kernel_bias.md.j2 holds the page's words.
+(nats/token). templates/kernel_bias.md.j2 holds the page's words, templates/_lm_figures.j2 its figures'.
 """
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Any
 
@@ -15,9 +16,8 @@ from ..records import get, load_records, runs_dir, seeds_of
 from . import _kernel_bias_claims as claims
 from ._compare import Design
 from ._kernel_bias_claims import DIAGNOSTICS as DIAGNOSTICS  # where studies.sampler_bias writes what this page reads
-from ._kernel_bias_claims import EXPERIMENT, KERNELS, PAPER_SETTING, cells, diagnostics, sampler_name
-from ._kernel_bias_plots import curves_plot, plot
-from ._pages import commits, page_command, shown_path
+from ._kernel_bias_claims import EXPERIMENT, KERNELS, PAPER_SETTING, SAMPLERS, cells, diagnostics, log_curve, ordered, sampler_name
+from ._pages import commits, line_plot, page_command, pyplot, save_figure, shown_path
 from ._render import publish, words
 from ._settings import NOT_STATED, Records, Setting, joined, seeds, settings_data
 from ._stats import mean
@@ -28,6 +28,11 @@ from ._verdicts import MIN_SEEDS, no_interval_verdict
 SGD_RATE_GRID = (1, 10, 20)
 WORDS = words("_kernel_bias_settings.j2", MIN_SEEDS=MIN_SEEDS, rate_grid=SGD_RATE_GRID)
 SETUP = ("model.hidden_size", "task.bptt", "train.optim", "train.lr", "loss.bias")  # the config keys a section names
+FIGURE = words("_lm_figures.j2")
+# One look per sampler (marker, line style, colour map), so that two samplers with the same losses stay apart.
+STYLES = {"uniform": ("o", ":", "Blues"), "unigram": ("s", "-.", "Purples"), "quadratic": ("^", "--", "Oranges"),
+          "quadratic_centred": ("v", "-", "Greens"), "softmax": ("D", (0, (5, 1, 1, 1)), "Greys")}
+SHIFT = 0.1  # octaves between neighbouring samplers' points along the log-m axis, centred on the true m
 
 
 def ours(records: Records) -> dict[str, object]:
@@ -39,13 +44,6 @@ def ours(records: Records) -> dict[str, object]:
             "clip": get(first, "config.train.max_grad_norm"), "steps": first["timing"]["global_steps"], "seeds": seeds(records),
             "optim": get(first, "config.train.optim"), "lr": joined(records, "config.train.lr"),
             "paper": first["experiment"] == PAPER_SETTING}
-
-
-def kernel_bias_settings() -> list[Setting]:
-    """The rows of the page's choices beside the review's (it states none): ours per setting (None where a row is not
-    that setting's), worded with the reasons by templates/_kernel_bias_settings.j2."""
-    return [Setting(name, NOT_STATED, lambda rs, name=name: str(WORDS.ours(name, ours(rs))) or None, why)
-            for name, why in WORDS.why.items()]
 
 
 def setting(results_dir: str | Path, experiment: str, records: list[dict[str, Any]]) -> dict[str, Any]:
@@ -79,12 +77,62 @@ def summarise(results_dir: str | Path = "results") -> dict[str, Any]:
     sections = [setting(results_dir, e, records) for e, records in found.items()]
     findings = [f for s in sections if s["complete"] for f in s["findings"]]
     reviewed = [row for e, records in found.items() for row in claims.review_claims(records, e)]
-    more = [row for e, records in found.items() for row in claims.review_rows(results_dir, records, e)]
+    more = [row for e, records in found.items()
+            for row in claims.diminishing_row(records, e) + claims.deviation_row(results_dir, e) + claims.adapts_row(results_dir, e)]
     more += [{"kind": "design", "id": id_, "source": EXPERIMENT} for id_ in claims.DESIGN_IDS]
-    settings = settings_data(kernel_bias_settings(), {e: records for e, records in found.items() if records}, "the review")
+    # the page's choices beside the review's (it states none): ours per setting, None where a row is not that setting's
+    chosen = [Setting(name, NOT_STATED, lambda rs, name=name: str(WORDS.ours(name, ours(rs))) or None, why)
+              for name, why in WORDS.why.items()]
+    settings = settings_data(chosen, found, "the review")  # every setting kept has records: setting() raises otherwise
     return {"command": page_command(EXPERIMENT, results_dir), "sections": sections, "findings": findings, "more": more,
             "settings": settings, "flat_gain": claims.FLAT_GAIN, "undecided": no_interval_verdict, "design": Design.PAIRED_BY_SEED.value,
             "claims": findings + reviewed + more + [claims.log_time_claim(results_dir)]}
+
+
+def plot(full: list[float], grid: dict[str, dict[int, list[float]]], path: Path, title: str) -> None:
+    """Each sampler's final full-softmax validation loss (mean over seeds) against m, the full softmax's as a line."""
+    names = [s for s in SAMPLERS if s in grid]
+    with line_plot(path, **FIGURE.loss_vs_m, title=str(FIGURE.loss_vs_m_title(title))) as ax:
+        for i, name in enumerate(names):
+            ms = sorted(grid[name])
+            shift = 2 ** (SHIFT * (i - (len(names) - 1) / 2))
+            marker, style, _ = STYLES.get(name, ("o", "-", "Greys"))
+            ax.plot([m * shift for m in ms], [mean(grid[name][m]) for m in ms], marker=marker, linestyle=style, markersize=7,
+                    markerfacecolor="none" if name == "quadratic_centred" else None, label=str(FIGURE.sampled(name)),
+                    linewidth=2.2 if name == "quadratic" else 1.2, zorder=4 if name == "quadratic" else 3)
+        ax.axhline(mean(full), color="black", linestyle="--", label="full softmax")
+        ax.set_xscale("log", base=2)
+
+
+def curves_plot(records: list[dict[str, Any]], path: Path, title: str) -> None:
+    """Validation perplexity against step, one panel per sampler: per m the geometric mean over seeds (thin: each seed),
+    darker for larger m, and the full softmax's, from the runs of ``records`` with a validation curve."""
+    def mean_curve(curves: list[dict[int, float]]) -> tuple[list[int], list[float]]:  # at the steps every seed logged
+        steps = sorted(set.intersection(*(set(c) for c in curves)))
+        return steps, [math.exp(mean([c[s] for c in curves])) for s in steps]  # geometric mean over seeds
+
+    by = {(name, m): curves for name, per_m in cells(records).items() for m, rs in per_m.items()  # (sampler, m) -> per seed
+          if (curves := [c for r in rs if (c := log_curve(r))])}
+    sizes = sorted({h["val/curve_tokens"] for r in records for h in r.get("history", []) if "val/curve_tokens" in h})
+    names = ordered({n for n, _ in by} - {None})
+    full = [c for (n, _), cs in by.items() if n is None for c in cs]
+    fig, axes = pyplot().subplots(1, len(names), figsize=(3.4 * len(names), 4.8), sharey=True, squeeze=False)
+    for ax, name in zip(axes[0], names):
+        ms = sorted(m for n, m in by if n == name)
+        cmap = pyplot().get_cmap(STYLES.get(name, ("", "", "Greys"))[2])
+        for m in ms:
+            colour = cmap(0.45 + 0.5 * ms.index(m) / max(1, len(ms) - 1))  # darker = larger m
+            for curve in by[name, m]:
+                ax.plot(list(curve), [math.exp(v) for v in curve.values()], color=colour, linewidth=0.6, alpha=0.45)
+            ax.plot(*mean_curve(by[name, m]), color=colour, linewidth=1.8, label=f"m={m} (n={len(by[name, m])})")
+        if full:
+            ax.plot(*mean_curve(full), color="black", linestyle="--", linewidth=1.8, label="full softmax")
+        ax.set(title=str(FIGURE.sampler(name)), xlabel=FIGURE.step, yscale="log")
+        ax.grid(True, which="both", alpha=0.3)
+        ax.legend(fontsize=7, title=FIGURE.seeds_legend, title_fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=2)
+    axes[0][0].set_ylabel(str(FIGURE.curves_ylabel(sizes)))
+    fig.suptitle(str(FIGURE.curves_title(title)))
+    save_figure(fig, path)
 
 
 def build(results_dir: str | Path = "results", out: str | Path | None = None) -> None:

@@ -18,15 +18,16 @@ from typing import Any
 from ..losses.registry import variant_label
 from ..records import choice, get, group_by, load_records, runs_dir, seeds_of
 from ._compare import Comparison, Design, compare_values
-from ._pages import commits, dirty_note, file_commit, line_plot, page_command, shown_path
+from ._pages import bench_group, commits, dirty_note, file_commit, line_plot, page_command, shown_path
 from ._render import publish, words
 from ._settings import joined
-from ._stats import equivalence, mean, paired_t
-from ._verdicts import VerdictKind, equivalence_verdict, too_few
+from ._stats import mean
+from ._verdicts import VerdictKind, too_few
 
 EXPERIMENT = "lm1b"
 CLOSE_RATIO = 1.10  # "close to that of the full softmax", two-sided: test perplexity ratio within (1/1.10, 1.10)
-CLOSE_MARGIN_SOURCE = "ours: the abstract gives no number for \"close\"; 10% either way"
+CLOSE = Comparison("softmax", "adaptive", "log test ppl", Design.PAIRED_BY_SEED, margin=math.log(CLOSE_RATIO),
+                   margin_source="ours: the abstract gives no number for \"close\"; 10% either way")
 SPEEDUP_TARGET = 3.0  # the project's CPU target: an adaptive step >= 3x faster than full softmax, min_count 1
 SPEED_FILE = "diagnostics/lm1b_speed.json"  # written by python -m softmax_zoo.studies.lm_speed
 # Full against adaptive softmax time at several class counts: scripts/bench_cases/adaptive.py's VOCAB_GROUP groups
@@ -62,8 +63,9 @@ def summarize(records: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
 
 
 def side_by_side(results_dir: str | Path, records: list[dict[str, Any]]) -> tuple[dict[str, Any] | None, dict[str, Any]]:
-    """(the side-by-side speed measurement with ``code``, its commit, if it was made at the records' scale, embedding
-    and LSTM sizes, else None; where the speed-up comes from: ``{"file", "found", "theirs", "ours"}``)."""
+    """(the side-by-side speed measurement with ``code``, its commit, and ``step_tps``, head -> tokens/second of its
+    training step, if it was made at the records' scale, embedding and LSTM sizes, else None; where the speed-up comes
+    from: ``{"file", "found", "theirs", "ours"}``)."""
     path = Path(results_dir) / SPEED_FILE
     source: dict[str, Any] = {"file": SPEED_FILE, "found": path.is_file(), "theirs": None, "ours": None}
     if not path.is_file():
@@ -74,25 +76,21 @@ def side_by_side(results_dir: str | Path, records: list[dict[str, Any]]) -> tupl
     theirs = (st["scale"], st["embedding_dim"], st["hidden_size"])
     if ours != {theirs}:
         return None, source | {"theirs": theirs, "ours": sorted(ours, key=str)}
-    return measured | {"code": file_commit(measured)}, source
-
-
-def step_tokens_per_second(measured: dict[str, Any] | None) -> dict[str, float]:
-    """Head label -> the side-by-side measurement's tokens/second of its training step (empty without one)."""
-    return {head_label(row): row["tokens_per_s"] for row in measured["rows"]} if measured else {}
+    step_tps = {head_label(row): row["tokens_per_s"] for row in measured["rows"]}
+    return measured | {"code": file_commit(measured), "step_tps": step_tps}, source
 
 
 def speedups(summary: dict[str, dict[str, Any]], measured: dict[str, Any] | None = None) -> dict[str, float]:
     """Tokens/second of each head over the full softmax's (nan where either is missing): side by side when
     ``measured``, else from the runs' records."""
-    tps = step_tokens_per_second(measured) if measured else {head: mean(s["tps"]) for head, s in summary.items()}
+    tps = measured["step_tps"] if measured else {head: mean(s["tps"]) for head, s in summary.items()}
     return {head: tps.get(head, math.nan) / tps.get("softmax", math.nan) for head in summary}
 
 
 def head_rows(summary: dict[str, dict[str, Any]], measured: dict[str, Any] | None = None,
               lstm: dict[str, dict[str, Any]] | None = None) -> list[dict[str, Any]]:
     """The table's rows, softmax first; with ``lstm`` (another model's table) the LSTM's test perplexity of the head."""
-    speed, step_tps = speedups(summary, measured), step_tokens_per_second(measured)
+    speed, step_tps = speedups(summary, measured), (measured["step_tps"] if measured else {})
     return [{"head": head, "val": s["val"], "test": s["test"], "step_tps": step_tps.get(head, math.nan), "speed": speed[head],
              "run_tps": mean(s["tps"]), "train_min": mean(s["train_s"]) / 60, "tokens": mean(s["tokens"]),
              "lstm_test": mean(lstm[head]["test"]) if lstm and head in lstm else None}
@@ -112,16 +110,16 @@ def plot(summaries: dict[str, dict[str, dict[str, Any]]], path: Path) -> None:
         ax.set_yscale("log")
 
 
-def closeness(summary: dict[str, dict[str, Any]], seeds: list[int], speed: float, ratio: float) -> dict[str, Any]:
-    """"Accuracy close to that of the full softmax", two-sided: TOST of Δ = log test ppl (adaptive) − log test ppl
-    (softmax), paired by seed, against ±ln :data:`CLOSE_RATIO`; the speed-up beside it, without a verdict."""
-    adaptive, softmax = ({s: math.log(v) for s, v in zip(summary[h]["seeds"], summary[h]["test"]) if s in seeds}
-                         for h in ("adaptive", "softmax"))
-    result = equivalence(paired_t(adaptive, softmax), math.log(CLOSE_RATIO), CLOSE_MARGIN_SOURCE)
+def closeness(summary: dict[str, dict[str, Any]], speed: float, ratio: float) -> dict[str, Any]:
+    """"Accuracy close to that of the full softmax", two-sided: TOST (:data:`CLOSE`) of Δ = log test ppl (adaptive) − log
+    test ppl (softmax), paired by seed; the speed-up beside it, without a verdict."""
+    softmax, adaptive = (dict(zip(summary[h]["seeds"], map(math.log, summary[h]["test"]))) for h in ("softmax", "adaptive"))
+    compared = compare_values(CLOSE, softmax, adaptive)
+    result = compared.equivalence()
     exp = lambda interval: tuple(math.exp(x) for x in interval)  # noqa: E731  (log ratio -> ratio)
-    return {"seeds": seeds, "speed": speed, "ratio": ratio, "test": result, "geo": math.exp(result.delta),
+    return {"seeds": list(compared.delta.seeds), "speed": speed, "ratio": ratio, "test": result, "geo": math.exp(result.delta),
             "tost": exp(result.tost_interval), "interval": exp(result.interval), "margin": (1 / CLOSE_RATIO, CLOSE_RATIO),
-            "kind": equivalence_verdict(result, "").kind}
+            "kind": compared.verdict().kind}
 
 
 def approximations(summary: dict[str, dict[str, Any]], speed: dict[str, float]) -> dict[str, Any] | None:
@@ -166,9 +164,8 @@ def model_section(model: str, records: list[dict[str, Any]], lstm_records: list[
 def decided(summary: dict[str, dict[str, Any]], measured: dict[str, Any] | None) -> dict[str, Any]:
     """The LSTM's comparisons: speed-ups, the "close" test, adaptive against the sampled heads, the kernel sampler's cost."""
     speed, test = speedups(summary, measured), {h: mean(s["test"]) for h, s in summary.items()}
-    seeds = sorted(set(summary["softmax"]["seeds"]) & set(summary["adaptive"]["seeds"]))
     kernel = [[v for h, v in speed.items() if h.startswith(f"sampled ({name}")] for name in ("quadratic", "uniform")]
-    return {"speed": speed, "trade_off": closeness(summary, seeds, speed["adaptive"], test["adaptive"] / test["softmax"]),
+    return {"speed": speed, "trade_off": closeness(summary, speed["adaptive"], test["adaptive"] / test["softmax"]),
             "tokens": mean(summary["adaptive"]["tokens"]), "approximations": approximations(summary, speed),
             "sampled": {h: test[h] / test["softmax"] for h in sorted(summary) if h.startswith("sampled")},
             "adaptive_test": test["adaptive"], "met": speed["adaptive"] >= SPEEDUP_TARGET,
@@ -226,11 +223,8 @@ def vocab_timing(results_dir: str | Path) -> dict[str, Any]:
     ``{"file", "command", "rows": [(C, full ms, adaptive ms)], "growth"}`` (no rows when it was not run);
     ``growth``: from the smallest C to the largest, the factor of C and of each head's time."""
     out: dict[str, Any] = {"file": f"results/{VOCAB_BENCH}", "command": VOCAB_COMMAND, "rows": [], "growth": None}
-    path = Path(results_dir) / VOCAB_BENCH
-    if not path.is_file():
-        return out
-    report = json.loads(path.read_text(encoding="utf-8"))
-    for group in (g for g in report["groups"] if g["title"].startswith(VOCAB_GROUP)):
+    _, report = bench_group(Path(results_dir) / VOCAB_BENCH, VOCAB_GROUP)  # ({}, {}) without the file
+    for group in (g for g in report.get("groups", ()) if g["title"].startswith(VOCAB_GROUP)):
         c = int(re.search(r"C=([\d,]+)", group["title"]).group(1).replace(",", ""))
         ms = {row["variant"]: row["ms"] for row in group["rows"]}
         out["rows"].append((c, ms["SoftmaxHead (full softmax)"], ms["AdaptiveSoftmaxHead"]))

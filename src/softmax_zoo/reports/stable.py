@@ -3,7 +3,7 @@
 Reads the toy study's records (``python -m softmax_zoo.studies.stable``, ``<results_dir>/runs/stable/``) and the PTB
 self-distillation's (``runs/stable_kd_ptb/``). Two arms are compared seed by seed as the ratio of their final
 values, the verdict on log10(A/B) (on A − B where B is exactly 0) with a paired t interval over seeds: the arms of one
-seed share the model's initialisation and data (:func:`paired`). Words: templates/stable.md.j2.
+seed share the model's initialisation and data (:func:`higher`). Words: templates/stable.md.j2, _stable_figures.j2.
 """
 
 from __future__ import annotations
@@ -15,12 +15,11 @@ from typing import Any
 
 from ..records import get, load_records, runs_dir, seeds_of
 from ._compare import per_seed
-from ._pages import commits, dirty_note, page_command, shown_path
-from ._render import publish
+from ._pages import commits, dirty_note, page_command, pyplot, save_figure, shown_path
+from ._render import publish, words
 from ._stable_examples import examples
-from ._stable_plots import FORM_LABEL, SATURATE_ARMS, arms, group, plots
-from ._stats import DeltaInterval, mean, paired_t
-from ._verdicts import verdict
+from ._stats import mean, paired_t
+from ._verdicts import Verdict, verdict
 
 EXPERIMENT, KD_PTB = "stable", "stable_kd_ptb"
 PAIRS = {"float32": [("standard", "stable")], "bfloat16": [("standard", "stable"), ("standard", "cast"), ("cast", "stable")]}
@@ -29,6 +28,25 @@ CE_KEYS = ("zero_target_grad_share", "target_prob_one_share", "zero_sum_violatio
 KD_KEYS = ("logit_grad_norm", "drift", "kl", "test_accuracy", "agreement")
 SATURATE_KEYS = ("target_prob_one_share", "zero_target_grad_share", "loss", "param_grad_norm", "train_accuracy", "test_accuracy")
 STUDIES = ("collapse", "cancellation", "generalise", "saturate")
+SATURATE_ARMS = (("standard", "float32"), ("stable", "float32"), ("standard", "float64"))  # (form, dtype), float64 the control
+FLOOR = 1e-12  # the drift figure draws a drift of 0 at this value, on its log scale
+WORDS = words("_stable_figures.j2", floor=FLOOR)
+FORM_LABEL = WORDS.forms  # the arms' loss forms as the legends and the page name them
+
+# (colour, line style, marker) per (form, dtype): each arm its own, so that coinciding curves still show
+STYLE = {("standard", "float32"): ("tab:blue", "-", "o"), ("stable", "float32"): ("tab:orange", "--", "s"),
+         ("standard", "bfloat16"): ("tab:red", "-", "^"), ("cast", "bfloat16"): ("tab:purple", ":", "D"),
+         ("stable", "bfloat16"): ("tab:green", "-.", "v"), ("standard", "float64"): ("black", (0, (5, 2, 1, 2)), "x")}
+
+
+def arms(dtypes=("float32", "bfloat16")) -> list[tuple[str, str]]:
+    """(form, dtype) in page order: standard, cast (bfloat16 only), stable."""
+    return [(f, d) for d in dtypes for f in ("standard", "cast", "stable") if f != "cast" or d == "bfloat16"]
+
+
+def group(records, **match) -> list[dict]:
+    """The records whose config fields (study, form, dtype, start, loss) equal ``match``."""
+    return [r for r in records if all(get(r, f"config.{k}") == v for k, v in match.items())]
 
 
 def setting_of(records, study: str) -> dict[str, Any]:
@@ -36,12 +54,12 @@ def setting_of(records, study: str) -> dict[str, Any]:
     return max((r["config"]["setting"] for r in group(records, study=study)), key=len, default={})
 
 
-def paired(a: dict[int, float], b: dict[int, float]) -> DeltaInterval:
-    """Δ = B − A per seed both arms have, paired t over those seeds. The design pairs them: a seed gives every arm of the
-    toy study the same initial MLP and train/test split (full batch, so no data order), and every PTB student the same
-    initialisation and batch order."""
+def higher(a: dict[int, float], b: dict[int, float], digits: int = 2) -> Verdict:
+    """The verdict on B > A from Δ = B − A per seed both arms have, paired t over those seeds. The design pairs them: a seed
+    gives every arm of the toy study the same initial MLP and train/test split (full batch, so no data order), and every PTB
+    student the same initialisation and batch order."""
     seeds = set(a) & set(b)
-    return paired_t({s: b[s] for s in seeds}, {s: a[s] for s in seeds})
+    return verdict(paired_t({s: b[s] for s in seeds}, {s: a[s] for s in seeds}), +1, digits=digits)
 
 
 def by(runs, key: str) -> dict[int, float]:
@@ -64,9 +82,9 @@ def ratio(a_runs, b_runs, key: str) -> dict[str, Any] | None:
     out = {"seeds": seeds, "pairs": [(a[s], b[s]) for s in seeds], "on": None, "verdict": None}
     if all(a[s] > 0 and b[s] > 0 for s in seeds):
         log_a, log_b = ({s: math.log10(v[s]) for s in seeds} for v in (a, b))
-        out |= {"on": "log10", "verdict": verdict(paired(log_b, log_a), +1)}
+        out |= {"on": "log10", "verdict": higher(log_b, log_a)}
     elif any(a[s] != b[s] for s in seeds):
-        out |= {"on": "difference", "verdict": verdict(paired(b, a), +1, digits=4)}
+        out |= {"on": "difference", "verdict": higher(b, a, 4)}
     return out
 
 
@@ -144,11 +162,6 @@ def saturate(records, level: float = 0.5) -> dict[str, Any]:
             "rows": rows, "worst": {k: dict(sorted(v.items())) for k, v in worst.items() if v}, "ratios": ratios, "any": bool(std)}
 
 
-def step0(runs) -> float:
-    """The mean logit-gradient norm at step 0."""
-    return mean([r["history"][0]["logit_grad_norm"] for r in runs])
-
-
 def peak_share(runs) -> dict[int, float]:
     """seed -> the largest share of target gradients exactly 0 along the run."""
     return {r["seed"]: max(p.get("zero_target_grad_share", 0.0) for p in r["history"]) for r in runs}
@@ -162,7 +175,7 @@ def claims(records) -> list[dict[str, Any]]:
     if all(sat.values()):
         mem = group(records, study="collapse", dtype="bfloat16", form="standard")
         rows += [{"id": "stable-collapse", "std": peak_share(std), "stb": peak_share(stb), "dirty": dirty_note(std + stb + mem),
-                  "verdict": verdict(paired(peak_share(stb), peak_share(std)), +1, digits=3),
+                  "verdict": higher(peak_share(stb), peak_share(std), 3),
                   "memorise": [(r["seed"], r["metrics"]["zero_target_grad_share"]) for r in mem]},
                  {"id": "stable-collapse-training", "stable": ratio(std, stb, "loss"),
                   "float64": ratio(std, sat["standard", "float64"], "loss"), "dirty": dirty_note(sum(sat.values(), []))}]
@@ -174,19 +187,19 @@ def claims(records) -> list[dict[str, Any]]:
         if cast and stb and std:
             row = {"id": f"stable-{study}-bfloat16-rewrite", "study": study, "cast": ratio(cast, stb, key),
                    "standard": ratio(std, stb, key), "dirty": dirty_note(cast + stb + std)}
-            rows.append(row | {"verdict": verdict(paired(by(stb, key), by(cast, key)), +1, digits=4)
-                               if study == "cancellation" else row["cast"]["verdict"]})
+            rows.append(row | {"verdict": higher(by(stb, key), by(cast, key), 4) if study == "cancellation" else row["cast"]["verdict"]})
     std, stb = (group(records, study="cancellation", start="equal", dtype="float32", form=f) for f in ("standard", "stable"))
     if std and stb:
         rows.append({"id": "stable-cancellation", "std": by(std, "drift"), "stb": by(stb, "drift"), "dirty": dirty_note(std + stb),
-                     "verdict": verdict(paired(by(stb, "drift"), by(std, "drift")), +1, digits=4),
+                     "verdict": higher(by(stb, "drift"), by(std, "drift"), 4),
                      "steps": setting_of(records, "cancellation").get("distill_steps"),
-                     "step0": {"standard": step0(std), "stable": step0(stb)}})
+                     "step0": {f: mean([r["history"][0]["logit_grad_norm"] for r in runs])
+                               for f, runs in (("standard", std), ("stable", stb))}})
     for loss in ("ce", "kd"):
         std, stb = (group(records, study="generalise", loss=loss, dtype="bfloat16", form=f) for f in ("standard", "stable"))
         if std and stb:
             rows.append({"id": f"stable-generalise-{loss}", "loss": loss, "accuracy": accuracy(records, "generalise", loss=loss),
-                         "verdict": verdict(paired(by(std, "test_accuracy"), by(stb, "test_accuracy")), +1, digits=3),
+                         "verdict": higher(by(std, "test_accuracy"), by(stb, "test_accuracy"), 3),
                          "dirty": dirty_note(group(records, study="generalise", loss=loss))})
     for loss, study, match in (("ce", "saturate", {}), ("kd", "cancellation", {"start": "fresh"})):
         std, stb = (group(records, study=study, dtype="float32", form=f, **match) for f in ("standard", "stable"))
@@ -206,7 +219,7 @@ def kd_ptb(results_dir: str | Path) -> dict[str, Any]:
     every = [r for runs in students.values() for r in runs]
     ppl = {f: per_seed(runs, "metrics.test/perplexity", log=True) for f, runs in students.items()}
     return {"id": "stable-kd-ptb", "teachers": teachers, "students": students, "dirty": dirty_note(every),
-            "verdict": verdict(paired(ppl["stable"], ppl["standard"]), +1, digits=4) if all(students.values()) else None,
+            "verdict": higher(ppl["stable"], ppl["standard"], 4) if all(students.values()) else None,
             "sample": next(iter(every), teachers[0] if teachers else None),
             "folder": shown_path(runs_dir(results_dir) / KD_PTB), "commits": commits(teachers + every)}
 
@@ -239,6 +252,54 @@ def summarise(results_dir: str | Path = "results") -> dict[str, Any]:
         "accuracy": {loss: accuracy(records, "generalise", loss=loss) for loss in ("ce", "kd")},
         "forms": FORM_LABEL, "kd_ptb": ptb, "claims": [c | {"source": EXPERIMENT} for c in (*claims(records), *example, ptb)],
     }
+
+
+def draw(ax, runs, key: str, form: str, dtype: str, floor: float = -math.inf, slot: int = 0, slots: int = 1) -> None:
+    """The mean curve over seeds of ``key`` (values below ``floor`` drawn at it), markers every ~10 points,
+    staggered by ``slot`` of ``slots`` so that coinciding curves still show every arm's markers."""
+    steps = [p["step"] for p in runs[0]["history"] if key in p]
+    by_step = [[p[key] for p in r["history"] if key in p] for r in runs]
+    values = [max(mean([c[i] for c in by_step]), floor) for i in range(len(steps))]
+    colour, style, marker = STYLE[(form, dtype)]
+    every = max(slots, len(steps) // 10)
+    ax.plot(steps, values, color=colour, linestyle=style, marker=marker, markevery=(slot * every // slots, every), markersize=5,
+            label=str(WORDS.arm(form, dtype, len(runs))))
+
+
+def panels(path: Path, title: str, texts, specs) -> None:
+    """One row of panels: per panel its (title, ylabel) of ``texts`` and its (log y, [(runs, key, form, dtype, floor), ...])."""
+    fig, axes = pyplot().subplots(1, len(specs), figsize=(5.2 * len(specs), 5.4), squeeze=False)
+    for ax, (name, ylabel), (log, lines) in zip(axes[0], texts, specs):
+        for slot, (runs, key, form, dtype, floor) in enumerate(lines):
+            if runs:
+                draw(ax, runs, key, form, dtype, floor, slot, len(lines))
+        if log:
+            ax.set_yscale("log")
+        ax.set(title=name, xlabel="step", ylabel=ylabel)
+        ax.grid(alpha=0.3)
+        if ax.get_legend_handles_labels()[0]:  # below the panel, where it hides no curve
+            ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.16))
+    fig.suptitle(title)
+    save_figure(fig, path)
+
+
+def plots(records, out: Path) -> None:
+    """stable_collapse.png, stable_saturate.png, stable_generalise.png, stable_drift.png (their words: templates/_stable_figures.j2)."""
+    def lines(study, key, pairs, floor=-math.inf, **match):
+        return [(group(records, study=study, dtype=d, form=f, **match), key, f, d, floor) for f, d in pairs]
+
+    both = arms()
+    specs = {
+        "collapse": [(False, lines("collapse", "zero_target_grad_share", arms((d,)))) for d in ("float32", "bfloat16")]
+        + [(True, lines("collapse", "loss", both))],
+        "saturate": [(log, lines("saturate", key, SATURATE_ARMS)) for log, key in
+                     ((False, "target_prob_one_share"), (True, "loss"), (True, "param_grad_norm"))],
+        "generalise": [(False, lines("generalise", "test_accuracy", both, loss="ce")), (True, lines("generalise", "loss", both, loss="ce")),
+                       (False, lines("generalise", "test_accuracy", both, loss="kd"))],
+        "drift": [(True, lines("cancellation", "drift", arms((d,)), FLOOR, start="equal")) for d in ("float32", "bfloat16")],
+    }
+    for name, (title, texts) in WORDS.figures.items():
+        panels(out / f"stable_{name}.png", title, texts, specs[name])
 
 
 def build(results_dir: str | Path = "results", out: str | Path | None = None) -> None:
