@@ -14,8 +14,8 @@ Modules::
     table3          Sparse-softmax Table 3: SQuAD 1.1 question generation, softmax vs sparse-softmax
     sparse_regime   the sparse-softmax regime study: Δ ROUGE against the start's share of targets in the top k
     lm1b            One Billion Word head comparison (Grave et al. 2017)
-    kernel_bias     Blanc & Rendle 2018's sampler bias study on Penn Treebank
-    stable          softmax collapse and KD cancellation in training
+    kernel_bias     Blanc & Rendle 2018's sampler bias study on Penn Treebank, and its figures
+    stable          softmax collapse and KD cancellation in training, and its figures
     __main__        the command line: ``python -m softmax_zoo.reports <page> [results_dir=DIR] [out=DIR]``
     _pages          what every page shares: folders, provenance, figures, the claims ledger
     _render         the Jinja2 environment over templates/ and its number formats
@@ -30,7 +30,5 @@ Modules::
     _fig2_claims    the fig2 records by task and arm, and the Fig. 1 / Fig. 2 claims on them
     _fig2_plots     the fig2 figures: micro-F1 and paired Δ against k, the training curves
     _kernel_bias_claims  the kernel-bias rows decided from one setting's runs and diagnostics
-    _kernel_bias_plots   the kernel-bias figures: validation loss against m, the validation curves
-    _stable_plots   the stable page's figures, one panel per logits dtype or regime
     _stable_examples     the fix paper's FP32 minimal examples and its equivalence, computed (deterministic rows)
 """
