@@ -56,16 +56,6 @@ def paired_bootstrap(a: Sequence[float], b: Sequence[float], *, num_samples: int
             "p_le_0": float((boot <= 0).mean())}
 
 
-SEED_INTERVAL_NOTE = (
-    "Δ is computed per training seed, paired over the same test items; its 95% interval is a Student-t "
-    "interval over seeds (mean ± t_{0.975, n−1} · SD / √n, SD the between-seed standard deviation of Δ, "
-    "ddof 1; with 2 seeds t = 12.7, so that interval is very wide). Beside it, the item-bootstrap half-width "
-    "(the mean over seeds of each seed's paired bootstrap over test items) measures how the test set was "
-    "drawn, not how training varies. The smallest Δ one run per arm detects, (z_{0.975} + z_{0.80}) · SD "
-    "≈ 2.80 · SD (significant at 95% with 80% probability, our SD taken as known), is measured at our scale."
-)
-
-
 def min_detectable_delta(sd_delta: float, confidence: float = 0.95, power: float = 0.8) -> float:
     """The smallest true Δ one run per arm detects, (z_{(1+confidence)/2} + z_{power}) · sd_delta: the one paired Δ̂ ~ N(Δ, σ²),
     σ = the between-seed SD of Δ, clears the two-sided bar z_{(1+confidence)/2} · σ with probability ``power`` (2.802 · σ

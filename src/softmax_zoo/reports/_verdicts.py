@@ -1,12 +1,7 @@
 """The claims ledger's verdict vocabulary, defined once: what a delta over seeds lets a row say.
 
-``supported`` / ``contradicts`` need :data:`MIN_SEEDS` seeds and a seed-aware interval of Δ that excludes 0 on the
-claim's side / the other (paired t where the design pairs the arms by seed, Welch's where not; never from whether two
-arms' own intervals overlap), a "close" claim TOST against a stated margin, a claim over a grid Holm-adjusted intervals;
-``inconclusive`` when it includes 0. ``too few seeds`` (2) and ``single run`` (1; a paired Δ's item interval measures
-the test-set draw, not training) give the interval and decide nothing. ``not tested`` gives its reason,
-``deterministic`` a computation without training or seeds, ``by construction`` a design property and its test.
-This module decides each kind; the words are templates/_verdicts.j2's. A :class:`Verdict` prints as its text.
+This module decides each :class:`VerdictKind`; the words, and the rules they follow (``VERDICT_RULES``,
+``NON_SEED_RULES``), are templates/_verdicts.j2's. A :class:`Verdict` prints as its text.
 """
 
 from __future__ import annotations
@@ -20,21 +15,6 @@ from typing import Any
 from ._stats import DeltaInterval, Equivalence, EquivalenceKind, LinearTrend, min_detectable_delta, seeds_label
 
 MIN_SEEDS = 3  # seeds a verdict of supported / contradicts / inconclusive needs
-
-VERDICT_RULES = (
-    f"Verdicts: \"supported\" or \"contradicts\" need >= {MIN_SEEDS} seeds and a 95% interval of Δ over seeds "
-    "that excludes 0 (on the claim's side or the other); \"inconclusive\" when it includes 0. Δ's interval is a "
-    "paired t over the per-seed Δ where the arms are paired by seed, Welch's where they are not, and each row names "
-    "which; no verdict comes from whether two arms' own intervals overlap. A claim over a grid of k uses Holm-adjusted "
-    "intervals, and a \"close\" claim two one-sided tests (TOST) against a stated margin. With fewer seeds a row says "
-    "\"too few seeds\" or \"single run\" and gives its interval without a verdict."
-)
-
-
-NON_SEED_RULES = (
-    "\"deterministic\" rows are computations without training or seeds (the same every run for one torch version); "
-    "\"by construction\" rows state a design property of our implementation and the test that checks it."
-)
 
 
 class VerdictKind(Enum):
@@ -61,7 +41,7 @@ def _words(macro: str, *args: Any, **data: Any) -> str:
     """templates/_verdicts.j2's ``macro`` filled with ``args`` and ``data``."""
     from ._render import words  # _render's filters are built on this module
 
-    return str(getattr(words("_verdicts.j2", MIN_SEEDS=MIN_SEEDS), macro)(*args, **data))
+    return str(getattr(words("_verdicts.j2"), macro)(*args, **data))
 
 
 def _say(kind: VerdictKind, macro: str, *args: Any, **data: Any) -> Verdict:
