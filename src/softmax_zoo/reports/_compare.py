@@ -98,7 +98,6 @@ class Grid:
         tests = {key: c.delta for key, c in self.compared.items()}
         if not tests:
             raise ValueError("a grid needs at least one comparison")
-        label = seeds_label(self.seeds)
         holm = dict(zip(tests, holm_intervals(list(tests.values())))) if min(t.n for t in tests.values()) > 1 else None
         first = next(iter(self.compared.values()))
         if all(c.spec.margin is not None for c in self.compared.values()):
@@ -109,7 +108,7 @@ class Grid:
         else:
             kinds = {key: decide(holm[key].interval if holm else t.interval, direction, t.n) for key, t in tests.items()}
             about = {"method": first.delta.method}
-        return grid_verdict(kinds, label, name=self.name, **about), holm  # type: ignore[arg-type]
+        return grid_verdict(kinds, seeds_label(self.seeds), name=self.name, **about), holm  # type: ignore[arg-type]
 
 
 def per_seed(records: Records, metric: str | Callable[[dict[str, Any]], float | None], log: bool = False,
