@@ -16,11 +16,11 @@ import tempfile
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
 
 from softmax_zoo import reports
 from softmax_zoo.cli_args import ArgumentError, Option, Parser, fail
 from softmax_zoo.reports._pages import CLAIMS_FILE, COMMAND, ledger_data
+from softmax_zoo.reports._status import readme_differs, write_readme
 
 PAGE = Parser(COMMAND, [
     Option("results_dir", None, "folder of the run records, <results_dir>/runs (default: the page's own, results)", kind=str),
@@ -33,7 +33,6 @@ SWEEP = Parser(f"{COMMAND} sweep", [
     Option("results_dir", None, "folder of an experiment's records, <results_dir>/runs (default: results, then scratch)", kind=str),
     Option("out", None, "folder of the table and plot", kind=str),
 ], synopsis="<records folder | experiment | multirun folder>")
-OTHER_USES = f"usage: {COMMAND} --check [page ...] | {COMMAND} readme"
 
 
 def pages() -> list[str]:
@@ -56,10 +55,8 @@ def differences(page: str, results_dir: str | Path = "results") -> list[str]:
             if (results_dir / ledger).is_file():
                 shutil.copy(results_dir / ledger, out / ledger)
         builder(page)(results_dir, out)
-        return [
-            p.name for p in sorted(out.iterdir())
-            if not (results_dir / p.name).is_file() or not filecmp.cmp(p, results_dir / p.name, shallow=False)
-        ]
+        return [p.name for p in sorted(out.iterdir())
+                if not (results_dir / p.name).is_file() or not filecmp.cmp(p, results_dir / p.name, shallow=False)]
 
 
 def build_page(page: str, wandb: str | None = None, **options: str) -> None:
@@ -75,21 +72,13 @@ def build_page(page: str, wandb: str | None = None, **options: str) -> None:
         print(f"logged {len(written)} file(s) of {page} to wandb run {info['path']} ({info['mode']}, {info['dir']})")
 
 
-def given(options: dict[str, Any]) -> dict[str, Any]:
-    """The options set on the command line or with a default (None: left to the builder's own default)."""
-    return {k: v for k, v in options.items() if v is not None}
-
-
 def check(names: Sequence[str]) -> int:
     """Rebuild the pages ``names`` (default: all, and the README's status block); 1 if any file differs."""
     if unknown := [n for n in names if n not in pages()]:
         return fail(PAGE, ArgumentError(f"{COMMAND} --check: unknown page(s) {unknown}; pages: {', '.join(pages())}"))
     failed = {page: diff for page in names or pages() if (diff := differences(page))}
-    if not names:
-        from softmax_zoo.reports._status import readme_differs
-
-        if readme_differs():
-            failed["readme"] = [f"README.md's results status block ({COMMAND} readme)"]
+    if not names and readme_differs():
+        failed["readme"] = [f"README.md's results status block ({COMMAND} readme)"]
     for page, diff in failed.items():
         print(f"{page}: rebuilt {', '.join(diff)} differ(s) from results/", file=sys.stderr)
     print(f"{len(failed)} page(s) differ" if failed else "every page rebuilds identically", file=sys.stderr)
@@ -115,11 +104,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     list the pages. 2 on bad arguments, 1 on a failed check."""
     argv = list(sys.argv[1:] if argv is None else argv)
     if not argv:
-        print(f"{PAGE.usage()}\n{SWEEP.usage()}\n{OTHER_USES}\npages: {', '.join(pages())}")
+        print(f"{PAGE.usage()}\n{SWEEP.usage()}\nusage: {COMMAND} --check [page ...] | {COMMAND} readme\npages: {', '.join(pages())}")
         return 0
     if argv == ["readme"]:
-        from softmax_zoo.reports._status import write_readme
-
         print(f"wrote the results status of {write_readme()}")
         return 0
     if argv[0] == "--check":
@@ -132,7 +119,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise ArgumentError(f"{COMMAND}: takes one page of {', '.join(pages())}, got {args.positional}")
     except ArgumentError as e:
         return fail(PAGE, e)
-    build_page(args.positional[0], **given(args.options))
+    build_page(args.positional[0], **{k: v for k, v in args.options.items() if v is not None})  # None: the builder's default
     return 0
 
 

@@ -1,8 +1,5 @@
-"""One comparison engine: a study's arms, metric and design, declared once, give Δ, its interval and the method's name.
-
-A page declares each comparison as a :class:`Comparison` and gets a :class:`Compared` back: Δ = B − A as a
-:class:`._stats.DeltaInterval` and the design's name, which every row prints. No design decides by whether two arms'
-own intervals overlap; a "close" claim declares its margin and its source (TOST), a claim over a grid is a :class:`Grid`
+"""One comparison engine: a page declares a :class:`Comparison` (arms, metric, design, a "close" claim's margin) and
+gets a :class:`Compared` back, Δ = B − A as a :class:`._stats.DeltaInterval`; a claim over a grid is a :class:`Grid`
 (Holm). :func:`per_seed` is the one extractor of a metric per seed that every page uses.
 """
 
@@ -31,9 +28,8 @@ class Design(Enum):
 
 @dataclass(frozen=True)
 class Comparison:
-    """Δ = metric(B) − metric(A) of the arms (named as the page shows them) by ``design``. ``metric``: a dotted record key
-    or a function of one record; ``log``: compare the logs (a ratio of geometric means, e.g. of perplexities);
-    ``margin`` and its ``margin_source``: the claim is "close", |Δ| < margin, decided by TOST."""
+    """Δ = metric(B) − metric(A) of the arms by ``design`` (``metric`` as :func:`per_seed` takes it; ``log``: of the
+    logs); with a ``margin`` and its ``margin_source`` the claim is "close", |Δ| < margin, decided by TOST."""
 
     a: str
     b: str
@@ -97,12 +93,11 @@ class Grid:
         return sorted({s for c in self.compared.values() for s in c.delta.seeds})
 
     def decide(self, direction: int | None = None) -> tuple[Verdict, dict[Any, DeltaInterval] | None]:
-        """(the verdict, each comparison's Holm-adjusted interval beside its raw one, or None when one has a single seed):
-        every Δ of sign ``direction``, or with the specs' margin every Δ within it (:func:`._verdicts.grid_verdict`)."""
+        """(the verdict that every Δ has sign ``direction``, or with the specs' margin is within it; each comparison's
+        Holm-adjusted interval, or None when one has a single seed)."""
         tests = {key: c.delta for key, c in self.compared.items()}
         if not tests:
             raise ValueError("a grid needs at least one comparison")
-        label = seeds_label(self.seeds)
         holm = dict(zip(tests, holm_intervals(list(tests.values())))) if min(t.n for t in tests.values()) > 1 else None
         first = next(iter(self.compared.values()))
         if all(c.spec.margin is not None for c in self.compared.values()):
@@ -113,7 +108,7 @@ class Grid:
         else:
             kinds = {key: decide(holm[key].interval if holm else t.interval, direction, t.n) for key, t in tests.items()}
             about = {"method": first.delta.method}
-        return grid_verdict(kinds, label, name=self.name, **about), holm  # type: ignore[arg-type]
+        return grid_verdict(kinds, seeds_label(self.seeds), name=self.name, **about), holm  # type: ignore[arg-type]
 
 
 def per_seed(records: Records, metric: str | Callable[[dict[str, Any]], float | None], log: bool = False,
@@ -134,8 +129,8 @@ def per_seed(records: Records, metric: str | Callable[[dict[str, Any]], float | 
 
 def compare(spec: Comparison, a: Records = (), b: Records = (), *, items: Mapping[int, tuple[Any, Any]] | None = None,
             bootstrap: Callable[[Any, Any], dict[str, float]] | None = None, num_samples: int = 10_000) -> Compared:
-    """Δ = B − A by ``spec``'s design: from the arms' records, or for ``PAIRED_BY_ITEM`` from ``items``
-    (seed -> (A's per-item scores, B's), as :func:`softmax_zoo.reports._stats.paired_seed_deltas` takes them)."""
+    """Δ = B − A by ``spec``'s design from the arms' records, or for ``PAIRED_BY_ITEM`` from ``items`` (seed -> (A's
+    per-item scores, B's))."""
     if spec.design is Design.PAIRED_BY_ITEM:
         if items is None:
             raise ValueError(f"{spec.design.name} needs the per-item scores of each seed")

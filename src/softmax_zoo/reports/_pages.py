@@ -1,10 +1,8 @@
 """What every page shares: where it reads and writes, its provenance, figures, the claims ledger.
 
-A page module exposes ``build(results_dir="results", out=None)``: it reads the run records under
-``<results_dir>/runs`` and writes its files, and its rows of ``claims.md``, into ``out`` (default
-``results_dir``), so that a check can rebuild a page beside the committed one and compare. A page names the
-folder it read (:func:`shown_path`), the command that rebuilds it (:func:`page_command`) and the commits of
-its records (:func:`commits`), in the words of templates/_provenance.md.j2.
+A page module's ``build(results_dir="results", out=None)`` reads the run records under ``<results_dir>/runs`` and writes
+its files and its rows of ``claims.md`` into ``out`` (default ``results_dir``), so that a check can rebuild a page
+beside the committed one. Its provenance is worded by templates/_provenance.md.j2.
 """
 
 from __future__ import annotations
@@ -40,24 +38,14 @@ def page_command(report: str, results_dir: str | Path = DEFAULT_RESULTS) -> str:
     return f"{COMMAND} {report}" + ("" if folder == DEFAULT_RESULTS else f" results_dir={folder}")
 
 
-def dirty_count(records: Sequence[dict[str, Any]]) -> str:
-    """``"2 of 12 records made with uncommitted changes"`` (``"none of 12 ..."`` when every one is clean)."""
-    return str(PROVENANCE.dirty_count(sum(map(changed, records)), len(records)))
-
-
 def dirty_note(records: Sequence[dict[str, Any]]) -> str:
-    """What a claims row says when records made with uncommitted changes stand behind it (empty when none do):
-    ``"rests on 2 of 6 records made with uncommitted changes (changed files not recorded)"``."""
+    """What a claims row says when records made with uncommitted changes stand behind it (empty when none do)."""
     return str(PROVENANCE.dirty_note(sum(map(changed, records)), len(records), changed_files(records)))
 
 
 def commits(records: Sequence[dict[str, Any]]) -> str:
-    """The commits of the code that made ``records``, oldest first, with their runs, how many ran changed code
-    (:func:`changed`) and which files had changed, then how many of all the records did.
-
-    ``"commits 3e2adde (5 runs, 2 with uncommitted changes: src/a.py), 9a7cf16 (1 run); 2 of 6 records made with
-    uncommitted changes"``.
-    """
+    """The commits of the code that made ``records``, oldest first, with their runs and those made with uncommitted
+    changes: ``"commits 3e2adde (5 runs, 2 with uncommitted changes: src/a.py), 9a7cf16 (1 run); 2 of 6 records ..."``."""
     runs: dict[str, list[dict[str, Any]]] = {}
     for record in sorted(records, key=lambda r: str(r.get("created"))):
         commit = get(record, "git.commit")
@@ -68,15 +56,13 @@ def commits(records: Sequence[dict[str, Any]]) -> str:
 
 
 def file_commit(data: dict[str, Any]) -> str:
-    """The code a measurement file (not a run record) was made from, by its ``git`` entry (as a record's):
-    ``"commit 3e2adde"``, ``"commit 3e2adde, with uncommitted changes: src/a.py"``, or ``"commit not recorded"``."""
+    """The code a measurement file (not a run record) was made from, by its ``git`` entry: ``"commit 3e2adde"``."""
     commit = get(data, "git.commit")
     return str(PROVENANCE.file_commit(commit and str(commit)[:7], changed_files([data]) if changed(data) else ""))
 
 
 def provenance(report: str, records: Sequence[dict[str, Any]], results_dir: str | Path = DEFAULT_RESULTS) -> str:
-    """A line naming the command that builds a page from ``results_dir``, its record count and the code's commits
-    (:func:`commits`: which records were made with uncommitted changes, and how many)."""
+    """A line naming the command that builds a page from ``results_dir``, its record count and their :func:`commits`."""
     return str(PROVENANCE.provenance(page_command(report, results_dir), len(records), commits(records) if records else ""))
 
 
@@ -125,8 +111,7 @@ def ledger_data(path: str | Path) -> Path:
 
 
 def read_claims(path: str | Path) -> dict[str, dict[str, str]]:
-    """The rows of the claims ledger ``path`` (claims.md) keyed by id, read from its data (:func:`ledger_data`;
-    empty when there is none)."""
+    """The rows of the claims ledger ``path`` (claims.md) keyed by id, from its data (:func:`ledger_data`), if any."""
     data = ledger_data(path)
     return json.loads(data.read_text(encoding="utf-8")) if data.is_file() else {}
 

@@ -13,8 +13,8 @@ from typing import Any
 import jinja2
 
 from ..markdown import markdown_table
-from ._stats import SEED_INTERVAL_NOTE, format_mean_ci, seeds_label
-from ._verdicts import NON_SEED_RULES, VERDICT_RULES, by_construction, detectability, deterministic, not_tested, seed_summary
+from ._stats import format_mean_ci, seeds_label
+from ._verdicts import MIN_SEEDS, by_construction, detectability, deterministic, not_tested, seed_summary
 
 FILTERS = {
     "signed": lambda x, digits=2: f"{x:+.{digits}f}",  # "+0.67": a delta with its sign
@@ -34,8 +34,9 @@ FILTERS = {
 ENV = jinja2.Environment(loader=jinja2.PackageLoader("softmax_zoo.reports", "templates"), undefined=jinja2.StrictUndefined,
                          trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True, autoescape=False)
 ENV.filters.update(FILTERS)
-ENV.globals.update(SEED_INTERVAL_NOTE=SEED_INTERVAL_NOTE, VERDICT_RULES=VERDICT_RULES, NON_SEED_RULES=NON_SEED_RULES,
-                   by_construction=by_construction, deterministic=deterministic, not_tested=not_tested)
+ENV.globals.update(MIN_SEEDS=MIN_SEEDS, by_construction=by_construction, deterministic=deterministic, not_tested=not_tested)
+RULES = ENV.get_template("_verdicts.j2").make_module()  # the vocabulary's rules, which the pages print
+ENV.globals.update({note: getattr(RULES, note) for note in ("VERDICT_RULES", "NON_SEED_RULES", "SEED_INTERVAL_NOTE")})
 
 
 def render(template: str, **data: Any) -> str:

@@ -56,34 +56,15 @@ def paired_bootstrap(a: Sequence[float], b: Sequence[float], *, num_samples: int
             "p_le_0": float((boot <= 0).mean())}
 
 
-SEED_INTERVAL_NOTE = (
-    "Δ is computed per training seed, paired over the same test items; its 95% interval is a Student-t "
-    "interval over seeds (mean ± t_{0.975, n−1} · SD / √n, SD the between-seed standard deviation of Δ, "
-    "ddof 1; with 2 seeds t = 12.7, so that interval is very wide). Beside it, the item-bootstrap half-width "
-    "(the mean over seeds of each seed's paired bootstrap over test items) measures how the test set was "
-    "drawn, not how training varies. The smallest Δ one run per arm detects, (z_{0.975} + z_{0.80}) · SD "
-    "≈ 2.80 · SD (significant at 95% with 80% probability, our SD taken as known), is measured at our scale."
-)
-
-
 def min_detectable_delta(sd_delta: float, confidence: float = 0.95, power: float = 0.8) -> float:
-    """The smallest true Δ one run per arm detects, (z_{(1+confidence)/2} + z_{power}) · sd_delta: the one paired Δ̂ ~ N(Δ, σ²),
-    σ = the between-seed SD of Δ, clears the two-sided bar z_{(1+confidence)/2} · σ with probability ``power`` (2.802 · σ
-    at 95% and 0.8; ``power=0.5``: the bare threshold 1.960 · σ). σ is used as if known, though from 3 seeds it is
-    uncertain by a factor of about 2 either way; nan for nan (one seed)."""
+    """(z_{(1+confidence)/2} + z_{power}) · sd_delta: the true Δ whose one paired Δ̂ ~ N(Δ, sd_delta²) clears the
+    two-sided bar with probability ``power`` (2.802 · sd_delta at 95% and 0.8), sd_delta taken as known."""
     return float((stats.norm.ppf((1 + confidence) / 2) + stats.norm.ppf(power)) * sd_delta)
 
 
 def _t_interval(mean_value: float, se: float, dof: float, confidence: float) -> tuple[float, float]:
     half = stats.t.ppf((1 + confidence) / 2, dof) * se
     return float(mean_value - half), float(mean_value + half)
-
-
-def _t_p_value(mean_value: float, se: float, dof: float) -> float:
-    """Two-sided p-value of mean = 0 for t = mean / se with ``dof`` degrees of freedom."""
-    if se == 0:
-        return math.nan if mean_value == 0 else 0.0
-    return float(2 * stats.t.sf(abs(mean_value / se), dof))
 
 
 def seeds_label(seeds: Sequence[int]) -> str:
@@ -95,12 +76,9 @@ def seeds_label(seeds: Sequence[int]) -> str:
 
 @dataclass(frozen=True)
 class DeltaInterval:
-    """Δ, a difference of means, with its t interval at ``confidence``, the two-sided p-value of Δ = 0, its standard
-    error, df, ``n`` (the seeds behind Δ; for Welch, the smaller arm's) and ``method``, the test's name on the row;
-    nan over seeds for one seed. One type for every design: paired by seed (:func:`over_seeds`, :func:`paired_t`) holds
-    each seed's Δ; paired by item (:func:`paired_seed_deltas`) also each seed's bootstrap interval over its test items,
-    which measures the test-set draw, not training; Welch (:func:`unpaired`) arm A's seeds and arm B's (Δ = B − A);
-    Holm (:func:`holm_intervals`) the adjusted interval, p-value and level."""
+    """Δ, a difference of means, with its t interval at ``confidence``, the p-value of Δ = 0, standard error, df, ``n``
+    (the seeds behind Δ; for Welch the smaller arm's) and ``method``, the test's name on the row; nan for one seed.
+    Paired designs hold each seed's Δ (by item also its bootstrap interval over test items); Welch's both arms' seeds."""
 
     delta: float
     low: float
@@ -153,8 +131,7 @@ class DeltaInterval:
 
     @property
     def item_se(self) -> float:
-        """The item standard error the item bootstraps imply: the mean over seeds of their half-widths (high − low) / 2,
-        over z_{(1+c)/2}; one standard deviation of a seed's Δ, the scale the between-seed SD compares on."""
+        """The mean over seeds of the item bootstraps' half-widths over z_{(1+c)/2}: the item standard error of a seed's Δ."""
         if not self.item_intervals:
             return math.nan
         half = float(np.mean([(high - low) / 2 for low, high in self.item_intervals]))
@@ -170,16 +147,14 @@ def _interval(delta: float, se: float, df: float, n: int, confidence: float, met
     if not 0.5 < confidence < 1:
         raise ValueError(f"confidence must lie in (0.5, 1), got {confidence}")
     low, high = _t_interval(delta, se, df, confidence)
-    return DeltaInterval(delta, low, high, _t_p_value(delta, se, df), se, df, n, confidence, method, **detail)
+    p_value = float(2 * stats.t.sf(abs(delta / se), df)) if se != 0 else math.nan if delta == 0 else 0.0  # two-sided, of Δ = 0
+    return DeltaInterval(delta, low, high, p_value, se, df, n, confidence, method, **detail)
 
 
 def over_seeds(deltas: Mapping[int, float], confidence: float = 0.95, *, items: Mapping[int, tuple[float, float]] | None = None,
                n_items: Mapping[int, int] | None = None) -> DeltaInterval:
-    """Student-t over seeds of the per-seed Δ (seed -> Δ; paired t, Student 1908): mean ± t_{(1+c)/2, n−1} · SD / √n,
-    SD the between-seed standard deviation (ddof 1), as scipy.stats.ttest_1samp; with 2 seeds t_{0.975,1} = 12.7.
-
-    ``items`` and ``n_items``: each seed's bootstrap interval over its test items and their count (paired by item).
-    """
+    """Student-t over seeds of the per-seed Δ (seed -> Δ), as scipy.stats.ttest_1samp; ``items`` and ``n_items``: each
+    seed's bootstrap interval over its test items and their count (paired by item)."""
     seeds = tuple(sorted(deltas))
     if not seeds:
         raise ValueError("a Δ over seeds needs at least one seed, got none")
@@ -195,8 +170,7 @@ def over_seeds(deltas: Mapping[int, float], confidence: float = 0.95, *, items: 
 
 
 def paired_t(a: Mapping[int, float], b: Mapping[int, float], alpha: float = 0.05) -> DeltaInterval:
-    """Paired t over seeds of Δ_s = a_s − b_s (:func:`over_seeds`), as scipy.stats.ttest_rel(a, b). ``a`` and ``b``
-    map seed -> value and must hold the same seeds (a seed pairs initialisation and data)."""
+    """Paired t over seeds of Δ_s = a_s − b_s, as scipy.stats.ttest_rel(a, b); ``a`` and ``b`` (seed -> value) hold the same seeds."""
     if set(a) != set(b):
         raise ValueError(f"paired arms need the same seeds: seeds {sorted(set(a) - set(b))} only in a, "
                          f"{sorted(set(b) - set(a))} only in b")
@@ -205,21 +179,16 @@ def paired_t(a: Mapping[int, float], b: Mapping[int, float], alpha: float = 0.05
 
 def paired_seed_deltas(scores: Mapping[int, tuple[Any, Any]], *, num_samples: int = 10_000,
                        bootstrap: Callable[[Any, Any], dict[str, float]] | None = None) -> DeltaInterval:
-    """Δ = B − A per training seed from ``scores`` (seed -> (A's scores, B's), item i of both the same test item), each
-    seed's with its :func:`paired_bootstrap` over the items (resampling seed 0 for every seed), or with
-    ``bootstrap(a, b) -> {"delta", "low", "high", ...}`` for a statistic that is not a mean over items (e.g. corpus BLEU
-    from per-item n-gram counts; items are len(a)); Student-t over the seeds (:func:`over_seeds`), all at 95%."""
-    if not scores:
-        raise ValueError("paired_seed_deltas needs the scores of at least one seed")
+    """Δ = B − A per seed from ``scores`` (seed -> (A's per-item scores, B's)) with its :func:`paired_bootstrap`, or
+    ``bootstrap(a, b)`` for a statistic that is not a mean over items (corpus BLEU); Student-t over the seeds at 95%."""
     run = bootstrap or (lambda a, b: paired_bootstrap(a, b, num_samples=num_samples))
     per_seed = {seed: run(a, b) for seed, (a, b) in scores.items()}
     return DeltaInterval.from_bootstraps(per_seed, {seed: len(a) for seed, (a, _) in scores.items()})
 
 
 def unpaired(a: Mapping[int, float], b: Mapping[int, float], confidence: float = 0.95) -> DeltaInterval:
-    """Welch's t (Welch 1947) of Δ = mean(B) − mean(A) over two arms not paired by seed (seed -> value each), with
-    Welch–Satterthwaite degrees of freedom, as scipy.stats.ttest_ind(b, a, equal_var=False); an arm of one value
-    gives a nan interval. For a ratio of means (e.g. perplexities) give the logs."""
+    """Welch's t of Δ = mean(B) − mean(A) over two arms not paired by seed (seed -> value each), as
+    scipy.stats.ttest_ind(b, a, equal_var=False); an arm of one value gives a nan interval."""
     seeds_a, seeds_b = tuple(sorted(a)), tuple(sorted(b))
     if not seeds_a or not seeds_b:
         raise ValueError(f"Welch needs values in both arms, got {len(seeds_a)} and {len(seeds_b)}")
@@ -237,9 +206,8 @@ def unpaired(a: Mapping[int, float], b: Mapping[int, float], confidence: float =
 
 @dataclass(frozen=True)
 class LinearTrend:
-    """The least-squares slope through points and its Student-t interval, slope ± t_{(1+c)/2, n−2} · SE(slope)
-    (scipy.stats.linregress's): the scatter about the line is the only noise it knows, so each point should be one
-    replicate (e.g. one start's mean over seeds). Needs 3 points for an interval ((nan, nan) with 2)."""
+    """The least-squares slope through points (each one replicate, e.g. a mean over seeds) and its Student-t interval
+    from scipy.stats.linregress's standard error; (nan, nan) with 2 points."""
 
     x: tuple[float, ...]
     y: tuple[float, ...]
@@ -288,8 +256,8 @@ class Equivalence:
 
 
 def equivalence(delta: DeltaInterval, margin: float, margin_source: str, alpha: float = 0.05) -> Equivalence:
-    """Two one-sided tests (TOST; Schuirmann 1987) of |Δ| < ``margin`` at level ``alpha``: EQUIVALENT iff both reject,
-    i.e. the 1 − 2α interval lies inside (−margin, +margin); NOT_EQUIVALENT when the 1 − α interval lies outside it."""
+    """TOST of |Δ| < ``margin`` at ``alpha``: EQUIVALENT iff the 1 − 2α interval lies inside ±margin, NOT_EQUIVALENT
+    when the 1 − α interval lies outside it."""
     if not margin > 0 or not margin_source.strip():
         raise ValueError(f"an equivalence claim needs a margin > 0 and its source, got {margin} from {margin_source!r}")
     tost, two_sided = delta.at(1 - 2 * alpha), delta.at(1 - alpha)
@@ -306,8 +274,7 @@ def equivalence(delta: DeltaInterval, margin: float, margin_source: str, alpha: 
 
 
 def holm(p_values: Sequence[float]) -> tuple[float, ...]:
-    """Holm's (1979) step-down adjusted p-values, in the input order: the i-th smallest of m p-values
-    gets max over j ≤ i of min(1, (m − j + 1) · p_(j)). Reject at α iff the adjusted p-value < α."""
+    """Holm's step-down adjusted p-values, in the input order: reject at α iff the adjusted p-value < α."""
     p = np.asarray(p_values, dtype=np.float64)
     if p.ndim != 1 or not np.all((p >= 0) & (p <= 1)):
         raise ValueError(f"holm needs p-values in [0, 1], got {list(p_values)}")
@@ -319,14 +286,9 @@ def holm(p_values: Sequence[float]) -> tuple[float, ...]:
 
 
 def holm_intervals(comparisons: Sequence[DeltaInterval], alpha: float = 0.05) -> tuple[DeltaInterval, ...]:
-    """Holm (1979) over a grid of m comparisons ("best k", "a wide range of k"), in the input order: each one's Δ with
-    its Holm-adjusted p-value and interval, and that interval's level as its ``confidence``.
-
-    Step i (the i-th smallest p) gets the level 1 − α/(m − i + 1) while every earlier step rejected; the
-    comparisons not rejected all get the level of the first such step, 1 − α/(m − r) with r rejected (as
-    Strassburger & Bretz 2008), so an adjusted interval excludes 0 exactly when Holm rejects at α. The
-    rejected ones show their step's two-sided interval (Strassburger & Bretz's simultaneous ones are one-sided).
-    """
+    """Each comparison with its Holm-adjusted p-value and interval, in the input order: step i (from 0, smallest p first)
+    gets the level 1 − α/(m − i) while every earlier step rejected, those not rejected the level of the first such
+    step (Strassburger & Bretz 2008), so an adjusted interval excludes 0 exactly when Holm rejects at α."""
     adjusted, m, steps, stop = holm([c.p_value for c in comparisons]), len(comparisons), {}, None
     order = sorted(range(m), key=lambda i: comparisons[i].p_value)
     for i, j in enumerate(order):  # i = 0 for the smallest p

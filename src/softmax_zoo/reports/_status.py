@@ -1,6 +1,5 @@
-"""README.md's results status table (templates/readme_status.md.j2), between :data:`BEGIN` and :data:`END`:
-per committed experiment what ran, at which scale, with which seeds, and the Δ and verdict of its headline
-claim (:data:`HEADLINES`, read from the claims ledger), with a link to its page.
+"""README.md's results status table between :data:`BEGIN` and :data:`END`: per committed experiment its runs, scales,
+seeds and the verdict of its headline claim (:data:`HEADLINES`, from the claims ledger), with a link to its page.
 """
 
 from __future__ import annotations

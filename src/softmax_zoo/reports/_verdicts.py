@@ -1,12 +1,7 @@
 """The claims ledger's verdict vocabulary, defined once: what a delta over seeds lets a row say.
 
-``supported`` / ``contradicts`` need :data:`MIN_SEEDS` seeds and a seed-aware interval of Δ that excludes 0 on the
-claim's side / the other (paired t where the design pairs the arms by seed, Welch's where not; never from whether two
-arms' own intervals overlap), a "close" claim TOST against a stated margin, a claim over a grid Holm-adjusted intervals;
-``inconclusive`` when it includes 0. ``too few seeds`` (2) and ``single run`` (1; a paired Δ's item interval measures
-the test-set draw, not training) give the interval and decide nothing. ``not tested`` gives its reason,
-``deterministic`` a computation without training or seeds, ``by construction`` a design property and its test.
-This module decides each kind; the words are templates/_verdicts.j2's. A :class:`Verdict` prints as its text.
+This module decides each :class:`VerdictKind`; the words, and the rules they follow (``VERDICT_RULES``,
+``NON_SEED_RULES``), are templates/_verdicts.j2's. A :class:`Verdict` prints as its text.
 """
 
 from __future__ import annotations
@@ -20,21 +15,6 @@ from typing import Any
 from ._stats import DeltaInterval, Equivalence, EquivalenceKind, LinearTrend, min_detectable_delta, seeds_label
 
 MIN_SEEDS = 3  # seeds a verdict of supported / contradicts / inconclusive needs
-
-VERDICT_RULES = (
-    f"Verdicts: \"supported\" or \"contradicts\" need >= {MIN_SEEDS} seeds and a 95% interval of Δ over seeds "
-    "that excludes 0 (on the claim's side or the other); \"inconclusive\" when it includes 0. Δ's interval is a "
-    "paired t over the per-seed Δ where the arms are paired by seed, Welch's where they are not, and each row names "
-    "which; no verdict comes from whether two arms' own intervals overlap. A claim over a grid of k uses Holm-adjusted "
-    "intervals, and a \"close\" claim two one-sided tests (TOST) against a stated margin. With fewer seeds a row says "
-    "\"too few seeds\" or \"single run\" and gives its interval without a verdict."
-)
-
-
-NON_SEED_RULES = (
-    "\"deterministic\" rows are computations without training or seeds (the same every run for one torch version); "
-    "\"by construction\" rows state a design property of our implementation and the test that checks it."
-)
 
 
 class VerdictKind(Enum):
@@ -61,7 +41,7 @@ def _words(macro: str, *args: Any, **data: Any) -> str:
     """templates/_verdicts.j2's ``macro`` filled with ``args`` and ``data``."""
     from ._render import words  # _render's filters are built on this module
 
-    return str(getattr(words("_verdicts.j2", MIN_SEEDS=MIN_SEEDS), macro)(*args, **data))
+    return str(getattr(words("_verdicts.j2"), macro)(*args, **data))
 
 
 def _say(kind: VerdictKind, macro: str, *args: Any, **data: Any) -> Verdict:
@@ -74,9 +54,7 @@ def too_few(n: int) -> VerdictKind | None:
 
 
 def decide(interval: tuple[float, float], direction: int, n: int) -> VerdictKind:
-    """The kind of verdict on a claim that Δ has sign ``direction`` (+1 or −1), from Δ's interval over ``n`` seeds:
-    SUPPORTED / CONTRADICTS when it excludes 0 on the claimed side / the other, INCONCLUSIVE when it includes 0;
-    below :data:`MIN_SEEDS` seeds SINGLE_RUN or TOO_FEW_SEEDS."""
+    """The kind of verdict on a claim that Δ has sign ``direction`` (+1 or −1), from Δ's interval over ``n`` seeds."""
     low, high = interval
     if direction not in (1, -1):
         raise ValueError(f"direction must be +1 or -1, got {direction}")
@@ -102,8 +80,7 @@ def not_tested(reason: str) -> Verdict:
 
 
 def deterministic(result: str, matches: bool, *, where: str) -> Verdict:
-    """A computation without training or seeds: whether it ``matches`` the paper, its ``result``, and ``where`` it
-    depends on (e.g. "torch 2.13.0, CPU, float32")."""
+    """A computation without training or seeds, and ``where`` it ran (e.g. "torch 2.13.0, CPU, float32")."""
     return _say(VerdictKind.DETERMINISTIC, "deterministic", result, matches, where)
 
 
@@ -115,15 +92,13 @@ def by_construction(how: str, test: str) -> Verdict:
 
 
 def no_interval_verdict(seeds: Sequence[int], result: str, *, single: str = "", many: str = "") -> Verdict:
-    """The verdict of a rule with no interval over seeds (a ratio of mean gaps, a reach), which decides nothing: single
-    run, too few seeds or inconclusive by the number of ``seeds``, with ``single`` / ``many`` after the first / last."""
+    """The verdict of a rule with no interval over seeds (a ratio of mean gaps, a reach), which decides nothing."""
     kind = too_few(len(seeds)) or VerdictKind.INCONCLUSIVE
     return _say(kind, "no_interval", seeds_label(seeds), result, single=single, many=many)
 
 
 def verdict(delta: DeltaInterval, direction: int, *, digits: int = 2) -> Verdict:
-    """The verdict on a claim that Δ has sign ``direction`` (+1 or -1, :func:`claimed_direction` of the paper's Δ), with
-    Δ and its interval at ``digits`` decimals and the interval's method; one seed gives its item interval if it has one."""
+    """The verdict on a claim that Δ has sign ``direction`` (:func:`claimed_direction` of the paper's Δ)."""
     return _say(decide(delta.interval, direction, delta.n), "verdict", delta, digits)
 
 
@@ -138,16 +113,14 @@ def detectability(delta: DeltaInterval, paper_delta: float, *, digits: int = 2) 
 
 
 def trend_verdict(trend: LinearTrend, seeds_per_point: Sequence[int], direction: int, *, unit: str, digits: int = 3) -> Verdict:
-    """The verdict on a claim that a trend's slope has sign ``direction``, each point a mean over its seeds: it needs
-    :data:`MIN_SEEDS` points and :data:`MIN_SEEDS` seeds behind every point (:class:`._stats.LinearTrend`'s interval)."""
+    """The verdict on a claim that a trend's slope has sign ``direction``: it needs :data:`MIN_SEEDS` points and seeds per point."""
     fewest = min(seeds_per_point)
     kind = decide(trend.interval, direction, fewest if trend.n_points >= MIN_SEEDS else MIN_SEEDS - 1)
     return _say(kind, "trend_verdict", trend, unit, digits, fewest)
 
 
 def equivalence_kind(eq: Equivalence) -> VerdictKind:
-    """The ledger's kind of a TOST result: supported when equivalent, contradicts when not, else inconclusive; below
-    :data:`MIN_SEEDS` seeds the test's own SINGLE_RUN / TOO_FEW_SEEDS."""
+    """The ledger's kind of a TOST result: supported when equivalent, contradicts when not, else inconclusive."""
     if isinstance(eq.verdict, VerdictKind):
         return eq.verdict
     return {EquivalenceKind.EQUIVALENT: VerdictKind.SUPPORTED, EquivalenceKind.NOT_EQUIVALENT: VerdictKind.CONTRADICTS,
@@ -155,17 +128,13 @@ def equivalence_kind(eq: Equivalence) -> VerdictKind:
 
 
 def equivalence_verdict(eq: Equivalence, label: str, span: str | None = None, *, digits: int = 2) -> Verdict:
-    """The verdict on a "close" / "comparable" claim, |Δ| < margin, from :func:`._stats.equivalence` (TOST): supported
-    when equivalent, contradicts when not, else inconclusive; below :data:`MIN_SEEDS` seeds none. The text gives Δ, the
-    1 − 2α interval, the margin and its source, and the test; ``span`` replaces them (a page's own unit)."""
+    """The verdict on a "close" claim, |Δ| < margin, by :func:`equivalence_kind`; ``span`` replaces Δ and its interval."""
     return _say(equivalence_kind(eq), "equivalence_verdict", label, eq, span, digits)
 
 
 def grid_verdict(kinds: Mapping[Any, VerdictKind], label: str, *, name: str = "k", **about: Any) -> Verdict:
-    """One verdict on a claim over every comparison of a grid (``name`` -> each one's kind): no verdict when one has too
-    few seeds, contradicts when one contradicts, inconclusive when one is, else supported. ``about`` names how each was
-    decided: ``method``, the first comparison's test (Holm-adjusted intervals, familywise 95%), or with ``margin`` and its
-    ``source`` the first one's TOST (intersection-union: each TOST at α keeps the family at α, no adjustment)."""
+    """One verdict over a grid's kinds (key -> kind): the first of too few seeds, contradicts, inconclusive that one has,
+    else supported; ``about``: the ``method`` (with ``margin`` and its ``source``: TOST) templates/_verdicts.j2's grid names."""
     found = set(kinds.values())
     order = (VerdictKind.SINGLE_RUN, VerdictKind.TOO_FEW_SEEDS, VerdictKind.CONTRADICTS, VerdictKind.INCONCLUSIVE)
     kind = next((k for k in order if k in found), VerdictKind.SUPPORTED)
