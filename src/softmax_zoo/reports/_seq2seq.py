@@ -9,6 +9,7 @@ ablation. A seed with one arm is left out of the deltas and named. Words: templa
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
@@ -65,14 +66,10 @@ def outputs(pairs: list[Pair], runs: Path) -> Outputs:
 
 
 def corpus_bootstrap(stats_a: Any, stats_b: Any, order: int, num_samples: int, seed: int = 0) -> dict[str, float]:
-    """Paired bootstrap of corpus BLEU-``order`` (b − a) over examples, as :func:`._stats.paired_bootstrap` returns it.
-
-    ``stats_a``, ``stats_b``: (E, 2 + 2 * max_order) per-example BLEU counts of the two systems, row e the same example.
-    """
+    """Paired bootstrap over examples of corpus BLEU-``order`` (b − a), as :func:`._stats.paired_bootstrap` returns it, from
+    the (examples, 2 + 2 * max_order) per-example BLEU counts of the two systems."""
     stats_a, stats_b = np.asarray(stats_a, dtype=np.int64), np.asarray(stats_b, dtype=np.int64)
-    n = stats_a.shape[0]
-    rng = np.random.default_rng(seed)
-    deltas = []
+    n, rng, deltas = stats_a.shape[0], np.random.default_rng(seed), []
     for start in range(0, num_samples, CHUNK):
         w = rng.multinomial(n, np.full(n, 1.0 / n), size=min(CHUNK, num_samples - start))  # (m, E) resample counts
         sa, sb = w @ stats_a, w @ stats_b  # (m, 2 + 2 * max_order) summed counts
@@ -100,12 +97,7 @@ def regime(pairs: list[Pair]) -> dict[str, Any] | None:
 
 def stutters(text: str, run: int = 3) -> bool:
     """Whether some word appears ``run`` or more times in a row ("the the the"): a degenerate output."""
-    words, count = text.split(), 1
-    for prev, word in zip(words, words[1:]):
-        count = count + 1 if word == prev else 1
-        if count >= run:
-            return True
-    return False
+    return re.search(rf"(?<!\S)(\S+)(?:\s+\1(?!\S)){{{run - 1}}}", text) is not None
 
 
 def output_shares(rows: dict[str, list[Record]], beams: list[int]) -> dict[str, Any]:

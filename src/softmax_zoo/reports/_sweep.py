@@ -93,10 +93,8 @@ def overrides(record: dict[str, Any]) -> dict[str, str]:
 
 
 def computes_nothing(key: str) -> bool:
-    """Whether the override ``key`` changes nothing a run computes (logger, train.progress, folders, ...): a key run
-    names leave out (:func:`softmax_zoo.config.name_exclude_keys`) that is not a config group every record keeps
-    the choice of (:data:`softmax_zoo.config.CHOICE_GROUPS`), the seed, or a key that extends a run
-    (:data:`softmax_zoo.preflight.EXTENDS_A_RUN`: a longer budget is another result)."""
+    """Whether the override ``key`` changes nothing a run computes (logger, folders, ...): a key run names leave out
+    but for config groups, the seed and the keys that extend a run (a longer budget is another result)."""
     if key in CHOICE_GROUPS.values() or key in POOLED or key in EXTENDS_A_RUN:
         return False
     return any(fnmatch.fnmatchcase(key, pattern) for pattern in name_exclude_keys())
@@ -117,10 +115,7 @@ def task_of(record: dict[str, Any]) -> str | None:
 
 def by_task(records: Sequence[dict[str, Any]]) -> dict[str | None, list[dict[str, Any]]]:
     """The records grouped by :func:`task_of`, in first-seen order."""
-    groups: dict[str | None, list[dict[str, Any]]] = {}
-    for r in records:
-        groups.setdefault(task_of(r), []).append(r)
-    return groups
+    return {task: [r for r in records if task_of(r) == task] for task in dict.fromkeys(map(task_of, records))}
 
 
 def metric_names(records: Sequence[dict[str, Any]]) -> list[str]:
@@ -146,11 +141,8 @@ def _declared_metric(record: dict[str, Any]) -> tuple[str, bool | None] | None:
 
 
 def primary_metric(records: Sequence[dict[str, Any]]) -> tuple[str, bool | None] | None:
-    """The primary metric of the records' task and whether higher is better; None without one.
-
-    The records must agree on it (a sweep over two tasks has none). A declared ``test/`` metric the
-    records lack is replaced by its ``val/`` counterpart when they have that.
-    """
+    """The primary metric the records' task declares (a sweep over two tasks has none) and whether higher is better;
+    its ``val/`` counterpart where the records lack the declared ``test/`` metric; None without one."""
     declared = {_declared_metric(r) for r in records}
     if len(declared) != 1 or None in declared:
         return None
@@ -169,9 +161,12 @@ def _number(value: Any) -> float | None:
         return None
 
 
-def _sort_key(value: str | None) -> tuple:
-    number = _number(value)
-    return (value is None, number is None, number if number is not None else 0.0, str(value))
+def grouped(records: Sequence[dict[str, Any]], keys: Sequence[str]) -> dict[tuple, list[dict[str, Any]]]:
+    """The records by their override values of ``keys``, sorted: numbers by value, then other values, then missing ones."""
+    groups: dict[tuple, list[dict[str, Any]]] = {}
+    for r in records:
+        groups.setdefault(tuple(overrides(r).get(k) for k in keys), []).append(r)
+    return dict(sorted(groups.items(), key=lambda group: [(v is None, _number(v) is None, _number(v) or 0.0, str(v)) for v in group[0]]))
 
 
 def _cell(values: Sequence[float], runs: int) -> str:
@@ -196,24 +191,15 @@ def loss_labels(records: Sequence[dict[str, Any]]) -> dict[str, str]:
     loss is not swept."""
     if "loss" not in swept_keys(records):
         return {}
-    labels: dict[str, str] = {}
-    for r in records:
-        if (name := overrides(r).get("loss")) is not None:
-            labels.setdefault(name, _shown("loss", name, r))
-    return labels
+    return {name: _shown("loss", name, runs[0]) for (name,), runs in grouped(records, ["loss"]).items() if name is not None}
 
 
 def sweep_table(records: Sequence[dict[str, Any]], names: Sequence[str] | None = None) -> tuple[list[str], list[list[Any]]]:
     """Header and rows: one row per combination of swept values, n, then the mean ± 95% interval of each metric
     of ``names`` (default: every metric, :func:`metric_names`)."""
     keys, names = swept_keys(records), list(metric_names(records) if names is None else names)
-    groups: dict[tuple, list[dict[str, Any]]] = {}
-    for r in records:
-        o = overrides(r)
-        groups.setdefault(tuple(o.get(k) for k in keys), []).append(r)
     rows = []
-    for values in sorted(groups, key=lambda vs: tuple(_sort_key(v) for v in vs)):
-        runs = groups[values]
+    for values, runs in grouped(records, keys).items():
         cells = [
             _cell([_number(r["metrics"][m]) for r in runs if m in r["metrics"]], len(runs)) if any(m in r["metrics"] for r in runs) else "—"
             for m in names
@@ -230,31 +216,25 @@ def sweep_plot(records: Sequence[dict[str, Any]], metric: str, path: Path) -> Pa
     if not numeric:
         return None
     x_key, others = numeric[0], [k for k in keys if k != numeric[0]]
-    lines: dict[tuple, dict[float, list[float]]] = {}
-    shown: dict[tuple, list[str | None]] = {}  # a line's values as the legend shows them
-    for r in records:
-        o = overrides(r)
-        if x_key in o and metric in r.get("metrics", {}):
-            line = tuple(o.get(k) for k in others)
-            lines.setdefault(line, {}).setdefault(float(o[x_key]), []).append(float(r["metrics"][metric]))
-            shown.setdefault(line, [_shown(k, v, r) for k, v in zip(others, line)])
+    plotted = [r for r in records if x_key in overrides(r) and metric in r.get("metrics", {})]
     with line_plot(path, xlabel=x_key, ylabel=metric, title=f"{metric} against {x_key} (mean ± 95% CI over seeds)") as ax:
-        for label, points in sorted(lines.items(), key=lambda kv: tuple(_sort_key(v) for v in kv[0])):
-            xs = sorted(points)
-            stats = [mean_ci(points[x]) for x in xs]
+        for line, runs in grouped(plotted, others).items():
+            points: dict[float, list[float]] = {}
+            for r in runs:
+                points.setdefault(float(overrides(r)[x_key]), []).append(float(r["metrics"][metric]))
+            stats = [mean_ci(points[x]) for x in sorted(points)]
+            name = ", ".join(f"{k}={_shown(k, v, runs[0])}" for k, v in zip(others, line) if v is not None) or metric
             errors = [0.0 if math.isnan(s[1]) else s[1] for s in stats]
-            name = ", ".join(f"{k}={v}" for k, v in zip(others, shown[label]) if v is not None) or metric
-            ax.errorbar(xs, [s[0] for s in stats], yerr=errors, marker="o", capsize=3, label=name)
-        if len(xs) > 1 and min(x for pts in lines.values() for x in pts) > 0 and max(xs) / min(xs) >= 10:
+            ax.errorbar(sorted(points), [s[0] for s in stats], yerr=errors, marker="o", capsize=3, label=name)
+        xs = [float(overrides(r)[x_key]) for r in plotted]
+        if xs and min(xs) > 0 and max(xs) / min(xs) >= 10:
             ax.set_xscale("log")
     return path
 
 
 def section(records: Sequence[dict[str, Any]], metric: str | None = None, diagnostics: bool = False) -> dict[str, Any]:
-    """What the page shows of the records of one task: its swept keys, its first metric (``metric``, else the task's
-    primary metric, else the first that is not a diagnostic), whether that is the primary one (``primary``) and which
-    way is better (``higher``), how many diagnostics the table leaves out, the table and the losses' labels.
-    Raises ValueError if ``metric`` is not a metric of the records."""
+    """What the page shows of one task's records; the first metric is ``metric``, else the task's primary metric, else
+    the first that is not a diagnostic. Raises ValueError if ``metric`` is not a metric of the records."""
     names, primary, task = metric_names(records), primary_metric(records), task_of(records[0])
     if metric is None:
         metric = primary[0] if primary else next((m for m in names if not is_diagnostic(m)), names[0] if names else None)
@@ -269,18 +249,16 @@ def section(records: Sequence[dict[str, Any]], metric: str | None = None, diagno
 
 def build_sweep(target: str, out: str | Path | None = None, metric: str | None = None, diagnostics: bool = False,
                 results_dir: str | Path | None = None) -> str:
-    """Write ``<out>/sweep_<name>.md`` and its plot (``sweep_<name>_<task>.png`` per task where there are several)
-    for the sweep ``target`` names (:func:`find_records`, in ``results_dir`` if given); return the page's text.
-    ``out`` defaults to scratch/sweeps (git-ignored): a sweep page is a look at runs, not a committed result."""
+    """Write ``<out>/sweep_<name>.md`` (default out: scratch/sweeps, git-ignored) and a plot per task for the sweep
+    ``target`` names (:func:`find_records`, in ``results_dir`` if given); return the page's text."""
     records = find_records(target, (results_dir,) if results_dir else RESULTS_DIRS)
     name = re.sub(r"[^A-Za-z0-9_.=-]+", "_", str(target).strip("/")).strip("_") or "sweep"
     out = Path(out or Path(SCRATCH_DIR) / "sweeps")
-    tasks = by_task(records)
-    sections = []
+    tasks, sections = by_task(records), []
     for task, runs in tasks.items():
         part = section(runs, metric, diagnostics)
         plot = out / (f"sweep_{name}.png" if len(tasks) == 1 else f"sweep_{name}_{task}.png")
-        drawn = sweep_plot(runs, part["metric"], plot) if part["metric"] else None
+        drawn = part["metric"] and sweep_plot(runs, part["metric"], plot)
         sections.append({**part, "plot": drawn.name if drawn else None})
     text = render("sweep.md.j2", target=target, provenance=provenance(f"sweep {target}", records), sections=sections)
     write_text(out / f"sweep_{name}.md", text)
