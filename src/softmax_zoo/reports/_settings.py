@@ -18,8 +18,7 @@ from ._stats import seeds_label
 WORDS = words("_settings.md.j2")  # the table's fixed cells and its reason cell
 NOT_STATED, NOT_RECORDED, AS_THE_PAPER = WORDS.NOT_STATED, WORDS.NOT_RECORDED, WORDS.AS_THE_PAPER
 REASONED_SCALE = "cpu"  # the scale the reasons are written for
-# Checkpoint names of the pretrained models the configs load offline, as their authors name them.
-PRETRAINED_NAMES = {"minilm": "all-MiniLM-L6-v2"}
+PRETRAINED_NAMES = {"minilm": "all-MiniLM-L6-v2"}  # the checkpoints the configs load, as their authors name them
 Records = Sequence[dict[str, Any]]
 SPARSE = "sparse_softmax"  # configs/loss/ name of the sparse-softmax arm
 
@@ -36,12 +35,8 @@ class Setting:
 
 def values(records: Records, key: str) -> list[Any]:
     """The distinct values of a dotted record key (:func:`softmax_zoo.records.get`) in record order, missing ones left out."""
-    found: list[Any] = []
-    for r in records:
-        v = get(r, key)
-        if v is not None and v not in found:
-            found.append(v)
-    return found
+    found = [get(r, key) for r in records]
+    return [v for i, v in enumerate(found) if v is not None and v not in found[:i]]
 
 
 def shown(records: Records, key: str, fmt: Callable[[Any], str] = str) -> str:

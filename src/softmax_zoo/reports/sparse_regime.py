@@ -13,8 +13,7 @@ import numpy as np
 from ..records import choice, get, group_by, load_records, runs_dir, seeds_of
 from ._pages import dirty_note, page_command, provenance, pyplot, save_figure, shown_path
 from ._render import publish
-from ._seq2seq import ARMS, BOOTSTRAP_SAMPLES, SOFTMAX, SPARSE, Record, output_shares, outputs
-from ._seq2seq_settings import WORDS, seq2seq_settings
+from ._seq2seq import ARMS, BOOTSTRAP_SAMPLES, SETTINGS_WORDS, SOFTMAX, SPARSE, Record, output_shares, outputs, seq2seq_settings
 from ._settings import shown
 from ._stats import DeltaInterval, LinearTrend, mean, paired_bootstrap
 from ._verdicts import claimed_direction, trend_verdict, verdict
@@ -134,7 +133,7 @@ def summarise(results_dir: str | Path = "results") -> dict[str, Any]:
                  "hours": sum(r["timing"]["wall_s"] for r in records) / 3600,
                  "cpu_only": sorted({get(r, "config.scale.name") for r in records}) == ["cpu"]},
         "per_k": ks, "rows": rows, "start_seeds": seeds_of(starts),
-        "unilm_rouge1": TABLE5.unilm["rouge1"], "paper_epochs": WORDS.paper["gigaword"]["epochs"], "paper_deltas": PAPER_DELTAS,
+        "unilm_rouge1": TABLE5.unilm["rouge1"], "paper_epochs": SETTINGS_WORDS.paper["gigaword"]["epochs"], "paper_deltas": PAPER_DELTAS,
         "settings": seq2seq_settings("gigaword", {"the start run": starts, "the arms from a start": arms}, EXPERIMENT),
         # the headline: the paper's beam-1 gain against ours at the strongest start, for the smallest k (the paper's 20)
         "claims": [ks[0] | {"id": "sparse-regime-gigaword-beam1", "headline": True}, *(t for t in ks if t["verdict"])],
