@@ -1,13 +1,11 @@
 """Any sweep as a table and a plot: ``python -m softmax_zoo.reports sweep <folder | experiment | multirun folder>``.
 
-The argument names the records (:func:`find_records`). The swept keys are read from them: every
-command-line override whose value differs between records, but for the seed and the keys that change
-nothing a run computes (:func:`computes_nothing`). Seeds are pooled: a cell is the mean ± 95% Student-t
-interval over the n runs of one swept value. Each task gets its own table and plot, its primary metric
-(:func:`primary_metric`, or ``metric=``) first; diagnostics (:data:`DIAGNOSTIC`) join the table only with
-``diagnostics=true``. A swept ``loss`` keeps its config name in the table (what to type to rerun it) and is
-labelled by its variant (:func:`softmax_zoo.losses.variant_label`) below it and in the legend. The words are
-templates/sweep.md.j2's.
+The argument names the records (:func:`find_records`). The swept keys are the command-line overrides whose value
+differs between records, but for the seed and the keys that change nothing a run computes (:func:`computes_nothing`).
+Seeds are pooled: a cell is the mean ± 95% Student-t interval over the n runs of one swept value. Each task gets its own
+table and plot, its primary metric (or ``metric=``) first; diagnostics join the table only with ``diagnostics=true``. A
+swept ``loss`` keeps its config name in the table (what to type to rerun it) and is labelled by its variant below it
+and in the legend. The words are templates/sweep.md.j2's.
 """
 
 from __future__ import annotations
@@ -30,9 +28,8 @@ from ._render import render
 from ._stats import mean_ci
 
 POOLED = ("seed",)  # keys pooled over, never a swept value
-# Metrics that describe a run rather than score it: the top-k regime diagnostics
-# (softmax_zoo.diagnostics.topk), token counts, throughput, and the counts of outputs the decoding
-# constraints changed or ended (softmax_zoo.tasks.seq2seq).
+# Metrics that describe a run rather than score it: the top-k regime diagnostics (softmax_zoo.diagnostics.topk), token
+# counts, throughput, and the counts of outputs the decoding constraints changed or ended (softmax_zoo.tasks.seq2seq).
 DIAGNOSTIC = re.compile(
     r"/(target_in_topk|median_target_rank|logits_near_kth|diagnostics_k|diagnostic_targets|tokens|tokens_per_second"
     r"|examples_per_s\w*|altered_by_constraint\w*|ended_by_constraint\w*)$"
@@ -44,10 +41,7 @@ def find_records(target: str, results_dirs: Sequence[str | Path] = RESULTS_DIRS)
     """The records ``target`` names: a folder of records (``scratch/runs/default``), an experiment
     (``<results_dir>/runs/<experiment>``, in the first of ``results_dirs`` holding it), or a Hydra multirun folder
     (``multirun/2025-01-01/12-00-00``: the records whose ``job.sweep_dir`` it is, where its jobs wrote them).
-
-    Raises:
-        FileNotFoundError: nothing matches; the message lists where it looked.
-    """
+    Raises FileNotFoundError, listing where it looked, if nothing matches."""
     path = Path(target)
     if path.is_dir() and any(path.glob("*.json")):
         return load_records(path)
@@ -61,8 +55,7 @@ def find_records(target: str, results_dirs: Sequence[str | Path] = RESULTS_DIRS)
         sweep = path.resolve()
         folders = list(dict.fromkeys([*job_runs_dirs(path), *(runs_dir(d) for d in results_dirs)]))
         looked += [f"{f} (records of the multirun)" for f in folders]
-        found = [r for f in folders if f.is_dir() for r in load_records(f)
-                 if (r.get("job") or {}).get("sweep_dir") and Path(r["job"]["sweep_dir"]).resolve() == sweep]
+        found = [r for f in folders if f.is_dir() for r in load_records(f) if (d := get(r, "job.sweep_dir")) and Path(d).resolve() == sweep]
         if found:
             return found
     raise FileNotFoundError(f"no run records for {target!r}: looked in {', '.join(looked)}")
@@ -88,7 +81,7 @@ def job_runs_dirs(multirun: Path) -> list[Path]:
 
 def overrides(record: dict[str, Any]) -> dict[str, str]:
     """The command-line overrides of a run, ``{"loss.k": "5", "seed": "0"}`` (``job.overrides``, else its command)."""
-    items = (record.get("job") or {}).get("overrides") or record.get("command", "").split()[3:]
+    items = get(record, "job.overrides") or record.get("command", "").split()[3:]
     return dict(item.lstrip("+~").split("=", 1) for item in items if "=" in item)
 
 
@@ -110,7 +103,7 @@ def swept_keys(records: Sequence[dict[str, Any]]) -> list[str]:
 
 def task_of(record: dict[str, Any]) -> str | None:
     """The task a record ran (its config's ``task.name``, else its Hydra choice of task), or None."""
-    return get(record, "config.task.name") or (record.get("choices") or {}).get("task")
+    return get(record, "config.task.name") or get(record, "choices.task")
 
 
 def by_task(records: Sequence[dict[str, Any]]) -> dict[str | None, list[dict[str, Any]]]:
