@@ -12,7 +12,7 @@ import pytest
 from softmax_zoo.reports import _fig2_plots, fig2
 from softmax_zoo.reports._fig2_claims import BENCH_FILE, speed_claim
 from softmax_zoo.reports._pages import read_claims
-from softmax_zoo.reports._seq2seq_settings import seq2seq_settings
+from softmax_zoo.reports._seq2seq import seq2seq_settings
 from softmax_zoo.reports._settings import AS_THE_PAPER, NOT_STATED, Setting, settings_rows, shown
 
 RESULTS = Path(__file__).resolve().parents[2] / "results"

@@ -162,7 +162,7 @@ def test_the_claim_carries_the_strongest_starts_degenerate_shares_and_its_record
 
 
 def test_the_settings_table_says_every_arm_decodes_with_the_full_distribution():
-    from softmax_zoo.reports._seq2seq_settings import seq2seq_settings
+    from softmax_zoo.reports._seq2seq import seq2seq_settings
 
     record = {"choices": {"loss": "sparse_softmax"}, "config": {"task": {"decode": {"beams": [1], "topk": None}}}}
     (row,) = [r for r in seq2seq_settings("gigaword", {"arms": [record]}, "sparse_regime")["rows"] if r[0] == "decoding mask"]

@@ -6,6 +6,7 @@ TOST against :data:`STABLE`'s margin (:class:`._compare.Grid`)."""
 from __future__ import annotations
 
 import re
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -62,15 +63,14 @@ def best_k(groups: Groups) -> int | None:
     return max(sparse_ks(groups), key=lambda k: mean(metric(groups[("sparse", k)], F1)), default=None)
 
 
-VS_SOFTMAX = Comparison("softmax", "sparse-softmax k", points(F1), Design.PAIRED_BY_SEED, partial=True)
-VS_K20 = Comparison("sparse-softmax k", f"sparse-softmax k={PAPER_K}", points(F1), Design.PAIRED_BY_SEED, partial=True)
+by_seed = partial(Comparison, design=Design.PAIRED_BY_SEED, partial=True)  # arms of one seed share initialisation and data
+VS_SOFTMAX = by_seed("softmax", "sparse-softmax k", points(F1))
+VS_K20 = by_seed("sparse-softmax k", f"sparse-softmax k={PAPER_K}", points(F1))
 # "stable in its hyperparameter k" (Sun et al. 2021): the paper states no margin, so the margin (micro-F1 points) is ours
-STABLE = Comparison(f"sparse-softmax k={PAPER_K}", "sparse-softmax k", points(F1), Design.PAIRED_BY_SEED, partial=True,
-                    margin=1.0, margin_source="ours, 1 micro-F1 point; the paper states no margin for \"stable\"")
-# Fig. 1's "faster": validation micro-F1 after the first epoch
-FASTER = Comparison("softmax", f"sparse-softmax k={PAPER_K}", lambda r: next(iter(val_curve(r).values()), None),
-                    Design.PAIRED_BY_SEED, partial=True)
-SMOOTHER = Comparison("softmax", f"sparse-softmax k={PAPER_K}", jitter, Design.PAIRED_BY_SEED, partial=True)
+STABLE = by_seed(f"sparse-softmax k={PAPER_K}", "sparse-softmax k", points(F1), margin=1.0,
+                 margin_source="ours, 1 micro-F1 point; the paper states no margin for \"stable\"")
+FASTER = by_seed("softmax", f"sparse-softmax k={PAPER_K}", lambda r: next(iter(val_curve(r).values()), None))  # after epoch 1
+SMOOTHER = by_seed("softmax", f"sparse-softmax k={PAPER_K}", jitter)
 
 
 def regime(groups: Groups) -> float | None:
@@ -90,8 +90,8 @@ def grid_rows(grid: Grid, direction: int = 1) -> tuple[Any, list[dict[str, Any]]
 
 
 def task_claims(task: str, groups: Groups, *, finetuned: bool = False) -> list[dict[str, Any]]:
-    """One task's rows where their arms ran: k=20 against softmax, a wide range of k, Fig. 1's convergence, k=20 best,
-    stable in k, the paper's micro-F1; each names the seeds its comparison paired."""
+    """One task's rows where their arms ran (k=20 against softmax, a wide range of k, Fig. 1's convergence, k=20 best,
+    stable in k, the paper's micro-F1), each with the seeds its comparison paired."""
     soft, sparse = groups.get(("softmax", None)), {k: groups[("sparse", k)] for k in sparse_ks(groups)}
     k20, others, tag = sparse.get(PAPER_K), [k for k in sparse if k != PAPER_K], "finetune-" if finetuned else ""
     means = {k: mean(metric(runs, F1)) for k, runs in sparse.items()}
@@ -123,8 +123,8 @@ def task_claims(task: str, groups: Groups, *, finetuned: bool = False) -> list[d
 
 def convergence(spec: Comparison, soft: list[dict[str, Any]], k20: list[dict[str, Any]], direction: int,
                 digits: int = 2) -> dict[str, Any] | None:
-    """Fig. 1's "faster" (validation micro-F1 after epoch 1 higher) or "smoother" (jitter lower): each arm's mean over the
-    seeds both have, and the verdict on the paired Δ (k=20 − softmax per seed); None when no seed has it in both arms."""
+    """Fig. 1's "faster" or "smoother": each arm's mean over the seeds both have and the verdict on the paired Δ (k=20 −
+    softmax); None when no seed has it in both arms."""
     a, b = (per_seed(runs, spec.metric, partial=True) for runs in (soft, k20))
     if not a.keys() & b.keys():
         return None

@@ -5,10 +5,14 @@ A pair is the softmax and the sparse-softmax run (the Hydra choice of ``loss``) 
 "<scale>+init" for runs started from their seed's finished softmax run (``init_from``), whose LM head is trained as the
 paper's pre-trained UniLM's is; those head the page, and a fresh LM head (``task_info.fresh_weights``) is the cold-start
 ablation. A seed with one arm is left out of the deltas and named. Words: templates/_seq2seq.md.j2, each table's template.
+
+:func:`seq2seq_settings` sets UniLM's fine-tuning settings of the paper's Tables 5 and 3 (its §4) beside ours, read from
+each column's records (:func:`setting_facts`); every word of them, ours included, is templates/_seq2seq_settings.j2's.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
@@ -22,11 +26,11 @@ from ..metrics import bleu_from_stats
 from ..records import choice, get, load_records, read_predictions, runs_dir
 from ._compare import Comparison, Design, compare, per_seed
 from ._pages import commits, dirty_note, page_command, shown_path
-from ._render import publish
-from ._seq2seq_settings import seq2seq_settings
-from ._verdicts import VerdictKind, not_tested
+from ._render import publish, words
+from ._settings import NOT_RECORDED, NOT_STATED, SPARSE, Records, Setting, pretrained_name, seeds, settings_data, shown, sparse_ks, values
+from ._verdicts import MIN_SEEDS, VerdictKind, not_tested
 
-SOFTMAX, SPARSE = "softmax", "sparse_softmax"  # the two arms, as configs/loss/ names them
+SOFTMAX = "softmax"  # the softmax arm as configs/loss/ names it (SPARSE: the sparse-softmax arm)
 ARMS = (variant_label(SOFTMAX), variant_label(SPARSE))  # their registered labels, "softmax" and "sparse"
 BOOTSTRAP_SAMPLES = 2000
 TOPK = ("target_in_topk", "median_target_rank", "logits_near_kth")  # the test metrics of softmax_zoo.diagnostics.topk
@@ -65,14 +69,10 @@ def outputs(pairs: list[Pair], runs: Path) -> Outputs:
 
 
 def corpus_bootstrap(stats_a: Any, stats_b: Any, order: int, num_samples: int, seed: int = 0) -> dict[str, float]:
-    """Paired bootstrap of corpus BLEU-``order`` (b − a) over examples, as :func:`._stats.paired_bootstrap` returns it.
-
-    ``stats_a``, ``stats_b``: (E, 2 + 2 * max_order) per-example BLEU counts of the two systems, row e the same example.
-    """
+    """Paired bootstrap over examples of corpus BLEU-``order`` (b − a), as :func:`._stats.paired_bootstrap` returns it, from
+    the (examples, 2 + 2 * max_order) per-example BLEU counts of the two systems."""
     stats_a, stats_b = np.asarray(stats_a, dtype=np.int64), np.asarray(stats_b, dtype=np.int64)
-    n = stats_a.shape[0]
-    rng = np.random.default_rng(seed)
-    deltas = []
+    n, rng, deltas = stats_a.shape[0], np.random.default_rng(seed), []
     for start in range(0, num_samples, CHUNK):
         w = rng.multinomial(n, np.full(n, 1.0 / n), size=min(CHUNK, num_samples - start))  # (m, E) resample counts
         sa, sb = w @ stats_a, w @ stats_b  # (m, 2 + 2 * max_order) summed counts
@@ -88,9 +88,8 @@ def arm_means(pairs: list[Pair], key: str) -> dict[str, float]:
 
 
 def regime(pairs: list[Pair]) -> dict[str, Any] | None:
-    """Per arm, the means over seeds of where the test targets sit among its logits (teacher-forced, the share in the
-    top k, the median rank, the logits near the k-th: :mod:`softmax_zoo.diagnostics.topk`), and where the runs start
-    (None: a random init); None for records without them."""
+    """Per arm, the means over seeds of where the test targets sit among its logits (:data:`TOPK`), and where the runs
+    start (None: a random init); None for records without them."""
     if not all("test/target_in_topk" in r["metrics"] for p in pairs for r in p):
         return None
     start = get(pairs[0][0], "config.init_from") or get(pairs[0][0], "config.model.checkpoint")
@@ -100,12 +99,7 @@ def regime(pairs: list[Pair]) -> dict[str, Any] | None:
 
 def stutters(text: str, run: int = 3) -> bool:
     """Whether some word appears ``run`` or more times in a row ("the the the"): a degenerate output."""
-    words, count = text.split(), 1
-    for prev, word in zip(words, words[1:]):
-        count = count + 1 if word == prev else 1
-        if count >= run:
-            return True
-    return False
+    return re.search(rf"(?<!\S)(\S+)(?:\s+\1(?!\S)){{{run - 1}}}", text) is not None
 
 
 def output_shares(rows: dict[str, list[Record]], beams: list[int]) -> dict[str, Any]:
@@ -120,12 +114,53 @@ def output_shares(rows: dict[str, list[Record]], beams: list[int]) -> dict[str, 
             "ended": shares(lambda o: bool(o["ended_by_constraint"])) if constrained else None}
 
 
+# .paper: task -> setting -> Sun et al. 2021's §4, as its text states it; .why*: why ours; .ours: ours in words
+SETTINGS_WORDS = words("_seq2seq_settings.j2", NOT_STATED=NOT_STATED, NOT_RECORDED=NOT_RECORDED, MIN_SEEDS=MIN_SEEDS)
+SETTING_SHOWN = {  # the values shown as the records hold them (:func:`._settings.shown`)
+    "batch size": "config.train.batch_size", "masking probability": "config.model.mask_prob",
+    "label smoothing": "config.loss.label_smoothing", "epochs": "config.train.epochs", "steps": "timing.global_steps",
+    "train": "task_info.sizes.train", "test": "task_info.sizes.test",
+    "source_len": "config.task.max_source_len", "target_len": "config.task.max_target_len",
+}
+SETTING_FIRST = {  # the values read from a column's first record
+    "checkpoint": "config.model.checkpoint", "model": "config.model.name", "fresh": "task_info.fresh_weights",
+    "train_size": "config.task.train_size", "subset": "config.task.train_subset", "eval_size": "config.task.eval_size",
+    "data_seed": "config.task.data_seed", "lr": "config.train.lr", "warmup": "config.train.warmup_ratio",
+    "schedule": "config.train.lr_scheduler", "cut_train": "task_info.truncation.train", "cut_test": "task_info.truncation.test",
+}
+
+
+def setting_facts(records: Records) -> dict[str, Any]:
+    """What the template's ``ours`` words of one column's records (both arms of a setting, or the runs of one start)."""
+    first = records[0] if records else {}
+    sparse = [r for r in records if get(r, "choices.loss") == SPARSE]
+    return {name: shown(records, key) for name, key in SETTING_SHOWN.items()} | {
+        **{name: get(first, key) for name, key in SETTING_FIRST.items()},
+        "sparse-softmax k": sparse_ks(records), "seeds": seeds(records), "any": bool(records),
+        "beams": shown(records, "config.task.decode.beams", lambda b: " and ".join(map(str, b))),
+        "pretrained": pretrained_name(get(first, "config.model.checkpoint")), "init": bool(values(records, "config.init_from")),
+        "smoothing_over": values(sparse, "config.loss.smoothing_over"), "topk": values(sparse, "config.task.decode.topk"),
+    }
+
+
+def seq2seq_settings(task: str, columns: dict[str, Records], page: str | None = None) -> dict[str, Any]:
+    """The settings part of ``task`` ("gigaword" or "squad_qg") for ``columns`` (name -> records); ``page`` names a
+    page whose own reasons replace some of the tables' (the template's ``why_of_page``: "sparse_regime")."""
+    text = SETTINGS_WORDS
+    if task not in text.paper or (page is not None and page not in text.why_of_page):
+        raise ValueError(f"no settings of task {task!r} for page {page!r}")
+    why = text.why | text.why_of_task[task] | text.why_of_page.get(page, {})
+    rows = [Setting(name, text.paper[task].get(name, NOT_STATED), lambda rs, name=name: str(text.ours(name, setting_facts(rs), task)),
+                    why[name]) for name in text.settings]
+    return settings_data(rows, columns, text.source_of_page[page] if page else text.source[task])
+
+
 @dataclass(frozen=True)
 class Table:
     """One UniLM page: Δ = sparse − softmax of each of its metrics at each beam its records decode."""
 
     experiment: str  # runs/<experiment>: the page's name and its make target's (reproduce-<experiment>)
-    task: str  # whose settings the page sets beside the paper's (:func:`._seq2seq_settings.seq2seq_settings`)
+    task: str  # whose settings the page sets beside the paper's (:func:`seq2seq_settings`)
     metrics: tuple[str, ...]
     paper: dict[int, dict[str, float]]  # beam -> metric -> the paper's Δ
     unilm: dict[str, float]  # metric -> UniLM's published score at beam unilm_beam (the page's column beside ours)
@@ -133,9 +168,8 @@ class Table:
     claim_key: str  # a claims row's id after "<experiment>_<setting>_", formatted with its beam and metric
 
     def row(self, pairs: list[Pair], rows: Outputs, beam: int, metric: str) -> dict[str, Any]:
-        """One table row: each arm's metric per seed, and Δ over seeds, paired by test item within each seed (BLEU-n as
-        corpus BLEU of the items' n-gram counts, recomputed on each resample; another metric as the mean of its per-item
-        scores), the paper's Δ and the verdict."""
+        """One table row: each arm's metric per seed, Δ over seeds paired by test item within each seed (BLEU-n as corpus
+        BLEU recomputed on each resample, another metric as the mean of its per-item scores), the paper's Δ, the verdict."""
         order = int(metric[4:]) if metric.startswith("bleu") else None
         items = {seed: tuple([r[f"beam{beam}"]["bleu_stats" if order else metric] for r in arm] for arm in arms)
                  for seed, arms in rows.items()}
@@ -148,8 +182,7 @@ class Table:
                 "delta": c.delta, "paper": paper, "verdict": c.verdict(paper)}
 
     def section(self, scale: str, pairs: list[Pair], runs: Path, lone: dict[int, str]) -> dict[str, Any]:
-        """One setting's section: who ran, from where, the rows, throughput, output shares, regime, verdict counts, how
-        many rows' between-seed SD exceeds their item standard error, and the records made with uncommitted changes."""
+        """One setting's section: who ran, from where, its rows and what the template says of them."""
         by_seed = outputs(pairs, runs)
         beams = sorted(int(b) for b in get(pairs[0][0], "config.task.decode.beams"))
         rows = [self.row(pairs, by_seed, beam, metric) for beam in beams for metric in self.metrics]
@@ -168,8 +201,8 @@ class Table:
         }
 
     def summarise(self, results_dir: str | Path = "results") -> dict[str, Any]:
-        """The page's data: per setting its section, the claims rows of the rows with a paper Δ, and while there are no
-        scale=paper pairs, a row per paper Δ saying the paper's setting is untested."""
+        """The page's data: per setting its section; claims rows of the rows with a paper Δ, each also as untested at
+        scale=paper while there are no scale=paper pairs."""
         runs = runs_dir(results_dir)
         records = load_records(runs, self.experiment)
         by_setting, lone = paired_runs(records)

@@ -1,15 +1,14 @@
 """A page's "the paper's setting and ours" table: what the paper states beside what our records ran, and why.
 
-Each :class:`Setting` is one row: the paper's value as its text states it (:data:`NOT_STATED` where it is
-silent), a function reading ours from the records of one column (a task, a scale, a start), and the reason
-for our choice at the cpu scale (a column of another scale points to that scale's block of the task config).
-Ours come from the records' configs, never from prose; a row whose every column equals the paper's says so.
+Each :class:`Setting` is one row. Ours come from the records' configs, never from prose; a row whose every
+column equals the paper's says so.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 from ..records import get
@@ -19,8 +18,7 @@ from ._stats import seeds_label
 WORDS = words("_settings.md.j2")  # the table's fixed cells and its reason cell
 NOT_STATED, NOT_RECORDED, AS_THE_PAPER = WORDS.NOT_STATED, WORDS.NOT_RECORDED, WORDS.AS_THE_PAPER
 REASONED_SCALE = "cpu"  # the scale the reasons are written for
-# Checkpoint names of the pretrained models the configs load offline, as their authors name them.
-PRETRAINED_NAMES = {"minilm": "all-MiniLM-L6-v2"}
+PRETRAINED_NAMES = {"minilm": "all-MiniLM-L6-v2"}  # the checkpoints the configs load, as their authors name them
 Records = Sequence[dict[str, Any]]
 SPARSE = "sparse_softmax"  # configs/loss/ name of the sparse-softmax arm
 
@@ -37,12 +35,8 @@ class Setting:
 
 def values(records: Records, key: str) -> list[Any]:
     """The distinct values of a dotted record key (:func:`softmax_zoo.records.get`) in record order, missing ones left out."""
-    found: list[Any] = []
-    for r in records:
-        v = get(r, key)
-        if v is not None and v not in found:
-            found.append(v)
-    return found
+    found = [get(r, key) for r in records]
+    return [v for i, v in enumerate(found) if v is not None and v not in found[:i]]
 
 
 def shown(records: Records, key: str, fmt: Callable[[Any], str] = str) -> str:
@@ -71,23 +65,19 @@ def pretrained_name(name: str | None) -> str:
     return PRETRAINED_NAMES.get(name, name) if name else WORDS.FROM_SCRATCH
 
 
-def why(setting: Setting, scales: set[str]) -> str:
-    """The reason cell: the cpu-scale reason, and for any other scale a pointer to its own config block."""
-    return str(WORDS.why(setting.why, REASONED_SCALE, REASONED_SCALE in scales, sorted(scales - {REASONED_SCALE})))
-
-
 def settings_rows(settings: Sequence[Setting], columns: dict[str, Records]) -> list[list[str]]:
-    """The table's rows: setting, the paper's value, ours per column (``columns``: its name -> its records), why ours."""
+    """The table's rows: setting, the paper's value, ours per column (``columns``: its name -> its records), why ours
+    (the cpu-scale reason, and for any other scale a pointer to its own config block)."""
     scales = {str(s) for recs in columns.values() for s in values(recs, "config.scale.name")}
+    why = partial(WORDS.why, reasoned_scale=REASONED_SCALE, reasoned=REASONED_SCALE in scales, others=sorted(scales - {REASONED_SCALE}))
     rows = []
     for s in settings:
         ours = [s.ours(recs) for recs in columns.values()]
-        rows.append([s.name, s.paper, *ours, AS_THE_PAPER if all(v == s.paper for v in ours) else why(s, scales)])
+        rows.append([s.name, s.paper, *ours, AS_THE_PAPER if all(v == s.paper for v in ours) else str(why(s.why))])
     return rows
 
 
 def settings_data(settings: Sequence[Setting], columns: dict[str, Records], paper: str) -> dict[str, Any]:
-    """What the page's "the paper's setting and ours" part shows (templates/_settings.md.j2): who the paper is,
-    the columns of ours and the rows."""
+    """The "the paper's setting and ours" part of a page (templates/_settings.md.j2)."""
     return {"paper": paper, "columns": list(columns), "rows": settings_rows(settings, columns)}
 

@@ -1,13 +1,11 @@
 """Any sweep as a table and a plot: ``python -m softmax_zoo.reports sweep <folder | experiment | multirun folder>``.
 
-The argument names the records (:func:`find_records`). The swept keys are read from them: every
-command-line override whose value differs between records, but for the seed and the keys that change
-nothing a run computes (:func:`computes_nothing`). Seeds are pooled: a cell is the mean ± 95% Student-t
-interval over the n runs of one swept value. Each task gets its own table and plot, its primary metric
-(:func:`primary_metric`, or ``metric=``) first; diagnostics (:data:`DIAGNOSTIC`) join the table only with
-``diagnostics=true``. A swept ``loss`` keeps its config name in the table (what to type to rerun it) and is
-labelled by its variant (:func:`softmax_zoo.losses.variant_label`) below it and in the legend. The words are
-templates/sweep.md.j2's.
+The argument names the records (:func:`find_records`). The swept keys are the command-line overrides whose value
+differs between records, but for the seed and the keys that change nothing a run computes (:func:`computes_nothing`).
+Seeds are pooled: a cell is the mean ± 95% Student-t interval over the n runs of one swept value. Each task gets its own
+table and plot, its primary metric (or ``metric=``) first; diagnostics join the table only with ``diagnostics=true``. A
+swept ``loss`` keeps its config name in the table (what to type to rerun it) and is labelled by its variant below it
+and in the legend. The words are templates/sweep.md.j2's.
 """
 
 from __future__ import annotations
@@ -30,9 +28,8 @@ from ._render import render
 from ._stats import mean_ci
 
 POOLED = ("seed",)  # keys pooled over, never a swept value
-# Metrics that describe a run rather than score it: the top-k regime diagnostics
-# (softmax_zoo.diagnostics.topk), token counts, throughput, and the counts of outputs the decoding
-# constraints changed or ended (softmax_zoo.tasks.seq2seq).
+# Metrics that describe a run rather than score it: the top-k regime diagnostics (softmax_zoo.diagnostics.topk), token
+# counts, throughput, and the counts of outputs the decoding constraints changed or ended (softmax_zoo.tasks.seq2seq).
 DIAGNOSTIC = re.compile(
     r"/(target_in_topk|median_target_rank|logits_near_kth|diagnostics_k|diagnostic_targets|tokens|tokens_per_second"
     r"|examples_per_s\w*|altered_by_constraint\w*|ended_by_constraint\w*)$"
@@ -44,10 +41,7 @@ def find_records(target: str, results_dirs: Sequence[str | Path] = RESULTS_DIRS)
     """The records ``target`` names: a folder of records (``scratch/runs/default``), an experiment
     (``<results_dir>/runs/<experiment>``, in the first of ``results_dirs`` holding it), or a Hydra multirun folder
     (``multirun/2025-01-01/12-00-00``: the records whose ``job.sweep_dir`` it is, where its jobs wrote them).
-
-    Raises:
-        FileNotFoundError: nothing matches; the message lists where it looked.
-    """
+    Raises FileNotFoundError, listing where it looked, if nothing matches."""
     path = Path(target)
     if path.is_dir() and any(path.glob("*.json")):
         return load_records(path)
@@ -61,8 +55,7 @@ def find_records(target: str, results_dirs: Sequence[str | Path] = RESULTS_DIRS)
         sweep = path.resolve()
         folders = list(dict.fromkeys([*job_runs_dirs(path), *(runs_dir(d) for d in results_dirs)]))
         looked += [f"{f} (records of the multirun)" for f in folders]
-        found = [r for f in folders if f.is_dir() for r in load_records(f)
-                 if (r.get("job") or {}).get("sweep_dir") and Path(r["job"]["sweep_dir"]).resolve() == sweep]
+        found = [r for f in folders if f.is_dir() for r in load_records(f) if (d := get(r, "job.sweep_dir")) and Path(d).resolve() == sweep]
         if found:
             return found
     raise FileNotFoundError(f"no run records for {target!r}: looked in {', '.join(looked)}")
@@ -88,15 +81,13 @@ def job_runs_dirs(multirun: Path) -> list[Path]:
 
 def overrides(record: dict[str, Any]) -> dict[str, str]:
     """The command-line overrides of a run, ``{"loss.k": "5", "seed": "0"}`` (``job.overrides``, else its command)."""
-    items = (record.get("job") or {}).get("overrides") or record.get("command", "").split()[3:]
+    items = get(record, "job.overrides") or record.get("command", "").split()[3:]
     return dict(item.lstrip("+~").split("=", 1) for item in items if "=" in item)
 
 
 def computes_nothing(key: str) -> bool:
-    """Whether the override ``key`` changes nothing a run computes (logger, train.progress, folders, ...): a key run
-    names leave out (:func:`softmax_zoo.config.name_exclude_keys`) that is not a config group every record keeps
-    the choice of (:data:`softmax_zoo.config.CHOICE_GROUPS`), the seed, or a key that extends a run
-    (:data:`softmax_zoo.preflight.EXTENDS_A_RUN`: a longer budget is another result)."""
+    """Whether the override ``key`` changes nothing a run computes (logger, folders, ...): a key run names leave out
+    but for config groups, the seed and the keys that extend a run (a longer budget is another result)."""
     if key in CHOICE_GROUPS.values() or key in POOLED or key in EXTENDS_A_RUN:
         return False
     return any(fnmatch.fnmatchcase(key, pattern) for pattern in name_exclude_keys())
@@ -112,15 +103,12 @@ def swept_keys(records: Sequence[dict[str, Any]]) -> list[str]:
 
 def task_of(record: dict[str, Any]) -> str | None:
     """The task a record ran (its config's ``task.name``, else its Hydra choice of task), or None."""
-    return get(record, "config.task.name") or (record.get("choices") or {}).get("task")
+    return get(record, "config.task.name") or get(record, "choices.task")
 
 
 def by_task(records: Sequence[dict[str, Any]]) -> dict[str | None, list[dict[str, Any]]]:
     """The records grouped by :func:`task_of`, in first-seen order."""
-    groups: dict[str | None, list[dict[str, Any]]] = {}
-    for r in records:
-        groups.setdefault(task_of(r), []).append(r)
-    return groups
+    return {task: [r for r in records if task_of(r) == task] for task in dict.fromkeys(map(task_of, records))}
 
 
 def metric_names(records: Sequence[dict[str, Any]]) -> list[str]:
@@ -146,11 +134,8 @@ def _declared_metric(record: dict[str, Any]) -> tuple[str, bool | None] | None:
 
 
 def primary_metric(records: Sequence[dict[str, Any]]) -> tuple[str, bool | None] | None:
-    """The primary metric of the records' task and whether higher is better; None without one.
-
-    The records must agree on it (a sweep over two tasks has none). A declared ``test/`` metric the
-    records lack is replaced by its ``val/`` counterpart when they have that.
-    """
+    """The primary metric the records' task declares (a sweep over two tasks has none) and whether higher is better;
+    its ``val/`` counterpart where the records lack the declared ``test/`` metric; None without one."""
     declared = {_declared_metric(r) for r in records}
     if len(declared) != 1 or None in declared:
         return None
@@ -169,9 +154,12 @@ def _number(value: Any) -> float | None:
         return None
 
 
-def _sort_key(value: str | None) -> tuple:
-    number = _number(value)
-    return (value is None, number is None, number if number is not None else 0.0, str(value))
+def grouped(records: Sequence[dict[str, Any]], keys: Sequence[str]) -> dict[tuple, list[dict[str, Any]]]:
+    """The records by their override values of ``keys``, sorted: numbers by value, then other values, then missing ones."""
+    groups: dict[tuple, list[dict[str, Any]]] = {}
+    for r in records:
+        groups.setdefault(tuple(overrides(r).get(k) for k in keys), []).append(r)
+    return dict(sorted(groups.items(), key=lambda group: [(v is None, _number(v) is None, _number(v) or 0.0, str(v)) for v in group[0]]))
 
 
 def _cell(values: Sequence[float], runs: int) -> str:
@@ -196,24 +184,15 @@ def loss_labels(records: Sequence[dict[str, Any]]) -> dict[str, str]:
     loss is not swept."""
     if "loss" not in swept_keys(records):
         return {}
-    labels: dict[str, str] = {}
-    for r in records:
-        if (name := overrides(r).get("loss")) is not None:
-            labels.setdefault(name, _shown("loss", name, r))
-    return labels
+    return {name: _shown("loss", name, runs[0]) for (name,), runs in grouped(records, ["loss"]).items() if name is not None}
 
 
 def sweep_table(records: Sequence[dict[str, Any]], names: Sequence[str] | None = None) -> tuple[list[str], list[list[Any]]]:
     """Header and rows: one row per combination of swept values, n, then the mean ± 95% interval of each metric
     of ``names`` (default: every metric, :func:`metric_names`)."""
     keys, names = swept_keys(records), list(metric_names(records) if names is None else names)
-    groups: dict[tuple, list[dict[str, Any]]] = {}
-    for r in records:
-        o = overrides(r)
-        groups.setdefault(tuple(o.get(k) for k in keys), []).append(r)
     rows = []
-    for values in sorted(groups, key=lambda vs: tuple(_sort_key(v) for v in vs)):
-        runs = groups[values]
+    for values, runs in grouped(records, keys).items():
         cells = [
             _cell([_number(r["metrics"][m]) for r in runs if m in r["metrics"]], len(runs)) if any(m in r["metrics"] for r in runs) else "—"
             for m in names
@@ -230,31 +209,25 @@ def sweep_plot(records: Sequence[dict[str, Any]], metric: str, path: Path) -> Pa
     if not numeric:
         return None
     x_key, others = numeric[0], [k for k in keys if k != numeric[0]]
-    lines: dict[tuple, dict[float, list[float]]] = {}
-    shown: dict[tuple, list[str | None]] = {}  # a line's values as the legend shows them
-    for r in records:
-        o = overrides(r)
-        if x_key in o and metric in r.get("metrics", {}):
-            line = tuple(o.get(k) for k in others)
-            lines.setdefault(line, {}).setdefault(float(o[x_key]), []).append(float(r["metrics"][metric]))
-            shown.setdefault(line, [_shown(k, v, r) for k, v in zip(others, line)])
+    plotted = [r for r in records if x_key in overrides(r) and metric in r.get("metrics", {})]
     with line_plot(path, xlabel=x_key, ylabel=metric, title=f"{metric} against {x_key} (mean ± 95% CI over seeds)") as ax:
-        for label, points in sorted(lines.items(), key=lambda kv: tuple(_sort_key(v) for v in kv[0])):
-            xs = sorted(points)
-            stats = [mean_ci(points[x]) for x in xs]
+        for line, runs in grouped(plotted, others).items():
+            points: dict[float, list[float]] = {}
+            for r in runs:
+                points.setdefault(float(overrides(r)[x_key]), []).append(float(r["metrics"][metric]))
+            stats = [mean_ci(points[x]) for x in sorted(points)]
+            name = ", ".join(f"{k}={_shown(k, v, runs[0])}" for k, v in zip(others, line) if v is not None) or metric
             errors = [0.0 if math.isnan(s[1]) else s[1] for s in stats]
-            name = ", ".join(f"{k}={v}" for k, v in zip(others, shown[label]) if v is not None) or metric
-            ax.errorbar(xs, [s[0] for s in stats], yerr=errors, marker="o", capsize=3, label=name)
-        if len(xs) > 1 and min(x for pts in lines.values() for x in pts) > 0 and max(xs) / min(xs) >= 10:
+            ax.errorbar(sorted(points), [s[0] for s in stats], yerr=errors, marker="o", capsize=3, label=name)
+        xs = [float(overrides(r)[x_key]) for r in plotted]
+        if xs and min(xs) > 0 and max(xs) / min(xs) >= 10:
             ax.set_xscale("log")
     return path
 
 
 def section(records: Sequence[dict[str, Any]], metric: str | None = None, diagnostics: bool = False) -> dict[str, Any]:
-    """What the page shows of the records of one task: its swept keys, its first metric (``metric``, else the task's
-    primary metric, else the first that is not a diagnostic), whether that is the primary one (``primary``) and which
-    way is better (``higher``), how many diagnostics the table leaves out, the table and the losses' labels.
-    Raises ValueError if ``metric`` is not a metric of the records."""
+    """What the page shows of one task's records; the first metric is ``metric``, else the task's primary metric, else
+    the first that is not a diagnostic. Raises ValueError if ``metric`` is not a metric of the records."""
     names, primary, task = metric_names(records), primary_metric(records), task_of(records[0])
     if metric is None:
         metric = primary[0] if primary else next((m for m in names if not is_diagnostic(m)), names[0] if names else None)
@@ -269,18 +242,16 @@ def section(records: Sequence[dict[str, Any]], metric: str | None = None, diagno
 
 def build_sweep(target: str, out: str | Path | None = None, metric: str | None = None, diagnostics: bool = False,
                 results_dir: str | Path | None = None) -> str:
-    """Write ``<out>/sweep_<name>.md`` and its plot (``sweep_<name>_<task>.png`` per task where there are several)
-    for the sweep ``target`` names (:func:`find_records`, in ``results_dir`` if given); return the page's text.
-    ``out`` defaults to scratch/sweeps (git-ignored): a sweep page is a look at runs, not a committed result."""
+    """Write ``<out>/sweep_<name>.md`` (default out: scratch/sweeps, git-ignored) and a plot per task for the sweep
+    ``target`` names (:func:`find_records`, in ``results_dir`` if given); return the page's text."""
     records = find_records(target, (results_dir,) if results_dir else RESULTS_DIRS)
     name = re.sub(r"[^A-Za-z0-9_.=-]+", "_", str(target).strip("/")).strip("_") or "sweep"
     out = Path(out or Path(SCRATCH_DIR) / "sweeps")
-    tasks = by_task(records)
-    sections = []
+    tasks, sections = by_task(records), []
     for task, runs in tasks.items():
         part = section(runs, metric, diagnostics)
         plot = out / (f"sweep_{name}.png" if len(tasks) == 1 else f"sweep_{name}_{task}.png")
-        drawn = sweep_plot(runs, part["metric"], plot) if part["metric"] else None
+        drawn = part["metric"] and sweep_plot(runs, part["metric"], plot)
         sections.append({**part, "plot": drawn.name if drawn else None})
     text = render("sweep.md.j2", target=target, provenance=provenance(f"sweep {target}", records), sections=sections)
     write_text(out / f"sweep_{name}.md", text)

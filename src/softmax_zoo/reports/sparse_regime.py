@@ -1,9 +1,6 @@
 """The sparse-softmax regime study (``make reproduce-sparse-regime``, :mod:`softmax_zoo.studies.sparse_regime`): Δ ROUGE
-(sparse − softmax) at beam 1 against the softmax arm's share of test targets inside its top-k (``test/target_in_topk``).
-
-Per start (the start run's epoch e), scale and seed, the softmax arm is paired with each sparse arm (its k), with a
-paired bootstrap interval over the test pairs; a start's seeds together give one seed-aware Δ per (start, k)
-(:func:`per_start`), which the claims rows take. Without records the page says how to make them.
+(sparse − softmax) at beam 1 against the softmax arm's share of test targets inside its top-k (``test/target_in_topk``),
+per start (the start run's epoch e), scale, seed and k; a start's seeds together give the claims rows one Δ per k.
 """
 
 from __future__ import annotations
@@ -16,8 +13,7 @@ import numpy as np
 from ..records import choice, get, group_by, load_records, runs_dir, seeds_of
 from ._pages import dirty_note, page_command, provenance, pyplot, save_figure, shown_path
 from ._render import publish
-from ._seq2seq import ARMS, BOOTSTRAP_SAMPLES, SOFTMAX, SPARSE, Record, output_shares, outputs
-from ._seq2seq_settings import WORDS, seq2seq_settings
+from ._seq2seq import ARMS, BOOTSTRAP_SAMPLES, SETTINGS_WORDS, SOFTMAX, SPARSE, Record, output_shares, outputs, seq2seq_settings
 from ._settings import shown
 from ._stats import DeltaInterval, LinearTrend, mean, paired_bootstrap
 from ._verdicts import claimed_direction, trend_verdict, verdict
@@ -65,9 +61,8 @@ def records_of(pts: list[dict[str, Any]]) -> list[Record]:
 
 
 def per_start(pts: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """One row per (scale, start, k): the seeds' Δ R-1 as one seed-aware delta and its verdict on the paper's sign, and the
-    start's regime, means over its seeds of the softmax arms' share of test targets in Ω_k, median target rank and
-    ROUGE-1, and of each arm's share of degenerate outputs."""
+    """One row per (scale, start, k): the seeds' Δ R-1 as one seed-aware delta, its verdict on the paper's sign, and the
+    means over the seeds of the start's regime, softmax ROUGE-1 and each arm's share of degenerate outputs."""
     rows = []
     for (scale, start, k), ps in sorted(group_by(pts, ["scale", "start", "k"]).items()):
         delta = DeltaInterval.from_bootstraps({p["seed"]: p["rouge1"] for p in ps}, {p["seed"]: p["n"] for p in ps})
@@ -81,13 +76,11 @@ def per_start(pts: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def figure(curves: list[dict[str, Any]], path: Path) -> None:
     """Δ ROUGE-1 and -2 (with intervals) against the softmax arm's share of targets in Ω_k, one series per k."""
-    plt = pyplot()
-    fig, axes = plt.subplots(1, len(METRICS), figsize=(10, 4), sharey=False)
+    fig, axes = pyplot().subplots(1, len(METRICS), figsize=(10, 4))
     for ax, m in zip(axes, METRICS):
         for c in curves:
             ps = c["points"]
-            x = [100 * p["share"] for p in ps]
-            y = [p[m]["delta"] for p in ps]
+            x, y = [100 * p["share"] for p in ps], [p[m]["delta"] for p in ps]
             err = [[p[m]["delta"] - p[m]["low"] for p in ps], [p[m]["high"] - p[m]["delta"] for p in ps]]
             ax.errorbar(x, y, yerr=err, marker="o", capsize=3, label=f"sparse k={c['k']}")
             for p, xi, yi in zip(ps, x, y):
@@ -102,18 +95,16 @@ def figure(curves: list[dict[str, Any]], path: Path) -> None:
 
 
 def per_k(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Per k: its points by the start's share, how many Δ R-1 intervals lie above and below 0, whether Δ R-1 rises or falls
-    with the share, the rows of its weakest and strongest start (least and largest mean share), and as a ledger row the
-    least-squares trend of each start's mean Δ R-1 against its share (in %), its verdict on a rise (None under 2 shares)."""
+    """Per k, a ledger row: its points by share, how they lie against 0 and move with the share, its weakest and strongest
+    start, and the verdict on a rise of the least-squares trend of each start's mean Δ R-1 against its share (None under 2 shares)."""
     out = []
-    for k in sorted({r["k"] for r in rows}):
-        ks = [r for r in rows if r["k"] == k]
-        by_share = sorted(ks, key=lambda r: r["share"])
+    for (k,), ks in sorted(group_by(rows, ["k"]).items()):
         ps = sorted((p for r in ks for p in r["points"]), key=lambda p: p["share"])
         steps = np.diff([p["rouge1"]["delta"] for p in ps])
         x, y = tuple(100 * r["share"] for r in ks), tuple(r["delta"].mean for r in ks)
         trend = trend_verdict(LinearTrend(x, y), [r["delta"].n_seeds for r in ks], +1,
                               unit="ROUGE-1 per percentage point of share") if len(set(x)) > 1 else None
+        by_share = sorted(ks, key=lambda r: r["share"])
         out.append({"id": f"sparse-regime-trend-k{k}", "source": EXPERIMENT, "headline": False, "k": k, "rows": ks,
                     "first": by_share[0], "top": by_share[-1], "share_k": ks[0]["share_k"], "points": ps,
                     "above": sum(p["rouge1"]["low"] > 0 for p in ps), "below": sum(p["rouge1"]["high"] < 0 for p in ps),
@@ -142,7 +133,7 @@ def summarise(results_dir: str | Path = "results") -> dict[str, Any]:
                  "hours": sum(r["timing"]["wall_s"] for r in records) / 3600,
                  "cpu_only": sorted({get(r, "config.scale.name") for r in records}) == ["cpu"]},
         "per_k": ks, "rows": rows, "start_seeds": seeds_of(starts),
-        "unilm_rouge1": TABLE5.unilm["rouge1"], "paper_epochs": WORDS.paper["gigaword"]["epochs"], "paper_deltas": PAPER_DELTAS,
+        "unilm_rouge1": TABLE5.unilm["rouge1"], "paper_epochs": SETTINGS_WORDS.paper["gigaword"]["epochs"], "paper_deltas": PAPER_DELTAS,
         "settings": seq2seq_settings("gigaword", {"the start run": starts, "the arms from a start": arms}, EXPERIMENT),
         # the headline: the paper's beam-1 gain against ours at the strongest start, for the smallest k (the paper's 20)
         "claims": [ks[0] | {"id": "sparse-regime-gigaword-beam1", "headline": True}, *(t for t in ks if t["verdict"])],
