@@ -46,7 +46,7 @@ def test_an_unknown_optimiser_is_named():
 
 
 def test_a_run_that_does_not_fit_is_refused_with_its_numbers():
-    """lm1b at paper scale on meta (no allocation): the quadratic tree (260.4 GiB) cannot fit 141 GB; the
+    """lm1b at paper scale on meta (no allocation): the quadratic tree (263.4 GiB) cannot fit 141 GB; the
     message names it, the parameters and the free memory. The uniform arm fits."""
     free = 141 * 10**9
     with torch.device("meta"):
@@ -56,7 +56,7 @@ def test_a_run_that_does_not_fit_is_refused_with_its_numbers():
     with pytest.raises(torch.OutOfMemoryError) as refused:
         memory_plan.check(found, free, "cuda:0")
     message = str(refused.value)
-    assert "has 131.3 GiB free" in message and "the kernel tree for C=793,471, d=2,048 260.4 GiB" in message
+    assert "has 131.3 GiB free" in message and "the kernel tree for C=793,471, d=2,048 263.4 GiB" in message
     assert "parameters 6.1 GiB" in message and "(2,560, 793,471) candidate logits 7.6 GiB" in message
     fits = memory_plan.plan(uniform, rows=2560, optim="adagrad", precision="bf16", free=free)
     memory_plan.check(fits, free, "cuda:0")  # no error
