@@ -14,11 +14,11 @@ from pathlib import Path
 from typing import Any
 
 from ..records import get, load_records, runs_dir, seeds_of
-from ._compare import per_seed
+from ._compare import Comparison, Design, compare_values, per_seed
 from ._pages import commits, dirty_note, page_command, pyplot, save_figure, shown_path
 from ._render import publish, words
 from ._stable_examples import examples
-from ._stats import mean, paired_t
+from ._stats import mean
 from ._verdicts import Verdict, verdict
 
 EXPERIMENT, KD_PTB = "stable", "stable_kd_ptb"
@@ -28,6 +28,9 @@ CE_KEYS = ("zero_target_grad_share", "target_prob_one_share", "zero_sum_violatio
 KD_KEYS = ("logit_grad_norm", "drift", "kl", "test_accuracy", "agreement")
 SATURATE_KEYS = ("target_prob_one_share", "zero_target_grad_share", "loss", "param_grad_norm", "train_accuracy", "test_accuracy")
 STUDIES = ("collapse", "cancellation", "generalise", "saturate")
+# A seed gives every arm of the toy study the same initial MLP and train/test split (full batch, so no data order), and
+# every PTB student the same initialisation and batch order: two arms are paired by seed.
+PAIRED = Comparison("arm A", "arm B", "final value", Design.PAIRED_BY_SEED)
 SATURATE_ARMS = (("standard", "float32"), ("stable", "float32"), ("standard", "float64"))  # (form, dtype), float64 the control
 FLOOR = 1e-12  # the drift figure draws a drift of 0 at this value, on its log scale
 WORDS = words("_stable_figures.j2", floor=FLOOR)
@@ -55,11 +58,8 @@ def setting_of(records, study: str) -> dict[str, Any]:
 
 
 def higher(a: dict[int, float], b: dict[int, float], digits: int = 2) -> Verdict:
-    """The verdict on B > A from Δ = B − A per seed both arms have, paired t over those seeds. The design pairs them: a seed
-    gives every arm of the toy study the same initial MLP and train/test split (full batch, so no data order), and every PTB
-    student the same initialisation and batch order."""
-    seeds = set(a) & set(b)
-    return verdict(paired_t({s: b[s] for s in seeds}, {s: a[s] for s in seeds}), +1, digits=digits)
+    """The verdict on B > A from Δ = B − A per seed both arms have (:data:`PAIRED`: paired t over those seeds)."""
+    return verdict(compare_values(PAIRED, a, b).delta, +1, digits=digits)
 
 
 def by(runs, key: str) -> dict[int, float]:
