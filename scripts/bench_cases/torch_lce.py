@@ -29,7 +29,7 @@ from bench_cases.chunked_heads import inputs, module_case
 from softmax_zoo.losses import SoftmaxHead, SparseSoftmaxHead, StableSoftmaxHead
 
 K = 10  # the sparse head's k, as in logit_losses.py
-CHUNK_SWEEP = (512, 1024, 2048)  # torch's batch_chunk_size candidates; the best at N=4096, C=32k was 512-1024
+CHUNK_SWEEP = (512, 1024, 2048)  # torch's batch_chunk_size candidates
 REFERENCE_MAX_GIB = 1.0  # the reference path holds logits and their gradient: 3-4× this in RAM
 OURS = "SoftmaxHead (chunk_size=\"auto\")"
 SWEEP = "torch batch_chunk_size"

@@ -59,6 +59,7 @@ from .tasks.base import Batches, Task
 from .trainer import (
     BarsOnly,
     EpochEval,
+    EpochToCollator,
     NonFiniteLossError,
     NonFiniteLossGuard,
     ResumeState,
@@ -303,7 +304,7 @@ def run(cfg: DictConfig, callbacks: Iterable[TrainerCallback] = ()) -> dict[str,
     tracker = tracking.start(cfg, choices, args.to_dict())
     guard = NonFiniteLossGuard()
     resume = ResumeState(resume_state_holders(task.model, task.callbacks), checkpoint, started=start)
-    extra = [guard, resume, StepLog(tracker), SaveRunConfig(cfg), TrainingStepToHeads(task.model)]
+    extra = [guard, resume, StepLog(tracker), SaveRunConfig(cfg), TrainingStepToHeads(task.model), EpochToCollator(task.collator)]
     extra += [*task.callbacks, *callbacks]
     subset = cfg.train.get("eval_subset")
     eval_datasets = evaluation_datasets(task, subset)

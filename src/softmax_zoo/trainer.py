@@ -121,6 +121,19 @@ class TrainingStepToHeads(TrainerCallback):
             m.training_step = state.global_step
 
 
+class EpochToCollator(TrainerCallback):
+    """Tells a collator with an ``epoch`` attribute (``UniLMTrainCollator``, whose masks depend on
+    it) the epoch before each one starts, a resumed run's included. The Trainer builds each epoch's
+    data loader after this, so its workers (``train.num_workers``) copy the new value."""
+
+    def __init__(self, collator: Any) -> None:
+        self.collator = collator
+
+    def on_epoch_begin(self, args, state, control, **kwargs):
+        if hasattr(self.collator, "epoch"):
+            self.collator.epoch = math.floor(state.epoch)
+
+
 def resume_state_holders(model: torch.nn.Module, callbacks: Iterable[Any]) -> dict[str, Any]:
     """What holds state outside the weights that a checkpoint must keep, by name: each module of
     ``model`` and each of ``callbacks`` with ``resume_state()`` and ``load_resume_state(state)``

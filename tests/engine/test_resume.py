@@ -1,9 +1,10 @@
-"""resume=true continues an interrupted run to the same step losses and metrics (synthetic, LM and classification
-tasks), its record counts the whole run; tied weights survive checkpoints."""
+"""resume=true continues an interrupted run to the same step losses and metrics (synthetic, LM, classification and
+seq2seq tasks), its record counts the whole run; tied weights survive checkpoints."""
 
 from __future__ import annotations
 
 import logging
+import random
 from pathlib import Path
 
 import pytest
@@ -12,7 +13,8 @@ from safetensors import safe_open
 from transformers import TrainerCallback
 
 from softmax_zoo import engine, trainer
-from softmax_zoo.data.prepare.generated import classification_task
+from softmax_zoo.data.prepare.generated import classification_task, questions, write_pairs
+from softmax_zoo.data.seq2seq import UniLMTrainCollator
 
 
 class CrashAfterSave(TrainerCallback):
@@ -76,6 +78,23 @@ def test_classification_resume_with_dropout_equals_uninterrupted(make_cfg, tmp_p
               "train.max_steps=4", "train.save_steps=2"]
     straight, resumed = interrupted_and_resumed(make_cfg, tmp_path, *common)
     assert resumed["train_loss"] == straight["train_loss"] and resumed["metrics"] == straight["metrics"]
+
+
+def test_seq2seq_resume_with_masking_equals_uninterrupted(make_cfg, tmp_path, monkeypatch):
+    """UniLM masks target tokens at random in the collator: the resumed run draws the masks the uninterrupted one drew
+    (2 batches an epoch, interrupted after the first epoch, the collator told each epoch)."""
+    epochs = []
+    collate = UniLMTrainCollator.__call__
+    monkeypatch.setattr(UniLMTrainCollator, "__call__", lambda self, examples: epochs.append(self.epoch) or collate(self, examples))
+    data = tmp_path / "data"
+    rng = random.Random(0)
+    write_pairs(data, {"train": questions(rng, 24), "test": questions(rng, 4)})
+    common = ["experiment=table3_softmax", "model=unilm_tiny", "scale=smoke", f"task.data_dir={data}",
+              "train.max_steps=4", "train.save_steps=2", "train.batch_size=8", "train.precision=fp32"]
+    straight, resumed = interrupted_and_resumed(make_cfg, tmp_path, *common)
+    assert resumed["train_loss"] == straight["train_loss"] and len(straight["train_loss"]["step"]) == 4
+    assert resumed["metrics"]["test/bleu4_beam1"] == straight["metrics"]["test/bleu4_beam1"]
+    assert epochs == [0, 0, 1, 1] + [0, 0] + [1, 1]  # straight; interrupted after its first epoch; resumed
 
 
 def test_a_resumed_record_counts_the_whole_run_and_says_it_was_resumed(make_cfg, tmp_path, caplog):

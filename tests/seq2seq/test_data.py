@@ -74,6 +74,17 @@ def test_collator_masks_only_targets(tok):
     assert torch.equal(batch["labels"][0][picked[0]], original[picked[0]])
 
 
+def test_collator_masks_are_a_function_of_the_example_and_the_epoch():
+    collator = UniLMTrainCollator(vocab_size=1000, mask_id=3, pad_id=0, special_ids=[0, 1, 2, 3], mask_prob=0.5, max_pred=100, seed=0)
+    a, b = ({"source_ids": [1, 2], "target_ids": list(range(100 * i, 100 * i + 40)), "index": i} for i in (7, 8))
+    alone = collator([a])["labels"][0]
+    assert torch.equal(collator([b, a])["labels"][1, : len(alone)], alone)  # not the batch or what was drawn before
+    collator.epoch = 1
+    assert not torch.equal(collator([a])["labels"][0], alone)  # each epoch its own masks
+    collator.epoch, collator.seed = 0, 1
+    assert not torch.equal(collator([a])["labels"][0], alone)
+
+
 def test_collator_replacement_rates():
     collator = UniLMTrainCollator(vocab_size=1000, mask_id=3, pad_id=0, special_ids=[0, 1, 2, 3], mask_prob=1.0, max_pred=1000, seed=1)
     batch = collator([{"source_ids": [1, 2], "target_ids": list(range(100, 600)), "index": 0}])

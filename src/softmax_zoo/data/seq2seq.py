@@ -175,7 +175,11 @@ class UniLMTrainCollator:
         special_ids: ids never drawn as random replacements.
         mask_prob: fraction of target tokens (final [SEP] included) predicted; UniLM: 0.7.
         max_pred: at most this many predicted positions per example.
-        seed: the masking RNG's seed.
+        seed: the seed of the masks.
+
+    The masks of an example are drawn from its own RNG, seeded by ``(seed, epoch, index)``: a
+    function of the example and the epoch (``epoch``, set by the trainer before each one), not
+    of how many batches came before it, so that a resumed run masks as the uninterrupted one did.
     """
 
     def __init__(
@@ -195,11 +199,11 @@ class UniLMTrainCollator:
         self.vocab_size, self.mask_id, self.pad_id = vocab_size, mask_id, pad_id
         self.special = set(special_ids)
         self.mask_prob, self.max_pred = mask_prob, max_pred
-        self.rng = random.Random(seed)
+        self.seed, self.epoch = seed, 0
 
-    def _random_token(self) -> int:
+    def _random_token(self, rng: random.Random) -> int:
         while True:
-            t = self.rng.randrange(self.vocab_size)
+            t = rng.randrange(self.vocab_size)
             if t not in self.special:
                 return t
 
@@ -217,13 +221,14 @@ class UniLMTrainCollator:
             src, tgt = ex["source_ids"], ex["target_ids"]
             ids = [*src, *tgt]
             n_pred = min(self.max_pred, max(1, round(len(tgt) * self.mask_prob)))
-            for p in self.rng.sample(range(len(src), len(ids)), n_pred):
+            rng = random.Random(f"{self.seed}/{self.epoch}/{ex['index']}")
+            for p in rng.sample(range(len(src), len(ids)), n_pred):
                 batch["labels"][row, p] = ids[p]
-                r = self.rng.random()
+                r = rng.random()
                 if r < 0.8:
                     ids[p] = self.mask_id
                 elif r < 0.9:
-                    ids[p] = self._random_token()
+                    ids[p] = self._random_token(rng)
             batch["input_ids"][row, : len(ids)] = torch.tensor(ids)
             batch["token_type_ids"][row, len(src) : len(ids)] = 1
             batch["attention_mask"][row, : len(ids)] = 1
