@@ -23,8 +23,5 @@ Modules::
     _sweep          any sweep as a table and a plot (``python -m softmax_zoo.reports sweep ...``)
     _settings       a page's table of the paper's stated settings beside ours (read from the records) and why
     _seq2seq        the UniLM pages (table5, table3) as declarations of one :class:`Table`, and their settings beside Sun et al. 2021's
-    _fig2_claims    the fig2 records by task and arm, and the Fig. 1 / Fig. 2 claims on them
-    _fig2_plots     the fig2 figures: micro-F1 and paired Δ against k, the training curves
-    _kernel_bias_claims  the kernel-bias rows decided from one setting's runs and diagnostics
     _stable_examples     the fix paper's FP32 minimal examples and its equivalence, computed (deterministic rows)
 """
