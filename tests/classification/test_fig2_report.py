@@ -6,8 +6,7 @@ import pytest
 
 from softmax_zoo import records
 from softmax_zoo.reports import fig2
-from softmax_zoo.reports._pages import read_claims
-from softmax_zoo.reports._render import render_page
+from softmax_zoo.reports._pages import read_claims, render_page
 from softmax_zoo.reports._stats import mean_ci
 from softmax_zoo.reports._verdicts import VerdictKind
 from softmax_zoo.reports.fig2 import fig1_data, regime

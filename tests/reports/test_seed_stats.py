@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from softmax_zoo.reports._render import ENV
+from softmax_zoo.reports._pages import ENV
 from softmax_zoo.reports._stats import (
     DeltaInterval,
     LinearTrend,

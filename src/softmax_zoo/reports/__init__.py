@@ -14,8 +14,7 @@ Modules::
     kernel_bias     Blanc & Rendle 2018's sampler bias study on Penn Treebank, and its figures
     stable          softmax collapse and KD cancellation in training, and its figures
     __main__        the command line: ``python -m softmax_zoo.reports <page> [results_dir=DIR] [out=DIR]``
-    _pages          what every page shares: folders, provenance, figures, the claims ledger
-    _render         the Jinja2 environment over templates/ and its number formats
+    _pages          what every page shares: Jinja2 over templates/ and its number formats, folders, provenance, figures, the ledger
     _compare        the comparison engine: arms, metric, design -> Δ, interval, method; margins (TOST), grids (Holm)
     _stats          Student-t intervals over seeds, paired bootstraps over items, paired t, Welch, TOST, Holm
     _verdicts       the claims ledger's verdict vocabulary

@@ -25,8 +25,7 @@ from ..losses.registry import variant_label
 from ..metrics import bleu_from_stats
 from ..records import choice, get, load_records, read_predictions, runs_dir
 from ._compare import Comparison, Design, compare, per_seed
-from ._pages import commits, dirty_note, page_command, shown_path
-from ._render import publish, words
+from ._pages import commits, dirty_note, page_command, publish, shown_path, words
 from ._settings import NOT_RECORDED, NOT_STATED, SPARSE, Records, Setting, pretrained_name, seeds, settings_data, shown, sparse_ks, values
 from ._verdicts import MIN_SEEDS, VerdictKind, not_tested
 

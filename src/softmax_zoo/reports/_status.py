@@ -8,8 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from ..records import REPO_ROOT, load_records, runs_dir, write_text
-from ._pages import CLAIMS_FILE, COMMAND, read_claims
-from ._render import render
+from ._pages import CLAIMS_FILE, COMMAND, read_claims, render
 from ._settings import values
 
 BEGIN = f"<!-- results status: made by `{COMMAND} readme` from results/; do not edit by hand -->"

@@ -1,11 +1,9 @@
 """Any sweep as a table and a plot: ``python -m softmax_zoo.reports sweep <folder | experiment | multirun folder>``.
 
-The argument names the records (:func:`find_records`). The swept keys are the command-line overrides whose value
-differs between records, but for the seed and the keys that change nothing a run computes (:func:`computes_nothing`).
-Seeds are pooled: a cell is the mean ± 95% Student-t interval over the n runs of one swept value. Each task gets its own
-table and plot, its primary metric (or ``metric=``) first; diagnostics join the table only with ``diagnostics=true``. A
-swept ``loss`` keeps its config name in the table (what to type to rerun it) and is labelled by its variant below it
-and in the legend. The words are templates/sweep.md.j2's.
+Seeds are pooled: a cell is the mean ± 95% Student-t interval over the n runs of one value of the swept keys
+(:func:`swept_keys`). Each task gets its own table and plot (:func:`section`). A swept ``loss`` keeps its config name in
+the table (what to type to rerun it) and is labelled by its variant below it and in the legend (:func:`loss_labels`).
+The words are templates/sweep.md.j2's.
 """
 
 from __future__ import annotations
@@ -23,8 +21,7 @@ from ..config import CHOICE_GROUPS, CONFIG_DIR, SCRATCH_DIR, name_exclude_keys, 
 from ..losses.registry import variant_label
 from ..preflight import EXTENDS_A_RUN
 from ..records import get, load_records, runs_dir, write_text
-from ._pages import line_plot, provenance
-from ._render import render
+from ._pages import line_plot, provenance, render
 from ._stats import mean_ci
 
 POOLED = ("seed",)  # keys pooled over, never a swept value
@@ -94,8 +91,7 @@ def computes_nothing(key: str) -> bool:
 
 
 def swept_keys(records: Sequence[dict[str, Any]]) -> list[str]:
-    """Override keys whose value is not the same in every record, in first-seen order; pooled keys and
-    keys that change nothing a run computes (:func:`computes_nothing`) aside."""
+    """Override keys whose value differs between records, in first-seen order, but for :data:`POOLED` and :func:`computes_nothing`'s."""
     per_run = [overrides(r) for r in records]
     keys = list(dict.fromkeys(k for o in per_run for k in o))
     return [k for k in keys if k not in POOLED and not computes_nothing(k) and len({o.get(k) for o in per_run}) > 1]
@@ -115,11 +111,6 @@ def metric_names(records: Sequence[dict[str, Any]]) -> list[str]:
     """Numeric metrics of the records, test/ first, then val/, then the rest, each sorted."""
     names = {k for r in records for k, v in r.get("metrics", {}).items() if _number(v) is not None}
     return sorted(names, key=lambda k: (not k.startswith("test/"), not k.startswith("val/"), k))
-
-
-def is_diagnostic(name: str) -> bool:
-    """Whether the metric ``name`` is a diagnostic (:data:`DIAGNOSTIC`), not a score."""
-    return DIAGNOSTIC.search(name) is not None
 
 
 def _declared_metric(record: dict[str, Any]) -> tuple[str, bool | None] | None:
@@ -180,8 +171,7 @@ def _shown(key: str, value: str | None, record: dict[str, Any]) -> str | None:
 
 
 def loss_labels(records: Sequence[dict[str, Any]]) -> dict[str, str]:
-    """The registered label of each swept loss by its config name, ``{"sparse_softmax": "sparse"}``; empty when the
-    loss is not swept."""
+    """The registered label of each swept loss by its config name, ``{"sparse_softmax": "sparse"}``; empty if not swept."""
     if "loss" not in swept_keys(records):
         return {}
     return {name: _shown("loss", name, runs[0]) for (name,), runs in grouped(records, ["loss"]).items() if name is not None}
@@ -193,10 +183,8 @@ def sweep_table(records: Sequence[dict[str, Any]], names: Sequence[str] | None =
     keys, names = swept_keys(records), list(metric_names(records) if names is None else names)
     rows = []
     for values, runs in grouped(records, keys).items():
-        cells = [
-            _cell([_number(r["metrics"][m]) for r in runs if m in r["metrics"]], len(runs)) if any(m in r["metrics"] for r in runs) else "—"
-            for m in names
-        ]
+        cells = [_cell([_number(r["metrics"][m]) for r in runs if m in r["metrics"]], len(runs))
+                 if any(m in r["metrics"] for r in runs) else "—" for m in names]
         rows.append([*("—" if v is None else v for v in values), len(runs), *cells])
     return [*keys, "n", *names], rows
 
@@ -230,10 +218,10 @@ def section(records: Sequence[dict[str, Any]], metric: str | None = None, diagno
     the first that is not a diagnostic. Raises ValueError if ``metric`` is not a metric of the records."""
     names, primary, task = metric_names(records), primary_metric(records), task_of(records[0])
     if metric is None:
-        metric = primary[0] if primary else next((m for m in names if not is_diagnostic(m)), names[0] if names else None)
+        metric = primary[0] if primary else next((m for m in names if not DIAGNOSTIC.search(m)), names[0] if names else None)
     elif metric not in names:
         raise ValueError(f"metric={metric!r} is not a metric of these records{f' (task {task})' if task else ''}; they have {names}")
-    columns = ([metric] if metric else []) + [m for m in names if m != metric and (diagnostics or not is_diagnostic(m))]
+    columns = ([metric] if metric else []) + [m for m in names if m != metric and (diagnostics or not DIAGNOSTIC.search(m))]
     header, rows = sweep_table(records, columns)
     return {"task": task, "runs": len(records), "swept": swept_keys(records), "metric": metric,
             "primary": primary is not None and primary[0] == metric, "higher": primary[1] if primary else None,

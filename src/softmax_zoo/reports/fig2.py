@@ -22,8 +22,7 @@ from ..config import CONFIG_DIR
 from ..losses.registry import variant_label, variant_title
 from ..records import choice, get, group_by, load_records, runs_dir, seeds_of
 from ._compare import Comparison, Design, Grid, compare, compare_values, per_seed
-from ._pages import bench_group, commits, page_command, pyplot, save_figure, shown_path
-from ._render import publish, words
+from ._pages import bench_group, commits, page_command, publish, pyplot, save_figure, shown_path, words
 from ._settings import NOT_STATED, Setting, pretrained_name, seeds, settings_data, shown, sparse_ks, values
 from ._stats import DeltaInterval, mean, mean_ci, paired_t
 from ._verdicts import MIN_SEEDS, VerdictKind

@@ -20,8 +20,7 @@ from scipy import stats
 
 from ..records import choice, get, load_records, runs_dir, seeds_of
 from ._compare import Comparison, Design, Grid, compare, per_seed
-from ._pages import bench_group, commits, dirty_note, line_plot, page_command, pyplot, save_figure, shown_path
-from ._render import publish, words
+from ._pages import bench_group, commits, dirty_note, line_plot, page_command, publish, pyplot, save_figure, shown_path, words
 from ._settings import NOT_STATED, Records, Setting, joined, seeds, settings_data
 from ._stats import mean
 from ._verdicts import MIN_SEEDS, VerdictKind, no_interval_verdict, verdict

@@ -18,8 +18,7 @@ from typing import Any
 from ..losses.registry import variant_label
 from ..records import choice, get, group_by, load_records, runs_dir, seeds_of
 from ._compare import Comparison, Design, compare_values
-from ._pages import bench_group, commits, dirty_note, file_commit, line_plot, page_command, shown_path
-from ._render import publish, words
+from ._pages import bench_group, commits, dirty_note, file_commit, line_plot, page_command, publish, shown_path, words
 from ._settings import joined
 from ._stats import mean
 from ._verdicts import VerdictKind, too_few

@@ -11,8 +11,7 @@ from typing import Any
 import numpy as np
 
 from ..records import choice, get, group_by, load_records, runs_dir, seeds_of
-from ._pages import dirty_note, page_command, provenance, pyplot, save_figure, shown_path
-from ._render import publish
+from ._pages import dirty_note, page_command, provenance, publish, pyplot, save_figure, shown_path
 from ._seq2seq import ARMS, BOOTSTRAP_SAMPLES, SETTINGS_WORDS, SOFTMAX, SPARSE, Record, output_shares, outputs, seq2seq_settings
 from ._settings import shown
 from ._stats import DeltaInterval, LinearTrend, mean, paired_bootstrap

@@ -15,8 +15,7 @@ from typing import Any
 
 from ..records import get, load_records, runs_dir, seeds_of
 from ._compare import Comparison, Design, compare_values, per_seed
-from ._pages import commits, dirty_note, page_command, pyplot, save_figure, shown_path
-from ._render import publish, words
+from ._pages import commits, dirty_note, page_command, publish, pyplot, save_figure, shown_path, words
 from ._stable_examples import examples
 from ._stats import mean
 from ._verdicts import Verdict, verdict
