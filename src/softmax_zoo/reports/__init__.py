@@ -12,7 +12,7 @@ Modules::
     sparse_regime   the sparse-softmax regime study: Δ ROUGE against the start's share of targets in the top k
     lm1b            One Billion Word head comparison (Grave et al. 2017)
     kernel_bias     Blanc & Rendle 2018's sampler bias study on Penn Treebank, and its figures
-    stable          softmax collapse and KD cancellation in training, and its figures
+    stable          softmax collapse and KD cancellation in training, its figures, the fix paper's minimal examples
     __main__        the command line: ``python -m softmax_zoo.reports <page> [results_dir=DIR] [out=DIR]``
     _pages          what every page shares: Jinja2 over templates/ and its number formats, folders, provenance, figures, the ledger
     _compare        the comparison engine: arms, metric, design -> Δ, interval, method; margins (TOST), grids (Holm)
@@ -22,5 +22,4 @@ Modules::
     _sweep          any sweep as a table and a plot (``python -m softmax_zoo.reports sweep ...``)
     _settings       a page's table of the paper's stated settings beside ours (read from the records) and why
     _seq2seq        the UniLM pages (table5, table3) as declarations of one :class:`Table`, and their settings beside Sun et al. 2021's
-    _stable_examples     the fix paper's FP32 minimal examples and its equivalence, computed (deterministic rows)
 """

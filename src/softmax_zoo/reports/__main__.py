@@ -46,8 +46,7 @@ def builder(page: str) -> Callable[..., None]:
 
 
 def differences(page: str, results_dir: str | Path = "results") -> list[str]:
-    """The files of ``page`` that, rebuilt into a temporary folder from ``results_dir``, differ from (or are missing
-    in) ``results_dir``. The folder holds a copy of the claims ledger, so that its other rows are compared too."""
+    """The files of ``page`` rebuilt from ``results_dir`` (beside a copy of its claims ledger) that differ from its own."""
     results_dir = Path(results_dir)
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp)
@@ -100,8 +99,7 @@ def sweep(argv: Sequence[str]) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Build the page named in ``argv``, ``--check`` pages, the README's status or a ``sweep``; without arguments,
-    list the pages. 2 on bad arguments, 1 on a failed check."""
+    """Build the page ``argv`` names, ``--check`` pages, the README's status or a sweep, else list pages; 2: bad argv, 1: check failed."""
     argv = list(sys.argv[1:] if argv is None else argv)
     if not argv:
         print(f"{PAGE.usage()}\n{SWEEP.usage()}\nusage: {COMMAND} --check [page ...] | {COMMAND} readme\npages: {', '.join(pages())}")

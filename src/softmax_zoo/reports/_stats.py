@@ -72,8 +72,6 @@ def seeds_label(seeds: Sequence[int]) -> str:
     return ("seed " if len(seeds) == 1 else "seeds ") + ", ".join(str(s) for s in seeds)
 
 
-# ---------------------------------------------------------------- Δ of two arms, every design
-
 @dataclass(frozen=True)
 class DeltaInterval:
     """Δ, a difference of means, with its t interval at ``confidence``, the p-value of Δ = 0, standard error, df, ``n``
@@ -202,8 +200,6 @@ def unpaired(a: Mapping[int, float], b: Mapping[int, float], confidence: float =
                      seeds=seeds_a, seeds_b=seeds_b)
 
 
-# ---------------------------------------------------------------- trends
-
 @dataclass(frozen=True)
 class LinearTrend:
     """The least-squares slope through points (each one replicate, e.g. a mean over seeds) and its Student-t interval
@@ -231,8 +227,6 @@ class LinearTrend:
             return math.nan, math.nan
         return _t_interval(self.slope, float(stats.linregress(self.x, self.y).stderr), self.n_points - 2, self.confidence)
 
-
-# ---------------------------------------------------------------- equivalence and grids
 
 class EquivalenceKind(Enum):
     EQUIVALENT = "equivalent"
