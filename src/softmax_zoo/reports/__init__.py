@@ -13,12 +13,11 @@ Modules::
     lm1b            One Billion Word head comparison (Grave et al. 2017)
     kernel_bias     Blanc & Rendle 2018's sampler bias study on Penn Treebank, and its figures
     stable          softmax collapse and KD cancellation in training, its figures, the fix paper's minimal examples
-    __main__        the command line: ``python -m softmax_zoo.reports <page> [results_dir=DIR] [out=DIR]``
+    __main__        the command line: ``python -m softmax_zoo.reports <page> [results_dir=DIR] [out=DIR]``, and README.md's status table
     _pages          what every page shares: Jinja2 over templates/ and its number formats, folders, provenance, figures, the ledger
     _compare        the comparison engine: arms, metric, design -> Δ, interval, method; margins (TOST), grids (Holm)
     _stats          Student-t intervals over seeds, paired bootstraps over items, paired t, Welch, TOST, Holm
     _verdicts       the claims ledger's verdict vocabulary
-    _status         README.md's generated results status table (``python -m softmax_zoo.reports readme``)
     _sweep          any sweep as a table and a plot (``python -m softmax_zoo.reports sweep ...``)
     _settings       a page's table of the paper's stated settings beside ours (read from the records) and why
     _seq2seq        the UniLM pages (table5, table3) as declarations of one :class:`Table`, and their settings beside Sun et al. 2021's
