@@ -56,16 +56,14 @@ def render(template: str, **data: Any) -> str:
 
 
 def render_page(template: str, data: dict[str, Any]) -> tuple[str, list[dict[str, str]]]:
-    """(the page, its claims ledger rows): ``template`` filled with ``data``, and ``data["claims"]`` in the
-    words of the template's macros claim, paper, ours and verdict."""
+    """(the page, its ledger rows): ``template`` filled with ``data``, ``data["claims"]`` in its macros claim, paper, ours, verdict."""
     page, macros = words(template, **data), ("claim", "paper", "ours", "verdict")
     return str(page), [{"id": c["id"], "source": c["source"], **{m: str(getattr(page, m)(c)) for m in macros}}
                        for c in data.get("claims", ())]
 
 
 def words(template: str, **data: Any) -> Any:
-    """The variables ``templates/<template>`` sets (``{% set paper = {...} %}``), ``data`` given to it: a page's words
-    that Python pairs with numbers (the statements and reasons of a settings table), as attributes."""
+    """The variables and macros ``templates/<template>`` sets, given ``data``, as attributes: the words Python pairs with numbers."""
     return ENV.get_template(template).make_module(data)
 
 
@@ -149,8 +147,7 @@ def save_figure(fig: Any, path: str | Path, dpi: int = 120) -> Path:
 
 @contextmanager
 def line_plot(path: str | Path, *, xlabel: str, ylabel: str, title: str, legend_outside: bool = False) -> Iterator[Any]:
-    """One 6.4 x 4.2 in axes to draw on (9.6 wide with the legend ``legend_outside`` the axes, where it would hide
-    curves); on exit: labels, title, grid, legend, saved to ``path``."""
+    """Axes to draw on, 6.4 x 4.2 in (9.6 wide, legend ``legend_outside``); on exit: labels, title, grid, legend, saved to ``path``."""
     fig, ax = pyplot().subplots(figsize=(9.6, 4.2) if legend_outside else (6.4, 4.2))
     yield ax
     ax.set(xlabel=xlabel, ylabel=ylabel, title=title)

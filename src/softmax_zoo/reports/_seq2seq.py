@@ -4,10 +4,8 @@ compared paired by test item within each seed, and verdicts on the paper's delta
 A pair is the softmax and the sparse-softmax run (the Hydra choice of ``loss``) of one seed and setting: the scale, or
 "<scale>+init" for runs started from their seed's finished softmax run (``init_from``), whose LM head is trained as the
 paper's pre-trained UniLM's is; those head the page, and a fresh LM head (``task_info.fresh_weights``) is the cold-start
-ablation. A seed with one arm is left out of the deltas and named. Words: templates/_seq2seq.md.j2, each table's template.
-
-:func:`seq2seq_settings` sets UniLM's fine-tuning settings of the paper's Tables 5 and 3 (its §4) beside ours, read from
-each column's records (:func:`setting_facts`); every word of them, ours included, is templates/_seq2seq_settings.j2's.
+ablation. A seed with one arm is left out of the deltas and named. Words: templates/_seq2seq.md.j2, each table's template,
+and for the settings beside the paper's (:func:`seq2seq_settings`) templates/_seq2seq_settings.j2.
 """
 
 from __future__ import annotations
@@ -68,8 +66,7 @@ def outputs(pairs: list[Pair], runs: Path) -> Outputs:
 
 
 def corpus_bootstrap(stats_a: Any, stats_b: Any, order: int, num_samples: int, seed: int = 0) -> dict[str, float]:
-    """Paired bootstrap over examples of corpus BLEU-``order`` (b − a), as :func:`._stats.paired_bootstrap` returns it, from
-    the (examples, 2 + 2 * max_order) per-example BLEU counts of the two systems."""
+    """Paired bootstrap of corpus BLEU-``order`` (b − a) from (examples, 2 + 2 * max_order) BLEU counts, as paired_bootstrap's."""
     stats_a, stats_b = np.asarray(stats_a, dtype=np.int64), np.asarray(stats_b, dtype=np.int64)
     n, rng, deltas = stats_a.shape[0], np.random.default_rng(seed), []
     for start in range(0, num_samples, CHUNK):
@@ -200,8 +197,7 @@ class Table:
         }
 
     def summarise(self, results_dir: str | Path = "results") -> dict[str, Any]:
-        """The page's data: per setting its section; claims rows of the rows with a paper Δ, each also as untested at
-        scale=paper while there are no scale=paper pairs."""
+        """The page's data: per setting its section; a claims row per row with a paper Δ, also untested at scale=paper without its pairs."""
         runs = runs_dir(results_dir)
         records = load_records(runs, self.experiment)
         by_setting, lone = paired_runs(records)

@@ -114,8 +114,7 @@ def metric_names(records: Sequence[dict[str, Any]]) -> list[str]:
 
 
 def _declared_metric(record: dict[str, Any]) -> tuple[str, bool | None] | None:
-    """``(primary_metric, metric_higher_is_better)`` of the record's task: its config, else (a record written before
-    the task configs declared it) configs/task/<task>.yaml."""
+    """``(primary_metric, metric_higher_is_better)`` of the record's task config, else (an older record) of configs/task/<task>.yaml."""
     task = get(record, "config.task") or {}
     if task.get("primary_metric") is None and task.get("name"):
         path = Path(CONFIG_DIR) / "task" / f"{task['name']}.yaml"
@@ -178,8 +177,7 @@ def loss_labels(records: Sequence[dict[str, Any]]) -> dict[str, str]:
 
 
 def sweep_table(records: Sequence[dict[str, Any]], names: Sequence[str] | None = None) -> tuple[list[str], list[list[Any]]]:
-    """Header and rows: one row per combination of swept values, n, then the mean ± 95% interval of each metric
-    of ``names`` (default: every metric, :func:`metric_names`)."""
+    """Header and rows: per combination of swept values, n and the mean ± 95% interval of each of ``names`` (default: every metric)."""
     keys, names = swept_keys(records), list(metric_names(records) if names is None else names)
     rows = []
     for values, runs in grouped(records, keys).items():
@@ -190,8 +188,7 @@ def sweep_table(records: Sequence[dict[str, Any]], names: Sequence[str] | None =
 
 
 def sweep_plot(records: Sequence[dict[str, Any]], metric: str, path: Path) -> Path | None:
-    """``metric`` (mean ± 95% interval over seeds) against the first numeric swept key, one line per value of the
-    other swept keys; None if no key is numeric."""
+    """``metric`` (mean ± 95% interval) against the first numeric swept key, a line per value of the others; None if none is numeric."""
     keys = swept_keys(records)
     numeric = [k for k in keys if all(_number(overrides(r).get(k)) is not None for r in records if k in overrides(r))]
     if not numeric:

@@ -80,8 +80,7 @@ def side_by_side(results_dir: str | Path, records: list[dict[str, Any]]) -> tupl
 
 
 def speedups(summary: dict[str, dict[str, Any]], measured: dict[str, Any] | None = None) -> dict[str, float]:
-    """Tokens/second of each head over the full softmax's (nan where either is missing): side by side when
-    ``measured``, else from the runs' records."""
+    """Each head's tokens/second over the full softmax's (nan if either is missing): ``measured`` side by side, else the runs'."""
     tps = measured["step_tps"] if measured else {head: mean(s["tps"]) for head, s in summary.items()}
     return {head: tps.get(head, math.nan) / tps.get("softmax", math.nan) for head in summary}
 
