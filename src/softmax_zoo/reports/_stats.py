@@ -167,14 +167,6 @@ def over_seeds(deltas: Mapping[int, float], confidence: float = 0.95, *, items: 
                      deltas=tuple(float(x) for x in d), **detail)
 
 
-def paired_t(a: Mapping[int, float], b: Mapping[int, float], alpha: float = 0.05) -> DeltaInterval:
-    """Paired t over seeds of Δ_s = a_s − b_s, as scipy.stats.ttest_rel(a, b); ``a`` and ``b`` (seed -> value) hold the same seeds."""
-    if set(a) != set(b):
-        raise ValueError(f"paired arms need the same seeds: seeds {sorted(set(a) - set(b))} only in a, "
-                         f"{sorted(set(b) - set(a))} only in b")
-    return over_seeds({s: a[s] - b[s] for s in a}, 1 - alpha)
-
-
 def paired_seed_deltas(scores: Mapping[int, tuple[Any, Any]], *, num_samples: int = 10_000,
                        bootstrap: Callable[[Any, Any], dict[str, float]] | None = None) -> DeltaInterval:
     """Δ = B − A per seed from ``scores`` (seed -> (A's per-item scores, B's)) with its :func:`paired_bootstrap`, or

@@ -35,10 +35,9 @@ RESULTS_DIRS = ("results", SCRATCH_DIR)  # where an experiment's records are loo
 
 
 def find_records(target: str, results_dirs: Sequence[str | Path] = RESULTS_DIRS) -> list[dict[str, Any]]:
-    """The records ``target`` names: a folder of records (``scratch/runs/default``), an experiment
-    (``<results_dir>/runs/<experiment>``, in the first of ``results_dirs`` holding it), or a Hydra multirun folder
-    (``multirun/2025-01-01/12-00-00``: the records whose ``job.sweep_dir`` it is, where its jobs wrote them).
-    Raises FileNotFoundError, listing where it looked, if nothing matches."""
+    """The records ``target`` names: a folder of records, an experiment (``<results_dir>/runs/<experiment>``, in the first of
+    ``results_dirs`` holding it), or a Hydra multirun folder (the records whose ``job.sweep_dir`` it is, where its jobs wrote
+    them). Raises FileNotFoundError, listing where it looked, if nothing matches."""
     path = Path(target)
     if path.is_dir() and any(path.glob("*.json")):
         return load_records(path)

@@ -62,9 +62,8 @@ def summarize(records: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
 
 
 def side_by_side(results_dir: str | Path, records: list[dict[str, Any]]) -> tuple[dict[str, Any] | None, dict[str, Any]]:
-    """(the side-by-side speed measurement with ``code``, its commit, and ``step_tps``, head -> tokens/second of its
-    training step, if it was made at the records' scale, embedding and LSTM sizes, else None; where the speed-up comes
-    from: ``{"file", "found", "theirs", "ours"}``)."""
+    """(the side-by-side speed measurement, with ``code`` (its commit) and ``step_tps`` (head -> tokens/second of a step), if
+    made at the records' scale, embedding and LSTM sizes, else None; the speed-up's source ``{"file", "found", "theirs", "ours"}``)."""
     path = Path(results_dir) / SPEED_FILE
     source: dict[str, Any] = {"file": SPEED_FILE, "found": path.is_file(), "theirs": None, "ours": None}
     if not path.is_file():
@@ -217,8 +216,7 @@ def summarise(results_dir: str | Path = "results") -> dict[str, Any]:
 
 
 def vocab_timing(results_dir: str | Path) -> dict[str, Any]:
-    """The full and adaptive softmax's forward + backward time per class count C, from :data:`VOCAB_BENCH`:
-    ``{"file", "command", "rows": [(C, full ms, adaptive ms)], "growth"}`` (no rows when it was not run);
+    """The full and adaptive softmax's forward + backward ms per class count C (:data:`VOCAB_BENCH`; no rows if not run), and
     ``growth``: from the smallest C to the largest, the factor of C and of each head's time."""
     out: dict[str, Any] = {"file": f"results/{VOCAB_BENCH}", "command": VOCAB_COMMAND, "rows": [], "growth": None}
     _, report = bench_group(Path(results_dir) / VOCAB_BENCH, VOCAB_GROUP)  # ({}, {}) without the file
