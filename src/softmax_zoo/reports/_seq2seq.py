@@ -183,7 +183,7 @@ class Table:
         beams = sorted(int(b) for b in get(pairs[0][0], "config.task.decode.beams"))
         rows = [self.row(pairs, by_seed, beam, metric) for beam in beams for metric in self.metrics]
         verdicts = [r["verdict"] for r in rows if r["verdict"] is not None]
-        spread = [r["delta"].sd > r["delta"].item_se for r in rows if r["paper"] is not None and r["delta"].n_seeds > 1]
+        spread = [r["delta"].sd > r["delta"].item_se for r in rows if r["paper"] is not None and r["delta"].n > 1]
         return {
             "scale": scale, "seeds": list(by_seed), "lone": lone, "record": pairs[0][0],
             "n_test": len(next(iter(by_seed.values()))[0]), "beams": beams, "rows": rows, "regime": regime(pairs),

@@ -112,10 +112,6 @@ class DeltaInterval:
         return self.low, self.high
 
     @property
-    def n_seeds(self) -> int:
-        return self.n
-
-    @property
     def label(self) -> str:
         """"seeds 0, 1, 2", or for unpaired arms with different seeds "seeds 0, 1 (A) and seed 2 (B)"."""
         if self.seeds_b and self.seeds_b != self.seeds:

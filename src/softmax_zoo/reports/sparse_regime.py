@@ -102,7 +102,7 @@ def per_k(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
         ps = sorted((p for r in ks for p in r["points"]), key=lambda p: p["share"])
         steps = np.diff([p["rouge1"]["delta"] for p in ps])
         x, y = tuple(100 * r["share"] for r in ks), tuple(r["delta"].mean for r in ks)
-        trend = trend_verdict(LinearTrend(x, y), [r["delta"].n_seeds for r in ks], +1,
+        trend = trend_verdict(LinearTrend(x, y), [r["delta"].n for r in ks], +1,
                               unit="ROUGE-1 per percentage point of share") if len(set(x)) > 1 else None
         by_share = sorted(ks, key=lambda r: r["share"])
         out.append({"id": f"sparse-regime-trend-k{k}", "source": EXPERIMENT, "headline": False, "k": k, "rows": ks,
