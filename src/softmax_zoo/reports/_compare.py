@@ -55,14 +55,6 @@ class Compared:
     def method(self) -> str:
         return self.spec.design.value
 
-    @property
-    def mean(self) -> float:
-        return self.delta.delta
-
-    @property
-    def interval(self) -> tuple[float, float]:
-        return self.delta.interval
-
     def equivalence(self, alpha: float = 0.05) -> Equivalence:
         """TOST of |Δ| < the spec's margin (a spec without one is an error)."""
         if self.spec.margin is None:

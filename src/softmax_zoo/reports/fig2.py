@@ -103,7 +103,7 @@ def regime(groups: Groups) -> float | None:
 def grid_rows(grid: Grid, direction: int = 1) -> tuple[Any, list[dict[str, Any]]]:
     """(the grid's verdict, one row per key: Δ, raw 95% interval, p, Holm-adjusted interval and p, seeds)."""
     found, holm = grid.decide(direction)
-    rows = [{"k": key, "delta": c.mean, "raw": c.interval, "p": c.delta.p_value, "n": c.delta.n,
+    rows = [{"k": key, "delta": c.delta.delta, "raw": c.delta.interval, "p": c.delta.p_value, "n": c.delta.n,
              "holm": holm[key].interval if holm else None, "p_holm": holm[key].p_value if holm else None,
              "level": holm[key].confidence if holm else None} for key, c in grid.compared.items()]
     return found, rows
