@@ -5,13 +5,11 @@ from __future__ import annotations
 import pytest
 
 from softmax_zoo import records
-from softmax_zoo.reports import _fig2_claims, fig2
-from softmax_zoo.reports._fig2_claims import regime
-from softmax_zoo.reports._fig2_plots import fig1_data
-from softmax_zoo.reports._pages import read_claims
-from softmax_zoo.reports._render import render_page
+from softmax_zoo.reports import fig2
+from softmax_zoo.reports._pages import read_claims, render_page
 from softmax_zoo.reports._stats import mean_ci
 from softmax_zoo.reports._verdicts import VerdictKind
+from softmax_zoo.reports.fig2 import fig1_data, regime
 
 SEEDS = (0, 1, 2)
 # test micro-F1 per (loss, k) and seed: softmax 50/52/54 -> 52.0 ± 5.0; sparse k=20 60/61/62 -> 61.0 ± 2.5
@@ -179,7 +177,7 @@ def test_claims_name_the_measured_regime():
 
 def test_claims_are_computed_once_per_build(built, tmp_path, monkeypatch):
     calls = []
-    claims = _fig2_claims.task_claims
+    claims = fig2.task_claims
     monkeypatch.setattr(fig2, "task_claims",
                         lambda task, groups, **kw: calls.append((task, kw.get("finetuned", False))) or claims(task, groups, **kw))
     fig2.build(built, tmp_path)

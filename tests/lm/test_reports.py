@@ -290,8 +290,8 @@ def test_lm1b_vocabulary_cost_row_reads_the_timing_against_c(tmp_path):
 def test_kernel_comparable_to_full_softmax_is_two_sided():
     """"Comparable to full softmax" at m ≈ 10–50: TOST on the paired Δ validation loss against ±ln 1.10 per m, and one
     verdict by the engine's rule that every m is equivalent (one m not equivalent contradicts the claim)."""
-    from softmax_zoo.reports._kernel_bias_claims import cells, comparable
     from softmax_zoo.reports._stats import EquivalenceKind
+    from softmax_zoo.reports.kernel_bias import cells, comparable
 
     full = [record("kernel_bias", "full", "softmax", {"val/loss": 5.0 + s / 10}, s) for s in range(3)]
     close = [record("kernel_bias", "q32", "sampled_softmax", {"val/loss": 5.01 + s / 10 + s / 1000}, s, sampler="quadratic", m=32)

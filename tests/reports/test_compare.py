@@ -32,7 +32,7 @@ def test_paired_by_seed_is_student_t_over_the_per_seed_deltas():
     found = compare(Comparison("a", "b", "metrics.test/ppl", Design.PAIRED_BY_SEED), runs(A), runs(B))
     d = np.array([B[s] - A[s] for s in (0, 1, 2)])
     half = stats.t.ppf(0.975, 2) * d.std(ddof=1) / math.sqrt(3)
-    assert found.mean == pytest.approx(d.mean()) and found.interval == pytest.approx((d.mean() - half, d.mean() + half))
+    assert found.delta.delta == pytest.approx(d.mean()) and found.delta.interval == pytest.approx((d.mean() - half, d.mean() + half))
     assert found.method == "paired by seed, Student-t over the per-seed Δ"
     assert found.verdict(direction=+1).kind is VerdictKind.SUPPORTED and found.verdict(-0.5).kind is VerdictKind.CONTRADICTS
 
@@ -40,9 +40,9 @@ def test_paired_by_seed_is_student_t_over_the_per_seed_deltas():
 def test_unpaired_is_welch_and_names_it():
     found = compare_values(Comparison("a", "b", "ppl", Design.UNPAIRED), A, B)
     welch = stats.ttest_ind(list(B.values()), list(A.values()), equal_var=False)
-    low, high = found.interval
-    assert found.mean == pytest.approx(np.mean(list(B.values())) - np.mean(list(A.values())))
-    assert low < found.mean < high and found.delta.p_value == pytest.approx(welch.pvalue)
+    low, high = found.delta.interval
+    assert found.delta.delta == pytest.approx(np.mean(list(B.values())) - np.mean(list(A.values())))
+    assert low < found.delta.delta < high and found.delta.p_value == pytest.approx(welch.pvalue)
     assert found.method == "unpaired, Welch over seeds" and found.verdict() is None  # no claimed sign, no verdict
 
 
@@ -61,7 +61,7 @@ def test_no_design_decides_by_overlap_of_the_arms_intervals():
     # A 11 ± 2.48 and B' 11.67 ± 2.48 overlap almost wholly, yet every seed's B' − A is +0.6..+0.7: paired, that decides
     b = {s: v + 0.6 + 0.05 * s for s, v in A.items()}
     paired = compare(Comparison("A", "B", "metrics.test/ppl", Design.PAIRED_BY_SEED), runs(A), runs(b))
-    assert paired.interval[0] > 0 and paired.verdict(direction=1).kind is VerdictKind.SUPPORTED
+    assert paired.delta.interval[0] > 0 and paired.verdict(direction=1).kind is VerdictKind.SUPPORTED
     assert "(paired t)" in str(paired.verdict(direction=1))
     unpaired = compare(Comparison("A", "B", "metrics.test/ppl", Design.UNPAIRED), runs(A), runs(b))
     assert unpaired.verdict(direction=1).kind is VerdictKind.INCONCLUSIVE and "(Welch)" in str(unpaired.verdict(direction=1))
@@ -79,7 +79,8 @@ def test_paired_by_seed_pairs_the_seeds_both_arms_have():
 def test_compared_delta_is_paired_t_or_welch():
     paired = compare(Comparison("a", "b", "metrics.test/ppl", Design.PAIRED_BY_SEED), runs(A), runs(B))
     ref = stats.ttest_rel([B[s] for s in A], [A[s] for s in A])
-    assert paired.delta.p_value == pytest.approx(ref.pvalue) and paired.interval == pytest.approx(tuple(ref.confidence_interval(0.95)))
+    assert paired.delta.p_value == pytest.approx(ref.pvalue)
+    assert paired.delta.interval == pytest.approx(tuple(ref.confidence_interval(0.95)))
     assert paired.delta.method == "paired t over seeds (n=3)" and paired.delta.df == 2
     unpaired = compare_values(Comparison("a", "b", "ppl", Design.UNPAIRED), A, B)
     ref = stats.ttest_ind(list(B.values()), list(A.values()), equal_var=False)
@@ -113,10 +114,10 @@ def test_a_grid_reports_holm_adjusted_intervals_beside_the_raw_and_decides_on_th
     grid = Grid({k: compare(spec, runs(base), runs(v)) for k, v in arms.items()})
     found, holm = grid.decide(+1)
     for k, h in holm.items():
-        raw = grid.compared[k].interval
-        assert h.delta == grid.compared[k].mean and h.interval[0] <= raw[0] and h.interval[1] >= raw[1]  # never narrower
+        raw = grid.compared[k].delta.interval
+        assert h.delta == grid.compared[k].delta.delta and h.interval[0] <= raw[0] and h.interval[1] >= raw[1]  # never narrower
         assert (h.p_value < 0.05) == (h.interval[0] > 0 or h.interval[1] < 0) and h.confidence >= 0.95
-    raw_apart = [k for k in arms if grid.compared[k].interval[0] > 0]
+    raw_apart = [k for k in arms if grid.compared[k].delta.interval[0] > 0]
     adjusted_apart = [k for k in arms if holm[k].interval[0] > 0]
     assert set(adjusted_apart) <= set(raw_apart)
     expected = VerdictKind.SUPPORTED if len(adjusted_apart) == len(arms) else VerdictKind.INCONCLUSIVE

@@ -226,7 +226,7 @@ def test_committed_claims_quote_the_papers(row_id):
 
 
 def test_log_time_claim_reads_the_benchmarks_tree_timing(tmp_path):
-    from softmax_zoo.reports._kernel_bias_claims import BENCH_FILE, log_time_claim
+    from softmax_zoo.reports.kernel_bias import BENCH_FILE, log_time_claim
 
     assert log_time_claim(tmp_path)["sizes"] is None
     (tmp_path / BENCH_FILE).with_suffix(".json").write_text(json.dumps({"groups": [

@@ -10,7 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from softmax_zoo.reports._kernel_bias_claims import (
+from softmax_zoo.reports._pages import read_claims
+from softmax_zoo.reports._verdicts import VerdictKind, by_construction, deterministic
+from softmax_zoo.reports.kernel_bias import (
     DESIGN_IDS,
     FLAT_GAIN,
     deviation_row,
@@ -20,9 +22,7 @@ from softmax_zoo.reports._kernel_bias_claims import (
     gaps_by_m,
     spearman,
 )
-from softmax_zoo.reports._pages import read_claims
-from softmax_zoo.reports._stable_examples import cancellation_example, collapse_example, equivalence, examples, kd_equivalence
-from softmax_zoo.reports._verdicts import VerdictKind, by_construction, deterministic
+from softmax_zoo.reports.stable import cancellation_example, collapse_example, equivalence, examples, kd_equivalence
 
 REPO = Path(__file__).resolve().parents[2]
 LEDGER = REPO / "results" / "claims.md"

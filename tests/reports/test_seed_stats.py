@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from softmax_zoo.reports._render import ENV
+from softmax_zoo.reports._pages import ENV
 from softmax_zoo.reports._stats import (
     DeltaInterval,
     LinearTrend,
@@ -56,7 +56,7 @@ def one_seed() -> DeltaInterval:
 
 def test_paired_seed_deltas_by_hand():
     d = paired_seed_deltas(HAND, num_samples=500)
-    assert d.seeds == (0, 1, 2) and d.n_seeds == 3 and d.n_items == (3, 2, 3)
+    assert d.seeds == (0, 1, 2) and d.n == 3 and d.n_items == (3, 2, 3)
     assert d.deltas == pytest.approx((1.0, 0.5, 1.5)) and d.mean == pytest.approx(1.0) and d.sd == pytest.approx(0.5)
     half = T_975_2 * 0.5 / math.sqrt(3)
     assert d.interval == pytest.approx((1.0 - half, 1.0 + half), rel=1e-6)
@@ -123,10 +123,10 @@ def test_welch_against_scipy_and_by_hand():
     d = unpaired(dict(enumerate(xa)), dict(enumerate(xb, start=10)))
     ref = stats.ttest_ind(xb, xa, equal_var=False)
     assert d.interval == pytest.approx(tuple(ref.confidence_interval(0.95)), rel=1e-10)
-    assert d.p_value == pytest.approx(ref.pvalue, rel=1e-10) and d.n_seeds == 4
+    assert d.p_value == pytest.approx(ref.pvalue, rel=1e-10) and d.n == 4
     assert d.label == "seeds 0, 1, 2, 3, 4 (A) and seeds 10, 11, 12, 13 (B)"
     one = unpaired({0: 1.0}, {0: 2.0, 1: 3.0})
-    assert one.n_seeds == 1 and all(math.isnan(x) for x in (*one.interval, one.p_value))
+    assert one.n == 1 and all(math.isnan(x) for x in (*one.interval, one.p_value))
 
 
 def test_min_detectable_delta_by_hand():

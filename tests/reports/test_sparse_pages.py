@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from softmax_zoo.reports import _fig2_plots, fig2
-from softmax_zoo.reports._fig2_claims import BENCH_FILE, speed_claim
+from softmax_zoo.reports import fig2
 from softmax_zoo.reports._pages import read_claims
 from softmax_zoo.reports._seq2seq import seq2seq_settings
 from softmax_zoo.reports._settings import AS_THE_PAPER, NOT_STATED, Setting, settings_rows, shown
+from softmax_zoo.reports.fig2 import BENCH_FILE, speed_claim
 
 RESULTS = Path(__file__).resolve().parents[2] / "results"
 PAGES = ("fig2", "table5", "table3", "sparse_regime")
@@ -149,8 +149,8 @@ def test_fig1_main_panels_plot_validation_micro_f1_of_both_arms_and_every_seed(m
     summary = {"iflytek": {("softmax", None): [run(s, 0.2, None) for s in (0, 1, 2)],
                            ("sparse", 20): [run(s, 0.3, 20) for s in (0, 1, 2)]}}
     saved = {}
-    monkeypatch.setattr(_fig2_plots, "save_figure", lambda fig, path: saved.setdefault("fig", fig))
-    _fig2_plots.plot_fig1({"IFLYTEK": _fig2_plots.fig1_data(summary["iflytek"])}, tmp_path / "fig1.png")
+    monkeypatch.setattr(fig2, "save_figure", lambda fig, path: saved.setdefault("fig", fig))
+    fig2.plot_fig1({"IFLYTEK": fig2.fig1_data(summary["iflytek"])}, tmp_path / "fig1.png")
     top, middle, bottom = saved["fig"].axes[:3]
     assert top.get_ylabel() == "validation micro-F1 (%)" and "common metric" in top.get_title()
     assert len(top.lines) == 2 * (3 + 1)  # each arm: its 3 seeds (thin) and their mean (bold)

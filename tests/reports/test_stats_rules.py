@@ -14,7 +14,7 @@ from softmax_zoo.reports._stats import (
     equivalence,
     holm,
     holm_intervals,
-    paired_t,
+    over_seeds,
     unpaired,
 )
 from softmax_zoo.reports._verdicts import VerdictKind, decide, verdict
@@ -31,27 +31,25 @@ def with_p(p: float, df: float = 10, se: float = 1.0) -> DeltaInterval:
 
 
 def deltas(*d: float) -> DeltaInterval:
-    """paired_t of per-seed deltas ``d`` (arm b all zeros)."""
-    return paired_t(dict(enumerate(d)), dict.fromkeys(range(len(d)), 0.0))
+    """Student-t over seeds of per-seed deltas ``d``."""
+    return over_seeds(dict(enumerate(d)))
 
 
 @pytest.mark.parametrize("alpha", [0.05, 0.1])
-def test_paired_t_is_scipy_ttest_rel(alpha):
+def test_paired_t_over_seeds_is_scipy_ttest_rel(alpha):
     a, b = dict(enumerate(A)), {s: A[s] - 0.4 + 0.3 * RNG.standard_normal() for s in range(6)}
-    r = paired_t(a, b, alpha)
+    r = over_seeds({s: a[s] - b[s] for s in a}, 1 - alpha)
     ref = stats.ttest_rel([a[s] for s in range(6)], [b[s] for s in range(6)])
     assert r.delta == pytest.approx(np.mean([a[s] - b[s] for s in range(6)]), rel=1e-12)
     assert (r.low, r.high) == pytest.approx(tuple(ref.confidence_interval(1 - alpha)), rel=1e-10)
     assert r.p_value == pytest.approx(ref.pvalue, rel=1e-10) and r.df == ref.df == 5 and r.n == 6
     assert r.confidence == 1 - alpha and r.method == "paired t over seeds (n=6)"
-    # seeds pair the arms whatever order the mappings hold them in
-    assert paired_t(dict(reversed(a.items())), b, alpha) == r
+    # the seeds' order in the mapping does not matter
+    assert over_seeds({s: a[s] - b[s] for s in reversed(a)}, 1 - alpha) == r
 
 
-def test_paired_t_refuses_unpaired_seeds_and_gives_nan_for_one():
-    with pytest.raises(ValueError, match=r"seeds \[2\] only in a, \[3\] only in b"):
-        paired_t({0: 1.0, 1: 2.0, 2: 3.0}, {0: 1.0, 1: 2.0, 3: 3.0})
-    one = paired_t({4: 2.0}, {4: 1.5})
+def test_paired_t_over_one_seed_gives_nan():
+    one = over_seeds({4: 0.5})
     assert one.delta == 0.5 and one.n == 1 and all(math.isnan(x) for x in (one.low, one.high, one.p_value))
 
 

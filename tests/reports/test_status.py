@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from softmax_zoo import records
+from softmax_zoo.reports.__main__ import BEGIN, END, first_clause, readme_differs, status_rows, with_status
 from softmax_zoo.reports._pages import update_claims
-from softmax_zoo.reports._status import BEGIN, END, first_clause, readme_differs, summarise, with_status
 
 
 def test_the_committed_readme_block_is_the_generated_one():
@@ -26,7 +26,7 @@ def test_rows_count_runs_scales_and_seeds_and_take_the_headline_verdict(tmp_path
     update_claims([{"id": "table5_cpu+init_beam1_rouge1", "claim": "c", "paper": "+0.67", "ours": "o",
                     "verdict": "inconclusive (seeds 0, 2): Δ +0.1 [-1.0, +1.2]; a caveat", "source": "table5"}],
                   tmp_path / "claims.md")
-    (row,) = summarise(tmp_path)
+    (row,) = status_rows(tmp_path)
     assert (row["experiment"], row["runs"], row["scales"], row["seeds"]) == ("table5", 2, ["cpu"], [0, 2])
     assert row["verdict"] == "inconclusive (seeds 0, 2): Δ +0.1 [-1.0, +1.2]" and row["page"] == "table5"
 

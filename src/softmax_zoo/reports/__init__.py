@@ -12,19 +12,13 @@ Modules::
     sparse_regime   the sparse-softmax regime study: Δ ROUGE against the start's share of targets in the top k
     lm1b            One Billion Word head comparison (Grave et al. 2017)
     kernel_bias     Blanc & Rendle 2018's sampler bias study on Penn Treebank, and its figures
-    stable          softmax collapse and KD cancellation in training, and its figures
-    __main__        the command line: ``python -m softmax_zoo.reports <page> [results_dir=DIR] [out=DIR]``
-    _pages          what every page shares: folders, provenance, figures, the claims ledger
-    _render         the Jinja2 environment over templates/ and its number formats
+    stable          softmax collapse and KD cancellation in training, its figures, the fix paper's minimal examples
+    __main__        the command line: ``python -m softmax_zoo.reports <page> [results_dir=DIR] [out=DIR]``, and README.md's status table
+    _pages          what every page shares: Jinja2 over templates/ and its number formats, folders, provenance, figures, the ledger
     _compare        the comparison engine: arms, metric, design -> Δ, interval, method; margins (TOST), grids (Holm)
     _stats          Student-t intervals over seeds, paired bootstraps over items, paired t, Welch, TOST, Holm
     _verdicts       the claims ledger's verdict vocabulary
-    _status         README.md's generated results status table (``python -m softmax_zoo.reports readme``)
     _sweep          any sweep as a table and a plot (``python -m softmax_zoo.reports sweep ...``)
     _settings       a page's table of the paper's stated settings beside ours (read from the records) and why
     _seq2seq        the UniLM pages (table5, table3) as declarations of one :class:`Table`, and their settings beside Sun et al. 2021's
-    _fig2_claims    the fig2 records by task and arm, and the Fig. 1 / Fig. 2 claims on them
-    _fig2_plots     the fig2 figures: micro-F1 and paired Δ against k, the training curves
-    _kernel_bias_claims  the kernel-bias rows decided from one setting's runs and diagnostics
-    _stable_examples     the fix paper's FP32 minimal examples and its equivalence, computed (deterministic rows)
 """

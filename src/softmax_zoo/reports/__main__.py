@@ -2,7 +2,7 @@
 
 Alone it lists the pages; ``--check [page ...]`` rebuilds pages (default: all, and README.md's status block) into a
 temporary folder and exits 1 if any file differs from results/; ``readme`` rewrites README.md's status block
-(:mod:`._status`); ``sweep <records|experiment|multirun folder>`` tabulates and plots any sweep (:mod:`._sweep`).
+(:data:`HEADLINES`); ``sweep <records|experiment|multirun folder>`` tabulates and plots any sweep (:mod:`._sweep`).
 """
 
 from __future__ import annotations
@@ -16,11 +16,13 @@ import tempfile
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 from softmax_zoo import reports
 from softmax_zoo.cli_args import ArgumentError, Option, Parser, fail
-from softmax_zoo.reports._pages import CLAIMS_FILE, COMMAND, ledger_data
-from softmax_zoo.reports._status import readme_differs, write_readme
+from softmax_zoo.records import REPO_ROOT, load_records, runs_dir, write_text
+from softmax_zoo.reports._pages import CLAIMS_FILE, COMMAND, ledger_data, read_claims, render
+from softmax_zoo.reports._settings import values
 
 PAGE = Parser(COMMAND, [
     Option("results_dir", None, "folder of the run records, <results_dir>/runs (default: the page's own, results)", kind=str),
@@ -33,6 +35,25 @@ SWEEP = Parser(f"{COMMAND} sweep", [
     Option("results_dir", None, "folder of an experiment's records, <results_dir>/runs (default: results, then scratch)", kind=str),
     Option("out", None, "folder of the table and plot", kind=str),
 ], synopsis="<records folder | experiment | multirun folder>")
+BEGIN = f"<!-- results status: made by `{COMMAND} readme` from results/; do not edit by hand -->"
+END = "<!-- end of results status -->"
+README = REPO_ROOT / "README.md"
+# README.md's results status table, between BEGIN and END: per experiment (a folder of results/runs) with records its runs,
+# scales, seeds and the verdict of its headline claim. Experiment -> (its page, the claims-ledger row that heads it).
+HEADLINES = {
+    "fig2_clinc_oos": ("fig2", "fig2-robust-k-clinc_oos"),
+    "fig2_finetune_clinc_oos": ("fig2", "fig2-finetune-robust-k-clinc_oos"),
+    "fig2_iflytek": ("fig2", "fig1-convergence-iflytek"),
+    "fig2_wos": ("fig2", "fig2-robust-k-wos"),
+    "table5": ("table5", "table5_cpu+init_beam1_rouge1"),
+    "table3": ("table3", "table3_cpu+init_bleu4"),
+    "sparse_regime": ("sparse_regime", "sparse-regime-trend-k20"),
+    "lm1b": ("lm1b", "lm1b-adaptive-speed-ppl"),
+    "kernel_bias": ("kernel_bias", "kernel-bias-10-100x"),
+    "kernel_bias_paper": ("kernel_bias", "kernel-bias-10-100x-paper-like"),
+    "stable": ("stable", "stable-collapse"),
+    "stable_kd_ptb": ("stable", "stable-kd-ptb"),
+}
 
 
 def pages() -> list[str]:
@@ -46,8 +67,7 @@ def builder(page: str) -> Callable[..., None]:
 
 
 def differences(page: str, results_dir: str | Path = "results") -> list[str]:
-    """The files of ``page`` that, rebuilt into a temporary folder from ``results_dir``, differ from (or are missing
-    in) ``results_dir``. The folder holds a copy of the claims ledger, so that its other rows are compared too."""
+    """The files of ``page`` rebuilt from ``results_dir`` (beside a copy of its claims ledger) that differ from its own."""
     results_dir = Path(results_dir)
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp)
@@ -99,9 +119,55 @@ def sweep(argv: Sequence[str]) -> int:
     return 0
 
 
+def first_clause(text: str) -> str:
+    """``text`` up to its first "; " outside parentheses (a verdict cell's decision, without its caveats)."""
+    depth = 0
+    for i, ch in enumerate(text):
+        depth += (ch == "(") - (ch == ")")
+        if depth == 0 and text.startswith("; ", i):
+            return text[:i]
+    return text
+
+
+def status_rows(results_dir: str | Path = "results") -> list[dict[str, Any]]:
+    """One row per experiment of :data:`HEADLINES` that has records: its runs, scales, seeds, headline claim and page."""
+    runs, ledger = runs_dir(results_dir), read_claims(Path(results_dir) / CLAIMS_FILE)
+    rows = []
+    for experiment, (page, claim_id) in HEADLINES.items():
+        if records := load_records(runs, experiment):
+            claim = ledger.get(claim_id, {})
+            rows.append({"experiment": experiment, "page": page, "runs": len(records), "claim_id": claim_id,
+                         "scales": sorted(map(str, values(records, "config.scale.name"))), "seeds": sorted(values(records, "seed")),
+                         "claim": claim.get("claim", ""), "verdict": first_clause(claim["verdict"]) if "verdict" in claim else None})
+    return rows
+
+
+def status_block(results_dir: str | Path = "results") -> str:
+    """The README's block rebuilt from ``results_dir``, markers included."""
+    return f"{BEGIN}\n{render('readme_status.md.j2', rows=status_rows(results_dir))}{END}"
+
+
+def with_status(text: str, block: str) -> str:
+    """``text`` (the README) with its block between the markers replaced by ``block``."""
+    start, end = text.find(BEGIN), text.find(END)
+    if start < 0 or end < start:
+        raise ValueError(f"README.md has no results status block ({BEGIN!r} ... {END!r})")
+    return text[:start] + block + text[end + len(END):]
+
+
+def write_readme(results_dir: str | Path = "results", readme: Path = README) -> Path:
+    """Rewrite the README's status block from ``results_dir``."""
+    return write_text(readme, with_status(readme.read_text(encoding="utf-8"), status_block(results_dir)))
+
+
+def readme_differs(results_dir: str | Path = "results", readme: Path = README) -> bool:
+    """Whether the README's status block differs from one rebuilt from ``results_dir``."""
+    text = readme.read_text(encoding="utf-8")
+    return with_status(text, status_block(results_dir)) != text
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    """Build the page named in ``argv``, ``--check`` pages, the README's status or a ``sweep``; without arguments,
-    list the pages. 2 on bad arguments, 1 on a failed check."""
+    """Build the page ``argv`` names, ``--check`` pages, the README's status or a sweep, else list pages; 2: bad argv, 1: check failed."""
     argv = list(sys.argv[1:] if argv is None else argv)
     if not argv:
         print(f"{PAGE.usage()}\n{SWEEP.usage()}\nusage: {COMMAND} --check [page ...] | {COMMAND} readme\npages: {', '.join(pages())}")

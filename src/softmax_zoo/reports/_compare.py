@@ -28,8 +28,7 @@ class Design(Enum):
 
 @dataclass(frozen=True)
 class Comparison:
-    """Δ = metric(B) − metric(A) of the arms by ``design`` (``metric`` as :func:`per_seed` takes it; ``log``: of the
-    logs); with a ``margin`` and its ``margin_source`` the claim is "close", |Δ| < margin, decided by TOST."""
+    """Δ = metric(B) − metric(A) by ``design`` (of logs with ``log``); with a ``margin`` and its source, the claim |Δ| < margin (TOST)."""
 
     a: str
     b: str
@@ -56,14 +55,6 @@ class Compared:
     def method(self) -> str:
         return self.spec.design.value
 
-    @property
-    def mean(self) -> float:
-        return self.delta.delta
-
-    @property
-    def interval(self) -> tuple[float, float]:
-        return self.delta.interval
-
     def equivalence(self, alpha: float = 0.05) -> Equivalence:
         """TOST of |Δ| < the spec's margin (a spec without one is an error)."""
         if self.spec.margin is None:
@@ -71,8 +62,7 @@ class Compared:
         return equivalence(self.delta, self.spec.margin, self.spec.margin_source, alpha)
 
     def verdict(self, paper: float | None = None, *, direction: int | None = None, digits: int = 2) -> Verdict | None:
-        """The vocabulary's verdict: with a margin, on |Δ| < margin (TOST); else on the claim that Δ has the sign of
-        ``paper`` (or ``direction``), None without either."""
+        """The verdict on |Δ| < margin (TOST) given a margin, else on Δ having the sign of ``paper`` or ``direction`` (None without)."""
         if self.spec.margin is not None:
             return equivalence_verdict(self.equivalence(), self.delta.label, digits=digits)
         if direction is None and paper is None:
@@ -93,8 +83,7 @@ class Grid:
         return sorted({s for c in self.compared.values() for s in c.delta.seeds})
 
     def decide(self, direction: int | None = None) -> tuple[Verdict, dict[Any, DeltaInterval] | None]:
-        """(the verdict that every Δ has sign ``direction``, or with the specs' margin is within it; each comparison's
-        Holm-adjusted interval, or None when one has a single seed)."""
+        """(the verdict that every Δ has sign ``direction`` or is within the margin; each Holm-adjusted interval, None for one seed)."""
         tests = {key: c.delta for key, c in self.compared.items()}
         if not tests:
             raise ValueError("a grid needs at least one comparison")
@@ -113,8 +102,7 @@ class Grid:
 
 def per_seed(records: Records, metric: str | Callable[[dict[str, Any]], float | None], log: bool = False,
              partial: bool = False) -> dict[int, float]:
-    """seed -> the metric (a dotted record key or a function of one record) of that seed's one record, its log with
-    ``log``; a record without it is an error, or with ``partial`` left out."""
+    """seed -> ``metric`` (a dotted key or a function) of its one record, its log with ``log``; a missing one raises unless ``partial``."""
     out: dict[int, float] = {}
     for r in records:
         if r["seed"] in out:

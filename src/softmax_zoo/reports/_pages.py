@@ -1,8 +1,10 @@
-"""What every page shares: where it reads and writes, its provenance, figures, the claims ledger.
+"""What every page shares: its words, where it reads and writes, its provenance, figures, the claims ledger.
 
 A page module's ``build(results_dir="results", out=None)`` reads the run records under ``<results_dir>/runs`` and writes
 its files and its rows of ``claims.md`` into ``out`` (default ``results_dir``), so that a check can rebuild a page
-beside the committed one. Its provenance is worded by templates/_provenance.md.j2.
+beside the committed one. Its words are its template's: :func:`publish` fills ``templates/<page>.md.j2`` with the plain
+data of the page's ``summarise``, through one Jinja2 environment (:data:`ENV`) whose filters (:data:`FILTERS`) are each
+number format's one home. Undefined names fail (StrictUndefined): a template cannot print a silent blank.
 """
 
 from __future__ import annotations
@@ -10,16 +12,61 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
+from functools import partial
 from pathlib import Path
 from typing import Any
 
+import jinja2
+
+from ..markdown import markdown_table
 from ..records import REPO_ROOT, atomic_write, changed, changed_files, get, write_text
-from ._render import render, words
+from ._stats import format_mean_ci, seeds_label
+from ._verdicts import MIN_SEEDS, by_construction, detectability, deterministic, not_tested, seed_summary
 
 CLAIMS_FILE = "claims.md"
 COMMAND = "python -m softmax_zoo.reports"
 DEFAULT_RESULTS = "results"  # the committed pages' results_dir
 CLAIMS_HEADER = ("id", "claim", "paper", "ours", "verdict", "source")
+FILTERS = {
+    "signed": lambda x, digits=2: f"{x:+.{digits}f}",  # "+0.67": a delta with its sign
+    "fixed": lambda x, digits=2: f"{x:.{digits}f}",  # "15.42"
+    "per100": lambda share, digits=0: f"{100 * share:.{digits}f}",  # "42" of a share in [0, 1]
+    "pct": lambda share, digits=0: f"{100 * share:.{digits}f}%",  # "42%" of a share in [0, 1]
+    "fmt": format,  # a format without a filter of its own: x | fmt(".3g")
+    "pick": lambda row, keys: [row[k] for k in keys],  # the values of keys in a dict, as a table row
+    "code": lambda text: f"`{text}`",  # a path or a name in code type
+    "span": lambda interval, digits=2: "[{:+.{d}f}, {:+.{d}f}]".format(*interval, d=digits),  # "[-0.72, -0.40]"
+    # a Markdown table (softmax_zoo.markdown.markdown_table) without its last newline (the template's line gives it)
+    "table": lambda rows, header: markdown_table(header, rows).rstrip("\n"),
+    "prefixed": lambda items, prefix: [f"{prefix}{x}" for x in items],  # table headers: "ours: " + column
+    "seeds": seeds_label, "mean_ci": format_mean_ci, "sci": partial(format_mean_ci, notation="e"),  # "1.12e-08 ± 5.1e-09 (n=3)"
+    "seed_summary": seed_summary, "detectability": detectability,
+}
+ENV = jinja2.Environment(loader=jinja2.PackageLoader("softmax_zoo.reports", "templates"), undefined=jinja2.StrictUndefined,
+                         trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True, autoescape=False)
+ENV.filters.update(FILTERS)
+ENV.globals.update(MIN_SEEDS=MIN_SEEDS, by_construction=by_construction, deterministic=deterministic, not_tested=not_tested)
+RULES = ENV.get_template("_verdicts.j2").make_module()  # the vocabulary's rules, which the pages print
+ENV.globals.update({note: getattr(RULES, note) for note in ("VERDICT_RULES", "NON_SEED_RULES", "SEED_INTERVAL_NOTE")})
+
+
+def render(template: str, **data: Any) -> str:
+    """``templates/<template>`` filled with ``data``."""
+    return ENV.get_template(template).render(**data)
+
+
+def render_page(template: str, data: dict[str, Any]) -> tuple[str, list[dict[str, str]]]:
+    """(the page, its ledger rows): ``template`` filled with ``data``, ``data["claims"]`` in its macros claim, paper, ours, verdict."""
+    page, macros = words(template, **data), ("claim", "paper", "ours", "verdict")
+    return str(page), [{"id": c["id"], "source": c["source"], **{m: str(getattr(page, m)(c)) for m in macros}}
+                       for c in data.get("claims", ())]
+
+
+def words(template: str, **data: Any) -> Any:
+    """The variables and macros ``templates/<template>`` sets, given ``data``, as attributes: the words Python pairs with numbers."""
+    return ENV.get_template(template).make_module(data)
+
+
 PROVENANCE = words("_provenance.md.j2")  # the macros that word a page's provenance
 
 
@@ -72,6 +119,11 @@ def write_page(out: str | Path, name: str, text: str, claims: Sequence[dict[str,
     if claims:
         update_claims(claims, Path(out) / CLAIMS_FILE)
 
+def publish(out: str | Path, page: str, data: dict[str, Any]) -> None:
+    """Write ``<out>/<page>.md`` from ``templates/<page>.md.j2`` and ``data``, and its claims rows into ``<out>/claims.md``."""
+    write_page(out, page, *render_page(f"{page}.md.j2", data))
+
+
 
 def pyplot() -> Any:
     """``matplotlib.pyplot`` on the file-only Agg backend."""
@@ -95,8 +147,7 @@ def save_figure(fig: Any, path: str | Path, dpi: int = 120) -> Path:
 
 @contextmanager
 def line_plot(path: str | Path, *, xlabel: str, ylabel: str, title: str, legend_outside: bool = False) -> Iterator[Any]:
-    """One 6.4 x 4.2 in axes to draw on (9.6 wide with the legend ``legend_outside`` the axes, where it would hide
-    curves); on exit: labels, title, grid, legend, saved to ``path``."""
+    """Axes to draw on, 6.4 x 4.2 in (9.6 wide, legend ``legend_outside``); on exit: labels, title, grid, legend, saved to ``path``."""
     fig, ax = pyplot().subplots(figsize=(9.6, 4.2) if legend_outside else (6.4, 4.2))
     yield ax
     ax.set(xlabel=xlabel, ylabel=ylabel, title=title)

@@ -4,10 +4,8 @@ compared paired by test item within each seed, and verdicts on the paper's delta
 A pair is the softmax and the sparse-softmax run (the Hydra choice of ``loss``) of one seed and setting: the scale, or
 "<scale>+init" for runs started from their seed's finished softmax run (``init_from``), whose LM head is trained as the
 paper's pre-trained UniLM's is; those head the page, and a fresh LM head (``task_info.fresh_weights``) is the cold-start
-ablation. A seed with one arm is left out of the deltas and named. Words: templates/_seq2seq.md.j2, each table's template.
-
-:func:`seq2seq_settings` sets UniLM's fine-tuning settings of the paper's Tables 5 and 3 (its §4) beside ours, read from
-each column's records (:func:`setting_facts`); every word of them, ours included, is templates/_seq2seq_settings.j2's.
+ablation. A seed with one arm is left out of the deltas and named. Words: templates/_seq2seq.md.j2, each table's template,
+and for the settings beside the paper's (:func:`seq2seq_settings`) templates/_seq2seq_settings.j2.
 """
 
 from __future__ import annotations
@@ -25,8 +23,7 @@ from ..losses.registry import variant_label
 from ..metrics import bleu_from_stats
 from ..records import choice, get, load_records, read_predictions, runs_dir
 from ._compare import Comparison, Design, compare, per_seed
-from ._pages import commits, dirty_note, page_command, shown_path
-from ._render import publish, words
+from ._pages import commits, dirty_note, page_command, publish, shown_path, words
 from ._settings import NOT_RECORDED, NOT_STATED, SPARSE, Records, Setting, pretrained_name, seeds, settings_data, shown, sparse_ks, values
 from ._verdicts import MIN_SEEDS, VerdictKind, not_tested
 
@@ -69,8 +66,7 @@ def outputs(pairs: list[Pair], runs: Path) -> Outputs:
 
 
 def corpus_bootstrap(stats_a: Any, stats_b: Any, order: int, num_samples: int, seed: int = 0) -> dict[str, float]:
-    """Paired bootstrap over examples of corpus BLEU-``order`` (b − a), as :func:`._stats.paired_bootstrap` returns it, from
-    the (examples, 2 + 2 * max_order) per-example BLEU counts of the two systems."""
+    """Paired bootstrap of corpus BLEU-``order`` (b − a) from (examples, 2 + 2 * max_order) BLEU counts, as paired_bootstrap's."""
     stats_a, stats_b = np.asarray(stats_a, dtype=np.int64), np.asarray(stats_b, dtype=np.int64)
     n, rng, deltas = stats_a.shape[0], np.random.default_rng(seed), []
     for start in range(0, num_samples, CHUNK):
@@ -187,7 +183,7 @@ class Table:
         beams = sorted(int(b) for b in get(pairs[0][0], "config.task.decode.beams"))
         rows = [self.row(pairs, by_seed, beam, metric) for beam in beams for metric in self.metrics]
         verdicts = [r["verdict"] for r in rows if r["verdict"] is not None]
-        spread = [r["delta"].sd > r["delta"].item_se for r in rows if r["paper"] is not None and r["delta"].n_seeds > 1]
+        spread = [r["delta"].sd > r["delta"].item_se for r in rows if r["paper"] is not None and r["delta"].n > 1]
         return {
             "scale": scale, "seeds": list(by_seed), "lone": lone, "record": pairs[0][0],
             "n_test": len(next(iter(by_seed.values()))[0]), "beams": beams, "rows": rows, "regime": regime(pairs),
@@ -201,8 +197,7 @@ class Table:
         }
 
     def summarise(self, results_dir: str | Path = "results") -> dict[str, Any]:
-        """The page's data: per setting its section; claims rows of the rows with a paper Δ, each also as untested at
-        scale=paper while there are no scale=paper pairs."""
+        """The page's data: per setting its section; a claims row per row with a paper Δ, also untested at scale=paper without its pairs."""
         runs = runs_dir(results_dir)
         records = load_records(runs, self.experiment)
         by_setting, lone = paired_runs(records)

@@ -12,7 +12,7 @@ from functools import partial
 from typing import Any
 
 from ..records import get
-from ._render import words
+from ._pages import words
 from ._stats import seeds_label
 
 WORDS = words("_settings.md.j2")  # the table's fixed cells and its reason cell

@@ -72,8 +72,6 @@ def seeds_label(seeds: Sequence[int]) -> str:
     return ("seed " if len(seeds) == 1 else "seeds ") + ", ".join(str(s) for s in seeds)
 
 
-# ---------------------------------------------------------------- Δ of two arms, every design
-
 @dataclass(frozen=True)
 class DeltaInterval:
     """Δ, a difference of means, with its t interval at ``confidence``, the p-value of Δ = 0, standard error, df, ``n``
@@ -112,10 +110,6 @@ class DeltaInterval:
     @property
     def interval(self) -> tuple[float, float]:
         return self.low, self.high
-
-    @property
-    def n_seeds(self) -> int:
-        return self.n
 
     @property
     def label(self) -> str:
@@ -169,14 +163,6 @@ def over_seeds(deltas: Mapping[int, float], confidence: float = 0.95, *, items: 
                      deltas=tuple(float(x) for x in d), **detail)
 
 
-def paired_t(a: Mapping[int, float], b: Mapping[int, float], alpha: float = 0.05) -> DeltaInterval:
-    """Paired t over seeds of Δ_s = a_s − b_s, as scipy.stats.ttest_rel(a, b); ``a`` and ``b`` (seed -> value) hold the same seeds."""
-    if set(a) != set(b):
-        raise ValueError(f"paired arms need the same seeds: seeds {sorted(set(a) - set(b))} only in a, "
-                         f"{sorted(set(b) - set(a))} only in b")
-    return over_seeds({s: a[s] - b[s] for s in a}, 1 - alpha)
-
-
 def paired_seed_deltas(scores: Mapping[int, tuple[Any, Any]], *, num_samples: int = 10_000,
                        bootstrap: Callable[[Any, Any], dict[str, float]] | None = None) -> DeltaInterval:
     """Δ = B − A per seed from ``scores`` (seed -> (A's per-item scores, B's)) with its :func:`paired_bootstrap`, or
@@ -201,8 +187,6 @@ def unpaired(a: Mapping[int, float], b: Mapping[int, float], confidence: float =
     return _interval(float(np.mean(vb) - np.mean(va)), se, df, n, confidence, f"Welch (n={len(vb)}, {len(va)})",
                      seeds=seeds_a, seeds_b=seeds_b)
 
-
-# ---------------------------------------------------------------- trends
 
 @dataclass(frozen=True)
 class LinearTrend:
@@ -231,8 +215,6 @@ class LinearTrend:
             return math.nan, math.nan
         return _t_interval(self.slope, float(stats.linregress(self.x, self.y).stderr), self.n_points - 2, self.confidence)
 
-
-# ---------------------------------------------------------------- equivalence and grids
 
 class EquivalenceKind(Enum):
     EQUIVALENT = "equivalent"

@@ -1,11 +1,9 @@
 """Any sweep as a table and a plot: ``python -m softmax_zoo.reports sweep <folder | experiment | multirun folder>``.
 
-The argument names the records (:func:`find_records`). The swept keys are the command-line overrides whose value
-differs between records, but for the seed and the keys that change nothing a run computes (:func:`computes_nothing`).
-Seeds are pooled: a cell is the mean ± 95% Student-t interval over the n runs of one swept value. Each task gets its own
-table and plot, its primary metric (or ``metric=``) first; diagnostics join the table only with ``diagnostics=true``. A
-swept ``loss`` keeps its config name in the table (what to type to rerun it) and is labelled by its variant below it
-and in the legend. The words are templates/sweep.md.j2's.
+Seeds are pooled: a cell is the mean ± 95% Student-t interval over the n runs of one value of the swept keys
+(:func:`swept_keys`). Each task gets its own table and plot (:func:`section`). A swept ``loss`` keeps its config name in
+the table (what to type to rerun it) and is labelled by its variant below it and in the legend (:func:`loss_labels`).
+The words are templates/sweep.md.j2's.
 """
 
 from __future__ import annotations
@@ -23,8 +21,7 @@ from ..config import CHOICE_GROUPS, CONFIG_DIR, SCRATCH_DIR, name_exclude_keys, 
 from ..losses.registry import variant_label
 from ..preflight import EXTENDS_A_RUN
 from ..records import get, load_records, runs_dir, write_text
-from ._pages import line_plot, provenance
-from ._render import render
+from ._pages import line_plot, provenance, render
 from ._stats import mean_ci
 
 POOLED = ("seed",)  # keys pooled over, never a swept value
@@ -38,10 +35,9 @@ RESULTS_DIRS = ("results", SCRATCH_DIR)  # where an experiment's records are loo
 
 
 def find_records(target: str, results_dirs: Sequence[str | Path] = RESULTS_DIRS) -> list[dict[str, Any]]:
-    """The records ``target`` names: a folder of records (``scratch/runs/default``), an experiment
-    (``<results_dir>/runs/<experiment>``, in the first of ``results_dirs`` holding it), or a Hydra multirun folder
-    (``multirun/2025-01-01/12-00-00``: the records whose ``job.sweep_dir`` it is, where its jobs wrote them).
-    Raises FileNotFoundError, listing where it looked, if nothing matches."""
+    """The records ``target`` names: a folder of records, an experiment (``<results_dir>/runs/<experiment>``, in the first of
+    ``results_dirs`` holding it), or a Hydra multirun folder (the records whose ``job.sweep_dir`` it is, where its jobs wrote
+    them). Raises FileNotFoundError, listing where it looked, if nothing matches."""
     path = Path(target)
     if path.is_dir() and any(path.glob("*.json")):
         return load_records(path)
@@ -94,8 +90,7 @@ def computes_nothing(key: str) -> bool:
 
 
 def swept_keys(records: Sequence[dict[str, Any]]) -> list[str]:
-    """Override keys whose value is not the same in every record, in first-seen order; pooled keys and
-    keys that change nothing a run computes (:func:`computes_nothing`) aside."""
+    """Override keys whose value differs between records, in first-seen order, but for :data:`POOLED` and :func:`computes_nothing`'s."""
     per_run = [overrides(r) for r in records]
     keys = list(dict.fromkeys(k for o in per_run for k in o))
     return [k for k in keys if k not in POOLED and not computes_nothing(k) and len({o.get(k) for o in per_run}) > 1]
@@ -117,14 +112,8 @@ def metric_names(records: Sequence[dict[str, Any]]) -> list[str]:
     return sorted(names, key=lambda k: (not k.startswith("test/"), not k.startswith("val/"), k))
 
 
-def is_diagnostic(name: str) -> bool:
-    """Whether the metric ``name`` is a diagnostic (:data:`DIAGNOSTIC`), not a score."""
-    return DIAGNOSTIC.search(name) is not None
-
-
 def _declared_metric(record: dict[str, Any]) -> tuple[str, bool | None] | None:
-    """``(primary_metric, metric_higher_is_better)`` of the record's task: its config, else (a record written before
-    the task configs declared it) configs/task/<task>.yaml."""
+    """``(primary_metric, metric_higher_is_better)`` of the record's task config, else (an older record) of configs/task/<task>.yaml."""
     task = get(record, "config.task") or {}
     if task.get("primary_metric") is None and task.get("name"):
         path = Path(CONFIG_DIR) / "task" / f"{task['name']}.yaml"
@@ -180,30 +169,25 @@ def _shown(key: str, value: str | None, record: dict[str, Any]) -> str | None:
 
 
 def loss_labels(records: Sequence[dict[str, Any]]) -> dict[str, str]:
-    """The registered label of each swept loss by its config name, ``{"sparse_softmax": "sparse"}``; empty when the
-    loss is not swept."""
+    """The registered label of each swept loss by its config name, ``{"sparse_softmax": "sparse"}``; empty if not swept."""
     if "loss" not in swept_keys(records):
         return {}
     return {name: _shown("loss", name, runs[0]) for (name,), runs in grouped(records, ["loss"]).items() if name is not None}
 
 
 def sweep_table(records: Sequence[dict[str, Any]], names: Sequence[str] | None = None) -> tuple[list[str], list[list[Any]]]:
-    """Header and rows: one row per combination of swept values, n, then the mean ± 95% interval of each metric
-    of ``names`` (default: every metric, :func:`metric_names`)."""
+    """Header and rows: per combination of swept values, n and the mean ± 95% interval of each of ``names`` (default: every metric)."""
     keys, names = swept_keys(records), list(metric_names(records) if names is None else names)
     rows = []
     for values, runs in grouped(records, keys).items():
-        cells = [
-            _cell([_number(r["metrics"][m]) for r in runs if m in r["metrics"]], len(runs)) if any(m in r["metrics"] for r in runs) else "—"
-            for m in names
-        ]
+        cells = [_cell([_number(r["metrics"][m]) for r in runs if m in r["metrics"]], len(runs))
+                 if any(m in r["metrics"] for r in runs) else "—" for m in names]
         rows.append([*("—" if v is None else v for v in values), len(runs), *cells])
     return [*keys, "n", *names], rows
 
 
 def sweep_plot(records: Sequence[dict[str, Any]], metric: str, path: Path) -> Path | None:
-    """``metric`` (mean ± 95% interval over seeds) against the first numeric swept key, one line per value of the
-    other swept keys; None if no key is numeric."""
+    """``metric`` (mean ± 95% interval) against the first numeric swept key, a line per value of the others; None if none is numeric."""
     keys = swept_keys(records)
     numeric = [k for k in keys if all(_number(overrides(r).get(k)) is not None for r in records if k in overrides(r))]
     if not numeric:
@@ -230,10 +214,10 @@ def section(records: Sequence[dict[str, Any]], metric: str | None = None, diagno
     the first that is not a diagnostic. Raises ValueError if ``metric`` is not a metric of the records."""
     names, primary, task = metric_names(records), primary_metric(records), task_of(records[0])
     if metric is None:
-        metric = primary[0] if primary else next((m for m in names if not is_diagnostic(m)), names[0] if names else None)
+        metric = primary[0] if primary else next((m for m in names if not DIAGNOSTIC.search(m)), names[0] if names else None)
     elif metric not in names:
         raise ValueError(f"metric={metric!r} is not a metric of these records{f' (task {task})' if task else ''}; they have {names}")
-    columns = ([metric] if metric else []) + [m for m in names if m != metric and (diagnostics or not is_diagnostic(m))]
+    columns = ([metric] if metric else []) + [m for m in names if m != metric and (diagnostics or not DIAGNOSTIC.search(m))]
     header, rows = sweep_table(records, columns)
     return {"task": task, "runs": len(records), "swept": swept_keys(records), "metric": metric,
             "primary": primary is not None and primary[0] == metric, "higher": primary[1] if primary else None,

@@ -39,7 +39,7 @@ class Verdict:
 
 def _words(macro: str, *args: Any, **data: Any) -> str:
     """templates/_verdicts.j2's ``macro`` filled with ``args`` and ``data``."""
-    from ._render import words  # _render's filters are built on this module
+    from ._pages import words  # _pages builds its filters on this module
 
     return str(getattr(words("_verdicts.j2"), macro)(*args, **data))
 

@@ -1,12 +1,17 @@
 """Sparse-softmax Fig. 1 and Fig. 2 (Sun et al. 2021): results/fig2.md, fig2.png, fig1.png and their claims rows.
 
 From the records of ``fig2_<task>`` (``make reproduce-fig2``) and ``fig2_finetune_<task>``: per task the full softmax and
-sparse-softmax at each k of the grid, one run per seed. :func:`summarise` gathers the page's data (the claims of
-:mod:`._fig2_claims`), templates/fig2.md.j2 holds its words. Build: ``python -m softmax_zoo.reports fig2``.
+sparse-softmax at each k of the grid, one run per seed. Arms of one seed share initialisation and data order
+(tests/classification/test_pairing.py), so every comparison is paired by seed; claims over the grid of k are decided on
+Holm-adjusted intervals, "stable in k" by TOST against :data:`STABLE`'s margin (:class:`._compare.Grid`).
+Words: templates/fig2.md.j2, and the figures' templates/_fig2_figures.j2. Build: ``python -m softmax_zoo.reports fig2``.
 """
 
 from __future__ import annotations
 
+import math
+import re
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -14,16 +19,22 @@ import numpy as np
 from omegaconf import OmegaConf
 
 from ..config import CONFIG_DIR
-from ..losses.registry import variant_title
-from ..records import choice, get, load_records, runs_dir, seeds_of
-from ._fig2_claims import F1, PAPER_F1, PAPER_K, STABLE, Groups, best_k, group_runs, metric, speed_claim, task_claims
-from ._fig2_plots import SMOOTH, fig1_data, plot_fig1, plot_fig2
-from ._pages import commits, page_command, shown_path, write_page
-from ._render import render_page, words
+from ..losses.registry import variant_label, variant_title
+from ..records import choice, get, group_by, load_records, runs_dir, seeds_of
+from ._compare import Comparison, Design, Grid, compare, compare_values, per_seed
+from ._pages import bench_group, commits, page_command, publish, pyplot, save_figure, shown_path, words
 from ._settings import NOT_STATED, Setting, pretrained_name, seeds, settings_data, shown, sparse_ks, values
-from ._stats import mean, mean_ci
+from ._stats import DeltaInterval, mean, mean_ci, over_seeds
 from ._verdicts import MIN_SEEDS, VerdictKind
 
+Groups = dict[tuple, list[dict[str, Any]]]  # arm, ("softmax", None) or ("sparse", k) -> its records, one per seed
+F1 = "test/micro_f1"
+PAPER_K = 20  # Sun et al. 2021, Fig. 2: the best k with ~100+ classes, the k of its Fig. 1
+PAPER_F1 = {"iflytek": 60.7, "clinc_oos": 96.1}  # Sun et al. 2021, Fig. 2: micro-F1 at k=20
+# scripts/bench_losses.py (`make bench`) times sparse_softmax_cross_entropy beside softmax_cross_entropy and F.cross_entropy
+BENCH_FILE = "bench_losses_cpu.md"  # under results_dir; its data is the .json beside it
+BENCH_GROUP = "cross-entropy ("
+SPARSE_ROW, SOFTMAX_ROW, TORCH_ROW = "sparse_softmax_cross_entropy", "softmax_cross_entropy", "F.cross_entropy"
 EXPERIMENT_PREFIX = "fig2_"
 FINETUNE_PREFIX = "fig2_finetune_"  # make reproduce-fig2-finetune
 TASK_NAMES = {"clinc_oos": "OOS-eval (CLINC150)", "iflytek": "IFLYTEK", "wos": "WoS"}  # as the paper names them
@@ -33,6 +44,128 @@ METRICS = (F1, "val/micro_f1", "test/in_scope_accuracy", "test/target_in_topk") 
 # The claims of the paper's text that no fig2 run decides: (kind, ledger id); templates/fig2.md.j2 words them.
 TEXT_CLAIMS = (("rcv1", "fig1-convergence-rcv1"), ("margin", "sparse-margin-log-n-1"), ("sota", "sparse-sota-k20"),
                ("simpler", "sparse-simpler"))
+SMOOTH = 25  # moving-average window (steps) of the bold fig1 curves
+WORDS = words("_fig2_figures.j2", paper_k=PAPER_K, smooth=SMOOTH)
+
+
+def group_runs(records: list[dict[str, Any]]) -> dict[str, Groups]:
+    """task name -> arm -> records; the arm from the record's loss choice and k."""
+    return {task: {(variant_label(loss), k): rs for (loss, k), rs in group_by(runs, ["choices.loss", "config.loss.k"]).items()}
+            for (task,), runs in group_by(records, ["config.task.name"]).items()}
+
+
+def points(name: str):
+    """A record's metric ``name`` (e.g. "test/micro_f1") in points (x100), None without it."""
+    return lambda r: 100 * r["metrics"][name] if name in r["metrics"] else None
+
+
+def metric(runs: list[dict[str, Any]], name: str) -> list[float]:
+    """``name`` of each run in points, in record order, runs lacking it left out."""
+    return list(per_seed(runs, points(name), partial=True).values())
+
+
+def val_curve(r: dict[str, Any]) -> dict[float, float]:
+    """epoch -> validation micro-F1 (points) of a run that evaluated each epoch (``train.eval_each_epoch``); else empty."""
+    return {h["epoch"]: 100 * h["val/micro_f1"] for h in r.get("history", []) if "val/micro_f1" in h}
+
+
+def jitter(r: dict[str, Any]) -> float | None:
+    """Mean |loss_t - loss_(t-1)| over mean loss, how ragged the run's training curve is (None without one)."""
+    loss = np.asarray(r.get("train_loss", {}).get("loss", []), dtype=np.float64)
+    return float(np.abs(np.diff(loss)).mean() / loss.mean()) if len(loss) > 1 and loss.mean() > 0 else None
+
+
+def grid_ks(groups: Groups) -> list[int]:
+    return sorted(k for kind, k in groups if kind == "sparse")
+
+
+def best_k(groups: Groups) -> int | None:
+    return max(grid_ks(groups), key=lambda k: mean(metric(groups[("sparse", k)], F1)), default=None)
+
+
+by_seed = partial(Comparison, design=Design.PAIRED_BY_SEED, partial=True)  # arms of one seed share initialisation and data
+VS_SOFTMAX = by_seed("softmax", "sparse-softmax k", points(F1))
+VS_K20 = by_seed("sparse-softmax k", f"sparse-softmax k={PAPER_K}", points(F1))
+# "stable in its hyperparameter k" (Sun et al. 2021): the paper states no margin, so the margin (micro-F1 points) is ours
+STABLE = by_seed(f"sparse-softmax k={PAPER_K}", "sparse-softmax k", points(F1), margin=1.0,
+                 margin_source="ours, 1 micro-F1 point; the paper states no margin for \"stable\"")
+FASTER = by_seed("softmax", f"sparse-softmax k={PAPER_K}", lambda r: next(iter(val_curve(r).values()), None))  # after epoch 1
+SMOOTHER = by_seed("softmax", f"sparse-softmax k={PAPER_K}", jitter)
+
+
+def regime(groups: Groups) -> float | None:
+    """The mean share (points) of test targets inside the top-k of the k=20 runs; None unless every one measured it."""
+    runs = groups.get(("sparse", PAPER_K), [])
+    shares = metric(runs, "test/target_in_topk")
+    return mean(shares) if runs and len(shares) == len(runs) else None
+
+
+def grid_rows(grid: Grid, direction: int = 1) -> tuple[Any, list[dict[str, Any]]]:
+    """(the grid's verdict, one row per key: Δ, raw 95% interval, p, Holm-adjusted interval and p, seeds)."""
+    found, holm = grid.decide(direction)
+    rows = [{"k": key, "delta": c.delta.delta, "raw": c.delta.interval, "p": c.delta.p_value, "n": c.delta.n,
+             "holm": holm[key].interval if holm else None, "p_holm": holm[key].p_value if holm else None,
+             "level": holm[key].confidence if holm else None} for key, c in grid.compared.items()]
+    return found, rows
+
+
+def task_claims(task: str, groups: Groups, *, finetuned: bool = False) -> list[dict[str, Any]]:
+    """One task's rows where their arms ran (k=20 against softmax, a wide range of k, Fig. 1's convergence, k=20 best,
+    stable in k, the paper's micro-F1), each with the seeds its comparison paired."""
+    soft, sparse = groups.get(("softmax", None)), {k: groups[("sparse", k)] for k in grid_ks(groups)}
+    k20, others, tag = sparse.get(PAPER_K), [k for k in sparse if k != PAPER_K], "finetune-" if finetuned else ""
+    means = {k: mean(metric(runs, F1)) for k, runs in sparse.items()}
+    rows = []
+    if soft and sparse:
+        grid = Grid({k: compare(VS_SOFTMAX, soft, runs) for k, runs in sparse.items()})
+        found, deltas = grid_rows(grid)
+        rows.append({"kind": "robust-k", "id": f"fig2-{tag}robust-k-{task}", "ks": list(sparse), "means": means, "deltas": deltas,
+                     "seeds": grid.seeds, "verdict": found})
+        if k20:
+            c = grid.compared[PAPER_K]
+            rows.append({"kind": "k20-vs-softmax", "id": f"fig2-{tag}k20-vs-softmax-{task}", "delta": c.delta, "method": c.method,
+                         "row": deltas[list(sparse).index(PAPER_K)], "seeds": list(c.delta.seeds), "verdict": c.verdict(direction=1)})
+            rows.append({"kind": "convergence", "id": f"fig1-{tag}convergence-{task}", "seeds": list(c.delta.seeds),
+                         "faster": convergence(FASTER, soft, k20, +1), "smoother": convergence(SMOOTHER, soft, k20, -1, digits=3)})
+    if k20 and others:
+        found, deltas = grid_rows(best := Grid({k: compare(VS_K20, sparse[k], k20) for k in others}))
+        rows.append({"kind": "k20-best", "id": f"fig2-{tag}k20-best-{task}", "best": best_k(groups), "means": means,
+                     "k20": mean_ci(metric(k20, F1)), "seeds": best.seeds, "deltas": deltas, "verdict": found})
+        stable = Grid({k: compare(STABLE, k20, sparse[k]) for k in others})
+        rows.append({"kind": "stable-k", "id": f"fig2-{tag}stable-k-{task}", "seeds": stable.seeds, "margin": STABLE.margin,
+                     "tost": {k: c.equivalence() for k, c in stable.compared.items()}, "verdict": stable.decide()[0]})
+    if k20 and task in PAPER_F1:
+        in_scope = metric(k20, "test/in_scope_accuracy")
+        rows.append({"kind": "f1", "id": f"fig2-{tag}{task}-f1", "paper": PAPER_F1[task], "k20": mean(metric(k20, F1)),
+                     "in_scope": mean(in_scope) if in_scope else None, "seeds": sorted(r["seed"] for r in k20)})
+    return [{"task": task, "finetuned": finetuned, "regime": regime(groups), "source": "fig2"} | row for row in rows]
+
+
+def convergence(spec: Comparison, soft: list[dict[str, Any]], k20: list[dict[str, Any]], direction: int,
+                digits: int = 2) -> dict[str, Any] | None:
+    """Fig. 1's "faster" or "smoother": each arm's mean over the seeds both have and the verdict on the paired Δ (k=20 −
+    softmax); None when no seed has it in both arms."""
+    a, b = (per_seed(runs, spec.metric, partial=True) for runs in (soft, k20))
+    if not a.keys() & b.keys():
+        return None
+    c = compare_values(spec, a, b)
+    return {"softmax": mean([a[s] for s in c.delta.seeds]), "sparse": mean([b[s] for s in c.delta.seeds]), "delta": c.delta,
+            "verdict": c.verdict(direction=direction, digits=digits)}
+
+
+def speed_claim(results_dir: str | Path) -> dict[str, Any]:
+    """The title's "Faster": the times (ms) of the sparse, softmax and torch losses in ``<results_dir>/bench_losses_cpu.json``'s
+    cross-entropy group, its shape and the load at the start; ``sparse`` is None without a sparse-vs-softmax timing."""
+    group, report = bench_group((Path(results_dir) / BENCH_FILE).with_suffix(".json"), BENCH_GROUP)
+    times = {r["variant"]: r["ms"] for r in group.get("rows", ())}
+    sparse = next((name for name in times if name.startswith(SPARSE_ROW)), None)
+    row = {"kind": "speed", "id": "sparse-faster-timing", "source": "fig2", "bench": BENCH_FILE, "paper_k": PAPER_K}
+    if sparse is None or SOFTMAX_ROW not in times:
+        return row | {"sparse": None}
+    shape, k = re.search(r"\((.*)\)", group["title"]), re.search(r"k=(\d+)", sparse)
+    return row | {"sparse": sparse, "softmax": SOFTMAX_ROW, "torch": TORCH_ROW if TORCH_ROW in times else None, "times": times,
+                  "shape": shape.group(1) if shape else group["title"], "load": report.get("load_average", {}).get("start"),
+                  "k": int(k.group(1)) if k else None}
 
 
 def task_name(task: str) -> str:
@@ -141,4 +274,120 @@ def build(results_dir: str | Path = "results", out: str | Path | None = None) ->
     data, out = summarise(results_dir), Path(out or results_dir)
     plot_fig2(data["tasks"], out / "fig2.png")
     plot_fig1(data["fig1"], out / "fig1.png")
-    write_page(out, "fig2", *render_page("fig2.md.j2", data))
+    publish(out, "fig2", data)
+
+
+def _k_axis(ax: Any, ks: list[int]) -> None:
+    ax.set(xscale="log", xticks=ks, xticklabels=[str(k) for k in ks], xlabel=WORDS.k_axis)
+    ax.minorticks_off()
+    ax.grid(True, alpha=0.3)
+
+
+def _half(interval: tuple[float, float] | None, centre: float) -> list[float]:
+    """[below, above] ``centre`` of an interval, for an error bar (0 where there is none)."""
+    if interval is None or any(math.isnan(x) for x in interval):
+        return [0.0, 0.0]
+    return [centre - interval[0], interval[1] - centre]
+
+
+def plot_fig2(tasks: list[dict[str, Any]], path: Path) -> None:
+    """Per task (:func:`.fig2.task_data`), top: test micro-F1 against k, the softmax baseline as a band; bottom: the
+    paired Δ = sparse k − softmax against k, its 95% paired t and Holm-adjusted intervals, and a line at 0."""
+    fig, axes = pyplot().subplots(2, len(tasks), figsize=(4.6 * len(tasks) + 3.4, 7.6), squeeze=False)
+    text = WORDS.fig2
+    for col, task in enumerate(tasks):
+        top, bottom = axes[0][col], axes[1][col]
+        sparse = [r for r in task["rows"] if r["kind"] == "sparse"]
+        ks, stats = [r["k"] for r in sparse], [mean_ci(r[F1]) for r in sparse]
+        top.errorbar(ks, [s[0] for s in stats], yerr=[0 if math.isnan(s[1]) else s[1] for s in stats], marker="o", capsize=3,
+                     label=text["sparse"])
+        if task["baseline"]:  # the softmax arm's mean and 95% half-width
+            m, h = task["baseline"][0], np.nan_to_num(task["baseline"][1])
+            top.axhline(m, color="gray", label=text["softmax"])
+            top.axhspan(m - h, m + h, color="gray", alpha=0.25)
+        _k_axis(top, ks)
+        top.set(ylabel=text["ylabel"], title=task["name"])
+        if paired := task["paired"]:
+            pk, delta = [r["k"] for r in paired], np.array([r["delta"] for r in paired])
+            holm = np.array([_half(r["holm"], r["delta"]) for r in paired]).T
+            raw = np.array([_half(r["raw"], r["delta"]) for r in paired]).T
+            bottom.errorbar(pk, delta, yerr=holm, fmt="none", ecolor="C1", elinewidth=6, alpha=0.35, label=text["holm"])
+            bottom.errorbar(pk, delta, yerr=raw, marker="o", color="C0", capsize=3, label=text["raw"])
+            bottom.axhline(0.0, color="black", linewidth=1.0, label=text["zero"])
+            _k_axis(bottom, pk)
+        bottom.set_ylabel(text["delta"])
+        bottom.set_title(text["paired"], fontsize=10)
+    for ax in axes[:, -1]:  # one legend per row, right of the last column, where it hides no error bar
+        if ax.lines or ax.collections:
+            ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.02, 1.0))
+    save_figure(fig, path)
+
+
+ARMS = {  # fig1's arms: (group, label, colour, line style, marker); distinct styles keep overlapping curves visible
+    "softmax": (("softmax", None), "softmax", "C0", "-", "o"),
+    "sparse": (("sparse", PAPER_K), f"sparse-softmax k={PAPER_K}", "C3", "--", "s"),
+}
+
+
+def epoch_deltas(a: list[dict[str, Any]], b: list[dict[str, Any]]) -> list[tuple[float, DeltaInterval]]:
+    """Per epoch both arms evaluated, in order: Δ = B − A of validation micro-F1 (points), paired t over the seeds both have."""
+    curves = [{r["seed"]: c for r in runs if (c := val_curve(r))} for runs in (a, b)]
+    seeds = sorted(curves[0].keys() & curves[1].keys())
+    epochs = sorted(set.intersection(*(set(c[s]) for c in curves for s in seeds))) if seeds else []
+    return [(e, over_seeds({s: curves[1][s][e] - curves[0][s][e] for s in seeds})) for e in epochs]
+
+
+def fig1_data(groups: Groups) -> dict[str, Any]:
+    """Per arm of :data:`ARMS` in ``groups``: each run's (epoch, validation micro-F1) curve, the seed count, the training loss
+    per step averaged over the runs (up to the shortest); "paired": :func:`epoch_deltas` of k=20 against softmax."""
+    out: dict[str, Any] = {}
+    for arm, (key, *_) in ARMS.items():
+        if key in groups:
+            losses = [r["train_loss"] for r in groups[key] if r.get("train_loss", {}).get("loss")]
+            n = min(len(c["loss"]) for c in losses)
+            out[arm] = {"curves": [list(c.items()) for r in groups[key] if (c := val_curve(r))], "seeds": len(groups[key]),
+                        "steps": np.asarray(losses[0]["step"][:n]), "loss": np.mean([c["loss"][:n] for c in losses], axis=0)}
+    out["paired"] = epoch_deltas(groups[ARMS["softmax"][0]], groups[ARMS["sparse"][0]]) if len(out) == 2 else []
+    return out
+
+
+def plot_fig1(tasks: dict[str, dict[str, Any]], path: Path) -> None:
+    """Per task (its name -> :func:`fig1_data`), top: validation micro-F1 per epoch (mean bold, each seed thin); middle:
+    its paired Δ (k=20 − softmax) per epoch with its 95% paired t interval; bottom: each arm's own training loss."""
+    fig, axes = pyplot().subplots(3, len(tasks), figsize=(5.0 * len(tasks) + 3.2, 11.0), squeeze=False)
+    text = WORDS.fig1
+    for col, (name, arms) in enumerate(tasks.items()):
+        top, middle, bottom = axes[0][col], axes[1][col], axes[2][col]
+        if paired := arms.get("paired"):
+            epochs, deltas = [e for e, _ in paired], [d for _, d in paired]
+            yerr = np.array([_half((d.low, d.high), d.delta) for d in deltas]).T
+            middle.errorbar(epochs, [d.delta for d in deltas], yerr=yerr, marker="s", color="C3", capsize=3, label=text["paired"])
+            middle.axhline(0.0, color="black", linewidth=1.0, label=text["zero"])
+        middle.set_title(text["middle"], fontsize=10)
+        middle.set(xlabel="epoch", ylabel=text["delta"])
+        middle.grid(True, alpha=0.3)
+        for arm, (_, label, color, style, marker) in ARMS.items():
+            if arm not in arms:
+                continue
+            curves, steps, loss = arms[arm]["curves"], arms[arm]["steps"], arms[arm]["loss"]
+            for curve in curves:
+                top.plot(*zip(*curve), color=color, linestyle=style, linewidth=0.8, alpha=0.45, zorder=2)
+            if curves:  # the mean over seeds, truncated to the shortest run
+                n = min(map(len, curves))
+                top.plot([e for e, _ in curves[0][:n]], [float(np.mean([c[i][1] for c in curves])) for i in range(n)], color=color,
+                         linestyle=style, marker=marker, linewidth=2.0, zorder=3, label=str(WORDS.mean(label, len(curves))))
+            bottom.plot(steps, loss, color=color, alpha=0.3, linewidth=0.7, zorder=2)
+            window = max(1, min(SMOOTH, len(loss)))
+            smooth = np.convolve(loss, np.ones(window) / window, mode="valid")
+            lag = (len(steps) - len(smooth)) // 2  # centre each window on its middle step
+            bottom.plot(steps[lag:lag + len(smooth)], smooth, color=color, linestyle=style, linewidth=1.8, zorder=3,
+                        label=str(WORDS.loss(label, arms[arm]["seeds"])))
+        top.set(title=str(WORDS.top(name)), xlabel="epoch", ylabel=text["ylabel"])
+        top.grid(True, alpha=0.3)
+        bottom.set_title(text["bottom"], fontsize=10)
+        bottom.set(xlabel=text["step"], ylabel=text["loss"], yscale="log")
+        bottom.grid(True, which="both", alpha=0.3)
+    for ax in axes[:, -1]:  # one legend per row, right of the last column, where it hides no curve
+        if ax.lines:
+            ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.02, 1.0))
+    save_figure(fig, path)

@@ -3,26 +3,48 @@
 Two settings, each a set of records: ``kernel_bias`` (``make reproduce-kernel-bias``) and ``kernel_bias_paper``
 (``make reproduce-kernel-bias-paper``, a paper-like setting of ours). Per setting the same LSTM is trained with the
 sampled head for each sampler x m and once with the full softmax; compared is the final full-softmax validation loss
-(nats/token). templates/kernel_bias.md.j2 holds the page's words, templates/_lm_figures.j2 its figures'.
+(nats/token). The rows are decided from one setting's runs and diagnostics (one function per row), the O(D log n) row
+from the losses benchmark. templates/kernel_bias.md.j2 holds the page's words and rules, templates/_lm_figures.j2 its figures'.
 """
 
 from __future__ import annotations
 
+import json
 import math
+import re
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from ..records import get, load_records, runs_dir, seeds_of
-from . import _kernel_bias_claims as claims
-from ._compare import Design
-from ._kernel_bias_claims import DIAGNOSTICS as DIAGNOSTICS  # where studies.sampler_bias writes what this page reads
-from ._kernel_bias_claims import EXPERIMENT, KERNELS, PAPER_SETTING, SAMPLERS, cells, diagnostics, log_curve, ordered, sampler_name
-from ._pages import commits, line_plot, page_command, pyplot, save_figure, shown_path
-from ._render import publish, words
+from scipy import stats
+
+from ..records import choice, get, load_records, runs_dir, seeds_of
+from ._compare import Comparison, Design, Grid, compare, per_seed
+from ._pages import bench_group, commits, dirty_note, line_plot, page_command, publish, pyplot, save_figure, shown_path, words
 from ._settings import NOT_STATED, Records, Setting, joined, seeds, settings_data
 from ._stats import mean
-from ._verdicts import MIN_SEEDS, no_interval_verdict
+from ._verdicts import MIN_SEEDS, VerdictKind, no_interval_verdict, verdict
 
+EXPERIMENT = "kernel_bias"  # the page's name and our setting's experiment
+PAPER_SETTING = "kernel_bias_paper"  # the paper-like setting's experiment (ours): no output bias, plain SGD, 1,200 steps
+SAMPLERS = ("uniform", "unigram", "quadratic", "quadratic_centred", "softmax")  # the page's sampler order, others after
+KERNELS = ("quadratic", "quadratic_centred")
+DIAGNOSTICS = Path("diagnostics") / "sampler_bias"  # under results_dir: the fixed-checkpoint diagnostics' JSON files
+FEW_SAMPLES = (10, 50)  # the review's m ≈ 10–50
+FEWER_SAMPLES = 10.0  # the paper: one to two orders of magnitude (10-100x) fewer samples than uniform
+# Under results_dir: the page of `scripts/bench_losses.py --only "tree sampling time vs C"`; its data is the .json beside it.
+BENCH_FILE = "bench_losses_cpu_tree-sampling-time-vs-c.md"
+BENCH_SECTION = "sampled softmax: tree sampling time vs C"
+VAL_LOSS = "metrics.val/loss"
+# "Comparable to full softmax": validation perplexity within 10% either way. Arms are paired by seed: set_seed(seed)
+# precedes the model's construction, which draws the embedding and the LSTM before the head (models/lstm_lm.py), and
+# every run reads the same training stream in order.
+COMPARABLE = Comparison("full softmax", "quadratic", VAL_LOSS, Design.PAIRED_BY_SEED, margin=math.log(1.10),
+                        margin_source="ours: the review gives no tolerance for \"comparable\"; perplexity within 10% either way")
+FLAT_GAIN = 0.05  # nats per doubling of m: ours, about the exact softmax sampler's spread over m in our setting (0.06)
+DESIGN_IDS = ("kernel-design-last-hidden-layer", "kernel-design-sampling-only", "kernel-design-partition-function")
+ADAPTS = ("quadratic", "uniform")  # the samplers the adapts-low-bias row sets side by side
+Cells = dict[str | None, dict[int, list[dict[str, Any]]]]  # sampler (None: the full softmax, m 0) -> m -> its records
 # The full-softmax learning rates compared for the paper-like setting's plain SGD (ours; 300 steps each); no record keeps
 # them. The chosen rate, 20, is the grid's largest: a larger rate was not tried.
 SGD_RATE_GRID = (1, 10, 20)
@@ -33,6 +55,216 @@ FIGURE = words("_lm_figures.j2")
 STYLES = {"uniform": ("o", ":", "Blues"), "unigram": ("s", "-.", "Purples"), "quadratic": ("^", "--", "Oranges"),
           "quadratic_centred": ("v", "-", "Greens"), "softmax": ("D", (0, (5, 1, 1, 1)), "Greys")}
 SHIFT = 0.1  # octaves between neighbouring samplers' points along the log-m axis, centred on the true m
+
+
+def sampler_name(record: dict[str, Any]) -> str | None:
+    """"uniform" / "unigram" / "quadratic" / "softmax" for a sampled run, None for the full softmax."""
+    return choice(record, "sampler") if choice(record, "loss") == "sampled_softmax" else None
+
+
+def ordered(names: Iterable[str]) -> list[str]:
+    """``names`` in the page's sampler order (:data:`SAMPLERS`), others after by name."""
+    return sorted(set(names), key=lambda name: (SAMPLERS.index(name) if name in SAMPLERS else len(SAMPLERS), name))
+
+
+def cells(records: list[dict[str, Any]]) -> Cells:
+    out: Cells = {}
+    for r in records:
+        name = sampler_name(r)
+        out.setdefault(name, {}).setdefault(0 if name is None else int(r["config"]["loss"]["num_samples"]), []).append(r)
+    return out
+
+
+def values(by: Cells) -> tuple[list[float], dict[str, dict[int, list[float]]]]:
+    """(full-softmax validation losses over seeds, sampler -> m -> validation losses over seeds)."""
+    found = {name: {m: list(per_seed(rs, VAL_LOSS).values()) for m, rs in per_m.items()} for name, per_m in by.items()}
+    return found.pop(None, {}).get(0, []), found  # type: ignore[return-value]
+
+
+def mean_gaps(by: Cells) -> dict[str, dict[int, float]]:
+    """sampler -> m -> its gap: its mean validation loss over seeds minus the full softmax's."""
+    full, grid = values(by)
+    return {name: {m: mean(v) - mean(full) for m, v in per_m.items()} for name, per_m in grid.items()}
+
+
+def row(kind: str, name: str, experiment: str, **data: Any) -> dict[str, Any]:
+    """A ledger row of one setting: its kind, its id (``-paper-like`` in the paper-like setting), its data."""
+    paper_setting = experiment == PAPER_SETTING
+    return {"kind": kind, "id": f"kernel-bias-{name}" + ("-paper-like" if paper_setting else ""), "paper_setting": paper_setting,
+            "source": EXPERIMENT, **data}
+
+
+def finding(by: Cells, kernel: str, experiment: str) -> dict[str, Any]:
+    """The 10-100x claim for ``kernel``: per uniform point (m_u, gap_u) the ratio m_u / m_k, m_k the smallest ``kernel``
+    m reaching gap_u; the uniform m it never reaches; the m where another sampler beat the quadratic kernel; the
+    seed-aware verdict (:func:`fewer_samples`), or None: the largest ratio decides nothing."""
+    gaps = mean_gaps(by)
+    reached = {m_u: min((m for m, g in gaps[kernel].items() if g <= gap_u), default=None)
+               for m_u, gap_u in sorted(gaps.get("uniform", {}).items())}
+    ratios = {m_u: m_u / m_k for m_u, m_k in reached.items() if m_k is not None}
+    m_best = max(ratios, key=ratios.get, default=None)
+    winners = {m: min((s for s in gaps if s not in ("softmax", "quadratic_centred") and m in gaps[s]), key=lambda s: gaps[s][m])
+               for m in gaps.get("quadratic", {})}
+    rivals = {rival: [m for m in sorted(winners) if winners[m] == rival] for rival in gaps if rival not in ("softmax", *KERNELS)}
+    return row("fewer", "10-100x" if kernel == "quadratic" else "centred", experiment, kernel=kernel, missing=not reached,
+               ratios=ratios, unreached=[m for m, m_k in reached.items() if m_k is None], best=ratios.get(m_best, 0.0), m_best=m_best,
+               ratio=FEWER_SAMPLES, seeds=seeds_of(r for rs in by[kernel].values() for r in rs), points=len(winners),
+               decided=fewer_samples(by, kernel, FEWER_SAMPLES), rivals={r: ms for r, ms in rivals.items() if ms and kernel == "quadratic"},
+               dirty=dirty_note([r for name in (None, kernel, "uniform") for rs in by.get(name, {}).values() for r in rs]))
+
+
+def fewer_samples(by: Cells, kernel: str, ratio: float) -> dict[str, Any] | None:
+    """"``kernel`` reaches a given bias with ``ratio``x fewer samples than uniform", over seeds: each ``kernel`` m with
+    :data:`MIN_SEEDS` seeds paired with the smallest uniform m ≥ ratio · m with as many; per pair Δ = uniform − kernel
+    validation loss, paired by seed (> 0: the kernel ends below uniform). The claim is about some bias level: supported when
+    one pair is and none contradicts, contradicted when every pair is, else inconclusive. None without such a pair."""
+    kern, uni = by.get(kernel, {}), {m: rs for m, rs in by.get("uniform", {}).items() if len(rs) >= MIN_SEEDS}
+    spec = Comparison(kernel, "uniform", VAL_LOSS, Design.PAIRED_BY_SEED)
+    pairs = [(m_k, m_u, verdict(compare(spec, kern[m_k], uni[m_u]).delta, +1, digits=3))
+             for m_k in sorted(m for m, rs in kern.items() if len(rs) >= MIN_SEEDS)
+             for m_u in [min((m for m in uni if m >= ratio * m_k), default=None)] if m_u is not None]
+    if not pairs:
+        return None
+    kinds = [v.kind for *_, v in pairs]
+    kind = (VerdictKind.SUPPORTED if VerdictKind.SUPPORTED in kinds and VerdictKind.CONTRADICTS not in kinds else
+            VerdictKind.CONTRADICTS if set(kinds) == {VerdictKind.CONTRADICTS} else VerdictKind.INCONCLUSIVE)
+    return {"kind": kind, "pairs": pairs, "seeds": seeds_of(r for name in (kernel, "uniform") for rs in by[name].values() for r in rs)}
+
+
+def review_claims(records: list[dict[str, Any]], experiment: str) -> list[dict[str, Any]]:
+    """One setting's rows of kernel against unigram and of m ≈ 10–50 (each m's Δ paired by seed)."""
+    by, seeds = cells(records), seeds_of(records)
+    if None not in by:
+        return []
+    gaps, kernel, unigram, rows = mean_gaps(by), by.get("quadratic", {}), by.get("unigram", {}), []
+    if kernel and not unigram:
+        rows.append(row("vs-unigram", "vs-unigram", experiment, seeds=seeds, missing=True))
+    elif shared := sorted(set(kernel) & set(unigram)):
+        spec = Comparison("quadratic", "unigram", VAL_LOSS, Design.PAIRED_BY_SEED)
+        deltas = {m: compare(spec, kernel[m], unigram[m]).delta for m in shared}
+        rows.append(row("vs-unigram", "vs-unigram", experiment, seeds=seeds, deltas=deltas,
+                        gaps={m: (gaps["quadratic"][m], gaps["unigram"][m]) for m in shared},
+                        wins=sum(gaps["unigram"][m] < gaps["quadratic"][m] for m in shared),
+                        verdicts={m: verdict(d, +1, digits=3) for m, d in deltas.items()},
+                        dirty=dirty_note(by[None][0] + [r for m in shared for r in kernel[m] + unigram[m]])))
+    if kernel:
+        ms = [m for m in sorted(kernel) if FEW_SAMPLES[0] <= m <= FEW_SAMPLES[1]]
+        rows.append(row("m10-50", "m10-50", experiment, seeds=seeds, ms=ms,
+                        gaps={m: (gaps["quadratic"][m], math.exp(gaps["quadratic"][m])) for m in ms}, **(comparable(by, ms) if ms else {})))
+    return rows
+
+
+def comparable(by: Cells, ms: list[int]) -> dict[str, Any]:
+    """"Comparable to full softmax" at every m of ``ms``: per m the TOST (:data:`COMPARABLE`) of Δ = quadratic − full
+    softmax validation loss, paired by seed, and one verdict that every m is equivalent (:meth:`._compare.Grid.decide`)."""
+    grid = Grid({m: compare(COMPARABLE, by[None][0], by["quadratic"][m]) for m in ms}, name="m")
+    return {"verdict": grid.decide()[0], "tests": {m: (c.equivalence(), c.delta.n) for m, c in grid.compared.items()},
+            "dirty": dirty_note(by[None][0] + [r for m in ms for r in by["quadratic"][m]])}
+
+
+def log_time_claim(results_dir: str | Path) -> dict[str, Any]:
+    """The O(D log n) row, from the benchmark's tree sampling time at the smallest and largest class count (one timing)."""
+    group, _ = bench_group((Path(results_dir) / BENCH_FILE).with_suffix(".json"), BENCH_SECTION)
+    sizes = [(int(m.group(1).replace(",", "")), r["ms"]) for r in group.get("rows", ()) if (m := re.search(r"C=([\d,]+)", r["variant"]))]
+    return {"kind": "log-n", "id": "kernel-sampling-log-n", "source": EXPERIMENT, "bench": BENCH_FILE,
+            "sizes": [sizes[0], sizes[-1]] if len(sizes) >= 2 else None,
+            "log_grow": math.log(sizes[-1][0]) / math.log(sizes[0][0]) if len(sizes) >= 2 else None}
+
+
+def diagnostics(results_dir: str | Path, experiment: str = EXPERIMENT) -> list[dict[str, Any]]:
+    """The fixed-checkpoint diagnostics of ``experiment``'s full-softmax run, by step, each with its ms and per sampler
+    its KL (>= 0; a negative value is rounding) and loss and gradient bias per m (None where not measured)."""
+    results = sorted((json.loads(f.read_text()) for f in Path(results_dir, DIAGNOSTICS, experiment).glob("*.json")),
+                     key=lambda r: r["meta"]["step"])
+    for result in results:
+        result["ms"] = ms = sorted({r["m"] for r in result["rows"]})
+        at = {(r["sampler"], r["m"]): r for r in result["rows"]}
+        result["samplers"] = [{"name": name, "kl": max(next(r for (n, _), r in at.items() if n == name)["kl"], 0.0),
+                               **{key: [at[name, m][f"{key}_bias"] if (name, m) in at else None for m in ms] for key in ("loss", "grad")}}
+                              for name in dict.fromkeys(r["sampler"] for r in result["rows"])]
+    return results
+
+
+def log_curve(record: dict[str, Any]) -> dict[int, float]:
+    """step -> ln validation curve perplexity, step 0 (the initialisation) left out."""
+    return {h["step"]: math.log(h["val/curve_perplexity"]) for h in record.get("history", [])
+            if "val/curve_perplexity" in h and h["step"] > 0}
+
+
+def gaps_by_m(records: list[dict[str, Any]]) -> tuple[bool, dict[str, dict[int, float]]]:
+    """(whether the gaps are along the validation curves, sampler -> m -> gap to the same seed's full softmax, mean over seeds)."""
+    by, with_curves = cells(records), all(log_curve(r) for r in records)
+    full = {r["seed"]: r for r in by.pop(None, {}).get(0, [])}
+
+    def gap(run: dict[str, Any], base: dict[str, Any]) -> float:
+        if not with_curves:
+            return run["metrics"]["val/loss"] - base["metrics"]["val/loss"]
+        ref = log_curve(base)
+        return mean([v - ref[s] for s, v in log_curve(run).items() if s in ref])
+
+    found = {name: {m: [gap(r, full[r["seed"]]) for r in rs if r["seed"] in full] for m, rs in sorted(per_m.items())}
+             for name, per_m in by.items()}
+    return with_curves, {name: {m: mean(g) for m, g in per_m.items() if g} for name, per_m in found.items() if any(per_m.values())}
+
+
+def gains_per_doubling(gaps: dict[int, float]) -> list[tuple[int, int, float]]:
+    """(m, next m, (gap(m) − gap(next m)) / log2(next m / m)) for successive m of the grid."""
+    ms = sorted(gaps)
+    return [(a, b, (gaps[a] - gaps[b]) / math.log2(b / a)) for a, b in zip(ms, ms[1:])]
+
+
+def flat_from(gains: list[tuple[int, int, float]]) -> int | None:
+    """The smallest m from which every doubling gains less than FLAT_GAIN (None if the last one does not)."""
+    last = max((i for i, (*_, gain) in enumerate(gains) if gain >= FLAT_GAIN), default=-1)
+    return gains[last + 1][0] if last + 1 < len(gains) else None
+
+
+def diminishing_row(records: list[dict[str, Any]], experiment: str) -> list[dict[str, Any]]:
+    """The diminishing-returns row of one setting ([] without sampled runs at two m or more)."""
+    with_curves, gaps = gaps_by_m(records)
+    gains = {name: gains_per_doubling(gaps[name]) for name in ordered(gaps) if len(gaps[name]) >= 2 and name != "softmax"}
+    if not gains:
+        return []
+    return [row("diminishing", "diminishing-returns", experiment, with_curves=with_curves, gains=gains, flat_gain=FLAT_GAIN,
+                seeds=seeds_of(records), flats={name: (flat_from(g), max(gaps[name])) for name, g in gains.items()},
+                dirty=dirty_note([r for r in records if sampler_name(r) in (None, *gains)]))]
+
+
+def spearman(x: list[float], y: list[float]) -> float:
+    """Spearman's rank correlation (ties given their mean rank; nan when either is constant)."""
+    return math.nan if len(set(x)) < 2 or len(set(y)) < 2 else float(stats.spearmanr(x, y).statistic)
+
+
+def trained_seed(meta: dict[str, Any]) -> int:
+    """The seed of the run whose checkpoints a diagnostic measured (its run name's ``seed<N>``, else the diagnostic's)."""
+    trained = re.search(r"seed(\d+)", meta.get("run_name", ""))
+    return int(trained.group(1)) if trained else meta.get("seed", 0)
+
+
+def deviation_row(results_dir: str | Path, experiment: str) -> list[dict[str, Any]]:
+    """The deviation-and-bias row of one setting, from its last checkpoint's diagnostic ([] without one)."""
+    if not (results := diagnostics(results_dir, experiment)):
+        return []
+    meta, rows = results[-1]["meta"], results[-1]["rows"]
+    at = {m: [r for r in rows if r["m"] == m] for m in sorted({r["m"] for r in rows})}
+    rho = {m: (spearman(kl := [max(r["kl"], 0.0) for r in rs], [abs(r["loss_bias"]) for r in rs]),  # KL < 0 is rounding
+               spearman(kl, [r["grad_bias"] for r in rs])) for m, rs in at.items()}
+    return [row("deviation", "deviation", experiment, meta=meta, samplers=list(dict.fromkeys(r["sampler"] for r in rows)), rho=rho,
+                seed=trained_seed(meta), low=min(min(v) for v in rho.values()))]
+
+
+def adapts_row(results_dir: str | Path, experiment: str) -> list[dict[str, Any]]:
+    """The adapts-low-bias row of one setting ([] without diagnostics holding both samplers of :data:`ADAPTS`)."""
+    results, steps = diagnostics(results_dir, experiment), []
+    for result in results:
+        m = min(r["m"] for r in result["rows"])
+        at = {r["sampler"]: (max(r["kl"], 0.0), abs(r["loss_bias"])) for r in result["rows"] if r["m"] == m and r["sampler"] in ADAPTS}
+        if len(at) == len(ADAPTS):
+            steps.append({"step": result["meta"]["step"], "m": m, "samplers": at})
+    if not steps:
+        return []
+    return [row("adapts", "adapts-low-bias", experiment, steps=steps, seed=trained_seed(results[-1]["meta"]),
+                below=sum(s["samplers"]["quadratic"][0] < s["samplers"]["uniform"][0] for s in steps))]
 
 
 def ours(records: Records) -> dict[str, object]:
@@ -52,7 +284,7 @@ def setting(results_dir: str | Path, experiment: str, records: list[dict[str, An
     if not records:
         raise FileNotFoundError(f"no records in {folder}; run `make reproduce-kernel-bias` first")
     by = cells(records)
-    full, grid = claims.values(by)
+    full, grid = values(by)
     data = {"experiment": experiment, "title": WORDS.titles[experiment], "paper_setting": experiment == PAPER_SETTING,
             "folder": shown_path(folder), "n_records": len(records), "complete": bool(full and grid)}
     if not data["complete"]:
@@ -62,9 +294,9 @@ def setting(results_dir: str | Path, experiment: str, records: list[dict[str, An
                    "setup": {key.split(".")[1]: get(records[0], f"config.{key}") for key in SETUP},
                    "steps": records[0]["timing"]["global_steps"], "base": mean(full),
                    "rows": [(name, [(mean(grid[name][m]), len(grid[name][m])) if m in grid[name] else None for m in ms])
-                            for name in claims.ordered(grid)],
+                            for name in ordered(grid)],
                    "oracle_gap": max((abs(mean(v) - mean(full)) for v in grid.get("softmax", {}).values()), default=None),
-                   "findings": [claims.finding(by, k, experiment) for k in KERNELS if k in by], "records": records,
+                   "findings": [finding(by, k, experiment) for k in KERNELS if k in by], "records": records,
                    "curves": any("val/curve_perplexity" in h for r in records for h in r.get("history", [])),
                    "diagnostics": (found := diagnostics(results_dir, experiment)),
                    "trained": sorted({r["meta"].get("trained_by") for r in found} - {None})}
@@ -76,17 +308,17 @@ def summarise(results_dir: str | Path = "results") -> dict[str, Any]:
     found = {e: records for e, records in found.items() if records or e == EXPERIMENT}  # the paper-like setting's are optional
     sections = [setting(results_dir, e, records) for e, records in found.items()]
     findings = [f for s in sections if s["complete"] for f in s["findings"]]
-    reviewed = [row for e, records in found.items() for row in claims.review_claims(records, e)]
+    reviewed = [row for e, records in found.items() for row in review_claims(records, e)]
     more = [row for e, records in found.items()
-            for row in claims.diminishing_row(records, e) + claims.deviation_row(results_dir, e) + claims.adapts_row(results_dir, e)]
-    more += [{"kind": "design", "id": id_, "source": EXPERIMENT} for id_ in claims.DESIGN_IDS]
+            for row in diminishing_row(records, e) + deviation_row(results_dir, e) + adapts_row(results_dir, e)]
+    more += [{"kind": "design", "id": id_, "source": EXPERIMENT} for id_ in DESIGN_IDS]
     # the page's choices beside the review's (it states none): ours per setting, None where a row is not that setting's
     chosen = [Setting(name, NOT_STATED, lambda rs, name=name: str(WORDS.ours(name, ours(rs))) or None, why)
               for name, why in WORDS.why.items()]
     settings = settings_data(chosen, found, "the review")  # every setting kept has records: setting() raises otherwise
     return {"command": page_command(EXPERIMENT, results_dir), "sections": sections, "findings": findings, "more": more,
-            "settings": settings, "flat_gain": claims.FLAT_GAIN, "undecided": no_interval_verdict, "design": Design.PAIRED_BY_SEED.value,
-            "claims": findings + reviewed + more + [claims.log_time_claim(results_dir)]}
+            "settings": settings, "flat_gain": FLAT_GAIN, "undecided": no_interval_verdict, "design": Design.PAIRED_BY_SEED.value,
+            "claims": findings + reviewed + more + [log_time_claim(results_dir)]}
 
 
 def plot(full: list[float], grid: dict[str, dict[int, list[float]]], path: Path, title: str) -> None:
@@ -136,7 +368,7 @@ def curves_plot(records: list[dict[str, Any]], path: Path, title: str) -> None:
 
 
 def build(results_dir: str | Path = "results", out: str | Path | None = None) -> None:
-    """Write kernel_bias.md, its figures and the kernel-bias rows of claims.md into ``out`` (default ``results_dir``)."""
+    """Write kernel_bias.md, its figures and the kernel-bias rows of md into ``out`` (default ``results_dir``)."""
     out, data = Path(out or results_dir), summarise(results_dir)
     for s in (s for s in data["sections"] if s["complete"]):
         plot(s["full"], s["grid"], out / f"{s['experiment']}.png", s["title"])

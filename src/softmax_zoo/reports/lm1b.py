@@ -18,8 +18,7 @@ from typing import Any
 from ..losses.registry import variant_label
 from ..records import choice, get, group_by, load_records, runs_dir, seeds_of
 from ._compare import Comparison, Design, compare_values
-from ._pages import bench_group, commits, dirty_note, file_commit, line_plot, page_command, shown_path
-from ._render import publish, words
+from ._pages import bench_group, commits, dirty_note, file_commit, line_plot, page_command, publish, shown_path, words
 from ._settings import joined
 from ._stats import mean
 from ._verdicts import VerdictKind, too_few
@@ -63,9 +62,8 @@ def summarize(records: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
 
 
 def side_by_side(results_dir: str | Path, records: list[dict[str, Any]]) -> tuple[dict[str, Any] | None, dict[str, Any]]:
-    """(the side-by-side speed measurement with ``code``, its commit, and ``step_tps``, head -> tokens/second of its
-    training step, if it was made at the records' scale, embedding and LSTM sizes, else None; where the speed-up comes
-    from: ``{"file", "found", "theirs", "ours"}``)."""
+    """(the side-by-side speed measurement, with ``code`` (its commit) and ``step_tps`` (head -> tokens/second of a step), if
+    made at the records' scale, embedding and LSTM sizes, else None; the speed-up's source ``{"file", "found", "theirs", "ours"}``)."""
     path = Path(results_dir) / SPEED_FILE
     source: dict[str, Any] = {"file": SPEED_FILE, "found": path.is_file(), "theirs": None, "ours": None}
     if not path.is_file():
@@ -81,8 +79,7 @@ def side_by_side(results_dir: str | Path, records: list[dict[str, Any]]) -> tupl
 
 
 def speedups(summary: dict[str, dict[str, Any]], measured: dict[str, Any] | None = None) -> dict[str, float]:
-    """Tokens/second of each head over the full softmax's (nan where either is missing): side by side when
-    ``measured``, else from the runs' records."""
+    """Each head's tokens/second over the full softmax's (nan if either is missing): ``measured`` side by side, else the runs'."""
     tps = measured["step_tps"] if measured else {head: mean(s["tps"]) for head, s in summary.items()}
     return {head: tps.get(head, math.nan) / tps.get("softmax", math.nan) for head in summary}
 
@@ -219,8 +216,7 @@ def summarise(results_dir: str | Path = "results") -> dict[str, Any]:
 
 
 def vocab_timing(results_dir: str | Path) -> dict[str, Any]:
-    """The full and adaptive softmax's forward + backward time per class count C, from :data:`VOCAB_BENCH`:
-    ``{"file", "command", "rows": [(C, full ms, adaptive ms)], "growth"}`` (no rows when it was not run);
+    """The full and adaptive softmax's forward + backward ms per class count C (:data:`VOCAB_BENCH`; no rows if not run), and
     ``growth``: from the smallest C to the largest, the factor of C and of each head's time."""
     out: dict[str, Any] = {"file": f"results/{VOCAB_BENCH}", "command": VOCAB_COMMAND, "rows": [], "growth": None}
     _, report = bench_group(Path(results_dir) / VOCAB_BENCH, VOCAB_GROUP)  # ({}, {}) without the file

@@ -11,8 +11,7 @@ from typing import Any
 import numpy as np
 
 from ..records import choice, get, group_by, load_records, runs_dir, seeds_of
-from ._pages import dirty_note, page_command, provenance, pyplot, save_figure, shown_path
-from ._render import publish
+from ._pages import dirty_note, page_command, provenance, publish, pyplot, save_figure, shown_path, words
 from ._seq2seq import ARMS, BOOTSTRAP_SAMPLES, SETTINGS_WORDS, SOFTMAX, SPARSE, Record, output_shares, outputs, seq2seq_settings
 from ._settings import shown
 from ._stats import DeltaInterval, LinearTrend, mean, paired_bootstrap
@@ -24,6 +23,7 @@ METRICS = ("rouge1", "rouge2")
 BEAM = 1
 PAPER_DELTAS = TABLE5.paper[BEAM]  # Sun et al. 2021, Table 5 (Gigaword-10k, UniLM, beam 1): sparse − softmax
 START = "config.regime.start_epoch"  # a fine-tuning run's start epoch; the start run's config has none
+FIGURE = words("_sparse_regime_figures.j2")  # sparse_regime.png's words
 
 
 def sparse_k(record: Record) -> int | None:
@@ -82,13 +82,13 @@ def figure(curves: list[dict[str, Any]], path: Path) -> None:
             ps = c["points"]
             x, y = [100 * p["share"] for p in ps], [p[m]["delta"] for p in ps]
             err = [[p[m]["delta"] - p[m]["low"] for p in ps], [p[m]["high"] - p[m]["delta"] for p in ps]]
-            ax.errorbar(x, y, yerr=err, marker="o", capsize=3, label=f"sparse k={c['k']}")
+            ax.errorbar(x, y, yerr=err, marker="o", capsize=3, label=str(FIGURE.series(c["k"])))
             for p, xi, yi in zip(ps, x, y):
-                ax.annotate(f"e{p['start']}", (xi, yi), textcoords="offset points", xytext=(4, 4), fontsize=7)
+                ax.annotate(str(FIGURE.start(p["start"])), (xi, yi), textcoords="offset points", xytext=(4, 4), fontsize=7)
         ax.axhline(0.0, color="grey", lw=0.8)
-        ax.axhline(PAPER_DELTAS[m], color="tab:red", ls="--", lw=0.8, label=f"paper Δ ({PAPER_DELTAS[m]:+.2f})")
-        ax.set_xlabel(f"softmax arm: test targets in Ω_{curves[0]['points'][0]['share_k']} (%)")
-        ax.set_ylabel(f"Δ {m} (sparse − softmax), beam {BEAM}")
+        ax.axhline(PAPER_DELTAS[m], color="tab:red", ls="--", lw=0.8, label=str(FIGURE.paper(PAPER_DELTAS[m])))
+        ax.set_xlabel(str(FIGURE.xlabel(curves[0]["points"][0]["share_k"])))
+        ax.set_ylabel(str(FIGURE.ylabel(m, BEAM)))
         ax.grid(True, alpha=0.3)
         ax.legend(fontsize=8)
     save_figure(fig, path)
@@ -102,7 +102,7 @@ def per_k(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
         ps = sorted((p for r in ks for p in r["points"]), key=lambda p: p["share"])
         steps = np.diff([p["rouge1"]["delta"] for p in ps])
         x, y = tuple(100 * r["share"] for r in ks), tuple(r["delta"].mean for r in ks)
-        trend = trend_verdict(LinearTrend(x, y), [r["delta"].n_seeds for r in ks], +1,
+        trend = trend_verdict(LinearTrend(x, y), [r["delta"].n for r in ks], +1,
                               unit="ROUGE-1 per percentage point of share") if len(set(x)) > 1 else None
         by_share = sorted(ks, key=lambda r: r["share"])
         out.append({"id": f"sparse-regime-trend-k{k}", "source": EXPERIMENT, "headline": False, "k": k, "rows": ks,
