@@ -119,10 +119,10 @@ def write_page(out: str | Path, name: str, text: str, claims: Sequence[dict[str,
     if claims:
         update_claims(claims, Path(out) / CLAIMS_FILE)
 
+
 def publish(out: str | Path, page: str, data: dict[str, Any]) -> None:
     """Write ``<out>/<page>.md`` from ``templates/<page>.md.j2`` and ``data``, and its claims rows into ``<out>/claims.md``."""
     write_page(out, page, *render_page(f"{page}.md.j2", data))
-
 
 
 def pyplot() -> Any:

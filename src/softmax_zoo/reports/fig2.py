@@ -24,7 +24,7 @@ from ..records import choice, get, group_by, load_records, runs_dir, seeds_of
 from ._compare import Comparison, Design, Grid, compare, compare_values, per_seed
 from ._pages import bench_group, commits, page_command, publish, pyplot, save_figure, shown_path, words
 from ._settings import NOT_STATED, Setting, pretrained_name, seeds, settings_data, shown, sparse_ks, values
-from ._stats import DeltaInterval, mean, mean_ci, over_seeds
+from ._stats import DeltaInterval, mean, mean_ci
 from ._verdicts import MIN_SEEDS, VerdictKind
 
 Groups = dict[tuple, list[dict[str, Any]]]  # arm, ("softmax", None) or ("sparse", k) -> its records, one per seed
@@ -329,12 +329,15 @@ ARMS = {  # fig1's arms: (group, label, colour, line style, marker); distinct st
 }
 
 
+EPOCH_VS_SOFTMAX = by_seed("softmax", f"sparse-softmax k={PAPER_K}", "validation micro-F1 of one epoch (points)")
+
+
 def epoch_deltas(a: list[dict[str, Any]], b: list[dict[str, Any]]) -> list[tuple[float, DeltaInterval]]:
-    """Per epoch both arms evaluated, in order: Δ = B − A of validation micro-F1 (points), paired t over the seeds both have."""
+    """Per epoch both arms evaluated, in order: Δ = B − A of validation micro-F1 (points), paired by seed (:data:`EPOCH_VS_SOFTMAX`)."""
     curves = [{r["seed"]: c for r in runs if (c := val_curve(r))} for runs in (a, b)]
-    seeds = sorted(curves[0].keys() & curves[1].keys())
+    seeds = curves[0].keys() & curves[1].keys()
     epochs = sorted(set.intersection(*(set(c[s]) for c in curves for s in seeds))) if seeds else []
-    return [(e, over_seeds({s: curves[1][s][e] - curves[0][s][e] for s in seeds})) for e in epochs]
+    return [(e, compare_values(EPOCH_VS_SOFTMAX, *({s: c[s][e] for s in seeds} for c in curves)).delta) for e in epochs]
 
 
 def fig1_data(groups: Groups) -> dict[str, Any]:
