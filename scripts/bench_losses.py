@@ -94,9 +94,10 @@ def verdict(case: Case, ratio: float | None, mem_ratio: float | None = None) -> 
     return "; ".join(out)
 
 
-def sweep_lines(rows: list[Case], med: dict[str, float], mems: dict[str, float | None]) -> list[str]:
-    """Per sweep of the group (rows sharing ``Case.sweep``): its fastest row, and the baseline's ratios to it."""
-    out = []
+def sweep_lines(rows: list[Case], times: dict[str, list[float]], mems: dict[str, float | None]) -> list[str]:
+    """Per sweep of the group (rows sharing ``Case.sweep``): its fastest row, and the baseline's ratios to it, with the
+    range of the time ratio over rounds (the two rows ran in every round, so each round gives one ratio)."""
+    out, med = [], medians(times)
     for sweep in dict.fromkeys(c.sweep for c in rows if c.sweep):
         best = min((c for c in rows if c.sweep == sweep), key=lambda c: med[c.name])
         base = best.baseline
@@ -105,6 +106,9 @@ def sweep_lines(rows: list[Case], med: dict[str, float], mems: dict[str, float |
             line += f", {mems[best.name]:.0f} MiB"
         if base in med:
             line += f"; {base}: {med[base] / med[best.name]:.2f}× its time"
+            per_round = sorted(a / b for a, b in zip(times[base], times[best.name]))
+            if len(per_round) > 1:
+                line += f" (per round {per_round[0]:.2f}–{per_round[-1]:.2f}×)"
             if mems.get(base) is not None and mems.get(best.name):
                 line += f", {mems[base] / mems[best.name]:.2f}× its memory"
         out.append(line)
@@ -158,7 +162,7 @@ def main() -> None:
                                   "target": verdict(c, ratio, mem_ratio), "baseline": c.baseline,
                                   "memory_ratio": mem_ratio, "sweep": c.sweep, "seconds": times[c.name]})
             print(f"[{group}] {row}", flush=True)
-        sweeps = sweep_lines(rows, med, mems)
+        sweeps = sweep_lines(rows, times, mems)
         if sweeps:
             report += ["", *sweeps]
             print("\n".join(sweeps), flush=True)

@@ -9,7 +9,8 @@ data (meta.json, and under ``data.read`` the sha256 of each prepared file read, 
 and the parameter count, per-step training loss, timings (wall, train, examples/s for training
 and each evaluated split), device, versions and command line (:func:`make_record`). Per-example
 rows of an evaluated split go beside it, ``<run_name>.<split>.predictions.jsonl``
-(:func:`predictions_path`).
+(:func:`predictions_path`). Reading: :func:`load_records` of a folder, :func:`find_records` of a
+folder, an experiment or a Hydra multirun folder, :func:`get` of a dotted key.
 
 Writing: :func:`atomic_write` hands a temporary sibling of the target to a writer (text, a
 figure, ``torch.save``), fsyncs it and renames it onto the target, so a crash leaves the old file
@@ -34,7 +35,7 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
-from .config import hydra_choices
+from .config import SCRATCH_DIR, hydra_choices, register_resolvers
 
 RECORD_SCHEMA = 1
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -323,6 +324,50 @@ def load_records(runs: str | Path = "results/runs", experiment: str | None = Non
     """Every record under ``runs`` (only ``runs/<experiment>/`` if given), sorted by path."""
     root = Path(runs) / experiment if experiment else Path(runs)
     return [json.loads(p.read_text()) for p in sorted(root.rglob("*.json"))]
+
+
+RESULTS_DIRS = ("results", SCRATCH_DIR)  # where an experiment's records are looked up by default
+
+
+def find_records(target: str, results_dirs: Sequence[str | Path] = RESULTS_DIRS) -> list[dict[str, Any]]:
+    """The records ``target`` names: a folder of records, an experiment (``<results_dir>/runs/<experiment>``, in the first of
+    ``results_dirs`` holding it), or a Hydra multirun folder (the records whose ``job.sweep_dir`` it is, where its jobs wrote
+    them). Raises FileNotFoundError, listing where it looked, if nothing matches."""
+    path = Path(target)
+    if path.is_dir() and any(path.glob("*.json")):
+        return load_records(path)
+    looked = [str(path)]
+    for results_dir in results_dirs:
+        folder = runs_dir(results_dir) / target
+        looked.append(str(folder))
+        if folder.is_dir():
+            return load_records(folder)
+    if path.is_dir():  # a Hydra multirun folder
+        sweep = path.resolve()
+        folders = list(dict.fromkeys([*job_runs_dirs(path), *(runs_dir(d) for d in results_dirs)]))
+        looked += [f"{f} (records of the multirun)" for f in folders]
+        found = [r for f in folders if f.is_dir() for r in load_records(f) if (d := get(r, "job.sweep_dir")) and Path(d).resolve() == sweep]
+        if found:
+            return found
+    raise FileNotFoundError(f"no run records for {target!r}: looked in {', '.join(looked)}")
+
+
+def job_runs_dirs(multirun: Path) -> list[Path]:
+    """The records folders the jobs of the Hydra multirun folder ``multirun`` wrote to, in job order: each job's
+    ``results_dir`` (``.hydra/config.yaml``) from where it was launched (``hydra.runtime.cwd`` of ``.hydra/hydra.yaml``);
+    a job whose ``results_dir`` only a running job resolves is skipped."""
+    register_resolvers()  # a saved results_dir may be ${zoo.results_dir:...}
+    folders = []
+    for saved in sorted(multirun.glob("*/.hydra/config.yaml")):
+        try:
+            results_dir = OmegaConf.select(OmegaConf.load(saved), "results_dir", throw_on_resolution_failure=True)
+        except Exception:  # noqa: BLE001 - an interpolation only a running job resolves: look elsewhere
+            continue
+        hydra_file = saved.with_name("hydra.yaml")
+        cwd = OmegaConf.select(OmegaConf.load(hydra_file), "hydra.runtime.cwd") if hydra_file.is_file() else None
+        if results_dir is not None:
+            folders.append(runs_dir(Path(cwd or ".") / str(results_dir)))
+    return list(dict.fromkeys(folders))
 
 
 def get(record: dict[str, Any], key: str) -> Any:

@@ -22,7 +22,7 @@ from softmax_zoo.reports.kernel_bias import (
     gaps_by_m,
     spearman,
 )
-from softmax_zoo.reports.stable import cancellation_example, collapse_example, equivalence, examples, kd_equivalence
+from softmax_zoo.reports.stable import examples
 
 REPO = Path(__file__).resolve().parents[2]
 LEDGER = REPO / "results" / "claims.md"
@@ -39,27 +39,12 @@ def test_deterministic_and_by_construction_verdicts():
         by_construction("reads h and w", "a test somewhere")
 
 
-def test_the_fix_papers_minimal_examples_come_out_as_printed():
-    c = collapse_example()
-    assert c["paper standard"] == 0.0 and c["F.cross_entropy"] == 0.0  # q_t − 1 rounds to 0 in float32
-    assert c["paper stable"] == pytest.approx(-1.523e-8, rel=1e-3) == c["stable_cross_entropy"]
-    k = cancellation_example()
-    assert k["paper stable"] == [0.0, 0.0, 0.0] == k["stable_kd_loss"]
-    e = equivalence()
-    assert e["stable"]["target rel"] < 1e-4 < e["standard"]["target rel"]  # the standard target gradient rounds to 0
+def test_the_fix_papers_examples_become_deterministic_rows():
     rows = {r["id"]: r for r in examples()}
     assert set(rows) == {"stable-example-collapse", "stable-example-cancellation", "stable-equivalence", "stable-kd-equivalence"}
     assert rows["stable-example-collapse"]["matches"] and rows["stable-example-cancellation"]["zero"]
     assert rows["stable-example-cancellation"]["residual"] and rows["stable-equivalence"]["within"]
-
-
-def test_the_kd_rewrite_matches_the_reference_on_non_identical_logits():
-    """The stable-kd-equivalence row: float64, teacher and student logits drawn apart, within 1e-12 in every case,
-    logit scale 100 at T=1 included (centred differences up to ~830, past ln(largest float64) ≈ 709)."""
-    errors = kd_equivalence()
-    assert len(errors) == 8 and all(max(e.values()) < 1e-12 for e in errors.values())
-    row = next(r for r in examples() if r["id"] == "stable-kd-equivalence")
-    assert row["off"] == []
+    assert rows["stable-kd-equivalence"]["off"] == []  # every (scale, T) within the tolerance
 
 
 def test_gains_per_doubling_and_where_they_flatten():

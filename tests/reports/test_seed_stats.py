@@ -57,7 +57,7 @@ def one_seed() -> DeltaInterval:
 def test_paired_seed_deltas_by_hand():
     d = paired_seed_deltas(HAND, num_samples=500)
     assert d.seeds == (0, 1, 2) and d.n == 3 and d.n_items == (3, 2, 3)
-    assert d.deltas == pytest.approx((1.0, 0.5, 1.5)) and d.mean == pytest.approx(1.0) and d.sd == pytest.approx(0.5)
+    assert d.deltas == pytest.approx((1.0, 0.5, 1.5)) and d.delta == pytest.approx(1.0) and d.sd == pytest.approx(0.5)
     half = T_975_2 * 0.5 / math.sqrt(3)
     assert d.interval == pytest.approx((1.0 - half, 1.0 + half), rel=1e-6)
     # dof 2: P(T > t) = (1 - t / sqrt(t^2 + 2)) / 2; t = 1 / (0.5 / sqrt(3)) = sqrt(12)
@@ -114,7 +114,7 @@ def test_welch_against_scipy_and_by_hand():
     d = unpaired(a, b)
     # var a = 1, var b = 4: se^2 = 1/3 + 4/3, dof = (5/3)^2 / ((1/3)^2 / 2 + (4/3)^2 / 2) = 50/17
     half = stats.t.ppf(0.975, 50 / 17) * math.sqrt(5 / 3)
-    assert d.mean == 4.0 and d.interval == pytest.approx((4.0 - half, 4.0 + half), rel=1e-9)
+    assert d.delta == 4.0 and d.interval == pytest.approx((4.0 - half, 4.0 + half), rel=1e-9)
     ref = stats.ttest_ind([4.0, 6.0, 8.0], [1.0, 2.0, 3.0], equal_var=False)
     assert d.interval == pytest.approx(tuple(ref.confidence_interval(0.95)), rel=1e-12)
     assert d.p_value == pytest.approx(ref.pvalue, rel=1e-12)

@@ -104,10 +104,6 @@ class DeltaInterval:
         return _t_interval(self.delta, self.se, self.df, confidence)
 
     @property
-    def mean(self) -> float:
-        return self.delta
-
-    @property
     def interval(self) -> tuple[float, float]:
         return self.low, self.high
 

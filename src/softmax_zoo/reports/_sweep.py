@@ -17,11 +17,11 @@ from typing import Any
 
 from omegaconf import OmegaConf
 
-from ..config import CHOICE_GROUPS, CONFIG_DIR, SCRATCH_DIR, name_exclude_keys, register_resolvers
+from ..config import CHOICE_GROUPS, CONFIG_DIR, SCRATCH_DIR, name_exclude_keys
 from ..losses.registry import variant_label
 from ..preflight import EXTENDS_A_RUN
-from ..records import get, load_records, runs_dir, write_text
-from ._pages import line_plot, provenance, render
+from ..records import RESULTS_DIRS, find_records, get, write_text
+from ._pages import line_plot, provenance, render, words
 from ._stats import mean_ci
 
 POOLED = ("seed",)  # keys pooled over, never a swept value
@@ -31,48 +31,7 @@ DIAGNOSTIC = re.compile(
     r"/(target_in_topk|median_target_rank|logits_near_kth|diagnostics_k|diagnostic_targets|tokens|tokens_per_second"
     r"|examples_per_s\w*|altered_by_constraint\w*|ended_by_constraint\w*)$"
 )
-RESULTS_DIRS = ("results", SCRATCH_DIR)  # where an experiment's records are looked up by default
-
-
-def find_records(target: str, results_dirs: Sequence[str | Path] = RESULTS_DIRS) -> list[dict[str, Any]]:
-    """The records ``target`` names: a folder of records, an experiment (``<results_dir>/runs/<experiment>``, in the first of
-    ``results_dirs`` holding it), or a Hydra multirun folder (the records whose ``job.sweep_dir`` it is, where its jobs wrote
-    them). Raises FileNotFoundError, listing where it looked, if nothing matches."""
-    path = Path(target)
-    if path.is_dir() and any(path.glob("*.json")):
-        return load_records(path)
-    looked = [str(path)]
-    for results_dir in results_dirs:
-        folder = runs_dir(results_dir) / target
-        looked.append(str(folder))
-        if folder.is_dir():
-            return load_records(folder)
-    if path.is_dir():  # a Hydra multirun folder
-        sweep = path.resolve()
-        folders = list(dict.fromkeys([*job_runs_dirs(path), *(runs_dir(d) for d in results_dirs)]))
-        looked += [f"{f} (records of the multirun)" for f in folders]
-        found = [r for f in folders if f.is_dir() for r in load_records(f) if (d := get(r, "job.sweep_dir")) and Path(d).resolve() == sweep]
-        if found:
-            return found
-    raise FileNotFoundError(f"no run records for {target!r}: looked in {', '.join(looked)}")
-
-
-def job_runs_dirs(multirun: Path) -> list[Path]:
-    """The records folders the jobs of the Hydra multirun folder ``multirun`` wrote to, in job order: each job's
-    ``results_dir`` (``.hydra/config.yaml``) from where it was launched (``hydra.runtime.cwd`` of ``.hydra/hydra.yaml``);
-    a job whose ``results_dir`` only a running job resolves is skipped."""
-    register_resolvers()  # a saved results_dir may be ${zoo.results_dir:...}
-    folders = []
-    for saved in sorted(multirun.glob("*/.hydra/config.yaml")):
-        try:
-            results_dir = OmegaConf.select(OmegaConf.load(saved), "results_dir", throw_on_resolution_failure=True)
-        except Exception:  # noqa: BLE001 - an interpolation only a running job resolves: look elsewhere
-            continue
-        hydra_file = saved.with_name("hydra.yaml")
-        cwd = OmegaConf.select(OmegaConf.load(hydra_file), "hydra.runtime.cwd") if hydra_file.is_file() else None
-        if results_dir is not None:
-            folders.append(runs_dir(Path(cwd or ".") / str(results_dir)))
-    return list(dict.fromkeys(folders))
+FIGURE = words("_sweep_figure.j2")  # the plot's words
 
 
 def overrides(record: dict[str, Any]) -> dict[str, str]:
@@ -194,7 +153,7 @@ def sweep_plot(records: Sequence[dict[str, Any]], metric: str, path: Path) -> Pa
         return None
     x_key, others = numeric[0], [k for k in keys if k != numeric[0]]
     plotted = [r for r in records if x_key in overrides(r) and metric in r.get("metrics", {})]
-    with line_plot(path, xlabel=x_key, ylabel=metric, title=f"{metric} against {x_key} (mean ± 95% CI over seeds)") as ax:
+    with line_plot(path, xlabel=x_key, ylabel=metric, title=str(FIGURE.title(metric, x_key))) as ax:
         for line, runs in grouped(plotted, others).items():
             points: dict[float, list[float]] = {}
             for r in runs:

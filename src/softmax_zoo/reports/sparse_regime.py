@@ -101,7 +101,7 @@ def per_k(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     for (k,), ks in sorted(group_by(rows, ["k"]).items()):
         ps = sorted((p for r in ks for p in r["points"]), key=lambda p: p["share"])
         steps = np.diff([p["rouge1"]["delta"] for p in ps])
-        x, y = tuple(100 * r["share"] for r in ks), tuple(r["delta"].mean for r in ks)
+        x, y = tuple(100 * r["share"] for r in ks), tuple(r["delta"].delta for r in ks)
         trend = trend_verdict(LinearTrend(x, y), [r["delta"].n for r in ks], +1,
                               unit="ROUGE-1 per percentage point of share") if len(set(x)) > 1 else None
         by_share = sorted(ks, key=lambda r: r["share"])
