@@ -5,12 +5,18 @@ from __future__ import annotations
 import pytest
 
 from softmax_zoo import records
-from softmax_zoo.reports.__main__ import BEGIN, END, first_clause, readme_differs, status_rows, with_status
-from softmax_zoo.reports._pages import update_claims
+from softmax_zoo.reports.__main__ import BEGIN, END, first_clause, headlines, pages, readme_differs, status_rows, with_status
+from softmax_zoo.reports._pages import CLAIMS_FILE, read_claims, update_claims
 
 
 def test_the_committed_readme_block_is_the_generated_one():
     assert not readme_differs()  # else: python -m softmax_zoo.reports readme
+
+
+def test_every_page_heads_its_experiments_with_a_row_of_the_ledger():
+    found, ledger = headlines(), read_claims(records.REPO_ROOT / "results" / CLAIMS_FILE)
+    assert {page for page, _ in found.values()} == set(pages())
+    assert [claim for _, claim in found.values() if claim not in ledger] == []
 
 
 def test_first_clause_stops_at_a_semicolon_outside_parentheses():

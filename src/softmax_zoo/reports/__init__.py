@@ -2,7 +2,8 @@
 
 A page is ``summarise(results_dir) -> plain data`` plus its template ``templates/<page>.md.j2``, which holds every
 word of the page and, as the macros claim / paper / ours / verdict, of its rows of the claims ledger. A new page is
-its module here (every module not starting with "_"), its template and its committed ``results/<page>.md``.
+its module here (every module not starting with "_"; its ``HEADLINES`` name the claims row that heads each of its
+experiments in README.md's status table), its template and its committed ``results/<page>.md``.
 
 Modules::
 

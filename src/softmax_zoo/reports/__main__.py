@@ -2,7 +2,7 @@
 
 Alone it lists the pages; ``--check [page ...]`` rebuilds pages (default: all, and README.md's status block) into a
 temporary folder and exits 1 if any file differs from results/; ``readme`` rewrites README.md's status block
-(:data:`HEADLINES`); ``sweep <records|experiment|multirun folder>`` tabulates and plots any sweep (:mod:`._sweep`).
+(:func:`headlines`); ``sweep <records|experiment|multirun folder>`` tabulates and plots any sweep (:mod:`._sweep`).
 """
 
 from __future__ import annotations
@@ -38,27 +38,17 @@ SWEEP = Parser(f"{COMMAND} sweep", [
 BEGIN = f"<!-- results status: made by `{COMMAND} readme` from results/; do not edit by hand -->"
 END = "<!-- end of results status -->"
 README = REPO_ROOT / "README.md"
-# README.md's results status table, between BEGIN and END: per experiment (a folder of results/runs) with records its runs,
-# scales, seeds and the verdict of its headline claim. Experiment -> (its page, the claims-ledger row that heads it).
-HEADLINES = {
-    "fig2_clinc_oos": ("fig2", "fig2-robust-k-clinc_oos"),
-    "fig2_finetune_clinc_oos": ("fig2", "fig2-finetune-robust-k-clinc_oos"),
-    "fig2_iflytek": ("fig2", "fig1-convergence-iflytek"),
-    "fig2_wos": ("fig2", "fig2-robust-k-wos"),
-    "table5": ("table5", "table5_cpu+init_beam1_rouge1"),
-    "table3": ("table3", "table3_cpu+init_bleu4"),
-    "sparse_regime": ("sparse_regime", "sparse-regime-trend-k20"),
-    "lm1b": ("lm1b", "lm1b-adaptive-speed-ppl"),
-    "kernel_bias": ("kernel_bias", "kernel-bias-10-100x"),
-    "kernel_bias_paper": ("kernel_bias", "kernel-bias-10-100x-paper-like"),
-    "stable": ("stable", "stable-collapse"),
-    "stable_kd_ptb": ("stable", "stable-kd-ptb"),
-}
-
-
 def pages() -> list[str]:
     """The page modules of :mod:`softmax_zoo.reports` (every module not starting with "_")."""
     return sorted(m.name for m in pkgutil.iter_modules(reports.__path__) if not m.name.startswith("_"))
+
+
+def headlines() -> dict[str, tuple[str, str]]:
+    """README.md's results status table, between BEGIN and END: per experiment (a folder of results/runs) with records its
+    runs, scales, seeds and the verdict of its headline claim. Experiment -> (its page, the claims-ledger row that heads
+    it), from every page module's ``HEADLINES``, in page order."""
+    modules = {page: importlib.import_module(f"{reports.__name__}.{page}") for page in pages()}
+    return {experiment: (page, claim) for page, module in modules.items() for experiment, claim in module.HEADLINES.items()}
 
 
 def builder(page: str) -> Callable[..., None]:
@@ -130,10 +120,10 @@ def first_clause(text: str) -> str:
 
 
 def status_rows(results_dir: str | Path = "results") -> list[dict[str, Any]]:
-    """One row per experiment of :data:`HEADLINES` that has records: its runs, scales, seeds, headline claim and page."""
+    """One row per experiment of :func:`headlines` that has records: its runs, scales, seeds, headline claim and page."""
     runs, ledger = runs_dir(results_dir), read_claims(Path(results_dir) / CLAIMS_FILE)
     rows = []
-    for experiment, (page, claim_id) in HEADLINES.items():
+    for experiment, (page, claim_id) in headlines().items():
         if records := load_records(runs, experiment):
             claim = ledger.get(claim_id, {})
             rows.append({"experiment": experiment, "page": page, "runs": len(records), "claim_id": claim_id,

@@ -36,6 +36,9 @@ BENCH_FILE = "bench_losses_cpu.md"  # under results_dir; its data is the .json b
 BENCH_GROUP = "cross-entropy ("
 SPARSE_ROW, SOFTMAX_ROW, TORCH_ROW = "sparse_softmax_cross_entropy", "softmax_cross_entropy", "F.cross_entropy"
 EXPERIMENT_PREFIX = "fig2_"
+# README.md's status table: experiment -> the claims-ledger row that heads it
+HEADLINES = {"fig2_clinc_oos": "fig2-robust-k-clinc_oos", "fig2_finetune_clinc_oos": "fig2-finetune-robust-k-clinc_oos",
+             "fig2_iflytek": "fig1-convergence-iflytek", "fig2_wos": "fig2-robust-k-wos"}
 FINETUNE_PREFIX = "fig2_finetune_"  # make reproduce-fig2-finetune
 TASK_NAMES = {"clinc_oos": "OOS-eval (CLINC150)", "iflytek": "IFLYTEK", "wos": "WoS"}  # as the paper names them
 TRAIN_COMMAND = "python -m softmax_zoo.train"

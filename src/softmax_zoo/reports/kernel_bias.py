@@ -27,6 +27,8 @@ from ._verdicts import MIN_SEEDS, VerdictKind, no_interval_verdict, verdict
 
 EXPERIMENT = "kernel_bias"  # the page's name and our setting's experiment
 PAPER_SETTING = "kernel_bias_paper"  # the paper-like setting's experiment (ours): no output bias, plain SGD, 1,200 steps
+# README.md's status table: experiment -> the claims-ledger row that heads it
+HEADLINES = {EXPERIMENT: "kernel-bias-10-100x", PAPER_SETTING: "kernel-bias-10-100x-paper-like"}
 SAMPLERS = ("uniform", "unigram", "quadratic", "quadratic_centred", "softmax")  # the page's sampler order, others after
 KERNELS = ("quadratic", "quadratic_centred")
 DIAGNOSTICS = Path("diagnostics") / "sampler_bias"  # under results_dir: the fixed-checkpoint diagnostics' JSON files

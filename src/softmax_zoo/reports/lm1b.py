@@ -24,6 +24,7 @@ from ._stats import mean
 from ._verdicts import VerdictKind, too_few
 
 EXPERIMENT = "lm1b"
+HEADLINES = {EXPERIMENT: "lm1b-adaptive-speed-ppl"}  # README.md's status table: the row heading the experiment
 CLOSE_RATIO = 1.10  # "close to that of the full softmax", two-sided: test perplexity ratio within (1/1.10, 1.10)
 CLOSE = Comparison("softmax", "adaptive", "log test ppl", Design.PAIRED_BY_SEED, margin=math.log(CLOSE_RATIO),
                    margin_source="ours: the abstract gives no number for \"close\"; 10% either way")

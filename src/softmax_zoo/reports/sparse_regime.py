@@ -19,6 +19,7 @@ from ._verdicts import claimed_direction, trend_verdict, verdict
 from .table5 import TABLE5
 
 EXPERIMENT = "sparse_regime"
+HEADLINES = {EXPERIMENT: "sparse-regime-trend-k20"}  # README.md's status table: the row heading the experiment
 METRICS = ("rouge1", "rouge2")
 BEAM = 1
 PAPER_DELTAS = TABLE5.paper[BEAM]  # Sun et al. 2021, Table 5 (Gigaword-10k, UniLM, beam 1): sparse − softmax

@@ -25,6 +25,8 @@ from ._stats import mean
 from ._verdicts import Verdict, verdict
 
 EXPERIMENT, KD_PTB = "stable", "stable_kd_ptb"
+# README.md's status table: experiment -> the claims-ledger row that heads it
+HEADLINES = {EXPERIMENT: "stable-collapse", KD_PTB: "stable-kd-ptb"}
 PAIRS = {"float32": [("standard", "stable")], "bfloat16": [("standard", "stable"), ("standard", "cast"), ("cast", "stable")]}
 CE_KEYS = ("zero_target_grad_share", "target_prob_one_share", "zero_sum_violation", "loss", "param_grad_norm",
            "train_accuracy", "test_accuracy")
