@@ -183,4 +183,4 @@ def test_claim_takes_the_seeds_of_the_strongest_start_together(deltas, verdict):
     label = "seed 0" if len(deltas) == 1 else "seeds 0, 1, 2"
     assert top["share"] == pytest.approx(0.50 + (len(deltas) - 1) / 200)  # the strongest start: its seeds' mean share
     assert top["delta"].deltas == pytest.approx(tuple(deltas.values()))
-    assert first["delta"].mean == pytest.approx(-1.0) and first["delta"].label == label  # the weakest start, named by its seeds
+    assert first["delta"].delta == pytest.approx(-1.0) and first["delta"].label == label  # the weakest start, named by its seeds
