@@ -110,5 +110,3 @@ def reference_kd(student: torch.Tensor, teacher: torch.Tensor, *, temperature: f
     """T²·KL(softmax(z_T/T) ‖ softmax(z_S/T)), mean over rows, by ``F.kl_div`` (autograd for the gradients)."""
     log_q, log_p = F.log_softmax(student / temperature, -1), F.log_softmax(teacher / temperature, -1)
     return temperature**2 * F.kl_div(log_q, log_p, log_target=True, reduction="batchmean")
-
-

@@ -47,13 +47,17 @@ def headlines() -> dict[str, tuple[str, str]]:
     """README.md's results status table, between BEGIN and END: per experiment (a folder of results/runs) with records its
     runs, scales, seeds and the verdict of its headline claim. Experiment -> (its page, the claims-ledger row that heads
     it), from every page module's ``HEADLINES``, in page order."""
-    modules = {page: importlib.import_module(f"{reports.__name__}.{page}") for page in pages()}
-    return {experiment: (page, claim) for page, module in modules.items() for experiment, claim in module.HEADLINES.items()}
+    return {experiment: (page, claim) for page in pages() for experiment, claim in page_module(page).HEADLINES.items()}
+
+
+def page_module(page: str) -> Any:
+    """``softmax_zoo.reports.<page>``."""
+    return importlib.import_module(f"{reports.__name__}.{page}")
 
 
 def builder(page: str) -> Callable[..., None]:
     """``softmax_zoo.reports.<page>.build``."""
-    return importlib.import_module(f"{reports.__name__}.{page}").build
+    return page_module(page).build
 
 
 def differences(page: str, results_dir: str | Path = "results") -> list[str]:
