@@ -27,7 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
-from softmax_zoo.records import write_text
+from softmax_zoo.files import write_text
 
 HELDOUT_SENTENCES = 6000  # about the size of one real held-out shard
 CHILD = """

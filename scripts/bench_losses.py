@@ -30,7 +30,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "scripts")]
 
 from bench_cases import CASE_MODULES, Case  # noqa: E402
-from softmax_zoo.records import changed_files, git_state, write_text  # noqa: E402
+from softmax_zoo.files import write_text  # noqa: E402
+from softmax_zoo.provenance import git_state  # noqa: E402
+from softmax_zoo.records import changed_files  # noqa: E402
 from softmax_zoo.timing import load_average, machine, medians, time_interleaved, utc_now  # noqa: E402
 
 
@@ -205,7 +207,7 @@ def write_json(path: Path, **report: object) -> None:
     """The report's data beside its Markdown (``results/bench_losses_<device>.json``): the pages read it, not the Markdown.
 
     Keys: command, machine, date, device, load_average {start, end}, warmup, git (the code's commit:
-    softmax_zoo.records.git_state), groups [{title, repeats, rows [{variant,
+    softmax_zoo.provenance.git_state), groups [{title, repeats, rows [{variant,
     ms (the median), ratio, mem_mib, target, baseline, memory_ratio, sweep, seconds (every timed call)}]}]; a page
     migrated from its Markdown has the first five row fields only.
     """

@@ -30,10 +30,10 @@ import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
 
+from softmax_zoo.files import write_text
 from softmax_zoo.losses import SoftmaxHead, SparseSoftmaxHead
 from softmax_zoo.losses.vocab_parallel import VocabShard
 from softmax_zoo.losses.vocab_parallel_head import VocabParallelHead
-from softmax_zoo.records import write_text
 
 HEADS = {
     "softmax": (SoftmaxHead, {}),

@@ -36,9 +36,9 @@ from pathlib import Path
 import numpy as np
 
 from softmax_zoo import rouge155
+from softmax_zoo.files import write_text
 from softmax_zoo.markdown import markdown_table
 from softmax_zoo.metrics import ROUGE_TYPES, rouge_per_example
-from softmax_zoo.records import write_text
 
 TABLES = {"table5": ("gigaword", ROUGE_TYPES), "table3": ("squad_qg", ("rougeL",))}  # folder -> task, metrics shown
 DIFFERING = 0.5  # an example "differs" when the two scorers' F1 x 100 are further apart than this

@@ -431,7 +431,7 @@ def main() -> int:
     if args.part:
         return child(args)
     from softmax_zoo.data.prepare.generated import generated_data
-    from softmax_zoo.records import write_text
+    from softmax_zoo.files import write_text
 
     start = time.monotonic()
     state = Path(tempfile.mkdtemp(prefix="gpu_check_"))

@@ -180,7 +180,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--scale", default="paper")
     ap.add_argument("--out", type=Path, default=ROOT / "results" / "paper_memory", help="writes <out>.md and <out>.json")
     args = ap.parse_args(argv)
-    from softmax_zoo.records import write_text
+    from softmax_zoo.files import write_text
 
     rows = [estimate(e, arm, args.scale) for e in args.experiments for arm in arms(e)]
     command = " ".join(["python scripts/paper_memory.py", *(argv if argv is not None else sys.argv[1:])])

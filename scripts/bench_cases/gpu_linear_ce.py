@@ -219,7 +219,7 @@ def table(rows: list[Row]) -> list[str]:
 
 def liger_shape(repeats: int, out: Path) -> int:
     """``--liger-shape``: bfloat16 rows at each token count of ``LIGER_SHAPE`` -> ``out`` (.md and .json); CUDA only."""
-    from softmax_zoo.records import write_text
+    from softmax_zoo.files import write_text
     from softmax_zoo.timing import load_average, machine, utc_now
 
     if not torch.cuda.is_available():

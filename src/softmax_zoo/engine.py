@@ -55,6 +55,7 @@ from .config import command_line, hydra_choices, hydra_job
 from .losses import OutputHead
 from .losses.sampled import seed_samplers
 from .models.distill import maybe_distill
+from .provenance import cpu_info
 from .tasks.base import Batches, Task
 from .trainer import (
     BarsOnly,
@@ -359,7 +360,7 @@ def run(cfg: DictConfig, callbacks: Iterable[TrainerCallback] = ()) -> dict[str,
             "world_size": args.world_size,
             **vocab_parallel_training.describe(model),
             "precision": precision,
-            "cpu": records.cpu_info(),
+            "cpu": cpu_info(),
         },
         command=command_line(),
         choices=choices,

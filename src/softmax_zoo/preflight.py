@@ -29,9 +29,9 @@ from typing import Any, NamedTuple
 
 from omegaconf import DictConfig, OmegaConf
 
-from . import records, tracking
+from . import provenance, records, tracking
 from .config import COMMITTED_SCALES, hydra_job
-from .data.layout import sha256_file
+from .files import sha256_file
 
 log = logging.getLogger(__name__)
 CONFIG_FILE = "run_config.json"  # the resolved config, written into every checkpoint folder
@@ -85,22 +85,22 @@ def is_reproduction(cfg: DictConfig) -> bool:
 
 
 def dirty_refusal(state: dict[str, Any]) -> str:
-    """The message refusing a reproduction from uncommitted code (a :func:`softmax_zoo.records.git_state`),
+    """The message refusing a reproduction from uncommitted code (a :func:`softmax_zoo.provenance.git_state`),
     naming the first changed files."""
     paths, total = state["dirty_paths"], len(state["dirty_paths"]) + state["dirty_paths_more"]
     shown = ", ".join(paths[:SHOWN_PATHS]) + (f" and {total - SHOWN_PATHS} more" if total > SHOWN_PATHS else "")
     return (
         f"a reproduction starts from committed code, and {total} file(s) under "
-        f"{', '.join(records.RUN_INPUTS)} are not as in commit {state['commit'][:7]} (changed or untracked): {shown}; "
+        f"{', '.join(provenance.RUN_INPUTS)} are not as in commit {state['commit'][:7]} (changed or untracked): {shown}; "
         "nothing was trained: commit them (or remove the untracked ones), or add allow_dirty=true "
         "(the record keeps git.allow_dirty and the changed paths)"
     )
 
 
 def check_provenance(cfg: DictConfig) -> dict[str, Any]:
-    """The record's ``git``: the code's commit (:func:`softmax_zoo.records.git_state`) and ``allow_dirty``.
+    """The record's ``git``: the code's commit (:func:`softmax_zoo.provenance.git_state`) and ``allow_dirty``.
 
-    Only files under :data:`softmax_zoo.records.RUN_INPUTS` count, tracked ones that changed and
+    Only files under :data:`softmax_zoo.provenance.RUN_INPUTS` count, tracked ones that changed and
     untracked ones alike: pages and records that other runs write never stop a run. Outside a git
     checkout there is no commit to compare with, and no refusal.
 
@@ -108,7 +108,7 @@ def check_provenance(cfg: DictConfig) -> dict[str, Any]:
         ValueError: a reproduction (:func:`is_reproduction`) without ``allow_dirty=true`` from code
             that differs from its commit; the message names the changed files.
     """
-    state = records.git_state()
+    state = provenance.git_state()
     allow_dirty = bool(cfg.get("allow_dirty", False))
     if is_reproduction(cfg) and state["dirty"] and not allow_dirty:
         raise ValueError(dirty_refusal(state))

@@ -1,4 +1,4 @@
-"""Run records, per-example prediction files, and the one atomic writer for every file the project writes.
+"""Run records and per-example prediction files.
 
 Records: each run writes ``<results_dir>/runs/<experiment_name>/<run_name>.json``. A record holds
 the resolved config and Hydra's group choices (``choices``: task, model, loss, sampler, scale,
@@ -12,127 +12,32 @@ rows of an evaluated split go beside it, ``<run_name>.<split>.predictions.jsonl`
 (:func:`predictions_path`). Reading: :func:`load_records` of a folder, :func:`find_records` of a
 folder, an experiment or a Hydra multirun folder, :func:`get` of a dotted key.
 
-Writing: :func:`atomic_write` hands a temporary sibling of the target to a writer (text, a
-figure, ``torch.save``), fsyncs it and renames it onto the target, so a crash leaves the old file
-or none, never half of one; :func:`write_text` is the text case. The file gets the mode a plain
-``open(path, "w")`` would give it (:data:`FILE_MODE`, 0644 under the usual umask 022), not the
-owner-only 0600 of a temporary file, so a group sharing a results folder can read it.
+Every file is written atomically (:mod:`softmax_zoo.files`); the provenance a record keeps (git,
+CPU, versions) is :mod:`softmax_zoo.provenance`'s.
 """
 
 from __future__ import annotations
 
 import json
 import math
-import os
-import platform
 import shlex
-import subprocess
-import tempfile
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
+from . import provenance
 from .config import SCRATCH_DIR, hydra_choices, register_resolvers
+from .files import write_jsonl, write_text
 
 RECORD_SCHEMA = 1
-REPO_ROOT = Path(__file__).resolve().parents[2]
-
-
-def _umask() -> int:
-    """The process's umask (read by setting it and restoring it at once: there is no read-only call)."""
-    mask = os.umask(0o022)
-    os.umask(mask)
-    return mask
-
-
-# The mode of a file created by open(path, "w"): 0o666 less the umask, read once at import.
-FILE_MODE = 0o666 & ~_umask()
-
-
-# ---------------------------------------------------------------- writing files
-
-
-def atomic_write(path: str | Path, write: Callable[[Path], Any]) -> Path:
-    """Create ``path`` atomically: ``write(tmp)`` fills a temporary sibling, then fsync and rename.
-
-    Args:
-        path: the file to create or replace (parent folders are made).
-        write: fills the file it is given, e.g. ``lambda tmp: torch.save(obj, tmp)``.
-
-    Returns:
-        ``path``, with mode :data:`FILE_MODE`. On any exception the temporary file is removed and
-        ``path`` is left as it was.
-    """
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")  # mode 0600
-    os.close(fd)
-    try:
-        os.chmod(tmp, FILE_MODE)
-        write(Path(tmp))
-        with open(tmp, "rb") as f:
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return path
-
-
-def write_text(path: str | Path, text: str) -> Path:
-    """Write ``text`` (UTF-8) to ``path`` atomically (:func:`atomic_write`)."""
-    return atomic_write(path, lambda tmp: tmp.write_text(text, encoding="utf-8"))
-
-
-def write_jsonl(path: str | Path, rows: Iterable[dict[str, Any]]) -> Path:
-    """Write ``rows`` as JSON Lines (UTF-8 kept as is, one object a line) atomically."""
-    return write_text(path, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows))
-
-
-# ---------------------------------------------------------------- records
 
 
 def runs_dir(results_dir: str | Path = "results") -> Path:
     """Folder of the run records: ``<results_dir>/runs``."""
     return Path(results_dir) / "runs"
-
-
-# The files a run is made from: its code, its configs and its dependencies. Pages and records
-# (results/) and every other file are not among them.
-RUN_INPUTS = ("src", "configs", "pyproject.toml")
-DIRTY_PATHS_KEPT = 20  # a record keeps the first 20 changed paths of RUN_INPUTS, and the count of the rest
-
-
-def _git(repo: Path, *args: str) -> str:
-    return subprocess.run(["git", *args], cwd=repo, capture_output=True, text=True, check=True).stdout
-
-
-def git_state(repo: Path = REPO_ROOT, cap: int | None = DIRTY_PATHS_KEPT) -> dict[str, Any]:
-    """The commit of the code: ``{"commit", "dirty", "dirty_paths", "dirty_paths_more"}`` of the git checkout ``repo``.
-
-    ``dirty_paths``: the files under :data:`RUN_INPUTS` that are not the commit's, sorted: tracked
-    files that differ from it (staged or not, deleted ones too) and untracked files that git does not
-    ignore (a new module the code imports); the first ``cap`` (None: all), and ``dirty_paths_more``
-    counts the rest. ``dirty``: there is one, so a dirty record always names its changed files;
-    changes elsewhere (README, results/) change nothing a run computes and do not count. When
-    ``repo`` is not the top of a git checkout (an installed package, a source tarball, or one
-    inside somebody else's checkout): commit and dirty None, dirty_paths empty.
-    """
-    unknown = {"commit": None, "dirty": None, "dirty_paths": [], "dirty_paths_more": 0}
-    try:
-        if Path(_git(repo, "rev-parse", "--show-toplevel").strip()).resolve() != repo.resolve():
-            return unknown
-        commit = _git(repo, "rev-parse", "HEAD").strip()
-        changed = _git(repo, "diff", "--name-only", "-z", "HEAD", "--", *RUN_INPUTS).split("\0")
-        untracked = _git(repo, "ls-files", "--others", "--exclude-standard", "-z", "--", *RUN_INPUTS).split("\0")
-    except (OSError, subprocess.CalledProcessError):
-        return unknown
-    paths = sorted({p for p in (*changed, *untracked) if p})
-    kept = paths if cap is None else paths[:cap]
-    return {"commit": commit, "dirty": bool(paths), "dirty_paths": kept, "dirty_paths_more": len(paths) - len(kept)}
 
 
 def changed(record: dict[str, Any]) -> bool:
@@ -154,36 +59,6 @@ def changed_files(records: Sequence[dict[str, Any]]) -> str:
     named = ", ".join(paths) + (f", and {more} more" if more else "")
     unnamed = "changed files not recorded" if any(get(r, "git.dirty_paths") is None for r in dirty) else ""
     return "; ".join(part for part in (named, unnamed) if part)
-
-
-def cpu_info() -> dict[str, str]:
-    """The CPU a run computed on: its model name and the instruction set torch's CPU kernels chose
-    (``torch.backends.cpu.get_cpu_capability()``: "AVX2", "AVX512", ...). CPU results can depend on
-    it: oneDNN picks its kernels, and so its rounding, by the instruction set."""
-    import torch
-
-    model = platform.processor()
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as f:
-            model = next((line.split(":", 1)[1].strip() for line in f if line.startswith("model name")), model)
-    except OSError:
-        pass
-    return {"model": model or "unknown", "capability": torch.backends.cpu.get_cpu_capability()}
-
-
-def versions() -> dict[str, str]:
-    """Python, torch, transformers and softmax_zoo versions."""
-    import torch
-    import transformers
-
-    from . import __version__
-
-    return {
-        "python": platform.python_version(),
-        "torch": torch.__version__,
-        "transformers": transformers.__version__,
-        "softmax_zoo": __version__,
-    }
 
 
 def train_loss_curve(log_history: Iterable[dict[str, Any]]) -> dict[str, list]:
@@ -219,7 +94,7 @@ def make_record(
     ``job`` is the Hydra job (its overrides, and for a multirun the sweep folder and job number,
     :func:`softmax_zoo.config.hydra_job`); ``wandb`` the wandb run's path, id and group (None
     without wandb); ``git`` the code's commit as the run started (:func:`softmax_zoo.preflight.check_provenance`;
-    None: :func:`git_state` now).
+    None: :func:`softmax_zoo.provenance.git_state` now).
     """
     return finite({
         "schema": RECORD_SCHEMA,
@@ -229,7 +104,7 @@ def make_record(
         "seed": cfg.seed,
         "choices": hydra_choices() if choices is None else choices,
         "config": OmegaConf.to_container(cfg, resolve=True),
-        "git": git_state() if git is None else git,
+        "git": provenance.git_state() if git is None else git,
         "data": data_meta,
         "metrics": metrics,
         "model": model_info,
@@ -237,7 +112,7 @@ def make_record(
         "history": history,
         "timing": timing,
         "device": device,
-        "versions": versions(),
+        "versions": provenance.versions(),
         "command": shlex.join(command),  # quoted so that it can be pasted into a shell
         "task_info": _jsonable(task_info),
         "job": job or {},
@@ -271,11 +146,11 @@ def study_record(
         "seed": seed,
         "choices": choices,
         "config": config,
-        "git": git_state(),
+        "git": provenance.git_state(),
         "metrics": metrics,
         "history": history,
         "timing": timing,
-        "versions": versions(),
+        "versions": provenance.versions(),
         "command": shlex.join(command),
         "job": {},
         "wandb": None,

@@ -22,7 +22,7 @@ from transformers.trainer_callback import ProgressCallback
 from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
 from transformers.utils import SAFE_WEIGHTS_NAME
 
-from . import progress, records, tracking, vocab_parallel_training
+from . import files, progress, tracking, vocab_parallel_training
 from .preflight import CONFIG_FILE
 from .tasks.base import Task
 
@@ -207,7 +207,7 @@ class ResumeState(TrainerCallback):
     def on_save(self, args, state, control, **kwargs):
         folder = Path(args.output_dir) / f"{PREFIX_CHECKPOINT_DIR}-{state.global_step}"
         saved = {"segments": self.segments(state.global_step), "holders": {n: h.resume_state() for n, h in self.holders.items()}}
-        records.atomic_write(folder / RESUME_STATE.format(process=args.process_index), lambda tmp: torch.save(saved, tmp))
+        files.atomic_write(folder / RESUME_STATE.format(process=args.process_index), lambda tmp: torch.save(saved, tmp))
         return control
 
 
@@ -262,7 +262,7 @@ class SaveRunConfig(TrainerCallback):
     def on_save(self, args, state, control, **kwargs):
         if state.is_world_process_zero:
             folder = Path(args.output_dir) / f"{PREFIX_CHECKPOINT_DIR}-{state.global_step}"
-            records.write_text(folder / CONFIG_FILE, json.dumps(self.config, indent=1, default=str))
+            files.write_text(folder / CONFIG_FILE, json.dumps(self.config, indent=1, default=str))
         return control
 
 

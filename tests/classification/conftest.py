@@ -7,14 +7,14 @@ from pathlib import Path
 import pytest
 
 from softmax_zoo import config
-from softmax_zoo.data.prepare.generated import CLASSIFICATION_TASKS, classification_task
+from softmax_zoo.data.prepare.generated import classification_task, classification_tasks
 
 
 @pytest.fixture(scope="session")
 def data_root(tmp_path_factory) -> Path:
     """A folder holding all three generated tasks."""
     root = tmp_path_factory.mktemp("clsdata")
-    for task in CLASSIFICATION_TASKS:
+    for task in classification_tasks():
         classification_task(root, task)
     return root
 

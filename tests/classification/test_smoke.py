@@ -13,10 +13,11 @@ import math
 import pytest
 
 from softmax_zoo import engine
-from softmax_zoo.data.prepare.generated import CLASSIFICATION_TASKS as TASKS
-from softmax_zoo.data.prepare.generated import NUM_CLASSES
+from softmax_zoo.data.prepare.generated import NUM_CLASSES, classification_tasks
 
 from .conftest import compose
+
+TASKS = classification_tasks()
 
 HEADS = ["softmax", "stable_softmax", "sparse_softmax", "adaptive_softmax", "sampled_softmax"]
 GRID = [

@@ -7,11 +7,12 @@ import torch
 
 from softmax_zoo import config, engine
 from softmax_zoo.data.prepare.generated import CLASSIFICATION_SIZES as SIZES
-from softmax_zoo.data.prepare.generated import CLASSIFICATION_TASKS as TASKS
-from softmax_zoo.data.prepare.generated import NUM_CLASSES
+from softmax_zoo.data.prepare.generated import NUM_CLASSES, classification_tasks
 from softmax_zoo.models.classifier import TextClassifier
 
 from .conftest import compose
+
+TASKS = classification_tasks()
 
 
 @pytest.mark.parametrize("task", TASKS)

@@ -8,7 +8,9 @@ import stat
 import pytest
 
 from softmax_zoo.data.layout import read_json
-from softmax_zoo.data.prepare import TASKS, prepare_task, writer
+from softmax_zoo.data.prepare import prepare_task, preparers, writer
+
+TASKS = preparers()
 
 
 def _snapshot(folder):

@@ -3,12 +3,17 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 
 import pytest
 
 from softmax_zoo.data.layout import missing_split_message
-from softmax_zoo.data.prepare import TASKS, prepare_all, prepare_task
+from softmax_zoo.data.prepare import prepare_all, prepare_task, preparers
 from softmax_zoo.data.tokenizers import CharTokenizer, WordVocab
+
+TASKS = preparers()
 
 
 def _meta(out_dir, task):
@@ -209,3 +214,12 @@ def test_register_rejects_an_incomplete_or_second_preparer():
     with pytest.raises(ValueError, match="already has a preparer"):
         registry.register("wos", clinc_oos)
     assert registry.register("clinc_oos", clinc_oos) is clinc_oos  # re-registering the same one (a reload) is fine
+
+
+def test_importing_the_command_line_imports_no_preparer():
+    """Nothing at import: the preparers (and $SOFTMAX_ZOO_PREPARERS) are read when a task is asked for."""
+    code = ("import sys, softmax_zoo.data.prepare, softmax_zoo.data.prepare.generated; "
+            "sys.exit(sorted(m for m in sys.modules if m.endswith(('.clinc_oos', '.lm_corpora', '.gigaword'))) != [])")
+    env = {**os.environ, "SOFTMAX_ZOO_PREPARERS": "no_such_module_is_imported"}
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+    assert done.returncode == 0 and "no_such_module" not in done.stderr, done.stderr

@@ -8,7 +8,9 @@ from pathlib import Path
 import pytest
 
 from softmax_zoo.data.layout import missing_split_message
-from softmax_zoo.data.prepare import TASKS, prepare_task
+from softmax_zoo.data.prepare import prepare_task, preparers
+
+TASKS = preparers()
 
 RAW = Path(os.environ.get("SOFTMAX_ZOO_RAW", ""))
 

@@ -8,10 +8,13 @@ a file written with ``open(path, "w")`` beside it, under the same umask.
 from __future__ import annotations
 
 import json
+import os
 import stat
+import subprocess
+import sys
 from pathlib import Path
 
-from softmax_zoo import records
+from softmax_zoo import files, records
 from softmax_zoo.reports._pages import line_plot, write_page
 from softmax_zoo.reports._sweep import build_sweep
 
@@ -29,10 +32,23 @@ def plain_write_mode(folder: Path) -> int:
     return mode(probe)
 
 
+def umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
 def test_file_mode_is_the_umasks():
-    mask = records._umask()
-    assert records.FILE_MODE == 0o666 & ~mask
-    assert records._umask() == mask  # reading it left it as it was
+    mask = umask()
+    assert files.file_mode() == 0o666 & ~mask
+    assert umask() == mask  # reading it left it as it was
+
+
+def test_importing_the_writer_leaves_the_umask_alone():
+    """Nothing at import: the umask is read on the first write, not when the module loads."""
+    code = ("import os, sys; os.umask(0o027); import softmax_zoo.files, softmax_zoo.records; "
+            "m = os.umask(0); sys.exit(0 if m == 0o027 and softmax_zoo.files.file_mode.cache_info().currsize == 0 else 1)")
+    assert subprocess.run([sys.executable, "-c", code]).returncode == 0
 
 
 def test_records_and_predictions_get_a_plain_writes_mode(tmp_path):
@@ -42,11 +58,11 @@ def test_records_and_predictions_get_a_plain_writes_mode(tmp_path):
     written = [
         records.write_record(record, tmp_path / "runs"),
         records.write_predictions([{"index": 0}], tmp_path / "runs", "exp", "run", "test"),
-        records.write_text(tmp_path / "page.md", "text"),
-        records.atomic_write(tmp_path / "blob.pt", lambda tmp: tmp.write_bytes(b"\0")),
+        files.write_text(tmp_path / "page.md", "text"),
+        files.atomic_write(tmp_path / "blob.pt", lambda tmp: tmp.write_bytes(b"\0")),
     ]
     assert {p.name: mode(p) for p in written} == {p.name: expected for p in written}
-    assert expected != 0o600 or records._umask() & 0o077 == 0o077  # 0600 only under an owner-only umask
+    assert expected != 0o600 or umask() & 0o077 == 0o077  # 0600 only under an owner-only umask
 
 
 def test_pages_claims_figures_and_sweeps_get_a_plain_writes_mode(tmp_path):

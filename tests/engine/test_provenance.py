@@ -10,10 +10,11 @@ from pathlib import Path
 import pytest
 
 from softmax_zoo import engine, preflight, records
+from softmax_zoo import provenance as code_provenance
 from softmax_zoo.config import run_name
 from softmax_zoo.reports._pages import commits, provenance
 
-REAL_GIT_STATE = records.git_state
+REAL_GIT_STATE = code_provenance.git_state
 
 
 def git(repo: Path, *args: str) -> None:
@@ -36,7 +37,7 @@ def checkout(tmp_path) -> Path:
 @pytest.fixture
 def code_at(checkout, monkeypatch) -> Path:
     """Runs read their code's git state from ``checkout`` (not from this repository's own working tree)."""
-    monkeypatch.setattr(records, "git_state", lambda repo=None, cap=records.DIRTY_PATHS_KEPT: REAL_GIT_STATE(checkout, cap))
+    monkeypatch.setattr(code_provenance, "git_state", lambda repo=None, cap=code_provenance.DIRTY_PATHS_KEPT: REAL_GIT_STATE(checkout, cap))
     return checkout
 
 
@@ -104,8 +105,8 @@ def test_a_reproduction_from_untracked_code_or_configs_is_refused(code_at, make_
 
 
 def test_more_changed_files_than_a_record_keeps_are_counted_and_all_refused(code_at, make_cfg, monkeypatch):
-    monkeypatch.setattr(records, "DIRTY_PATHS_KEPT", 3)
-    monkeypatch.setattr(records, "git_state", lambda repo=None, cap=None: REAL_GIT_STATE(code_at, 3))
+    monkeypatch.setattr(code_provenance, "DIRTY_PATHS_KEPT", 3)
+    monkeypatch.setattr(code_provenance, "git_state", lambda repo=None, cap=None: REAL_GIT_STATE(code_at, 3))
     for i in range(7):
         (code_at / "src" / "softmax_zoo" / f"m{i}.py").write_text("")
     state = preflight.check_provenance(make_cfg("experiment=table5_softmax", "scale=cpu", "allow_dirty=true"))

@@ -8,7 +8,7 @@ import math
 import pytest
 import torch
 
-from softmax_zoo import records
+from softmax_zoo import files, records
 from softmax_zoo.models.build import head_factory
 from softmax_zoo.models.lstm_lm import LSTMLanguageModel
 from softmax_zoo.reports import kernel_bias, lm1b
@@ -117,7 +117,7 @@ def speed_measurement(hidden_size: int = 8) -> dict:
 def test_lm1b_report_takes_the_speed_from_the_side_by_side_measurement(tmp_path):
     for r in lm1b_records():
         records.write_record(r, records.runs_dir(tmp_path))
-    records.write_text(tmp_path / lm1b.SPEED_FILE, json.dumps(speed_measurement()))
+    files.write_text(tmp_path / lm1b.SPEED_FILE, json.dumps(speed_measurement()))
     lm1b.build(tmp_path)
     text = (tmp_path / "lm1b.md").read_text()
     assert "| step tokens/s (side by side) | speed-up vs softmax (side by side) | run tokens/s (own record) |" in text
@@ -136,7 +136,7 @@ def test_lm1b_verdicts_from_three_seeds(tmp_path):
     perplexity; the speed-up is named as one measurement, without a verdict."""
     for r in lm1b_records(seeds=(0, 1, 2)):
         records.write_record(r, records.runs_dir(tmp_path))
-    records.write_text(tmp_path / lm1b.SPEED_FILE, json.dumps(speed_measurement()))
+    files.write_text(tmp_path / lm1b.SPEED_FILE, json.dumps(speed_measurement()))
     lm1b.build(tmp_path)
     claims = read_claims(tmp_path / "claims.md")
     trade_off = claims["lm1b-adaptive-speed-ppl"]["verdict"]
@@ -150,7 +150,7 @@ def test_lm1b_verdicts_from_three_seeds(tmp_path):
 def test_lm1b_report_ignores_a_measurement_of_another_model(tmp_path):
     for r in lm1b_records():
         records.write_record(r, records.runs_dir(tmp_path))
-    records.write_text(tmp_path / lm1b.SPEED_FILE, json.dumps(speed_measurement(hidden_size=16)))
+    files.write_text(tmp_path / lm1b.SPEED_FILE, json.dumps(speed_measurement(hidden_size=16)))
     lm1b.build(tmp_path)
     text = (tmp_path / "lm1b.md").read_text()
     assert "| adaptive | 210.5 ± 6.4 (n=2) | 211.0 ± 12.7 (n=2) | 500 | 5.00x |" in text
@@ -279,7 +279,7 @@ def test_lm1b_vocabulary_cost_row_reads_the_timing_against_c(tmp_path):
     groups = [{"title": f"{lm1b.VOCAB_GROUP} (N=8, d=64, C={c:,}, 3 cutoffs by the cost model, Zipf 1)",
                "rows": [{"variant": "SoftmaxHead (full softmax)", "ms": full}, {"variant": "AdaptiveSoftmaxHead", "ms": ada}]}
               for c, full, ada in ((32_000, 40.0, 6.0), (8_000, 10.0, 3.0))]
-    records.write_text(tmp_path / lm1b.VOCAB_BENCH, json.dumps({"groups": groups, "date": "today", "machine": "a CPU"}))
+    files.write_text(tmp_path / lm1b.VOCAB_BENCH, json.dumps({"groups": groups, "date": "today", "machine": "a CPU"}))
     lm1b.build(tmp_path)
     row = read_claims(tmp_path / "claims.md")["lm1b-vocabulary-cost"]
     assert "C=8,000: 10.0 / 3.0; C=32,000: 40.0 / 6.0; for 4x the classes" in row["ours"]

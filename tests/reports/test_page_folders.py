@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from softmax_zoo.records import REPO_ROOT
+from softmax_zoo.provenance import REPO_ROOT
 from softmax_zoo.reports.__main__ import builder, pages
 from softmax_zoo.reports._pages import page_command, shown_path
 

@@ -9,9 +9,9 @@ import re
 import numpy as np
 import pytest
 
-from softmax_zoo import config, records, reports
+from softmax_zoo import config, files, records, reports
 from softmax_zoo.markdown import markdown_table
-from softmax_zoo.records import REPO_ROOT as REPO
+from softmax_zoo.provenance import REPO_ROOT as REPO
 from softmax_zoo.reports import __main__ as cli
 from softmax_zoo.reports._pages import commits, dirty_note, file_commit, provenance, read_claims, update_claims
 from softmax_zoo.reports._stats import format_mean_ci, mean_ci, paired_bootstrap
@@ -150,16 +150,16 @@ def test_a_measurement_file_names_its_commit_or_says_it_has_none():
 
 
 def test_atomic_write_leaves_the_old_file_when_the_writer_fails(tmp_path):
-    path = records.write_text(tmp_path / "sub" / "page.md", "old ±\n")
+    path = files.write_text(tmp_path / "sub" / "page.md", "old ±\n")
 
     def half_then_fail(tmp):
         tmp.write_text("half")
         raise RuntimeError("writer failed")
 
     with pytest.raises(RuntimeError, match="writer failed"):
-        records.atomic_write(path, half_then_fail)
+        files.atomic_write(path, half_then_fail)
     assert path.read_text(encoding="utf-8") == "old ±\n" and [p.name for p in path.parent.iterdir()] == ["page.md"]
-    records.atomic_write(path, lambda tmp: tmp.write_bytes(b"\x89PNG"))
+    files.atomic_write(path, lambda tmp: tmp.write_bytes(b"\x89PNG"))
     assert path.read_bytes() == b"\x89PNG"
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from softmax_zoo import records
+from softmax_zoo import provenance, records
 from softmax_zoo.reports.__main__ import BEGIN, END, first_clause, headlines, pages, readme_differs, status_rows, with_status
 from softmax_zoo.reports._pages import CLAIMS_FILE, read_claims, update_claims
 
@@ -14,7 +14,7 @@ def test_the_committed_readme_block_is_the_generated_one():
 
 
 def test_every_page_heads_its_experiments_with_a_row_of_the_ledger():
-    found, ledger = headlines(), read_claims(records.REPO_ROOT / "results" / CLAIMS_FILE)
+    found, ledger = headlines(), read_claims(provenance.REPO_ROOT / "results" / CLAIMS_FILE)
     assert {page for page, _ in found.values()} == set(pages())
     assert [claim for _, claim in found.values() if claim not in ledger] == []
 

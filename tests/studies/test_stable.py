@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from softmax_zoo import records
+from softmax_zoo import provenance, records
 from softmax_zoo.records import RECORD_SCHEMA
 from softmax_zoo.reports import stable as page
 from softmax_zoo.studies.stable import Setting, main, run_all
@@ -51,7 +51,7 @@ def test_records_use_the_training_records_schema(tmp_path):
 
 
 def test_every_committed_record_is_in_the_training_records_schema():
-    folder = records.REPO_ROOT / "results" / "runs" / "stable"  # the earlier flat layout was migrated once
+    folder = provenance.REPO_ROOT / "results" / "runs" / "stable"  # the earlier flat layout was migrated once
     found = [json.loads(p.read_text()) for p in sorted(folder.glob("*.json"))]
     assert found and all(r.get("schema") == RECORD_SCHEMA and "metrics" in r and "history" in r for r in found)
 

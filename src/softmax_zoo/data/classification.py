@@ -14,8 +14,6 @@ Two dataset forms:
 
 from __future__ import annotations
 
-import hashlib
-import json
 import random
 from collections import defaultdict
 from pathlib import Path
@@ -25,6 +23,7 @@ import torch
 
 from softmax_zoo.data.layout import META_FILE, read_jsonl, read_meta, split_file
 from softmax_zoo.data.tokenizers import CharTokenizer
+from softmax_zoo.files import json_key
 
 
 def load_meta(data_dir: str | Path) -> dict[str, Any]:
@@ -42,8 +41,7 @@ def load_meta(data_dir: str | Path) -> dict[str, Any]:
 def data_fingerprint(meta: dict[str, Any]) -> str:
     """Short sha256 over the sha256 of every prepared file: names one exact version of the data."""
     files = meta.get("outputs_sha256") or meta.get("raw_sha256") or {}
-    blob = json.dumps(files, sort_keys=True).encode()
-    return hashlib.sha256(blob).hexdigest()[:16]
+    return json_key(files)
 
 
 def read_split(data_dir: str | Path, split: str, labels: Sequence[str]) -> tuple[list[str], list[int]]:

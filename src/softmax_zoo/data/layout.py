@@ -15,7 +15,6 @@ Label positions that carry no target are :data:`IGNORE_INDEX`, the losses' defau
 from __future__ import annotations
 
 import gzip
-import hashlib
 import json
 from operator import itemgetter
 from pathlib import Path
@@ -122,11 +121,3 @@ def missing_split_message(data_dir: str | Path, task: str, files: list[str]) -> 
         "again" + (f"; or train the same models on {' or '.join(f'task={t}' for t in instead)}" if instead else "") + "."
     )
 
-
-def sha256_file(path: str | Path) -> str:
-    """Hex sha256 of a file's bytes, read in 1 MiB chunks (bounded memory)."""
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        while chunk := f.read(1 << 20):
-            h.update(chunk)
-    return h.hexdigest()

@@ -48,10 +48,10 @@ from omegaconf import DictConfig, OmegaConf
 from torch import nn
 from torch.utils.data import DataLoader, Dataset, IterableDataset
 
+from ..files import cached_tensors, json_key, sha256_file
 from ..losses import OutputHead
 from ..losses.distill import KL_FORMS, kd_loss
 from ..losses.head import LinearHead
-from ..records import atomic_write
 from .build import evaluating
 
 log = logging.getLogger(__name__)
@@ -202,14 +202,6 @@ def weights_file(path: str | Path) -> Path:
     return weights
 
 
-def sha256_file(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
-
-
 def training_rows(dataset: Dataset, collator, batch_size: int, rows: int | None = None):
     """Batches of the training rows in order (a stream in its own batch layout), at most ``rows`` rows."""
     seen = 0
@@ -276,19 +268,19 @@ def cached_teacher(cfg: DictConfig, task, spec: DistillSpec, rows: int | None,
         "topk": spec.topk,
         "temperature": spec.temperature if spec.topk is not None else None,
     }
-    key = hashlib.sha256(json.dumps(what, sort_keys=True, default=str).encode()).hexdigest()[:16]
     tcfg = teacher_config(weights, cfg)
-    path = Path(hydra.utils.to_absolute_path(spec.cache_dir)) / f"{tcfg.run_name}_{key}.pt"
-    info = {"path": str(path), "hit": path.is_file()}
-    if path.is_file():
-        cache = torch.load(path, weights_only=True)
-    else:
+    path = Path(hydra.utils.to_absolute_path(spec.cache_dir)) / f"{tcfg.run_name}_{json_key(what)}.pt"
+    info: dict[str, Any] = {"path": str(path), "hit": None}
+
+    def compute() -> dict[str, torch.Tensor]:
         t0 = time.perf_counter()
         teacher_task = build_teacher(tcfg, str(weights))
-        cache = teacher_pass(teacher_task.model, teacher_task.train_dataset, teacher_task.collator, batch_size, rows, spec)
-        atomic_write(path, lambda tmp: torch.save(cache, tmp))
+        scores = teacher_pass(teacher_task.model, teacher_task.train_dataset, teacher_task.collator, batch_size, rows, spec)
         info["seconds"] = time.perf_counter() - t0
         log.info("cached the teacher's scores of %d training rows in %s (%.1f s)", len(labels), path, info["seconds"])
+        return scores
+
+    cache, info["hit"] = cached_tensors(path, compute, what="teacher cache")
     if not torch.equal(cache["labels"], labels):
         raise ValueError(
             f"the teacher run {tcfg.run_name} reads other training rows than this run (its labels differ row for row); "

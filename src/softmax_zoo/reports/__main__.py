@@ -20,7 +20,9 @@ from typing import Any
 
 from softmax_zoo import reports
 from softmax_zoo.cli_args import ArgumentError, Option, Parser, fail
-from softmax_zoo.records import REPO_ROOT, load_records, runs_dir, write_text
+from softmax_zoo.files import write_text
+from softmax_zoo.provenance import REPO_ROOT
+from softmax_zoo.records import load_records, runs_dir
 from softmax_zoo.reports._pages import CLAIMS_FILE, COMMAND, ledger_data, read_claims, render
 from softmax_zoo.reports._settings import values
 

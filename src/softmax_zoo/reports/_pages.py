@@ -18,8 +18,10 @@ from typing import Any
 
 import jinja2
 
+from ..files import atomic_write, write_text
 from ..markdown import markdown_table
-from ..records import REPO_ROOT, atomic_write, changed, changed_files, get, write_text
+from ..provenance import REPO_ROOT
+from ..records import changed, changed_files, get
 from ._stats import format_mean_ci, seeds_label
 from ._verdicts import MIN_SEEDS, by_construction, detectability, deterministic, not_tested, seed_summary
 

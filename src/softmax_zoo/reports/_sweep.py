@@ -18,9 +18,10 @@ from typing import Any
 from omegaconf import OmegaConf
 
 from ..config import CHOICE_GROUPS, CONFIG_DIR, SCRATCH_DIR, name_exclude_keys
+from ..files import write_text
 from ..losses.registry import variant_label
 from ..preflight import EXTENDS_A_RUN
-from ..records import RESULTS_DIRS, find_records, get, write_text
+from ..records import RESULTS_DIRS, find_records, get
 from ._pages import line_plot, provenance, render, words
 from ._stats import mean_ci
 

@@ -44,7 +44,8 @@ from torch.utils.data import DataLoader
 from ..cli_args import ArgumentError, Option, Parser, fail
 from ..config import compose, hydra_choices
 from ..data.layout import IGNORE_INDEX
-from ..records import git_state, write_text
+from ..files import write_text
+from ..provenance import git_state
 from ..timing import load_average, machine, time_interleaved, utc_now
 
 log = logging.getLogger(__name__)

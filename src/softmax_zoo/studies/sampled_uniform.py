@@ -42,10 +42,10 @@ from transformers import TrainerCallback
 from ..config import compose
 from ..data.layout import IGNORE_INDEX
 from ..engine import build_task, run
+from ..files import write_text
 from ..losses import Sampler
 from ..markdown import markdown_table
 from ..models import evaluating
-from ..records import write_text
 from ..tasks.lm import collate
 
 COMMITTED_RECORD = "results/runs/lm1b/lm1b_sampled_uniform_cpu_seed0.json"

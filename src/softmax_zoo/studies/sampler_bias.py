@@ -42,10 +42,10 @@ from ..data.layout import IGNORE_INDEX
 from ..data.tokenizers import WordVocab
 from ..diagnostics.bias_measures import OutputLayer, kl_to_model, logit_stats, sampled_bias
 from ..engine import build_task, initialise_from
+from ..files import write_text
 from ..markdown import markdown_table
 from ..models import evaluating
 from ..models.heads import build_head
-from ..records import write_text
 from ..reports.kernel_bias import DIAGNOSTICS
 
 log = logging.getLogger(__name__)

@@ -16,8 +16,6 @@ are fine-tuned with the head.
 
 from __future__ import annotations
 
-import hashlib
-import json
 import logging
 import time
 from pathlib import Path
@@ -46,11 +44,11 @@ from ..data.layout import CHAR_VOCAB_FILE, SPLITS
 from ..data.tokenizers import CharTokenizer
 from ..diagnostics.topk import TopkDiagnostics, head_scores
 from ..diagnostics.topk import diagnostics_k as topk_k
+from ..files import cached_tensors, json_key
 from ..hub import resolve_pretrained
 from ..metrics import macro_f1, micro_f1
 from ..models import build_model, evaluating, head_factory
 from ..models.classifier import TextClassifier, pooled_features, token_states
-from ..records import atomic_write
 from .base import Batches, Evaluation, Task, require_prepared, split_prefix
 
 log = logging.getLogger(__name__)
@@ -90,7 +88,7 @@ def _cache_key(meta: dict, model_cfg: DictConfig, max_length: int, seed: int | N
         what["cache_layers"] = model_cfg.cache_layers
     if seed is not None:  # a model from scratch: its random lower layers depend on the seed
         what["seed"] = seed
-    return hashlib.sha256(json.dumps(what, sort_keys=True).encode()).hexdigest()[:16]
+    return json_key(what)
 
 
 def _encode(encoder: nn.Module, ids: list[list[int]], pad_id: int, pooling: str) -> torch.Tensor:
@@ -126,22 +124,25 @@ def cached_features(
 
     ``pooling`` set: pooled features (N, d) per split; None: token states (:func:`_encode_states`).
     """
-    if path.is_file():
-        feats = torch.load(path, weights_only=True)
-        if set(feats) == set(ids) and all(_examples(feats[s]) == len(ids[s]) for s in ids):
-            return feats, {"path": str(path), "hit": True}
-        log.warning("feature cache %s does not match the data; recomputing", path)
-    t0 = time.perf_counter()
-    encoder = encoder_fn()
-    feats = {
-        split: _encode(encoder, split_ids, pad_id, pooling) if pooling else _encode_states(encoder, split_ids, pad_id)
-        for split, split_ids in ids.items()
-    }
-    seconds = time.perf_counter() - t0
-    n = sum(len(v) for v in ids.values())
-    atomic_write(path, lambda tmp: torch.save(feats, tmp))
-    log.info("cached %d pooled features in %s (%.1f s, %.0f examples/s)", n, path, seconds, n / seconds)
-    return feats, {"path": str(path), "hit": False, "encode_s": seconds, "encode_examples_per_s": n / seconds}
+    timing: dict[str, float] = {}
+
+    def compute() -> dict[str, Any]:
+        t0 = time.perf_counter()
+        encoder = encoder_fn()
+        feats = {
+            split: _encode(encoder, split_ids, pad_id, pooling) if pooling else _encode_states(encoder, split_ids, pad_id)
+            for split, split_ids in ids.items()
+        }
+        seconds, n = time.perf_counter() - t0, sum(len(v) for v in ids.values())
+        timing.update(encode_s=seconds, encode_examples_per_s=n / seconds)
+        log.info("cached %d pooled features in %s (%.1f s, %.0f examples/s)", n, path, seconds, n / seconds)
+        return feats
+
+    def matches(feats: dict[str, Any]) -> bool:
+        return set(feats) == set(ids) and all(_examples(feats[s]) == len(ids[s]) for s in ids)
+
+    feats, hit = cached_tensors(path, compute, matches, what="feature cache")
+    return feats, {"path": str(path), "hit": hit, **timing}
 
 
 def make_evaluate(collator: ClassificationCollator, batch_size: int, oos_id: int | None = None, diagnostics_k: int = 20):

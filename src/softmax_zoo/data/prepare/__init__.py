@@ -25,6 +25,7 @@ Modules::
     splits       seeded stratified train/validation/test split (for WoS)
 """
 
-from softmax_zoo.data.prepare.cli import TASKS, main, prepare_all, prepare_task
+from softmax_zoo.data.prepare.cli import main, prepare_all, prepare_task
+from softmax_zoo.data.prepare.registry import preparers
 
-__all__ = ["TASKS", "main", "prepare_all", "prepare_task"]
+__all__ = ["main", "prepare_all", "prepare_task", "preparers"]

@@ -38,7 +38,6 @@ log = logging.getLogger(__name__)
 
 DEFAULT_RAW_ROOT = "../shared/data"  # relative to the working directory: the release folders beside the checkout
 DEFAULT_OUT_DIR = "data"
-TASKS: dict[str, Any] = preparers()  # task name -> preparer (each module in this package registers its own)
 PARSER = Parser("python -m softmax_zoo.data.prepare", [
     Option("raw_dir", None, "the dataset's release folder (default: <raw_root>/<name>)", kind=str),
     Option("raw_root", None, f"root of the release folders (default: $SOFTMAX_ZOO_RAW, else {DEFAULT_RAW_ROOT})", kind=str),
@@ -75,11 +74,12 @@ def resolve_options(task: str, given: dict[str, Any]) -> dict[str, Any]:
 
 
 def _task(task: str):
-    if task not in TASKS:
+    tasks = preparers()  # task name -> preparer (each module in this package registers its own)
+    if task not in tasks:
         failed = "".join(f"; preparer module {m} failed to import: {e}" for m, e in failed_modules().items())
         hint = f" (a preparer outside softmax_zoo: name its module in ${PREPARER_MODULES})" if not failed else ""
-        raise ValueError(f"task must be one of {sorted(TASKS)}, got {task!r}{hint}{failed}")
-    return TASKS[task]
+        raise ValueError(f"task must be one of {sorted(tasks)}, got {task!r}{hint}{failed}")
+    return tasks[task]
 
 
 def _load_hub(spec: dict) -> Any:
@@ -102,7 +102,7 @@ def prepare_task(
     """Prepare one task into ``<out_dir>/<task>/`` and return its meta.json content.
 
     Args:
-        task: one of :data:`TASKS`.
+        task: one of :func:`~.registry.preparers`.
         raw_dir: the release folder; default ``<raw_root_dir>/<name>``.
         source: "local" (release files) or "hub".
         out_dir: root of prepared data; default :func:`out_root`.
@@ -147,7 +147,7 @@ def prepare_all(raw_root_dir: str | Path | None = None, out_dir: str | Path | No
     """
     root = Path(raw_root_dir or raw_root())
     metas, missing = {}, []
-    for task, spec in TASKS.items():
+    for task, spec in preparers().items():
         if not (root / spec.RAW_NAME).is_dir():
             log.warning("%s: skipped, no release folder %s", task, root / spec.RAW_NAME)
             missing.append(f"{task}: {root / spec.RAW_NAME}")
@@ -178,7 +178,7 @@ def main(argv: list[str] | None = None) -> int:
         raw_dir, out_dir, root = args["raw_dir"], args["out_dir"], args["raw_root"]
         start = time.perf_counter()
         if task == "list":
-            for name, spec in TASKS.items():
+            for name, spec in preparers().items():
                 print(f"{name:10s} raw: <raw_root>/{spec.RAW_NAME:10s} options: {spec.OPTIONS}")
         elif task == "all":
             if kv or raw_dir:

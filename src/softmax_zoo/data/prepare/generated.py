@@ -60,7 +60,7 @@ def chinese(label: int, rng: random.Random) -> str:
 
 
 def classification_task(root: Path, task: str, seed: int = 0) -> Path:
-    """Write ``root/<task>/`` in ``task``'s format: its preparer's ``generate`` (one of :data:`CLASSIFICATION_TASKS`)."""
+    """Write ``root/<task>/`` in ``task``'s format: its preparer's ``generate`` (one of :func:`classification_tasks`)."""
     return preparers()[task].generate(root, seed)
 
 
@@ -142,5 +142,6 @@ def generated_data(root: Path) -> dict[str, Path]:
     return {task: prep.generate(root) for task, prep in preparers().items() if hasattr(prep, "generate")}
 
 
-# The classification tasks with generated data (their preparers' KIND), for the classification tests.
-CLASSIFICATION_TASKS = tuple(t for t, p in preparers().items() if hasattr(p, "generate") and p.KIND == "classification")
+def classification_tasks() -> tuple[str, ...]:
+    """The classification tasks with generated data (their preparers' KIND), for the classification tests."""
+    return tuple(t for t, p in preparers().items() if hasattr(p, "generate") and p.KIND == "classification")

@@ -1,7 +1,7 @@
 """File helpers of data preparation: atomic folder writes, JSON Lines writers, raw lines.
 
-The readers and the sha256 shared with the runtime (UTF-8 text and ``.gz``, JSON and JSON Lines
-with file:line errors) are in :mod:`softmax_zoo.data.layout`.
+The readers shared with the runtime (UTF-8 text and ``.gz``, JSON and JSON Lines with file:line
+errors) are in :mod:`softmax_zoo.data.layout`; file fingerprints in :mod:`softmax_zoo.files`.
 
 A prepared folder only ever appears complete: everything is written into a hidden temporary
 sibling (``.<name>.tmp-<pid>``) that is renamed onto ``<name>`` at the very end, so an

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from softmax_zoo.data.layout import sha256_file
+from softmax_zoo.files import sha256_file
 
 
 class RawDir:

@@ -22,12 +22,12 @@ from softmax_zoo.data.layout import (
     META_FILE,
     SPLITS,
     VOCAB_FILE,
-    sha256_file,
     split_file,
     vocab_order,
 )
 from softmax_zoo.data.prepare.io import atomic_dir, write_json, write_jsonl
 from softmax_zoo.data.tokenizers import CharTokenizer
+from softmax_zoo.files import sha256_file
 
 log = logging.getLogger(__name__)
 
