@@ -16,7 +16,6 @@ import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
 
-
 STARTUP_S = 60.0  # a process's start-up (importing torch) on a busy machine, beside the check's own time
 
 

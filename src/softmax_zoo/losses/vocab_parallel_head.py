@@ -37,7 +37,7 @@ from torch import nn
 
 from ._core import check_k, check_target_dtype, reduce_loss
 from .head import OutputHead, check_classes, exclusion_mask
-from .sampled import SampledSoftmaxHead, candidate_logits
+from .sampled import Negatives, SampledSoftmaxHead, candidate_logits
 from .softmax import SoftmaxHead, SoftmaxRows
 from .sparse import SparseRows
 from .streaming import topk_lowest_index
@@ -104,6 +104,12 @@ class VocabParallelHead(OutputHead):
     def group(self):
         return self.shard.group
 
+    @property
+    def last_negatives(self):
+        """A sampled head's last training draws over all C classes, as ``SampledSoftmaxHead.last_negatives``
+        (``sampled.Negatives``: global ids, the same on every rank); None for other heads and before a step."""
+        return getattr(self.head, "last_negatives", None)
+
     def forward(self, hidden: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
         """hidden (..., d), target (...) global ids, both the same on every rank -> the loss, the same on every rank.
 
@@ -148,6 +154,7 @@ class VocabParallelHead(OutputHead):
                 head.sampler, h_k.detach(), self.weight.detach(), None if self.bias is None else self.bias.detach(),
                 t_k, head.num_samples, shard,
             )  # (n, m) global ids, log q̃
+            head.last_negatives = Negatives(neg, log_q, keep)  # the same on every rank
         cand = torch.cat([t_k[:, None], neg], dim=1)  # (n, 1 + m), target first
         mine = (cand >= shard.start) & (cand < shard.stop)
         local = (cand - shard.start).masked_fill(~mine, 0)
