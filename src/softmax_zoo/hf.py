@@ -106,7 +106,8 @@ def use_head(model: nn.Module, loss: str | dict | DictConfig | None = None, **he
         **head_options: the head's keyword arguments (``chunk_size``, ``k``, ``label_smoothing``,
             ``ignore_index``, ``sampler``, ``num_samples``, the loss options ``z_loss``, ``softcap``,
             ``class_weight`` (a list is recorded in the config, a tensor is not), ``return_lse``,
-            ``return_token_accuracy``, ...), over the config's; an unknown one
+            ``return_token_accuracy``, ``temperature``, ``return_entropy``, ``return_target_log_prob``,
+            ...), over the config's; an unknown one
             is a ``ValueError`` naming it and listing the head's. ``sampler`` is a ``Sampler``, a
             sampler config, or the name of one of configs/loss/sampler/*.yaml (``"uniform"``,
             ``"unigram"``, ``"quadratic"``, ``"quadratic_centred"``, ``"softmax"``).

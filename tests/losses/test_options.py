@@ -416,3 +416,22 @@ def test_linear_cross_entropy_takes_the_options(gen):
     expected = head(hidden, target)
     torch.testing.assert_close(out.loss, expected.loss, rtol=0, atol=0)
     torch.testing.assert_close(out.token_accuracy, expected.token_accuracy)
+
+
+@pytest.mark.parametrize("chunk_size", [None, 4])
+def test_per_token_outputs_on_device(device, chunk_size, gen):
+    """temperature, entropy and target log-prob in float32 on each device against the float64 head on the CPU."""
+    hidden, target = make_data(gen)
+    options = dict(temperature=0.7, return_entropy=True, return_target_log_prob=True, reduction="none")
+    ref = make_head("sparse", "plain", **options)
+    head = make_head("sparse", "plain", **options).float().to(device)
+    head.chunk_size = chunk_size
+    x = hidden.float().to(device).requires_grad_(True)
+    out, expected = head(x, target.to(device)), ref(hidden, target)
+    out.loss.sum().backward()
+    for name in ("loss", "entropy", "target_log_prob"):
+        got, want = getattr(out, name).detach().cpu().double(), getattr(expected, name)
+        finite = want.isfinite()
+        torch.testing.assert_close(got[finite], want[finite], rtol=1e-4, atol=1e-5)
+        assert torch.equal(got.isfinite(), finite)
+    assert bool(x.grad.isfinite().all())

@@ -1,5 +1,6 @@
 """The loss options every head takes, defined once: z-loss, return_lse, class weights, softcap,
-shift and token accuracy (reduction="none" is every loss's, ``_core``).
+shift, token accuracy, temperature, entropy and the target's log-probability (reduction="none" is
+every loss's, ``_core``).
 
 With z_i the row's logits, t_i its target, ℓ_i the variant's loss (label smoothing included) and
 lse_i the log-normaliser of the variant's distribution (logsumexp over its support: all C classes
