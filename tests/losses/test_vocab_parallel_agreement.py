@@ -23,6 +23,7 @@ from softmax_zoo.losses import (
     UniformSampler,
     vocab_parallel_cross_entropy,
     vocab_parallel_linear_cross_entropy,
+    vocab_parallel_stable_kd_loss,
 )
 from softmax_zoo.losses import vocab_parallel as vp_module
 from softmax_zoo.losses.vocab_parallel import VocabShard, linear_call
@@ -84,6 +85,11 @@ def check_one_bad_rank_raises_on_every_rank(rank, world_size):
         h, part, t, shard, C, chunk_size=4 if last else None), r"disagree on chunk_size \(0: None")
     _same_error_everywhere(lambda: vocab_parallel_linear_cross_entropy(
         h, part, t, shard, C, chunk_size=0 if last else 3), "chunk_size must be >= 1")
+    z = h @ part.T
+    _same_error_everywhere(lambda: vocab_parallel_stable_kd_loss(z, z.float() if last else z, shard),
+                           "teacher_logits .* must match student_logits")
+    _same_error_everywhere(lambda: vocab_parallel_stable_kd_loss(z, z, shard, temperature=0.0 if last else 1.0),
+                           "temperature must be > 0, got 0.0")
     for chunk_size in (None, 3):  # the head: the plain and the chunked path, and the sampled training path
         torch.manual_seed(0)
         split = VocabParallelHead(SparseSoftmaxHead(D, C, k=3, chunk_size=chunk_size).double(), shard)
