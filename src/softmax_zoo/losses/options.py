@@ -200,7 +200,8 @@ class OptionRows(RowLoss):
     def __init__(self, inner: RowLoss, options: LossOptions, class_weight: torch.Tensor | None) -> None:
         super().__init__(inner.label_smoothing)
         self.inner, self.options, self.class_weight = inner, options, class_weight
-        self.softmax_of_logits = inner.softmax_of_logits and options.softcap is None and options.temperature == 1.0
+        # lean_inference streams the tempered logits (h / T) W^T + b / T, not the capped ones
+        self.softmax_of_logits = inner.softmax_of_logits and options.softcap is None
         self.needs_lse = options.z_loss > 0 or options.return_lse
         if self.needs_lse and not inner.has_lse:
             raise ValueError(f"z_loss and return_lse need the log-normaliser, which {type(inner).__name__} does not give")
