@@ -3,7 +3,7 @@
 On 2 and 3 gloo ranks: with a sampler that does not read the weight (uniform) and the same seed,
 the split head's draws are the one-process head's; with the kernel sampler (drawn per shard) they
 are the same on every rank, never the target, with the one-process log q̃, and the loss is the
-sampled loss of exactly those draws.
+sampled loss of exactly those draws, also under a float64 default dtype.
 """
 
 from __future__ import annotations
@@ -64,6 +64,19 @@ def check_draws_observable(rank, world_size):
     logits = (h[keep][:, None, :] * one.weight.detach()[cand]).sum(-1)
     logits = torch.cat([logits[:, :1], logits[:, 1:] - log_q.double() - math.log(M)], dim=1)
     assert_close(loss.detach(), (logits.logsumexp(dim=1) - logits[:, 0]).mean())
+
+    torch.set_default_dtype(torch.float64)  # the kernel tree stays float32, the head float64
+    try:
+        torch.manual_seed(0)
+        split = VocabParallelHead(SampledSoftmaxHead(D, C, sampler=QuadraticKernelSampler(leaf_size=2), num_samples=M),
+                                  shard)
+        assert split.weight.dtype == torch.float64
+        loss = split(h, t)
+        loss.backward()
+        assert loss.isfinite() and bool(split.weight.grad.isfinite().all())
+        assert not bool((split.last_negatives.ids == t[keep][:, None]).any())
+    finally:
+        torch.set_default_dtype(torch.float32)
 
 
 @pytest.mark.parametrize("world_size", [2, 3])
