@@ -23,6 +23,12 @@ all_reduce of the gradient backward), so hidden.grad is the full gradient Σ_r G
 rank; a sum of per-rank parts enters through :func:`reduce_from_shards` (all_reduce forward,
 identity backward). The weight shard's gradient is G_r^T h, its own rows only.
 
+No call leaves a rank waiting: before its first collective, each call checks its arguments on
+every rank and the group agrees in one all_reduce (:func:`agree`: any rank's error, a
+disagreement on N or on the chunking), so a bad argument, shard (:meth:`VocabShard.check`) or
+refused head on one rank raises the same error on every rank. ``chunk_size="auto"`` is sized from
+the global C and the least budget of the group's devices, so every rank cuts the same chunks.
+
 Ties at the sparse support's k-th value: among the candidates each rank's ``torch.topk`` offers,
 the lowest class ids win (``streaming.topk_lowest_index`` on the gathered (N, P·k) values); the
 single-process path leaves them to ``torch.topk``, so the two agree wherever the k-th value is not
@@ -95,16 +101,21 @@ class VocabShard:
             Every rank's (start, stop), in group-rank order.
         """
         _require_member(self.group)
-        if error is None and not 0 <= self.start < self.stop <= num_classes:
-            error = ValueError(
-                f"shard [{self.start}, {self.stop}) must be a non-empty range inside [0, {num_classes})"
-            )
+        if error is None:
+            try:
+                span = (int(self.start), int(self.stop), int(num_classes))
+                if not 0 <= span[0] < span[1] <= span[2]:
+                    raise ValueError
+            except (TypeError, ValueError):
+                error = ValueError(
+                    f"shard [{self.start}, {self.stop}) must be a non-empty range inside [0, {num_classes})"
+                )
         every = _all_gather_objects((self.start, self.stop, num_classes, error), self.group)
         raise_first([e[3] for e in every])
-        sizes = {e[2] for e in every}
+        sizes = {int(e[2]) for e in every}
         if len(sizes) > 1:
             raise ValueError(f"the ranks of the group disagree on the number of classes: {sorted(sizes)}")
-        spans = [(e[0], e[1]) for e in every]
+        spans = [(int(e[0]), int(e[1])) for e in every]
         end = 0
         for start, stop in sorted(spans):
             if start != end:
