@@ -14,9 +14,13 @@ its bias if it has one), so the model keeps its parameters, its state dict and i
 - the mean over the labelled tokens, or their sum / ``num_items_in_batch`` when the Trainer
   passes it (gradient accumulation), as transformers' own losses; with ``class_weight`` the mean
   is Σ w_t·ℓ / Σ w_t over the labelled tokens (``num_items_in_batch``, a count, divides as given);
-- the head's loss options (``z_loss``, ``softcap``, ``class_weight``, ``return_lse``,
-  ``return_token_accuracy``; ``softmax_zoo.losses.options``) as head options; the output then
-  also carries ``lse`` (batch, positions) and ``token_accuracy``; ``shift`` is use_head's own;
+- the head's loss options (``z_loss``, ``softcap``, ``class_weight``, ``temperature``,
+  ``return_lse``, ``return_token_accuracy``, ``return_entropy``, ``return_target_log_prob``;
+  ``softmax_zoo.losses.options``) as head options; the output then also carries ``lse``,
+  ``entropy``, ``target_log_prob`` (batch, positions) and ``token_accuracy``; ``shift`` is use_head's own;
+- models that scale their logits after the output layer (Cohere's ``logit_scale``, Granite's
+  ``logits_scaling``) train through the head with that scale as its temperature
+  (:func:`model_temperature`), and soft-capping models (Gemma 2/3) with their cap as its ``softcap``;
 - in training mode the head reads the hidden states inside the output layer's call, in place of
   its logits, and the output's ``logits`` is None; with ``chunk_size`` set the logits are never
   held. In eval mode the model computes its logits as usual and the loss is the head's on them
@@ -55,9 +59,9 @@ from torch import nn
 
 from .config import accepted_arguments, compose_option, group_options, unknown_name
 from .losses import LinearHead, variants
-from .losses.options import HeadOutput, mean_count, reshape_output
+from .losses.options import HeadOutput, check_loss_options, mean_count, reshape_output
 
-__all__ = ["head_of", "projection", "remove_head", "tied_variants", "use_head"]
+__all__ = ["head_of", "model_temperature", "projection", "remove_head", "tied_variants", "use_head"]
 
 # Registered variants that cannot share the model's output layer, and why.
 REFUSED = {
@@ -69,10 +73,12 @@ REFUSED = {
     ),
 }
 SET_BY_USE_HEAD = ("bias", "reduction", "weight", "in_features", "num_classes", "shift")
-# Config fields of models whose logits are more than the output layer's (a head on the hidden
-# states would train a different model): Cohere and Granite scaling. Gemma 2/3's soft-capping,
-# ``final_logit_softcapping``, becomes the head's ``softcap`` (``losses/options.py``).
-LOGIT_TRANSFORMS = ("logit_scale", "logits_scaling")
+# Config fields of models that scale their logits after the output layer, and the temperature T
+# (z ← z / T) that scale is: Cohere multiplies its logits by ``logit_scale`` (T = 1 / s), Granite
+# divides them by ``logits_scaling`` (T = s). The head applies it as its ``temperature``, times any
+# temperature given to use_head. Gemma 2/3's soft-capping, ``final_logit_softcapping``, becomes the
+# head's ``softcap`` (``losses/options.py``); it is applied before the temperature.
+LOGIT_SCALES = {"logit_scale": lambda s: 1.0 / s, "logits_scaling": lambda s: s}
 SOFTCAP_FIELD = "final_logit_softcapping"
 CONFIG_KEY = "softmax_zoo_head"
 
@@ -100,7 +106,8 @@ def use_head(model: nn.Module, loss: str | dict | DictConfig | None = None, **he
         **head_options: the head's keyword arguments (``chunk_size``, ``k``, ``label_smoothing``,
             ``ignore_index``, ``sampler``, ``num_samples``, the loss options ``z_loss``, ``softcap``,
             ``class_weight`` (a list is recorded in the config, a tensor is not), ``return_lse``,
-            ``return_token_accuracy``, ...), over the config's; an unknown one
+            ``return_token_accuracy``, ``temperature``, ``return_entropy``, ``return_target_log_prob``,
+            ...), over the config's; an unknown one
             is a ``ValueError`` naming it and listing the head's. ``sampler`` is a ``Sampler``, a
             sampler config, or the name of one of configs/loss/sampler/*.yaml (``"uniform"``,
             ``"unigram"``, ``"quadratic"``, ``"quadratic_centred"``, ``"softmax"``).
@@ -135,12 +142,18 @@ def use_head(model: nn.Module, loss: str | dict | DictConfig | None = None, **he
                 "which the head applies"
             )
         head_options = {**head_options, "softcap": model_cap}
+    scale = model_temperature(model.config)
     if "forward" in vars(model):
         remove_head(model)
     loss = _plain(loss)
-    build = functools.partial(_build_head, loss, dict(head_options))
+    built = dict(head_options)
+    if scale != 1.0:  # the model's logit scale, inside the head: its temperature times the one given
+        check_loss_options(temperature=head_options.get("temperature", 1.0))
+        built["temperature"] = scale * head_options.get("temperature", 1.0)
+    build = functools.partial(_build_head, loss, built)
     head = build(layer)  # bad options fail here, not at the first forward
-    model.__dict__["_softmax_zoo"] = {"build": build, "head": head, "objective": objective}
+    model.__dict__["_softmax_zoo"] = {"build": build, "head": head, "objective": objective,
+                                      "temperature": head_options.get("temperature", 1.0)}
     model.forward = types.MethodType(_forward_with(type(model).forward), model)
     layer.forward = types.MethodType(_output_layer_forward, layer)
     layer.softmax_zoo_loss = None
@@ -172,15 +185,22 @@ def head_of(model: nn.Module) -> LinearHead:
     return _current_head(model)
 
 
+def model_temperature(config) -> float:
+    """The temperature T (z ← z / T) of a model that scales its logits after the output layer
+    (:data:`LOGIT_SCALES`), 1.0 for any other; ``ValueError`` for a scale that is not a finite number > 0."""
+    temperature = 1.0
+    for field, to_temperature in LOGIT_SCALES.items():
+        value = getattr(config, field, None)
+        if value is None:
+            continue
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < float("inf"):
+            raise ValueError(f"the model's {field}={value!r} is not a finite scale > 0, which use_head can apply")
+        temperature *= float(to_temperature(value))
+    return temperature
+
+
 def _objective(model: nn.Module) -> str:
     """The model's objective, "causal" or "masked", from transformers' ``loss_type`` (set from the class name)."""
-    for field in LOGIT_TRANSFORMS:
-        value = getattr(model.config, field, None)
-        if value not in (None, 1, 1.0):
-            raise ValueError(
-                f"{type(model).__name__} transforms its logits ({field}={value}); a head on its output layer "
-                "would train a different model"
-            )
     loss_type = getattr(model, "loss_type", None)
     if loss_type == "ForMaskedLM":
         return "masked"
@@ -375,12 +395,15 @@ def _loss_forward(model: nn.Module, model_forward, labels: torch.Tensor, kwargs:
 
 
 def _loss_of_logits(model: nn.Module, head: LinearHead, logits: torch.Tensor, target: torch.Tensor):
-    """The head's loss of the model's logits (N, C); those of a model that caps them (Gemma 2/3)
-    are capped already, so the head's own softcap is off for them."""
-    if getattr(model.config, SOFTCAP_FIELD, None) is None:
+    """The head's loss of the model's logits (N, C); those of a model that caps or scales them
+    (Gemma 2/3, Cohere, Granite) are capped and scaled already, so the head's own softcap is off for
+    them and its temperature is the one given to use_head alone."""
+    given = model.__dict__["_softmax_zoo"]["temperature"]
+    if getattr(model.config, SOFTCAP_FIELD, None) is None and head.options.temperature == given:
         return head.loss_from_logits(logits, target)
     options = head.options
-    head.options = dataclasses.replace(options, softcap=None)
+    softcap = None if getattr(model.config, SOFTCAP_FIELD, None) is not None else options.softcap
+    head.options = dataclasses.replace(options, softcap=softcap, temperature=given)
     try:
         return head.loss_from_logits(logits, target)
     finally:

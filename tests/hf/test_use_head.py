@@ -238,8 +238,8 @@ def test_refusals_say_why():
     with pytest.raises(ValueError, match="causal and masked"):
         use_head(classifier, "softmax")
     scaled = make_model("llama")
-    scaled.config.logit_scale = 0.5
-    with pytest.raises(ValueError, match="transforms its logits"):
+    scaled.config.logit_scale = 0.0
+    with pytest.raises(ValueError, match=r"the model's logit_scale=0.0 is not a finite scale > 0"):
         use_head(scaled, "softmax")
 
 

@@ -17,6 +17,7 @@ from transformers import Gemma2Config, Gemma2ForCausalLM
 from softmax_zoo.hf import head_of, use_head
 from softmax_zoo.losses.reference.logits import (
     cross_entropy_ref,
+    entropy_and_target_ref,
     options_ref,
     sparse_cross_entropy_ref,
 )
@@ -113,3 +114,29 @@ def test_gemma2_soft_capping_becomes_the_heads_softcap(chunk_size):
     torch.testing.assert_close(model.eval()(input_ids=ids, labels=labels).loss, expected, rtol=0, atol=1e-12)
     with pytest.raises(ValueError, match="softcap=5.0 differs from the model's final_logit_softcapping=3.0"):
         use_head(gemma2(), "softmax", softcap=5.0)
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+@pytest.mark.parametrize("chunk_size", [None, 7])
+def test_temperature_entropy_and_target_log_prob_through_use_head(variant, chunk_size):
+    """The per-token outputs at a temperature, (batch, positions) like the labels, 0 where nothing is
+    predicted, against their formulas on the model's own float64 logits; the loss and its gradients too."""
+    ref = make_model("llama")
+    ids, labels = batch("llama")
+    per_row, support = VARIANTS[variant][1], VARIANTS[variant][2]
+    logits, target = shifted("llama", ref(input_ids=ids).logits, labels)
+    expected = options_ref(logits, target, per_row, support, temperature=0.7)
+    entropy, logp_t = entropy_and_target_ref(logits.detach(), target, support, temperature=0.7)
+    model = use_head(copy.deepcopy(ref), variant, chunk_size=chunk_size, temperature=0.7, return_entropy=True,
+                     return_target_log_prob=True, **VARIANTS[variant][0]).train()
+    out = model(input_ids=ids, labels=labels)
+    torch.testing.assert_close(out.loss, expected, rtol=0, atol=1e-12)
+    assert_same_grads(grads(model, out.loss), grads(ref, expected))
+    assert out.entropy.shape == out.target_log_prob.shape == ids.shape
+    torch.testing.assert_close(out.entropy[:, :-1].reshape(-1), entropy, rtol=0, atol=1e-12)
+    torch.testing.assert_close(out.target_log_prob[:, :-1].reshape(-1), logp_t, rtol=0, atol=1e-12)
+    assert torch.all(out.entropy[:, -1] == 0) and torch.all(out.target_log_prob[:, -1] == 0)
+    evaluated = model.eval()(input_ids=ids, labels=labels)
+    torch.testing.assert_close(evaluated.loss, out.loss, rtol=0, atol=1e-12)
+    torch.testing.assert_close(evaluated.entropy, out.entropy, rtol=0, atol=1e-12)
+    torch.testing.assert_close(evaluated.target_log_prob, out.target_log_prob, rtol=0, atol=1e-12)

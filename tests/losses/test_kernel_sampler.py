@@ -257,3 +257,24 @@ def test_pick_is_the_first_index_whose_cumulative_mass_reaches_the_threshold(wid
     expected = torch.searchsorted(cum, thr)[..., 0]
     assert torch.equal(got, expected)
     assert bool(mass.gather(-1, got[..., None]).gt(0).all())
+
+
+@pytest.mark.parametrize("tree", TREES, ids=TREE_IDS)
+def test_float64_default_dtype_builds_the_float32_tree_and_draws_q_tilde(tree, data):
+    """Under ``torch.set_default_dtype(torch.float64)`` the tree is still float32 (its queries are),
+    and the draws and log q are those of float64 weights and hidden rows, through the sampled head too."""
+    from softmax_zoo.losses import SampledSoftmaxHead
+
+    hidden, weight, target = (t.double() if t.is_floating_point() else t for t in data)
+    previous = torch.get_default_dtype()
+    torch.set_default_dtype(torch.float64)
+    try:
+        sampler = QuadraticKernelSampler(**tree)
+        check_draws_follow(sampler, kernel_probs, (hidden, weight, target), excluded=True)
+        check_log_prob_closed_form(sampler, kernel_probs, (hidden, weight, target))
+        head = SampledSoftmaxHead(D, C, sampler=QuadraticKernelSampler(**tree), num_samples=3)
+        assert head.weight.dtype == torch.float64
+        head(hidden, target).backward()
+        assert head.weight.grad.dtype == torch.float64 and bool(head.weight.grad.isfinite().all())
+    finally:
+        torch.set_default_dtype(previous)

@@ -252,3 +252,28 @@ def test_bad_arguments_name_the_value(chunk_size, gen):
         head.topk_log_probs(hidden, 0)
     with pytest.raises(ValueError, match="class -1 is outside"):
         head.topk_log_probs(hidden, 2, exclude=[-1])
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+@pytest.mark.parametrize("chunk_size", [3, "auto"])
+def test_a_temperature_streams_over_class_blocks_as_the_plain_head(variant, chunk_size, gen):
+    """temperature T: the block scan runs on (h / T) W^T + b / T and gives the plain head's tempered answers."""
+    cls, extra = VARIANTS[variant]
+    torch.manual_seed(0)
+    plain = cls(D, C, temperature=0.4, **extra).double()
+    torch.nn.init.normal_(plain.bias)
+    lean = cls(D, C, weight=plain.weight, chunk_size=chunk_size, temperature=0.4, **extra).double()
+    lean.bias = plain.bias
+    assert lean.streams_inference() == lean.row_loss().softmax_of_logits
+    hidden = hidden_of(gen)
+    logp = torch.log_softmax(logits_of(plain, hidden) / 0.4, dim=-1)
+    if plain.support_k is None:
+        torch.testing.assert_close(plain.log_probs(hidden), logp, rtol=1e-12, atol=1e-12)
+    assert torch.equal(lean.predict(hidden), plain.predict(hidden))
+    classes = torch.tensor([0, 5, C - 1])
+    torch.testing.assert_close(lean.class_log_probs(hidden, classes), plain.class_log_probs(hidden, classes),
+                               rtol=1e-12, atol=1e-12)
+    values, ids = lean.topk_log_probs(hidden, 4)
+    ref_values, ref_ids = plain.topk_log_probs(hidden, 4)
+    torch.testing.assert_close(values, ref_values, rtol=1e-12, atol=1e-12)
+    assert torch.equal(ids[ref_values.isfinite()], ref_ids[ref_values.isfinite()])

@@ -33,6 +33,7 @@ from softmax_zoo.losses.reference.adaptive import make_pair, reference_loss
 from softmax_zoo.losses.reference.logits import (
     REDUCTIONS,
     cross_entropy_ref,
+    entropy_and_target_ref,
     options_ref,
     sparse_cross_entropy_ref,
 )
@@ -47,7 +48,8 @@ OPTION_SETS = {
     "z_loss": {"z_loss": 0.05, "label_smoothing": 0.1},
     "softcap": {"softcap": 2.0, "label_smoothing": 0.1},
     "class_weight": {"class_weight": WEIGHTS},
-    "all": {"z_loss": 0.05, "softcap": 2.0, "class_weight": WEIGHTS},
+    "temperature": {"temperature": 0.7, "z_loss": 0.05, "label_smoothing": 0.1},
+    "all": {"z_loss": 0.05, "softcap": 2.0, "class_weight": WEIGHTS, "temperature": 1.5},
 }
 # Textbook per-row losses of the package's variants (case id -> (z, target, ε) -> (N,)); any other
 # registered variant is checked against its own plain row loss without options.
@@ -209,6 +211,88 @@ def test_shift_predicts_the_next_position(variant, path, gen):
 
 
 @pytest.mark.parametrize("variant", VARIANTS)
+@pytest.mark.parametrize("path", PATHS)
+def test_shift_n_predicts_the_nth_next_position(variant, path, gen):
+    hidden, target = make_data(gen, 2 * 7)
+    hidden, target = hidden.reshape(2, 7, D), target.reshape(2, 7)
+    for n in (2, 3):
+        none = make_head(variant, path, shift=n, reduction="none")(hidden, target)
+        expected = make_head(variant, path, reduction="none")(hidden[:, :-n], target[:, n:])
+        assert none.shape == target.shape and torch.all(none[:, -n:] == 0)
+        torch.testing.assert_close(none[:, :-n], expected, rtol=1e-12, atol=1e-12)
+        mean = make_head(variant, path, shift=n)(hidden, target)
+        torch.testing.assert_close(mean, make_head(variant, path)(hidden[:, :-n], target[:, n:]), rtol=1e-12, atol=1e-12)
+    assert make_head(variant, path, shift=True).options.shift == 1 and make_head(variant, path).options.shift == 0
+    assert torch.equal(make_head(variant, path, shift=1)(hidden, target), make_head(variant, path, shift=True)(hidden, target))
+    assert make_head(variant, path, shift=7)(hidden, target).isnan()  # every position past the end: no kept row
+    weight = make_head(variant, path).weight
+    torch.testing.assert_close(linear_cross_entropy(hidden, weight, target, chunk_size=PATHS[path], shift=2),
+                               linear_cross_entropy(hidden[:, :-2], weight, target[:, 2:], chunk_size=PATHS[path]))
+
+
+def test_shift_n_on_the_sampled_and_adaptive_heads(gen):
+    hidden, target = make_data(gen, 2 * 7)
+    hidden, target = hidden.reshape(2, 7, D), target.reshape(2, 7)
+
+    def sampled(**options):
+        torch.manual_seed(0)
+        return SampledSoftmaxHead(D, C, sampler=SoftmaxSampler(), num_samples=3, reduction="none", **options).double()
+
+    torch.testing.assert_close(sampled(shift=2)(hidden, target)[:, :-2], sampled()(hidden[:, :-2], target[:, 2:]),
+                               rtol=1e-10, atol=1e-12)
+    ref, head = make_pair(D, C, [3, 7], div_value=2.0, dtype=torch.float64, reduction="none", shift=3)
+    torch.testing.assert_close(head(hidden, target)[:, :-3], reference_loss(ref, hidden[:, :-3], target[:, 3:], reduction="none"),
+                               rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+@pytest.mark.parametrize("path", PATHS)
+def test_entropy_and_target_log_prob_equal_their_formulas_float64(variant, path, gen):
+    """At a temperature and under the softcap: H = −Σ p log p and log p_t of the head's distribution,
+    0 at ignored rows, detached, and log p_t = class_log_probs of the target; the loss is unchanged."""
+    hidden, target = make_data(gen, 3 * N)
+    hidden, target = hidden.reshape(3, N, D), target.reshape(3, N)
+    options = {"softcap": 2.0, "temperature": 0.6}
+    head = make_head(variant, path, return_entropy=True, return_target_log_prob=True, **options)
+    out = head(hidden.requires_grad_(True), target)
+    assert isinstance(out, HeadOutput) and out.lse is None and out.token_accuracy is None
+    assert out.entropy.shape == out.target_log_prob.shape == target.shape
+    assert not out.entropy.requires_grad and not out.target_log_prob.requires_grad
+    plain = make_head(variant, "plain", **options)
+    torch.testing.assert_close(out.loss, plain(hidden, target), rtol=1e-12, atol=1e-12)
+    logits = plain.logits(hidden).detach().reshape(-1, C)
+    support = lambda z: plain.row_loss().log_probs(z).isfinite()  # noqa: E731 (all classes, or the top-k)
+    entropy, logp_t = entropy_and_target_ref(logits, target.reshape(-1), support, **options)
+    torch.testing.assert_close(out.entropy.reshape(-1), entropy, rtol=1e-12, atol=1e-12)
+    torch.testing.assert_close(out.target_log_prob.reshape(-1), logp_t, rtol=1e-12, atol=1e-12)
+    keep = target != -100
+    assert torch.all(out.entropy[~keep] == 0) and torch.all(out.target_log_prob[~keep] == 0)
+    assert bool((out.entropy[keep] > 0).all())
+    by_class = plain.class_log_probs(hidden, target.clamp(min=0)[..., None])[..., 0]
+    torch.testing.assert_close(out.target_log_prob[keep], by_class[keep].detach(), rtol=1e-12, atol=1e-12)
+    only = make_head(variant, path, return_target_log_prob=True, temperature=0.6)(hidden, target)
+    assert only.entropy is None and only.target_log_prob.shape == target.shape
+
+
+@pytest.mark.parametrize("path", PATHS)
+def test_target_log_prob_at_a_temperature_is_minus_the_loss(path, gen):
+    """softmax, no smoothing: −loss ("none") is log p_t at the temperature, differentiable; the
+    returned target_log_prob is its detached value, and its gradient is 1/T of the tempered one."""
+    hidden, target = make_data(gen)
+    head = make_head("softmax", path, reduction="none", temperature=0.5, return_target_log_prob=True)
+    h = hidden.clone().requires_grad_(True)
+    out = head(h, target)
+    torch.testing.assert_close(-out.loss, out.target_log_prob, rtol=1e-12, atol=1e-12)
+    y = hidden.clone().requires_grad_(True)
+    ref = torch.log_softmax(F.linear(y, head.weight, head.bias) / 0.5, dim=1).gather(1, target.clamp(min=0)[:, None])[:, 0]
+    ref = ref * (target != -100)
+    r = torch.rand(N, generator=gen, dtype=torch.float64)
+    (out.loss * r).sum().backward()
+    (-ref * r).sum().backward()
+    torch.testing.assert_close(h.grad, y.grad, rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
 def test_chunked_options_hold_at_most_chunk_rows_of_logits(variant, gen, monkeypatch):
     if refused_without_lse(variant, OPTION_SETS["all"]):
         return  # refused by name, which refused_without_lse checked
@@ -268,10 +352,13 @@ def test_adaptive_takes_class_weight_shift_and_token_accuracy(reduction, gen):
 
 REFUSED = [
     (SampledSoftmaxHead, {"sampler": UniformSampler(C), "num_samples": 3}, ["z_loss", "return_lse", "softcap",
-                                                                          "return_token_accuracy"]),
-    (AdaptiveSoftmaxHead, {"cutoffs": [3, 7]}, ["z_loss", "return_lse", "softcap"]),
+                                                                          "return_token_accuracy", "temperature",
+                                                                          "return_entropy", "return_target_log_prob"]),
+    (AdaptiveSoftmaxHead, {"cutoffs": [3, 7]}, ["z_loss", "return_lse", "softcap", "temperature", "return_entropy",
+                                                "return_target_log_prob"]),
 ]
-SET = {"z_loss": 0.1, "return_lse": True, "class_weight": WEIGHTS, "softcap": 5.0, "shift": True, "return_token_accuracy": True}
+SET = {"z_loss": 0.1, "return_lse": True, "class_weight": WEIGHTS, "softcap": 5.0, "shift": True, "return_token_accuracy": True,
+       "temperature": 0.5, "return_entropy": True, "return_target_log_prob": True}
 
 
 @pytest.mark.parametrize("cls, extra, refused", REFUSED)
@@ -291,6 +378,10 @@ def test_heads_refuse_what_they_cannot_give_by_name(cls, extra, refused):
     ({"class_weight": torch.ones(C - 1)}, f"class_weight must have num_classes = {C} entries, got {C - 1}"),
     ({"class_weight": -torch.ones(C)}, "class_weight must be finite and >= 0"),
     ({"class_weight": torch.ones(C), "label_smoothing": 0.1}, "class_weight with label_smoothing=0.1 is refused"),
+    ({"temperature": 0.0}, "temperature must be a finite number > 0, got 0.0"),
+    ({"temperature": float("inf")}, "temperature must be a finite number > 0, got inf"),
+    ({"shift": -1}, r"shift must be True, False or an int n >= 0 \(the n-th next token\), got -1"),
+    ({"shift": 1.5}, "shift must be True, False or an int n >= 0"),
 ])
 def test_bad_option_values_are_named(options, message):
     with pytest.raises(ValueError, match=message):
@@ -325,3 +416,22 @@ def test_linear_cross_entropy_takes_the_options(gen):
     expected = head(hidden, target)
     torch.testing.assert_close(out.loss, expected.loss, rtol=0, atol=0)
     torch.testing.assert_close(out.token_accuracy, expected.token_accuracy)
+
+
+@pytest.mark.parametrize("chunk_size", [None, 4])
+def test_per_token_outputs_on_device(device, chunk_size, gen):
+    """temperature, entropy and target log-prob in float32 on each device against the float64 head on the CPU."""
+    hidden, target = make_data(gen)
+    options = dict(temperature=0.7, return_entropy=True, return_target_log_prob=True, reduction="none")
+    ref = make_head("sparse", "plain", **options)
+    head = make_head("sparse", "plain", **options).float().to(device)
+    head.chunk_size = chunk_size
+    x = hidden.float().to(device).requires_grad_(True)
+    out, expected = head(x, target.to(device)), ref(hidden, target)
+    out.loss.sum().backward()
+    for name in ("loss", "entropy", "target_log_prob"):
+        got, want = getattr(out, name).detach().cpu().double(), getattr(expected, name)
+        finite = want.isfinite()
+        torch.testing.assert_close(got[finite], want[finite], rtol=1e-4, atol=1e-5)
+        assert torch.equal(got.isfinite(), finite)
+    assert bool(x.grad.isfinite().all())

@@ -16,7 +16,8 @@ Functions on logits (N, C) and targets (N,)::
     sparse_softmax, sparse_softmax_cross_entropy
 
 Every head takes the loss options ``z_loss``, ``return_lse``, ``class_weight``, ``softcap``,
-``shift`` and ``return_token_accuracy`` (:mod:`softmax_zoo.losses.options`; with ``return_*`` it
+``shift``, ``return_token_accuracy``, ``temperature``, ``return_entropy`` and
+``return_target_log_prob`` (:mod:`softmax_zoo.losses.options`; with ``return_*`` it
 returns a :class:`HeadOutput`), or refuses one it cannot give, by name.
 
 The memory-lean linear + loss as a function (any logit-level variant, by its registered name)::
@@ -54,7 +55,7 @@ Modules::
     centred_kernel_sampler  the centred quadratic-kernel sampler (our extension)
     distill                 knowledge-distillation losses: the KL form beside stable_kd_loss
     row_loss                a logit-level loss written once: per-row values and their logit gradient
-    options                 the loss options (z-loss, lse, class weights, softcap, shift, token accuracy), once for every path
+    options                 the loss options (z-loss, lse, softcap, temperature, entropy, ...), once for every path
     chunked                 linear + loss ``chunk_size`` rows at a time, never the (N, C) logits
     memory                  the chunk budget per device, and the check that a buffer fits the free memory
     functional              linear_cross_entropy: the chunked linear + loss of any logit-level variant

@@ -266,6 +266,9 @@ class AdaptiveSoftmaxHead(OutputHead):
                   "a cluster); there is no single log-normaliser over the C classes to keep near 0",
         "return_lse": "the adaptive softmax has no single log-normaliser over the C classes",
         "softcap": "its logits are split over the head and the cluster projections, not one vector to cap",
+        "temperature": "it normalises twice, so dividing each layer's logits by T is not the tempered distribution",
+        "return_entropy": "its distribution is a product of the head's and a cluster's; not computed per row",
+        "return_target_log_prob": "its loss with reduction='none' is −log p_t itself (differentiable)",
     }
 
     def __init__(
@@ -279,16 +282,20 @@ class AdaptiveSoftmaxHead(OutputHead):
         ignore_index: int = -100,
         reduction: str = "mean",
         class_weight=None,
-        shift: bool = False,
+        shift: bool | int = False,
         return_token_accuracy: bool = False,
         z_loss: float = 0.0,
         return_lse: bool = False,
         softcap: float | None = None,
+        temperature: float = 1.0,
+        return_entropy: bool = False,
+        return_target_log_prob: bool = False,
     ) -> None:
         # the options by name, no **kwargs: a tied ``weight=`` must stay an unknown argument (build_head)
         super().__init__(in_features, num_classes, ignore_index=ignore_index, reduction=reduction,
                          class_weight=class_weight, shift=shift, return_token_accuracy=return_token_accuracy,
-                         z_loss=z_loss, return_lse=return_lse, softcap=softcap)
+                         z_loss=z_loss, return_lse=return_lse, softcap=softcap, temperature=temperature,
+                         return_entropy=return_entropy, return_target_log_prob=return_target_log_prob)
         self.cutoffs = check_cutoffs(cutoffs, num_classes)
         self.div_value = div_value
         self.shortlist_size = self.cutoffs[0]

@@ -34,7 +34,8 @@ def linear_cross_entropy(
             whole (N, C) logits).
         **variant_options: the head's own arguments, e.g. ``k=20``, ``label_smoothing=0.1``, and the
             loss options (``z_loss``, ``softcap``, ``class_weight``, ``shift``, ``return_lse``,
-            ``return_token_accuracy``; ``options.py``).
+            ``return_token_accuracy``, ``temperature``, ``return_entropy``, ``return_target_log_prob``;
+            ``options.py``).
 
     Returns:
         As the head: a scalar for "mean"/"sum", target's shape for "none" (or a ``HeadOutput``);

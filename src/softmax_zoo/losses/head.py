@@ -27,7 +27,7 @@ from torch import nn
 
 from . import memory
 from ._core import check_k, check_reduction, check_target_dtype, compute_dtype
-from .options import LossOptions, check_loss_options, class_weight_tensor, reshape_output, shift_target
+from .options import LossOptions, check_loss_options, class_weight_tensor, reshape_output, shift_steps, shift_target
 from .streaming import topk_lowest_index
 
 
@@ -77,8 +77,9 @@ class OutputHead(nn.Module):
         num_classes: C, the number of classes (vocabulary size for language models).
         ignore_index: target value whose rows contribute nothing.
         reduction: "mean" (over non-ignored rows), "sum" or "none".
-        z_loss, return_lse, class_weight, softcap, shift, return_token_accuracy: the loss options,
-            defined in :mod:`softmax_zoo.losses.options`; a head refuses those in its
+        z_loss, return_lse, class_weight, softcap, shift, return_token_accuracy, temperature,
+            return_entropy, return_target_log_prob: the loss options, defined in
+            :mod:`softmax_zoo.losses.options`; a head refuses those in its
             :attr:`refused_options`, naming the option and why.
     """
 
@@ -88,7 +89,8 @@ class OutputHead(nn.Module):
     def __init__(
         self, in_features: int, num_classes: int, *, ignore_index: int = -100, reduction: str = "mean",
         z_loss: float = 0.0, return_lse: bool = False, class_weight=None, softcap: float | None = None,
-        shift: bool = False, return_token_accuracy: bool = False,
+        shift: bool | int = False, return_token_accuracy: bool = False, temperature: float = 1.0,
+        return_entropy: bool = False, return_target_log_prob: bool = False,
     ) -> None:
         super().__init__()
         if in_features < 1:
@@ -100,9 +102,14 @@ class OutputHead(nn.Module):
         self.num_classes = num_classes
         self.ignore_index = ignore_index
         self.reduction = reduction
-        check_loss_options(z_loss=z_loss, softcap=softcap, class_weight=class_weight, num_classes=num_classes)
-        self.options = LossOptions(float(z_loss), None if softcap is None else float(softcap), bool(shift),
-                                   bool(return_lse), bool(return_token_accuracy))
+        check_loss_options(z_loss=z_loss, softcap=softcap, class_weight=class_weight, num_classes=num_classes,
+                           temperature=temperature, shift=shift)
+        self.options = LossOptions(
+            z_loss=float(z_loss), softcap=None if softcap is None else float(softcap), shift=shift_steps(shift),
+            return_lse=bool(return_lse), return_token_accuracy=bool(return_token_accuracy),
+            temperature=float(temperature), return_entropy=bool(return_entropy),
+            return_target_log_prob=bool(return_target_log_prob),
+        )
         self.register_buffer("class_weight", class_weight_tensor(class_weight))
         for name in self.options.given(class_weight):
             if name in self.refused_options:
@@ -129,8 +136,8 @@ class OutputHead(nn.Module):
         return {f"({rows:,}, {self.num_classes:,}) logits x {memory.LOGIT_BUFFERS}": memory.logits_bytes(rows, self.num_classes)}
 
     def shifted(self, target: torch.Tensor) -> torch.Tensor:
-        """``target`` as the loss reads it: shifted by one position with ``shift`` (``options.shift_target``)."""
-        return shift_target(target, self.ignore_index) if self.options.shift else target
+        """``target`` as the loss reads it: shifted by ``shift`` positions (``options.shift_target``)."""
+        return shift_target(target, self.ignore_index, self.options.shift) if self.options.shift else target
 
     def check_hidden(self, hidden: torch.Tensor, weight: torch.Tensor) -> None:
         """Raise ``ValueError`` if ``hidden`` (..., d) does not fit ``weight`` (·, d)."""

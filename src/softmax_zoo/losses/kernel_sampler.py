@@ -311,16 +311,16 @@ class QuadraticKernelSampler(Sampler):
             f"({sum(padded):,} node sums of d × d float32)", hint="; its size grows like C·d²/leaf_size",
         )
         self._shape = (C, d)
-        self._W = torch.zeros(padded[0] * L, d, device=W.device)
+        self._W = torch.zeros(padded[0] * L, d, dtype=torch.float32, device=W.device)
         self._W[:C] = W
         self._W = self._W.view(padded[0], L, d)  # (leaves, L, d), classes in id order
-        self._cls_cnt = torch.zeros(padded[0] * L, device=W.device)
+        self._cls_cnt = torch.zeros(padded[0] * L, dtype=torch.float32, device=W.device)
         self._cls_cnt[:C] = 1.0  # 0 for the padding classes: nodes count their real classes only
         self._cls_cnt = self._cls_cnt.view(padded[0], L)
         self._cnt = [self._cls_cnt.sum(1)]  # (nodes,) classes per node, per level
         for _ in padded[1:]:
             self._cnt.append(self._cnt[-1].view(-1, B).sum(1))
-        self._S = [torch.empty(n, d, d, device=W.device) for n in padded]  # (nodes, d, d) per level
+        self._S = [torch.empty(n, d, d, dtype=torch.float32, device=W.device) for n in padded]  # (nodes, d, d) per level
         self._sum_all()
 
     def _sum_all(self) -> None:
@@ -361,7 +361,7 @@ class QuadraticKernelSampler(Sampler):
         self.check_num_samples(num_samples)
         h = self._query(hidden)
         if h.shape[0] == 0:
-            return torch.zeros(0, num_samples, dtype=torch.long, device=h.device), h.new_zeros(0, num_samples)
+            return torch.zeros(0, num_samples, dtype=torch.long, device=h.device), h.new_zeros(0, num_samples, dtype=torch.float32)
         N, m, L, B = h.shape[0], num_samples, self.leaf_size, self.branching
         top = len(self._S) - 1
         flat_W = self._W.view(-1, d)

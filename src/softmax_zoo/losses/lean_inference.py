@@ -23,8 +23,16 @@ from .head import check_classes, exclusion_mask
 from .streaming import class_block_size, scan_classes
 
 
+def _tempered(head, h: torch.Tensor):
+    """(h / T, bias / T): the tempered logits z / T = (h / T) W^T + b / T (``temperature``, ``options.py``)."""
+    t = head.options.temperature
+    if t == 1.0:
+        return h, head.bias
+    return h / t, None if head.bias is None else head.bias / t
+
+
 def _scan(head, h: torch.Tensor, tracks=()):
-    """scan_classes for ``head`` on h (N, d), with its normaliser.
+    """scan_classes for ``head`` on h (N, d), with its normaliser (of the logits at the head's temperature).
 
     Returns:
         (log-normaliser (N,), support (values (N, k), ids (N, k)) or None, the tracks' top-k, NaN rows (N,)).
@@ -33,7 +41,8 @@ def _scan(head, h: torch.Tensor, tracks=()):
     block = class_block_size(h.shape[0], head.num_classes, head.chunk_size)
     k = head.support_k
     support = [] if k is None else [(k, None)]
-    lse, tops, nan = scan_classes(h, head.weight, head.bias, block, lse=k is None, tracks=support + list(tracks))
+    h, bias = _tempered(head, h)
+    lse, tops, nan = scan_classes(h, head.weight, bias, block, lse=k is None, tracks=support + list(tracks))
     if k is None:
         return lse, None, tops, nan
     (values, ids), *tops = tops
@@ -75,7 +84,7 @@ def _class_logits(head, h: torch.Tensor, classes: torch.Tensor) -> torch.Tensor:
     else:
         z = torch.bmm(head.weight[classes], h.unsqueeze(2)).squeeze(2)  # (N, K, d) @ (N, d, 1)
         z = z if bias is None else z + bias
-    return z.to(compute_dtype(z.dtype))
+    return z.to(compute_dtype(z.dtype)) / head.options.temperature
 
 
 def lean_class_log_probs(head, hidden: torch.Tensor, classes) -> torch.Tensor:

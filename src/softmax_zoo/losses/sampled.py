@@ -43,7 +43,7 @@ from __future__ import annotations
 
 import math
 import numbers
-from typing import ClassVar
+from typing import ClassVar, NamedTuple
 
 import torch
 import torch.nn.functional as F
@@ -60,6 +60,15 @@ from .softmax import SoftmaxRows
 # U / (1 + m) times the gather's multiply-adds, at a far higher rate. The ratio sits below the two's break-even;
 # their measured times at m = 32 to 2,048: results/bench_losses_cpu_candidate-logits.md.
 SHARED_GEMM_RATIO = 64.0
+
+
+class Negatives(NamedTuple):
+    """A training step's draws (detached): ``ids`` (n, m) class ids and ``log_q`` (n, m) float32
+    log q̃ of the n kept rows, in row order; ``keep`` (N,) bool, which of the step's rows they are."""
+
+    ids: torch.Tensor
+    log_q: torch.Tensor
+    keep: torch.Tensor
 
 
 def _sampled_examples(num_classes: int) -> dict[str, dict]:
@@ -104,6 +113,9 @@ class SampledSoftmaxHead(LinearHead):
     The sampler draws from torch's global generator unless :func:`seed_samplers` gave it one of its
     own: the engine does so under data parallelism (seed + rank), so that ranks draw different negatives.
 
+    ``last_negatives``: the :class:`Negatives` of the last training forward (None before one), to
+    observe the draws; a ``VocabParallelHead`` of this head keeps its global draws here too.
+
     Stateful samplers (the kernel tree) are refreshed from the weight before sampling whenever
     the weight changed since the last refresh, detected by the weight's in-place version counter
     (``weight._version``, which every optimizer step bumps): once per training step, and again
@@ -117,6 +129,9 @@ class SampledSoftmaxHead(LinearHead):
         "softcap": "the samplers' proposals and the logQ correction read the uncapped logits",
         "return_token_accuracy": "training computes only the target's and m sampled classes' logits, "
                                  "not the argmax over all classes",
+        "temperature": "the samplers' proposals and the logQ correction read the untempered logits",
+        "return_entropy": "training computes only m + 1 logits a row, not the distribution over all classes",
+        "return_target_log_prob": "training computes only m + 1 logits a row, not the full log-normaliser",
     }
 
     def __init__(
@@ -139,6 +154,7 @@ class SampledSoftmaxHead(LinearHead):
         self.sampler = sampler
         self.num_samples = num_samples
         self._refreshed_at: tuple[int, int] | None = None  # (data_ptr, _version) of the last refresh
+        self.last_negatives: Negatives | None = None
 
     @classmethod
     def check_options(cls, *, num_samples: int, **options) -> None:
@@ -180,6 +196,7 @@ class SampledSoftmaxHead(LinearHead):
                     h_k.detach(), self.weight.detach(), self.num_samples, exclude=t_k,
                     bias=None if self.bias is None else self.bias.detach(),
                 )  # (n, m) ids, (n, m) log q̃
+            self.last_negatives = Negatives(neg, log_q, keep)
         cand = torch.cat([t_k[:, None], neg], dim=1)  # (n, 1 + m), target first
         logits = candidate_logits(h_k, self.weight, cand)  # (n, 1 + m), autocast's dtype under autocast
         if logits.dtype in (torch.float16, torch.bfloat16):

@@ -123,7 +123,8 @@ class SoftmaxHead(LinearHead):
 
     Args:
         label_smoothing: ε for training; ``log_probs`` does not depend on it.
-        z_loss, return_lse, class_weight, softcap, shift, return_token_accuracy: every one, on
+        z_loss, return_lse, class_weight, softcap, shift, return_token_accuracy, temperature,
+            return_entropy, return_target_log_prob: every one, on
             both paths (``options.py``); ``log_probs`` and ``predict`` read the capped logits.
         chunk_size: None: the loss from the full (N, C) logits. An int: the loss and all its
             gradients are computed in the forward, ``chunk_size`` rows at a time, never holding
@@ -153,7 +154,7 @@ class SoftmaxHead(LinearHead):
 
     def forward(self, hidden: torch.Tensor, target: torch.Tensor):
         """hidden (..., d), target (...) -> loss (scalar, or target's shape for reduction="none"),
-        or ``options.HeadOutput`` with ``return_lse``/``return_token_accuracy``."""
+        or ``options.HeadOutput`` with a ``return_*`` option."""
         if self.chunk_size is None:
             return super().forward(hidden, target)
         return chunked_linear_loss(self, hidden, self.shifted(target))

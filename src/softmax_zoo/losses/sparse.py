@@ -34,7 +34,7 @@ from __future__ import annotations
 import torch
 
 from ._core import check_ce_inputs, check_k, compute_dtype
-from .options import softcap
+from .options import scale_logits
 from .registry import register_variant
 from .row_loss import RowLoss
 from .softmax import SoftmaxHead, SoftmaxRows
@@ -267,8 +267,8 @@ class SparseSoftmaxHead(SoftmaxHead):
 
     def log_probs(self, hidden: torch.Tensor) -> torch.Tensor:
         """hidden (..., d) -> (..., C) sparse log-probabilities in float32, −inf outside the top-k
-        (of the capped logits with ``softcap``)."""
-        return sparse_log_softmax(softcap(self.logits(hidden), self.options.softcap), self.k)
+        (of the capped and tempered logits with ``softcap`` and ``temperature``)."""
+        return sparse_log_softmax(scale_logits(self.logits(hidden), self.options), self.k)
 
     def extra_repr(self) -> str:
         extra = f", k={self.k}"

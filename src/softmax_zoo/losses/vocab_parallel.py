@@ -23,6 +23,12 @@ all_reduce of the gradient backward), so hidden.grad is the full gradient Σ_r G
 rank; a sum of per-rank parts enters through :func:`reduce_from_shards` (all_reduce forward,
 identity backward). The weight shard's gradient is G_r^T h, its own rows only.
 
+No call leaves a rank waiting: before its first collective, each call checks its arguments on
+every rank and the group agrees in one all_reduce (:func:`agree`: any rank's error, a
+disagreement on N or on the chunking), so a bad argument, shard (:meth:`VocabShard.check`) or
+refused head on one rank raises the same error on every rank. ``chunk_size="auto"`` is sized from
+the global C and the least budget of the group's devices, so every rank cuts the same chunks.
+
 Ties at the sparse support's k-th value: among the candidates each rank's ``torch.topk`` offers,
 the lowest class ids win (``streaming.topk_lowest_index`` on the gathered (N, P·k) values); the
 single-process path leaves them to ``torch.topk``, so the two agree wherever the k-th value is not
@@ -46,7 +52,7 @@ from ._core import (
     compute_dtype,
     reduce_loss,
 )
-from .chunked import _ChunkedLinearLoss, auto_chunk_size, chunked_pass
+from .chunked import _ChunkedLinearLoss, auto_chunk_size, check_chunk_size, chunked_pass
 from .memory import chunk_logits
 from .row_loss import RowLoss
 from .softmax import SoftmaxRows
@@ -79,21 +85,33 @@ class VocabShard:
     def size(self) -> int:
         return self.stop - self.start
 
-    def check(self, num_classes: int) -> list[tuple[int, int]]:
-        """Raise ``ValueError`` unless the group's shards tile [0, ``num_classes``).
+    def check(self, num_classes: int, error: Exception | None = None) -> list[tuple[int, int]]:
+        """Raise ``ValueError`` on every rank unless the group's shards tile [0, ``num_classes``).
 
-        A collective: every rank of the group calls it.
+        A collective: every rank of the group calls it. Each rank's shard, class count and own
+        error are gathered first and judged the same way on every rank, so a bad shard on one rank
+        raises the same error on all of them (:func:`raise_first`) instead of leaving the others
+        waiting in a collective.
+
+        Args:
+            num_classes: C. error: this rank's own failure found before the call (e.g.
+                ``VocabParallelHead``'s refusal of its head), raised on every rank like a bad shard.
 
         Returns:
             Every rank's (start, stop), in group-rank order.
         """
         _require_member(self.group)
-        if not 0 <= self.start < self.stop <= num_classes:
-            raise ValueError(
-                f"shard [{self.start}, {self.stop}) must be a non-empty range inside [0, {num_classes})"
-            )
-        mine = torch.tensor([self.start, self.stop, num_classes], dtype=torch.long)
-        every = _all_gather(mine, self.group)
+        if error is None:
+            try:
+                span = (int(self.start), int(self.stop), int(num_classes))
+                if not 0 <= span[0] < span[1] <= span[2]:
+                    raise ValueError
+            except (TypeError, ValueError):
+                error = ValueError(
+                    f"shard [{self.start}, {self.stop}) must be a non-empty range inside [0, {num_classes})"
+                )
+        every = _all_gather_objects((self.start, self.stop, num_classes, error), self.group)
+        raise_first([e[3] for e in every])
         sizes = {int(e[2]) for e in every}
         if len(sizes) > 1:
             raise ValueError(f"the ranks of the group disagree on the number of classes: {sorted(sizes)}")
@@ -132,6 +150,63 @@ def _all_gather(x: torch.Tensor, group) -> list[torch.Tensor]:
     out = [torch.empty_like(x) for _ in range(dist.get_world_size(group))]
     dist.all_gather(out, x.contiguous(), group=group)
     return out
+
+
+def _all_gather_objects(obj, group) -> list:
+    """Every rank's picklable ``obj``, in group-rank order (on the current CUDA device under NCCL)."""
+    out = [None] * dist.get_world_size(group)
+    dist.all_gather_object(out, obj, group=group)
+    return out
+
+
+def raise_first(errors: list[Exception | None]) -> None:
+    """Raise, on every rank that calls it with the same gathered ``errors`` (one per group rank, None
+    where a rank had none), the error of the lowest rank that has one: its type and message, the
+    message prefixed by that rank when the ranks' errors are not all the same."""
+    failed = [r for r, e in enumerate(errors) if e is not None]
+    if not failed:
+        return
+    first = errors[failed[0]]
+    message = str(first)
+    if len(failed) < len(errors) or any(str(errors[r]) != message for r in failed):
+        message = f"rank {failed[0]} of the shard's group (ranks {failed} of {len(errors)} failed): {message}"
+    try:
+        error = type(first)(message)
+    except Exception:  # an exception type that takes other arguments
+        error = ValueError(f"{type(first).__name__}: {message}")
+    raise error
+
+
+def agree(group, device: torch.device, error: Exception | None = None, *, same: dict[str, int] | None = None,
+          least: dict[str, int] | None = None) -> dict[str, int]:
+    """The check every rank of ``group`` makes before a call's first collective, in one all_reduce.
+
+    If any rank has an ``error`` (found by its own checks of its arguments) or the ranks disagree on
+    a value of ``same`` (e.g. the number of rows, which every collective's shape follows), every
+    rank raises the same error (:func:`raise_first`; the ranks' errors are gathered only then), so
+    no rank is left waiting in a collective the others never make.
+
+    Args:
+        error: this rank's, or None. same: name -> int that must be equal on every rank.
+        least: name -> int whose smallest value over the ranks is returned (e.g. a chunk size
+            that follows each device's free memory).
+
+    Returns:
+        name -> the least value over the ranks, for ``least``.
+    """
+    same, least = same or {}, least or {}
+    values = [int(error is not None)] + list(same.values())
+    x = torch.tensor([-values[0], *values[1:], *(-v for v in values[1:]), *least.values()], dtype=torch.long,
+                     device=device)
+    x = _all_reduce(x, group, dist.ReduceOp.MIN)  # (1 + 2·|same| + |least|,) -any error, min, −max, min
+    k = len(same)
+    if int(x[0]) < 0:
+        raise_first(_all_gather_objects(error, group))
+    for i, name in enumerate(same):
+        low, high = int(x[1 + i]), -int(x[1 + k + i])
+        if low != high:
+            raise ValueError(f"the ranks of the group disagree on {name}: from {low} to {high}; it must be the same on every rank")
+    return {name: int(v) for name, v in zip(least, x[1 + 2 * k :])}
 
 
 def global_max(z: torch.Tensor, group) -> torch.Tensor:
@@ -186,8 +261,8 @@ class ShardRows:
         super().__init__(*args, **kwargs)
         self.shard, self.num_classes = shard, num_classes
 
-    def on_logits(self, logits, target, *, ignore_index=-100, reduction="mean"):
-        """The loss of this rank's logits (N, C_r) and global targets (N,), the same on every rank."""
+    def check_inputs(self, logits, target, ignore_index: int, reduction: str) -> tuple[torch.Tensor, torch.Tensor]:
+        """This rank's checks of its logits (N, C_r) and global targets (N,): (keep (N,), safe target (N,) long)."""
         check_reduction(reduction)
         check_label_smoothing(self.label_smoothing)
         if logits.dim() != 2 or logits.shape[1] != self.shard.size:
@@ -195,9 +270,17 @@ class ShardRows:
                 f"logits must be (N, {self.shard.size}), the shard [{self.shard.start}, {self.shard.stop}), "
                 f"got shape {tuple(logits.shape)}"
             )
+        if target.dim() != 1 or target.shape[0] != logits.shape[0]:
+            raise ValueError(f"target must be (N,) = ({logits.shape[0]},) to match logits, got {tuple(target.shape)}")
         check_target_dtype(target)
         keep = check_target_range(target, self.num_classes, ignore_index)
-        return self.reduced(logits, target.long().masked_fill(~keep, 0), keep, reduction)
+        return keep, target.long().masked_fill(~keep, 0)
+
+    def on_logits(self, logits, target, *, ignore_index=-100, reduction="mean"):
+        """The loss of this rank's logits (N, C_r) and global targets (N,), the same on every rank
+        (its inputs checked on this rank only: :func:`vocab_parallel_cross_entropy` agrees on them first)."""
+        keep, safe = self.check_inputs(logits, target, ignore_index, reduction)
+        return self.reduced(logits, safe, keep, reduction)
 
     def scratch_rows(self, z, target, keep):
         """The shard's own :meth:`rows`: the variants' in-place ``scratch_rows`` normalise over one rank only."""
@@ -370,6 +453,11 @@ def _unset(value) -> bool:
     return value is None or (isinstance(value, (bool, int, float)) and not value)
 
 
+def _num_rows(x: torch.Tensor) -> int:
+    """The rows N of a (N, ...) argument, −1 for a scalar (agreed on by the ranks, :func:`agree`)."""
+    return x.shape[0] if x.dim() else -1
+
+
 def vocab_parallel_cross_entropy(
     logits: torch.Tensor,
     target: torch.Tensor,
@@ -391,9 +479,91 @@ def vocab_parallel_cross_entropy(
 
     Returns:
         The loss, the same on every rank; gradients flow to this rank's logits.
+
+    Raises:
+        ValueError: on every rank of the group, when any rank's arguments are bad (:func:`agree`).
     """
-    rows = shard_row_loss(loss if loss is not None else SoftmaxRows(), shard, num_classes)
-    return rows.on_logits(logits, target, ignore_index=ignore_index, reduction=reduction)
+    rows, error = None, None
+    try:
+        rows = shard_row_loss(loss if loss is not None else SoftmaxRows(), shard, num_classes)
+        keep, safe = rows.check_inputs(logits, target, ignore_index, reduction)
+    except (ValueError, TypeError) as bad:
+        error = bad
+    agree(shard.group, logits.device, error, same={"the number of rows N": _num_rows(logits)})
+    return rows.reduced(logits, safe, keep, reduction)
+
+
+@dataclass(frozen=True)
+class LinearCall:
+    """A vocabulary-parallel linear loss call, checked and agreed on by every rank (:func:`linear_call`).
+
+    keep: (N,) bool. target: (N,) long, ignored rows at class 0. chunk_rows: rows per chunk, None
+    for the whole (N, C_r) logits at once.
+    """
+
+    keep: torch.Tensor
+    target: torch.Tensor
+    chunk_rows: int | None
+
+
+def _check_linear(hidden, weight, bias, target, shard: VocabShard, chunk_size, reduction: str) -> None:
+    """Raise ``ValueError`` naming this rank's bad argument of a linear call (:func:`linear_call`)."""
+    check_chunk_size(chunk_size)
+    check_reduction(reduction)
+    if hidden.dim() != 2 or weight.dim() != 2 or hidden.shape[1] != weight.shape[1] or weight.shape[0] != shard.size:
+        raise ValueError(
+            f"hidden must be (N, d) and weight ({shard.size}, d), the shard [{shard.start}, {shard.stop}), "
+            f"got {tuple(hidden.shape)} and {tuple(weight.shape)}"
+        )
+    if bias is not None and tuple(bias.shape) != (shard.size,):
+        raise ValueError(f"bias must be ({shard.size},), got shape {tuple(bias.shape)}")
+    if target.dim() != 1 or target.shape[0] != hidden.shape[0]:
+        raise ValueError(f"target must be (N,) = ({hidden.shape[0]},) to match hidden, got {tuple(target.shape)}")
+    check_target_dtype(target)
+
+
+def linear_call(hidden, weight, bias, target, shard: VocabShard, num_classes: int, *, chunk_size, ignore_index: int,
+                reduction: str, error: Exception | None = None, path: int = 0) -> LinearCall:
+    """This rank's checks of a linear call's arguments, then the group's agreement (:func:`agree`):
+    any rank's error is raised on every rank, and so is a disagreement on N, on ``path`` (the
+    caller's branch, e.g. sampled training or not) or on ``chunk_size``.
+
+    ``chunk_size="auto"`` cuts the rows as one process would for all C classes on the device with
+    the least budget of the group (``memory.chunk_logits`` of a (C, d) weight, the least over the
+    ranks), so every rank cuts the same chunks, whatever its shard's size or its free memory.
+    """
+    keep = safe = None
+    try:
+        if error is None:
+            _check_linear(hidden, weight, bias, target, shard, chunk_size, reduction)
+            keep = check_target_range(target, num_classes, ignore_index)
+            safe = target.long().masked_fill(~keep, 0)
+    except (ValueError, TypeError) as bad:
+        error = bad
+    mode = {None: 0, "auto": 2}.get(chunk_size, 1) if error is None else -1
+    fixed = chunk_size if mode == 1 else 0
+    auto = 0
+    if mode == 2:  # this device's rows for all C classes (a (C, d) weight's budget), the least over the ranks
+        d = hidden.shape[1]
+        auto = auto_chunk_size(hidden.shape[0], num_classes, chunk_logits(hidden.device, num_classes * d))
+    agreed = agree(shard.group, hidden.device, error,
+                   same={"the number of rows N": _num_rows(hidden), "the call's path": path,
+                         "chunk_size (0: None, 1: rows, 2: auto)": mode, "chunk_size's rows": fixed},
+                   least={"auto": auto})
+    return LinearCall(keep, safe, {0: None, 1: fixed, 2: agreed["auto"]}[mode])
+
+
+def linear_loss(rows: ShardRows, hidden, weight, bias, call: LinearCall, reduction: str) -> torch.Tensor:
+    """The loss of an agreed :class:`LinearCall`: hidden (N, d) through :func:`copy_to_shards`, this
+    rank's logits whole or ``call.chunk_rows`` rows at a time (``chunked.py``)."""
+    h = copy_to_shards(hidden, rows.shard.group)
+    t, keep = call.target, call.keep
+    if call.chunk_rows is None:
+        return rows.reduced(F.linear(h, weight, bias), t, keep, reduction)
+    params = (h, weight, bias)
+    if torch.is_grad_enabled() and any(p is not None and p.requires_grad for p in params):
+        return _ChunkedLinearLoss.apply(rows.loss_and_grad, t, keep, reduction, call.chunk_rows, None, *params)[0]
+    return reduce_loss(chunked_pass(rows.loss_and_grad, t, keep, *params, None, call.chunk_rows)[0], keep, reduction)
 
 
 def vocab_parallel_linear_cross_entropy(
@@ -417,24 +587,20 @@ def vocab_parallel_linear_cross_entropy(
         target: (N,) global class ids. shard, num_classes, loss: as :func:`vocab_parallel_cross_entropy`.
         chunk_size: None: this rank's whole (N, C_r) logits at once; an int or "auto": ``chunk_size``
             rows at a time through ``chunked.py``. "auto" cuts the rows as one process would for all
-            C classes (``_core.CHUNK_LOGITS`` logits a chunk), so every rank cuts the same chunks
-            and holds 1/P of one process's chunk.
+            C classes (``memory.chunk_logits`` logits a chunk, the least budget of the group's
+            devices), so every rank cuts the same chunks and holds 1/P of one process's chunk.
 
     Returns:
         The loss, the same on every rank ("none": (N,)).
+
+    Raises:
+        ValueError: on every rank of the group, when any rank's arguments are bad (:func:`agree`).
     """
-    rows = shard_row_loss(loss if loss is not None else SoftmaxRows(), shard, num_classes)
-    h = copy_to_shards(hidden, shard.group)
-    if chunk_size is None:
-        return rows.on_logits(F.linear(h, weight, bias), target, ignore_index=ignore_index, reduction=reduction)
-    check_reduction(reduction)
-    check_target_dtype(target)
-    keep = check_target_range(target, num_classes, ignore_index)
-    t = target.long().masked_fill(~keep, 0)
-    chunk_rows = chunk_size
-    if chunk_size == "auto":  # this rank's (rows, C_shard) logits per chunk
-        chunk_rows = auto_chunk_size(h.shape[0], weight.shape[0], chunk_logits(h.device, weight.numel()))
-    params = (h, weight, bias)
-    if torch.is_grad_enabled() and any(p is not None and p.requires_grad for p in params):
-        return _ChunkedLinearLoss.apply(rows.loss_and_grad, t, keep, reduction, chunk_rows, None, *params)[0]
-    return reduce_loss(chunked_pass(rows.loss_and_grad, t, keep, *params, None, chunk_rows)[0], keep, reduction)
+    rows, error = None, None
+    try:
+        rows = shard_row_loss(loss if loss is not None else SoftmaxRows(), shard, num_classes)
+    except (ValueError, TypeError) as bad:
+        error = bad
+    call = linear_call(hidden, weight, bias, target, shard, num_classes, chunk_size=chunk_size,
+                       ignore_index=ignore_index, reduction=reduction, error=error)
+    return linear_loss(rows, hidden, weight, bias, call, reduction)

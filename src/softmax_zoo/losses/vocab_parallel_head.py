@@ -35,9 +35,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ._core import check_k, check_target_dtype, check_target_range, reduce_loss
+from ._core import check_k, check_target_dtype, reduce_loss
 from .head import OutputHead, check_classes, exclusion_mask
-from .sampled import SampledSoftmaxHead, candidate_logits
+from .sampled import Negatives, SampledSoftmaxHead, candidate_logits
 from .softmax import SoftmaxHead, SoftmaxRows
 from .sparse import SparseRows
 from .streaming import topk_lowest_index
@@ -45,12 +45,36 @@ from .vocab_parallel import (
     VocabShard,
     _all_gather,
     _all_reduce,
+    agree,
     copy_to_shards,
+    linear_call,
+    linear_loss,
     reduce_from_shards,
     shard_row_loss,
-    vocab_parallel_linear_cross_entropy,
 )
 from .vocab_parallel_sampled import check_sampler, draw_negatives
+
+
+def _refusal(head) -> Exception | None:
+    """Why ``head`` has no vocabulary-parallel form (the error to raise), or None."""
+    if not isinstance(head, (SoftmaxHead, SampledSoftmaxHead)):
+        return TypeError(
+            f"{type(head).__name__} has no vocabulary-parallel form: only heads with one (C, d) output weight "
+            "split by rows (softmax, stable, sparse, sampled); the adaptive softmax's clusters have their own "
+            "projections of other widths, so it would be split by clusters, not by rows"
+        )
+    if isinstance(head, SampledSoftmaxHead):
+        try:
+            check_sampler(head.sampler)
+        except TypeError as refused:
+            return refused
+    given = head.options.given(head.class_weight)
+    if given:
+        return ValueError(
+            f"{type(head).__name__} with {', '.join(given)} has no vocabulary-parallel form yet: those options "
+            "need the log-normaliser and the prediction across every shard; build the head without them"
+        )
+    return None
 
 
 class VocabParallelHead(OutputHead):
@@ -60,26 +84,15 @@ class VocabParallelHead(OutputHead):
         head: a logit-level head (:class:`SoftmaxHead` or a subclass) or a :class:`SampledSoftmaxHead`,
             built for all C classes, the same on every rank (same seed).
         shard: this rank's :class:`VocabShard`; the group's shards must tile [0, C) (checked here,
-            a collective: every rank of the group builds its head together).
+            a collective: every rank of the group builds its head together). A bad shard or a
+            refused head on any rank raises the same error on every rank.
     """
 
     def __init__(self, head: OutputHead, shard: VocabShard) -> None:
-        if not isinstance(head, (SoftmaxHead, SampledSoftmaxHead)):
-            raise TypeError(
-                f"{type(head).__name__} has no vocabulary-parallel form: only heads with one (C, d) output weight "
-                "split by rows (softmax, stable, sparse, sampled); the adaptive softmax's clusters have their own "
-                "projections of other widths, so it would be split by clusters, not by rows"
-            )
-        if isinstance(head, SampledSoftmaxHead):
-            check_sampler(head.sampler)
-        given = head.options.given(head.class_weight)
-        if given:
-            raise ValueError(
-                f"{type(head).__name__} with {', '.join(given)} has no vocabulary-parallel form yet: those options "
-                "need the log-normaliser and the prediction across every shard; build the head without them"
-            )
+        # A head refused on one rank is refused on every rank, with the shards' check (one collective).
+        spans = shard.check(getattr(head, "num_classes", 0), error=_refusal(head))
         super().__init__(head.in_features, head.num_classes, ignore_index=head.ignore_index, reduction=head.reduction)
-        self.spans = shard.check(head.num_classes)
+        self.spans = spans
         self.shard = shard
         rows = slice(shard.start, shard.stop)
         self.weight = nn.Parameter(head.weight.detach()[rows].clone())  # (C_r, d)
@@ -91,20 +104,39 @@ class VocabParallelHead(OutputHead):
     def group(self):
         return self.shard.group
 
+    @property
+    def last_negatives(self):
+        """A sampled head's last training draws over all C classes, as ``SampledSoftmaxHead.last_negatives``
+        (``sampled.Negatives``: global ids, the same on every rank); None for other heads and before a step."""
+        return getattr(self.head, "last_negatives", None)
+
     def forward(self, hidden: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
-        """hidden (..., d), target (...) global ids, both the same on every rank -> the loss, the same on every rank."""
-        self.check_hidden(hidden, self.weight)
-        if tuple(target.shape) != tuple(hidden.shape[:-1]):
-            raise ValueError(f"target must be {tuple(hidden.shape[:-1])}, hidden's leading shape, got {tuple(target.shape)}")
-        check_target_dtype(target)
-        h, t = hidden.reshape(-1, self.in_features), target.reshape(-1)  # (N, d), (N,)
-        if isinstance(self.head, SampledSoftmaxHead) and self.training:
-            loss = self._sampled_loss(h, t)
+        """hidden (..., d), target (...) global ids, both the same on every rank -> the loss, the same on every rank.
+
+        Bad arguments on any rank raise the same ``ValueError`` on every rank (``vocab_parallel.agree``)."""
+        error, h, t = None, hidden, target
+        try:
+            self.check_hidden(hidden, self.weight)
+            if tuple(target.shape) != tuple(hidden.shape[:-1]):
+                raise ValueError(f"target must be {tuple(hidden.shape[:-1])}, hidden's leading shape, got {tuple(target.shape)}")
+            check_target_dtype(target)
+            h, t = hidden.reshape(-1, self.in_features), target.reshape(-1)  # (N, d), (N,)
+        except ValueError as bad:
+            error = bad
+        sampled = isinstance(self.head, SampledSoftmaxHead) and self.training
+        rows = None
+        if not sampled and error is None:
+            try:
+                rows = shard_row_loss(self._train_rows(), self.shard, self.num_classes)
+            except ValueError as bad:
+                error = bad
+        call = linear_call(h, self.weight, self.bias, t, self.shard, self.num_classes,
+                           chunk_size=None if sampled else getattr(self.head, "chunk_size", None),
+                           ignore_index=self.ignore_index, reduction=self.reduction, error=error, path=int(sampled))
+        if sampled:
+            loss = self._sampled_loss(h, call)
         else:
-            loss = vocab_parallel_linear_cross_entropy(
-                h, self.weight, t, self.shard, self.num_classes, bias=self.bias, loss=self._train_rows(),
-                chunk_size=getattr(self.head, "chunk_size", None), ignore_index=self.ignore_index, reduction=self.reduction,
-            )
+            loss = linear_loss(rows, h, self.weight, self.bias, call, self.reduction)
         return loss.reshape(target.shape) if self.reduction == "none" else loss
 
     def _train_rows(self):
@@ -112,17 +144,17 @@ class VocabParallelHead(OutputHead):
         sampled head's evaluation loss is the full softmax."""
         return self.head.row_loss() if isinstance(self.head, SoftmaxHead) else SoftmaxRows()
 
-    def _sampled_loss(self, h: torch.Tensor, t: torch.Tensor) -> torch.Tensor:
+    def _sampled_loss(self, h: torch.Tensor, call) -> torch.Tensor:
         """The sampled softmax of :class:`SampledSoftmaxHead` with the candidates' logits from their ranks."""
-        head, shard = self.head, self.shard
-        keep = check_target_range(t.long(), self.num_classes, self.ignore_index)
-        h_k, t_k = h[keep], t.long()[keep]  # (n, d), (n,)
+        head, shard, keep = self.head, self.shard, call.keep
+        h_k, t_k = h[keep], call.target[keep]  # (n, d), (n,)
         head.refresh_sampler()  # from this rank's rows
         with torch.no_grad():
             neg, log_q = draw_negatives(
                 head.sampler, h_k.detach(), self.weight.detach(), None if self.bias is None else self.bias.detach(),
                 t_k, head.num_samples, shard,
             )  # (n, m) global ids, log q̃
+            head.last_negatives = Negatives(neg, log_q, keep)  # the same on every rank
         cand = torch.cat([t_k[:, None], neg], dim=1)  # (n, 1 + m), target first
         mine = (cand >= shard.start) & (cand < shard.stop)
         local = (cand - shard.start).masked_fill(~mine, 0)
@@ -135,7 +167,7 @@ class VocabParallelHead(OutputHead):
         correction = log_q.to(logits.dtype) + math.log(head.num_samples)  # ln(m·q̃), never rounded to bfloat16
         logits = torch.cat([logits[:, :1], logits[:, 1:] - correction], dim=1)
         row_loss = torch.logsumexp(logits, dim=1) - logits[:, 0]  # (n,)
-        loss = row_loss.new_zeros(t.shape[0]).masked_scatter(keep, row_loss)  # (N,), 0 at ignored rows
+        loss = row_loss.new_zeros(keep.shape[0]).masked_scatter(keep, row_loss)  # (N,), 0 at ignored rows
         return reduce_loss(loss, keep, self.reduction)
 
     # -- inference: the global answer on every rank -------------------------------------------------
@@ -144,9 +176,20 @@ class VocabParallelHead(OutputHead):
         rows = SoftmaxRows() if k is None else SparseRows(k)
         return shard_row_loss(rows, self.shard, self.num_classes)
 
-    def shard_log_probs(self, hidden: torch.Tensor) -> torch.Tensor:
-        """hidden (..., d) -> (..., C_r): this rank's columns of the head's inference distribution."""
-        self.check_hidden(hidden, self.weight)
+    def shard_log_probs(self, hidden: torch.Tensor, check=None) -> torch.Tensor:
+        """hidden (..., d) -> (..., C_r): this rank's columns of the head's inference distribution.
+
+        ``check``: the caller's own checks of its other arguments (a callable that raises
+        ``ValueError``), run with this one's before the group agrees (``vocab_parallel.agree``), so
+        that a bad argument on any rank raises the same error on every rank."""
+        error = None
+        try:
+            self.check_hidden(hidden, self.weight)
+            if check is not None:
+                check()
+        except ValueError as bad:
+            error = bad
+        agree(self.group, self.weight.device, error, same={"the number of rows N": math.prod(hidden.shape[:-1])})
         z = F.linear(hidden.reshape(-1, self.in_features), self.weight, self.bias)  # (N, C_r)
         return self._inference_rows().log_probs(z).reshape(*hidden.shape[:-1], -1)
 
@@ -174,8 +217,9 @@ class VocabParallelHead(OutputHead):
 
     def topk_log_probs(self, hidden: torch.Tensor, k: int, exclude=None) -> tuple[torch.Tensor, torch.Tensor]:
         """As :meth:`OutputHead.topk_log_probs`, over every rank's classes."""
-        check_k(k, self.num_classes)
-        logp = self.shard_log_probs(hidden).reshape(-1, self.shard.size)  # (N, C_r)
+        logp = self.shard_log_probs(hidden, check=lambda: (check_k(k, self.num_classes),
+                                                           exclusion_mask(exclude, self.num_classes, hidden.device)))
+        logp = logp.reshape(-1, self.shard.size)  # (N, C_r)
         mask = exclusion_mask(exclude, self.num_classes, logp.device)
         if mask is not None:
             logp = logp.masked_fill(mask[self.shard.start : self.shard.stop], float("-inf"))
@@ -190,8 +234,8 @@ class VocabParallelHead(OutputHead):
 
     def class_log_probs(self, hidden: torch.Tensor, classes) -> torch.Tensor:
         """hidden (..., d), classes (K,) or (..., K) global ids -> (..., K), each from its owning rank."""
-        classes = check_classes(classes, hidden.shape[:-1], self.num_classes).to(hidden.device)
-        logp = self.shard_log_probs(hidden)  # (..., C_r)
+        logp = self.shard_log_probs(hidden, check=lambda: check_classes(classes, hidden.shape[:-1], self.num_classes))
+        classes = check_classes(classes, hidden.shape[:-1], self.num_classes).to(hidden.device)  # (..., C_r) logp
         mine = (classes >= self.shard.start) & (classes < self.shard.stop)
         local = (classes - self.shard.start).masked_fill(~mine, 0)
         part = logp[..., local] if classes.dim() == 1 else logp.gather(-1, local)

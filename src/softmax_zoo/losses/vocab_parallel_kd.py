@@ -19,7 +19,7 @@ import torch
 
 from ._core import check_reduction, compute_dtype
 from .stable_kd import far_apart, scaled_row_grads
-from .vocab_parallel import VocabShard, _all_reduce, global_max
+from .vocab_parallel import VocabShard, _all_reduce, agree, global_max
 
 
 class _ShardStableKD(torch.autograd.Function):
@@ -64,6 +64,23 @@ class _ShardStableKD(torch.autograd.Function):
         return (*scaled_row_grads(ctx, grad_loss), None, None)
 
 
+def _check_kd(student_logits, teacher_logits, shard: VocabShard, temperature: float, reduction: str) -> None:
+    """Raise ``ValueError`` naming this rank's bad argument of :func:`vocab_parallel_stable_kd_loss`."""
+    check_reduction(reduction)
+    if student_logits.dim() != 2 or student_logits.shape[1] != shard.size:
+        raise ValueError(
+            f"student_logits must be (N, {shard.size}), the shard [{shard.start}, {shard.stop}), "
+            f"got shape {tuple(student_logits.shape)}"
+        )
+    if teacher_logits.shape != student_logits.shape or teacher_logits.dtype != student_logits.dtype:
+        raise ValueError(
+            f"teacher_logits {tuple(teacher_logits.shape)} {teacher_logits.dtype} must match student_logits "
+            f"{tuple(student_logits.shape)} {student_logits.dtype}"
+        )
+    if not temperature > 0:
+        raise ValueError(f"temperature must be > 0, got {temperature}")
+
+
 def vocab_parallel_stable_kd_loss(
     student_logits: torch.Tensor,
     teacher_logits: torch.Tensor,
@@ -82,20 +99,17 @@ def vocab_parallel_stable_kd_loss(
 
     Returns:
         The loss, the same on every rank.
+
+    Raises:
+        ValueError: on every rank of the group, when any rank's arguments are bad (``vocab_parallel.agree``).
     """
-    check_reduction(reduction)
-    if student_logits.dim() != 2 or student_logits.shape[1] != shard.size:
-        raise ValueError(
-            f"student_logits must be (N, {shard.size}), the shard [{shard.start}, {shard.stop}), "
-            f"got shape {tuple(student_logits.shape)}"
-        )
-    if teacher_logits.shape != student_logits.shape or teacher_logits.dtype != student_logits.dtype:
-        raise ValueError(
-            f"teacher_logits {tuple(teacher_logits.shape)} {teacher_logits.dtype} must match student_logits "
-            f"{tuple(student_logits.shape)} {student_logits.dtype}"
-        )
-    if not temperature > 0:
-        raise ValueError(f"temperature must be > 0, got {temperature}")
+    error = None
+    try:
+        _check_kd(student_logits, teacher_logits, shard, temperature, reduction)
+    except ValueError as bad:
+        error = bad
+    agree(shard.group, student_logits.device, error,
+          same={"the number of rows N": student_logits.shape[0] if student_logits.dim() else -1})
     loss = _ShardStableKD.apply(student_logits, teacher_logits, float(temperature), shard.group)
     if reduction == "none":
         return loss

@@ -87,11 +87,11 @@ def sparse_options_ref(
 
 def options_ref(
     logits, target, per_row, support, *, ignore_index=-100, reduction="mean", z_loss=0.0, softcap=None,
-    class_weight=None,
+    class_weight=None, temperature=1.0,
 ):
     """A variant's loss with the options of ``losses.options``, by autograd of their formulas.
 
-    z ← c·tanh(z / c); ℓ_i ← w_{t_i}·(ℓ_i + β·lse_i²), lse_i the logsumexp of z over the support;
+    z ← c·tanh(z / c) / T; ℓ_i ← w_{t_i}·(ℓ_i + β·lse_i²), lse_i the logsumexp of z over the support;
     "mean" = Σ ℓ_i / Σ_kept w_{t_i}.
 
     Args:
@@ -99,7 +99,7 @@ def options_ref(
         support: z -> (N, C) bool, the classes the variant's distribution normalises over (not
             differentiated: the support only selects).
     """
-    z = logits if softcap is None else softcap * torch.tanh(logits / softcap)
+    z = tempered(logits, softcap, temperature)
     keep = target != ignore_index
     safe = target.masked_fill(~keep, 0)
     lse = z.masked_fill(~support(z.detach()), float("-inf")).logsumexp(dim=1)  # (N,)
@@ -109,6 +109,25 @@ def options_ref(
     if reduction == "none":
         return loss
     return loss.sum() if reduction == "sum" else loss.sum() / w.sum()
+
+
+def tempered(logits, softcap=None, temperature=1.0):
+    """c·tanh(z / c) / T (the softcap first, then the temperature)."""
+    z = logits if softcap is None else softcap * torch.tanh(logits / softcap)
+    return z / temperature
+
+
+def entropy_and_target_ref(logits, target, support, *, ignore_index=-100, softcap=None, temperature=1.0):
+    """(H_i, log p_i,t_i), (N,) each, 0 at ignored rows, of the softmax of the tempered logits over
+    ``support(z)`` (N, C) bool, the classes with nonzero probability: H = −Σ_{j∈S} p_j·log p_j."""
+    z = tempered(logits, softcap, temperature)
+    inside = support(z)
+    logp = torch.log_softmax(z.masked_fill(~inside, float("-inf")), dim=1)  # −inf outside S
+    p = logp.exp()
+    entropy = -torch.where(inside, p * logp, torch.zeros_like(p)).sum(dim=1)
+    keep = target != ignore_index
+    logp_t = logp.gather(1, target.masked_fill(~keep, 0)[:, None])[:, 0]
+    return entropy.masked_fill(~keep, 0.0), logp_t.masked_fill(~keep, 0.0)
 
 
 def kd_ref(student, teacher, *, temperature=1.0, reduction="mean"):
