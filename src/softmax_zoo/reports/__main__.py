@@ -17,12 +17,16 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from softmax_zoo import reports
-from softmax_zoo.cli_args import ArgumentError, Option, Parser, fail
-from softmax_zoo.config import SCRATCH_DIR
-from softmax_zoo.records import REPO_ROOT, load_records, runs_dir, write_text
-from softmax_zoo.reports._pages import CLAIMS_FILE, COMMAND, ledger_data, read_claims, render, shown_path
-from softmax_zoo.reports._settings import values
+from softmax_zoo.extras import require
+
+require("pipelines", "python -m softmax_zoo.reports", entry_point=__name__ == "__main__")
+
+from softmax_zoo import reports  # noqa: E402
+from softmax_zoo.cli_args import ArgumentError, Option, Parser, fail  # noqa: E402
+from softmax_zoo.config import SCRATCH_DIR  # noqa: E402
+from softmax_zoo.records import REPO_ROOT, load_records, runs_dir, write_text  # noqa: E402
+from softmax_zoo.reports._pages import CLAIMS_FILE, COMMAND, ledger_data, read_claims, render, shown_path  # noqa: E402
+from softmax_zoo.reports._settings import values  # noqa: E402
 
 PAGE = Parser(COMMAND, [
     Option("results_dir", None, "folder of the run records, <results_dir>/runs (default: the page's own, results)", kind=str),
