@@ -16,7 +16,8 @@ training stack (transformers' Trainer, datasets, wandb) is imported, so a bad va
 (``loss.k=0``, ``seed=abc``) is reported in seconds.
 
 A run that fails prints its error alone (``ValueError: k must be >= 1, got 0``) and where the
-traceback is (the job's log file); ``HYDRA_FULL_ERROR=1`` prints the whole traceback instead (Hydra's switch).
+traceback is (the job's log file); a job of a multirun also gets Hydra's line naming the job.
+``HYDRA_FULL_ERROR=1`` prints the whole traceback instead (Hydra's switch).
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ from hydra.errors import CompactHydraException  # noqa: E402
 from omegaconf import DictConfig  # noqa: E402
 
 from . import preflight  # noqa: E402
-from .config import CONFIG_DIR, command_line_sources, register, unknown_key_hint  # noqa: E402
+from .config import CONFIG_DIR, command_line_sources, hydra_job, register, unknown_key_hint  # noqa: E402
 
 log = logging.getLogger(__name__)
 FULL_ERROR = "HYDRA_FULL_ERROR"  # Hydra's own switch: "1" shows every traceback in full
@@ -70,7 +71,11 @@ def main(cfg: DictConfig) -> None:
     except Exception as error:
         if os.environ.get(FULL_ERROR) == "1":
             raise
-        raise short_error(error) from error
+        failed = short_error(error)
+        if hydra_job().get("mode") == "RUN":  # alone on the screen: Hydra would add a line naming the job's overrides
+            print(failed, file=sys.stderr)
+            raise SystemExit(1) from error
+        raise failed from error  # a multirun's job: Hydra names which job failed
 
 
 def unknown_keys_reported(argv: list[str]) -> None:
