@@ -23,8 +23,10 @@ export OMP_WAIT_POLICY ?= PASSIVE
 
 .PHONY: help setup lint test test-all bench data clean
 
-help:  ## list the commands
+help:  ## list the commands, then the variables they take (the `#: ` lines of make/*.mk)
 	@grep -hE '^[a-zA-Z0-9_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-22s %s\n", $$1, $$2}'
+	@echo "variables (make <target> NAME=value):"
+	@grep -h '^#: ' $(MAKEFILE_LIST) | sed 's/^#: /  /'
 
 $(BIN)/.installed: pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)

@@ -7,6 +7,8 @@
 # numbers per scale are in its `scales:` block (configs/task/<task>.yaml). WoS is not in the default list
 # (its `caveat:` in configs/task/wos.yaml says why).
 # Set-up and data preparation run first when missing.
+#: SCALE=cpu|paper|smoke  scale of reproduce-fig2, -fig2-finetune, -table5, -table3 (+ -init), -sparse-regime (smoke: into scratch/)
+#: FIG2_TASKS="clinc_oos iflytek"  FIG2_SEEDS=0,1,2  the tasks and seeds of reproduce-fig2 (-finetune: FIG2_SEEDS)
 FIG2_SCALE = $(or $(SCALE),cpu)
 FIG2_TASKS ?= clinc_oos iflytek
 FIG2_SEEDS ?= 0,1,2

@@ -3,6 +3,7 @@
 #   make data TASK=gigaword DATA_ARGS="train_size=10000"   one task, with task options
 #   make data TASK=clinc_oos DATA_ARGS="source=hub variant=oos_plus"   from the hub (needs .[hub] and a network)
 # $SOFTMAX_ZOO_RAW defaults to the release folders beside this checkout.
+#: TASK=gigaword  DATA_ARGS="train_size=10000"  SOFTMAX_ZOO_RAW=../shared/data  the task, options and release folders of make data
 SOFTMAX_ZOO_RAW ?= ../shared/data
 TASK ?=
 DATA_ARGS ?=

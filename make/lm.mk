@@ -7,6 +7,7 @@
 #                                KL, loss and gradient bias per sampler x m at that PTB checkpoint
 # Sizes (chosen to fit the cpu-scale budget; measured times on the pages) are in the scales.$(LM_SCALE) block of configs/families/lm.yaml
 # and the `scales:` blocks of configs/task/{lm1b,ptb}.yaml; LM_SCALE=paper gives the papers' settings (GPU).
+#: LM_SCALE=cpu|paper|smoke  LM_SEEDS=0  LM_ARGS="train.max_steps=500"  scale, seeds and extra overrides of the lm1b and kernel-bias targets
 LM_SCALE ?= cpu
 # Seeds, a Hydra sweep list: LM_SEEDS=0,1,2
 LM_SEEDS ?= 0

@@ -8,6 +8,7 @@
 # Where a reproduction's records and pages go: the committed results/ at cpu and paper scale,
 # scratch/ (git-ignored) at smoke scale, so that `make reproduce-* SCALE=smoke` changes nothing committed.
 # (The training config makes the same choice: softmax_zoo.config.results_dir.)
+#: REPORT=fig2  SWEEP=<folder|experiment|multirun folder>  METRIC=test/loss  DIAGNOSTICS=true  of make tables and make sweep
 results_for = $(if $(filter smoke,$(1)),scratch,results)
 
 .PHONY: tables check-pages sweep

@@ -13,6 +13,8 @@
 # SEQ2SEQ_MODEL=model=unilm_large_cased for the large one; other scales keep the experiments' MiniLM.
 # The -init targets add start=softmax_run (configs/start/softmax_run.yaml) to the same experiments.
 # Set-up and data preparation run first when missing.
+#: SEEDS=0,1,2  seeds of reproduce-table5 (default 0,1,2) and -table3 (default 0), and their -init targets; new seeds run anew
+#: SEQ2SEQ_MODEL=model=unilm_large_cased  the UniLM of the table5/table3 targets (default: MiniLM; base cased at paper scale)
 TABLE5_SEEDS ?= 0,1,2
 TABLE3_SEEDS ?= 0
 SEEDS ?=
@@ -59,6 +61,7 @@ rouge-perl: setup  ## ROUGE-1.5.5 (UniLM's Perl ROUGE, `python -m softmax_zoo.ro
 # Resumable: a job whose record exists is skipped, an interrupted one continues (resume=true); rerun the same command.
 # The committed k=100 arms (seed 0, starts 1,2,4) came from REGIME_STARTS=1,2,4 REGIME_KS=20,100 REGIME_SEEDS=0.
 # The grid's measured cost: results/sparse_regime.md.
+#: REGIME_STARTS=1,2,4,8,16  REGIME_KS=20  REGIME_SEEDS=0,1,2  the grid of reproduce-sparse-regime
 REGIME_STARTS ?= 1,2,4,8,16
 REGIME_KS ?= 20
 REGIME_SEEDS ?= 0,1,2

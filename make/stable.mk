@@ -8,6 +8,7 @@
 #   make reproduce-stable-kd-ptb   the same KL forms in a training pipeline: self-distillation on Penn Treebank,
 #                             a float32 full-softmax teacher, then bfloat16 students with the standard or the stable
 #                             KL, KD_SEEDS seeds each -> results/runs/stable_kd_ptb/*.json -> results/stable.md
+#: STABLE_SEEDS=3  STABLE_ONLY=collapse  KD_SEEDS=0,1,2  seeds and study of reproduce-stable, students' seeds of reproduce-stable-kd-ptb
 STABLE_SEEDS ?= 3
 STABLE_ONLY ?=
 # Student seeds of the PTB self-distillation, a Hydra sweep list (the teacher is seed 0).

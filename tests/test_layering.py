@@ -21,7 +21,9 @@ from tests.data.test_data_layering import PACKAGE, _imported_modules, _package_o
 
 LAYERS = (
     # leaves: import nothing of the package
-    ("cli_args", "config", "files", "hub", "markdown", "metrics", "progress", "provenance", "rouge155", "timing", "tracking"),
+    ("cli_args", "extras", "files", "hub", "markdown", "metrics", "progress", "provenance", "rouge155", "run_identity", "timing",
+     "tracking"),
+    ("config",),  # run names read the run-identity table
     ("records", "dry_run"),  # records name runs by config's rule; dry_run reads config's family files
     ("losses",),
     ("data",),

@@ -105,8 +105,8 @@ def test_wheel_declares_torch_and_numpy_only(wheel):
     assert {"hf", "pipelines", "test"} <= extras, extras
 
 
-@pytest.mark.slow
-def test_wheel_runs_a_head_in_a_venv_with_only_torch_and_numpy(wheel, tmp_path):
+def core_venv(wheel: Path, tmp_path: Path) -> tuple[Path, Path]:
+    """(the venv, its python): the wheel installed beside torch and numpy only."""
     venv = tmp_path / "venv"
     run(sys.executable, "-m", "venv", "--without-pip", venv)
     python = venv / "bin" / "python"
@@ -114,12 +114,36 @@ def test_wheel_runs_a_head_in_a_venv_with_only_torch_and_numpy(wheel, tmp_path):
     link_distributions(closure(CORE), tmp_path / "torch_numpy")
     (purelib / "torch_numpy.pth").write_text(str(tmp_path / "torch_numpy") + "\n")
     run(sys.executable, "-m", "pip", "--python", python, "install", "-q", "--no-deps", "--no-index", wheel)
+    return venv, python
+
+
+@pytest.mark.slow
+def test_wheel_runs_a_head_in_a_venv_with_only_torch_and_numpy(wheel, tmp_path):
+    venv, python = core_venv(wheel, tmp_path)
     probe = NOT_CORE + CORE
     out = run(python, "-I", "-c", HEAD_RUN % (probe,), cwd=tmp_path)  # -I: no PYTHONPATH, no cwd on the path
     result = json.loads(out.stdout.strip().splitlines()[-1])
     assert result["file"].startswith(str(venv)), result["file"]  # the installed wheel, not the source tree
     assert result["grads_finite"] and result["loss"] > 0, result
     assert result["importable"] == {name: name in CORE for name in probe}, result["importable"]
+
+
+@pytest.mark.slow
+def test_without_an_extra_its_parts_name_it_in_one_line(wheel, tmp_path):
+    """Only torch and numpy: softmax_zoo.hf names the hf extra, the pipelines' commands the pipelines extra."""
+    _, python = core_venv(wheel, tmp_path)
+    imported = subprocess.run([str(python), "-I", "-c", "from softmax_zoo.hf import use_head"], cwd=tmp_path,
+                              capture_output=True, text=True)
+    assert imported.returncode == 1
+    last = imported.stderr.strip().splitlines()[-1]
+    assert last.startswith('softmax_zoo.extras.MissingExtra: softmax_zoo.hf needs the hf extra: pip install "softmax_zoo[hf]" '
+                           "(missing: transformers, hydra, omegaconf"), imported.stderr
+    for command in ("softmax_zoo.train", "softmax_zoo.reports"):
+        done = subprocess.run([str(python), "-I", "-m", command, "task=synthetic"], cwd=tmp_path, capture_output=True, text=True)
+        lines = done.stderr.strip().splitlines()
+        assert done.returncode == 1 and len(lines) == 1, done.stderr  # the line alone, no traceback
+        assert lines[0].startswith(f'python -m {command} needs the pipelines extra: pip install "softmax_zoo[pipelines]" '
+                                   "(missing: transformers, hydra, omegaconf, scipy"), done.stderr
 
 
 def test_wheel_ships_the_configs(wheel):

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import os
 import re
 import shlex
 import subprocess
@@ -154,3 +155,21 @@ def test_a_bad_command_fails_the_checks():
     with pytest.raises(Exception):
         compose(overrides_of(["loss=no_such_loss"]))
     assert "no-such-target" not in make_targets() and "test" in make_targets()
+
+
+def quoted_errors(text: str) -> list[tuple[str, str]]:
+    """``(command, error)`` pairs of README's sentence on bad values: "`<overrides>`: `<what it prints>`"."""
+    sentence = text[text.index("A bad value prints its message"):].split("HYDRA_FULL_ERROR", 1)[0]
+    return [(" ".join(c.split()), " ".join(e.split())) for c, e in re.findall(r"`([^`]+)`: `([^`]+)`", sentence)]
+
+
+@pytest.mark.parametrize("command, error", quoted_errors(README.read_text(encoding="utf-8")))
+def test_the_readme_quotes_the_errors_the_program_prints(command, error, tmp_path):
+    done = subprocess.run([sys.executable, "-m", "softmax_zoo.train", *shlex.split(command), f"hydra.run.dir={tmp_path}"],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "WANDB_MODE": "disabled", "HF_HUB_OFFLINE": "1"})
+    assert done.returncode == 1 and error in " ".join(done.stderr.split()), done.stderr
+
+
+def test_the_readme_quotes_four_errors():
+    assert len(quoted_errors(README.read_text(encoding="utf-8"))) == 4

@@ -79,13 +79,25 @@ def test_an_entry_module_imports_no_heavy_library(module, tmp_path):
     (["loss=sparse_softmax", "loss.k=0"], "k must be >= 1, got 0"),
     (["seed=abc"], "seed must be an integer >= 0"),
     (["loss.label_smoothing=2"], "label_smoothing must be in [0, 1], got 2"),
-    (["loss.kk=3"], "unknown key 'loss.kk'"),
+    (["loss=sparse_softmax", "loss.kk=3"], "loss.kk: unknown option of SparseSoftmaxHead 'kk' (did you mean 'k'?)"),
+    (["loss=sparse_softmax", "+loss.kk=3"], "loss.kk: unknown option of SparseSoftmaxHead 'kk' (did you mean 'k'?)"),
+    (["train.lr=-1"], "train.lr must be a number > 0 (e.g. train.lr=1e-3), got train.lr=-1"),
     (["task=nonexistent"], "Could not find 'task/nonexistent'"),
 ])
 def test_a_bad_training_command_is_refused_before_the_training_stack_is_imported(overrides, message, tmp_path):
     result, stderr = run_module("softmax_zoo.train", *overrides, f"hydra.run.dir={tmp_path / 'h'}", cwd=tmp_path)
     assert result["code"] == 1 and message in stderr, stderr
     assert not set(result["imported"]) & set(TRAINING_STACK), result
+
+
+@pytest.mark.parametrize("override", ["loss.kk=3", "+loss.kk=3"])
+def test_an_unknown_loss_option_is_one_line_the_heads(override, tmp_path):
+    """Not Hydra's "Could not override ... Key 'kk' is not in struct" lines, nor a model that "does not fit"."""
+    _, stderr = run_module("softmax_zoo.train", "loss=sparse_softmax", override, f"hydra.run.dir={tmp_path / 'h'}", cwd=tmp_path)
+    lines = [line for line in stderr.splitlines() if line.strip()]
+    ours = [i for i, line in enumerate(lines) if "unknown option of SparseSoftmaxHead 'kk' (did you mean 'k'?)" in line]
+    assert len(ours) == 1 and "Could not override" not in stderr and "does not fit" not in stderr, stderr
+    assert ours == [0] and "Error executing job" not in stderr, stderr  # first, and no line of Hydra's before it
 
 
 def test_seed_and_logger_are_checked_before_torch_is_imported(tmp_path):
@@ -112,6 +124,19 @@ def test_a_bad_report_study_or_prepare_command_imports_no_heavy_library(command,
     ("loss=softmax loss.reduction=avg", "reduction must be one of"),
     ("loss=sampled_softmax loss.num_samples=0", "num_samples must be >= 1, got 0"),
     ("logger=wandb logger.mode=loud", "logger.mode must be one of"),
+    ("train.lr=-1", "train.lr must be a number > 0 (e.g. train.lr=1e-3), got train.lr=-1"),
+    ("train.lr=abc", "train.lr must be a number > 0 (e.g. train.lr=1e-3), got train.lr='abc'"),
+    ("train.max_steps=0", "train.max_steps must be -1 (run train.epochs epochs) or an integer >= 1, got train.max_steps=0"),
+    ("train.epochs=0", "train.epochs must be a number > 0, got train.epochs=0"),
+    ("train.batch_size=0", "train.batch_size must be an integer >= 1, got train.batch_size=0"),
+    ("train.eval_batch_size=2.5", "train.eval_batch_size must be an integer >= 1, got train.eval_batch_size=2.5"),
+    ("train.grad_accum=0", "train.grad_accum must be an integer >= 1, got train.grad_accum=0"),
+    ("train.warmup_ratio=1.5", "train.warmup_ratio must be a fraction of the total steps in [0, 1), got train.warmup_ratio=1.5"),
+    ("train.save_steps=-5", "train.save_steps must be an integer >= 0 (0: no checkpoints) or 'epoch', got train.save_steps=-5"),
+    ("train.logging_steps=0", "train.logging_steps must be an integer >= 1, got train.logging_steps=0"),
+    ("train.eval_each_epoch=sometimes", "train.eval_each_epoch must be true or false, got train.eval_each_epoch='sometimes'"),
+    ("+train.eval_subset=0", "train.eval_subset must be an integer >= 1 or null (every example), got train.eval_subset=0"),
+    ("train.precision=fp8", "train.precision must be auto, fp32, bf16 or fp16, got train.precision='fp8'"),
 ])
 def test_check_config_names_a_bad_value_before_anything_is_built(override, message):
     cfg = compose(override.split())

@@ -13,6 +13,7 @@ Modules::
     config        where the configs live, composing them outside ``@hydra.main``, run ids and result folders
     dry_run       every experiment at ``scale=paper`` for a few steps with a tiny model: the overrides
     engine        the training engine: task -> transformers Trainer -> record
+    extras        the package's extras (hf, pipelines) and the one-line error naming a missing one
     files         the one atomic writer of every file, file and key fingerprints, content-addressed tensor caches
     trainer       the Trainer subclass, the callbacks every run gets, TrainingArguments from cfg.train
     hf            any Hugging Face language model trained with a softmax_zoo head (``use_head``)
@@ -24,6 +25,7 @@ Modules::
     progress      progress bars: on at a terminal, off in logs and pipes
     provenance    where a run's numbers come from: the code's commit and changes, the CPU, the versions
     records       run records and prediction files
+    run_identity  which keys make a run's identity: the one table run names, resume and the sweep page read
     rouge155      ROUGE-1.5.5 (Lin, 2004), the Perl script, run as UniLM's scripts ran it
     timing        side-by-side timing of several steps interleaved in one process
     tracking      experiment tracking (wandb) and the run log

@@ -22,7 +22,8 @@ records about its composition (Hydra's group choices, the command as typed).
     ``family/<family>`` and ``family_scale/<family>_<scale>``, from every folder a composition reads
     (:func:`config_sources`: the primary one and each ``hydra.searchpath`` folder;
     :func:`command_line_sources` for a command line);
-  - the resolvers the configs use: ``${zoo.run_id:[parts],[named]}`` (:func:`job_run_id`),
+  - the resolvers the configs use: ``${zoo.run_id:[parts],[named]}`` (:func:`job_run_id`), ``${zoo.name_excluded:}``
+    (the keys no run name holds, :mod:`softmax_zoo.run_identity`),
     ``${zoo.run_of:changes...}`` (another job's name, :func:`run_of`), ``${zoo.group:...}`` (:func:`run_group`),
     ``${zoo.results_dir:...}`` (:func:`results_dir`) and ``${zoo.epoch_checkpoint:...}`` (:func:`epoch_checkpoint`).
 """
@@ -39,6 +40,8 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from omegaconf import DictConfig, OmegaConf
+
+from .run_identity import name_excluded
 
 
 def _config_dir() -> Path:
@@ -242,6 +245,9 @@ def unknown_key_hint(overrides: list[str], config_dir: str | Path | None = None)
                     f"add it with +{key}={value_of(overrides, key)}"
                 )
                 continue
+            if target and (message := unknown_option(target, leaf, parent)):
+                hints.append(message)
+                continue
             valid = ", ".join(sorted(node.keys()))
             hints.append(f"unknown key {key!r}; valid keys under {parent or 'the top level'}: {valid}")
         elif node is None:
@@ -271,6 +277,20 @@ def accepted_arguments(target: str) -> set[str]:
     return names - {"self"}
 
 
+NOT_OPTIONS = ("in_features", "num_classes", "weight")  # a head's arguments its builder fills, never a config's option
+
+
+def unknown_option(target: str, key: str, where: str) -> str | None:
+    """The message for a config key ``<where>.<key>`` that the class ``target`` (its ``_target_``) takes no argument
+    of: "loss.kk: unknown option of SparseSoftmaxHead 'kk' (did you mean 'k'?); valid: ..."; None when it takes it.
+    Hydra's own keys (``_target_``, ``_convert_``, ...) are never unknown."""
+    accepted = accepted_arguments(target)
+    if key in accepted or not accepted or (key.startswith("_") and key.endswith("_")):
+        return None
+    name = target.rpartition(".")[2]
+    return f"{where}.{key}: " + unknown_name(f"option of {name}", key, accepted - set(NOT_OPTIONS))
+
+
 def value_of(overrides: Sequence[str], key: str) -> str:
     """The value ``key=value`` sets in ``overrides`` (the last one)."""
     return [arg.split("=", 1)[1] for arg in overrides if arg.split("=", 1)[0] == key][-1]
@@ -281,13 +301,12 @@ def value_of(overrides: Sequence[str], key: str) -> str:
 
 MAX_SUFFIX = 120  # characters of overrides kept in a run name; longer ones end in a hash of the whole
 NAME_KEYS = ("run_name", "output_dir", "experiment_name")  # what names a run and where it goes
-HYDRA_SETTINGS = "hydra/default.yaml"  # holds the keys left out of run names (override_dirname.exclude_keys)
 
 
-def name_exclude_keys(config_dir: str | Path | None = None) -> list[str]:
-    """The override keys no run name holds: ``hydra.job.config.override_dirname.exclude_keys`` of configs/hydra/default.yaml."""
-    settings = OmegaConf.load(Path(config_dir or CONFIG_DIR) / HYDRA_SETTINGS)
-    return list(settings.job.config.override_dirname.exclude_keys)
+def name_exclude_keys() -> list[str]:
+    """The override keys no run name holds: those of the run-identity table (:data:`softmax_zoo.run_identity.NAME_EXCLUDED`),
+    which configs/hydra/default.yaml's ``override_dirname.exclude_keys`` reads (``${zoo.name_excluded:}``)."""
+    return name_excluded()
 
 
 def run_id(parts: Sequence[Any], overrides: Sequence[str], named: Sequence[str] = (),
@@ -540,7 +559,7 @@ def command_line_sources(argv: Sequence[str]) -> list[Path]:
 
 def register_resolvers() -> None:
     """Register the ``zoo.*`` resolvers (idempotent)."""
-    for name, fn in (("zoo.run_id", job_run_id), ("zoo.run_of", run_of),
+    for name, fn in (("zoo.run_id", job_run_id), ("zoo.run_of", run_of), ("zoo.name_excluded", name_excluded),
                      ("zoo.group", run_group), ("zoo.results_dir", results_dir), ("zoo.epoch_checkpoint", epoch_checkpoint)):
         if not OmegaConf.has_resolver(name):
             OmegaConf.register_new_resolver(name, fn)

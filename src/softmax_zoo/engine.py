@@ -281,6 +281,11 @@ def run(cfg: DictConfig, callbacks: Iterable[TrainerCallback] = ()) -> dict[str,
     runs = records.runs_dir(hydra.utils.to_absolute_path(cfg.results_dir))
     output_dir = str(Path(hydra.utils.to_absolute_path(cfg.output_dir)))
     preflight.check_writable(results_dir=runs / cfg.experiment_name, output_dir=output_dir)
+    done = preflight.check_record(cfg, runs, provenance)
+    if done is not None:
+        log.info("done already: %s (the same config at commit %s); nothing was trained: overwrite=true runs it again",
+                 done.path, str(provenance.get("commit"))[:7])
+        return done.record
     checkpoint = preflight.resume_checkpoint(cfg, output_dir)
     created = first_missing(Path(output_dir))
     if vocab_parallel_training.enabled(cfg):

@@ -53,13 +53,17 @@ import sys
 import types
 from typing import Any
 
-import torch
-from omegaconf import DictConfig, OmegaConf
-from torch import nn
+from .extras import require
 
-from .config import accepted_arguments, compose_option, group_options, unknown_name
-from .losses import LinearHead, variants
-from .losses.options import HeadOutput, check_loss_options, mean_count, reshape_output
+require("hf", "softmax_zoo.hf")  # before omegaconf, transformers: one line naming the extra
+
+import torch  # noqa: E402
+from omegaconf import DictConfig, OmegaConf  # noqa: E402
+from torch import nn  # noqa: E402
+
+from .config import accepted_arguments, compose_option, group_options, unknown_name  # noqa: E402
+from .losses import LinearHead, variants  # noqa: E402
+from .losses.options import HeadOutput, check_loss_options, mean_count, reshape_output  # noqa: E402
 
 __all__ = ["head_of", "model_temperature", "projection", "remove_head", "tied_variants", "use_head"]
 

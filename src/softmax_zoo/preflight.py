@@ -21,9 +21,11 @@ from __future__ import annotations
 import fnmatch
 import json
 import logging
+import math
 import os
 import tempfile
 import zipfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -31,22 +33,15 @@ from omegaconf import DictConfig, OmegaConf
 
 from . import provenance, records, tracking
 from .config import COMMITTED_SCALES, hydra_job
+from .data.layout import prepare_command, read_meta
 from .files import sha256_file
+from .run_identity import COMPUTES_NOTHING, EXTENDS_A_RUN, RESUME_IGNORED
 
 log = logging.getLogger(__name__)
 CONFIG_FILE = "run_config.json"  # the resolved config, written into every checkpoint folder
 TRAINER_STATE = "trainer_state.json"
-# Keys a resumed run may change to extend the run: a longer budget (the schedule then follows the new
-# length from the step resumed) and how it is evaluated. They are kept out of run names too
-# (configs/hydra/default.yaml's exclude_keys), so that `resume=true train.max_steps=2000` finds the checkpoints.
-EXTENDS_A_RUN = ("train.max_steps", "train.epochs", "train.eval_batch_size", "train.eval_each_epoch")
-# Keys that may differ between a checkpoint's run and the run resuming it: the name (made from the
-# other keys), where results, logs and checkpoints go and how progress is shown, which change
-# nothing that is computed, and EXTENDS_A_RUN.
-RESUME_IGNORED = (
-    "resume", "results_dir", "run_name", "logger", "logger.*", "reproduction", "allow_dirty",
-    "train.progress", "train.num_workers", "train.save_steps", "train.save_total_limit", *EXTENDS_A_RUN,
-)
+# The keys a resumed run may change (a longer budget: the schedule then follows the new length from the step resumed)
+# and those that change nothing computed: the run-identity table's (softmax_zoo.run_identity), which run names read too.
 REPLICATE_KEY = "seed"  # another seed is another replicate, never a changed setting of the same run
 ABSENT = "<absent>"  # a key one of two compared configs lacks
 
@@ -61,14 +56,53 @@ def check_seed(seed: Any) -> int:
     return seed
 
 
+def _number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _integer(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+# The training values checked before anything is built: key of cfg.train -> (is it valid, what a valid one is).
+TRAINING_VALUES: dict[str, tuple[Callable[[Any], bool], str]] = {
+    "lr": (lambda v: _number(v) and v > 0, "a number > 0 (e.g. train.lr=1e-3)"),
+    "max_steps": (lambda v: _integer(v) and (v == -1 or v >= 1), "-1 (run train.epochs epochs) or an integer >= 1"),
+    "epochs": (lambda v: _number(v) and v > 0, "a number > 0"),
+    "batch_size": (lambda v: _integer(v) and v >= 1, "an integer >= 1"),
+    "eval_batch_size": (lambda v: _integer(v) and v >= 1, "an integer >= 1"),
+    "grad_accum": (lambda v: _integer(v) and v >= 1, "an integer >= 1"),
+    "warmup_ratio": (lambda v: _number(v) and 0 <= v < 1, "a fraction of the total steps in [0, 1)"),
+    "weight_decay": (lambda v: _number(v) and v >= 0, "a number >= 0"),
+    "max_grad_norm": (lambda v: v is None or (_number(v) and v >= 0), "a number >= 0 (0: no clipping) or null"),
+    "logging_steps": (lambda v: _integer(v) and v >= 1, "an integer >= 1"),
+    "save_steps": (lambda v: v == "epoch" or (_integer(v) and v >= 0), "an integer >= 0 (0: no checkpoints) or 'epoch'"),
+    "save_total_limit": (lambda v: v is None or (_integer(v) and v >= 1), "an integer >= 1 or null (keep all)"),
+    "eval_subset": (lambda v: v is None or (_integer(v) and v >= 1), "an integer >= 1 or null (every example)"),
+    "eval_each_epoch": (lambda v: isinstance(v, bool), "true or false"),
+    "precision": (lambda v: v in ("auto", "fp32", "bf16", "fp16"), "auto, fp32, bf16 or fp16"),
+}
+
+
+def check_training(train: DictConfig) -> None:
+    """Raise ``ValueError`` naming the first bad value of ``cfg.train`` (:data:`TRAINING_VALUES`: the learning rate,
+    steps, epochs, batch sizes, warmup, save and evaluation settings), e.g. "train.lr must be a number > 0 (e.g.
+    train.lr=1e-3), got train.lr=-1", before the model is loaded. A key the config does not set is left alone."""
+    for key, (valid, what) in TRAINING_VALUES.items():
+        if key in train and not valid(value := train[key]):
+            raise ValueError(f"train.{key} must be {what}, got train.{key}={value!r}")
+
+
 def check_config(cfg: DictConfig) -> None:
-    """Raise ``ValueError`` naming a bad ``seed``, ``logger`` or loss option (``loss.k=0``) of the composed config.
+    """Raise ``ValueError`` naming a bad ``seed``, ``logger``, training value (``train.lr=-1``) or loss option
+    (``loss.k=0``) of the composed config.
 
     These checks need no data, no model and no Trainer; the loss options are the head's own checks
     (:func:`softmax_zoo.models.heads.check_loss_options`), which import torch, so they come last.
     """
     check_seed(cfg.seed)
     tracking.check_logger(cfg)
+    check_training(cfg.train)
     from .models.heads import check_loss_options
 
     check_loss_options(cfg.loss)
@@ -141,6 +175,61 @@ def check_writable(**dirs: str | Path) -> None:
             raise OSError(f"{key}={folder} is not writable ({e}); nothing was trained: point {key}= at a writable folder") from None
 
 
+# ---------------------------------------------------------------- a finished run's record
+
+
+class DoneAlready(NamedTuple):
+    """The run's record exists, written by the same config at the same commit: nothing to train."""
+
+    path: Path
+    record: dict[str, Any]
+
+
+def check_record(cfg: DictConfig, runs: Path, git: dict[str, Any]) -> DoneAlready | None:
+    """What to do when this run's record (``<runs>/<experiment>/<run>.json``) exists: None to train, else
+    :class:`DoneAlready`.
+
+    ``overwrite=true`` replaces it (a warning names it). The same config (the run-identity table's keys that change
+    nothing computed left out, :mod:`softmax_zoo.run_identity`: another ``logger=`` is the same run) at the same
+    commit (and the same uncommitted files, ``git.dirty_paths``) is done already. ``resume=true`` with only a
+    longer budget or another evaluation (``EXTENDS_A_RUN``) continues the run and replaces its record. Anything else is refused.
+
+    Raises:
+        ValueError: naming the record, the keys that differ (or the commits), and ``overwrite=true``.
+    """
+    path = records.record_path(runs, cfg.experiment_name, cfg.run_name)
+    if not path.is_file():
+        return None
+    if cfg.get("overwrite"):
+        log.warning("overwrite=true: this run replaces the record %s", path)
+        return None
+    record = json.loads(path.read_text(encoding="utf-8"))
+    saved, current = record.get("config") or {}, OmegaConf.to_container(cfg, resolve=True)
+    keys = differing_keys(saved, current, COMPUTES_NOTHING)
+    extends = [k for k in keys if k in EXTENDS_A_RUN]
+    computed = [k for k in keys if k not in EXTENDS_A_RUN]
+    commit = (record.get("git") or {}).get("commit")
+    if not computed and extends and cfg.get("resume"):
+        log.info("resume=true: continuing the run of %s (%s); its record will be replaced", path, ", ".join(extends))
+        return None
+    dirty = (record.get("git") or {}).get("dirty_paths") or []
+    same_code = commit is not None and commit == git.get("commit") and dirty == (git.get("dirty_paths") or [])
+    if not keys and same_code:
+        return DoneAlready(path, record)
+    if keys:
+        a, b = flatten(saved), flatten(current)
+        why = f"written with {', '.join(setting(k, a) for k in keys)}, this run asks {', '.join(setting(k, b) for k in keys)}"
+    elif commit == git.get("commit"):
+        why = f"written at commit {str(commit)[:7]} with other uncommitted changes"
+    else:
+        why = f"written at commit {str(commit)[:7]}, this code is at {str(git.get('commit'))[:7]}"
+    hint = "; resume=true continues it" if extends and not computed else ""
+    raise ValueError(
+        f"this run's record exists: {path} ({why}); nothing was trained: overwrite=true replaces it{hint}, "
+        "or give the run another experiment_name= or results_dir="
+    )
+
+
 # ---------------------------------------------------------------- prepared data
 
 
@@ -160,7 +249,7 @@ def verify_prepared(data_dir: str | Path, task: str) -> dict[str, Any] | None:
     meta_path = data_dir / "meta.json"
     if not meta_path.is_file():
         return None
-    expected = json.loads(meta_path.read_text(encoding="utf-8")).get("outputs_sha256") or {}
+    expected = read_meta(data_dir, task=task).get("outputs_sha256") or {}
     files, changed = {}, []
     for name, sha in sorted(expected.items()):
         path = data_dir / name
@@ -172,7 +261,7 @@ def verify_prepared(data_dir: str | Path, task: str) -> dict[str, Any] | None:
             changed.append(f"{name} has sha256 {files[name]['sha256'][:12]}…, meta.json {sha[:12]}…")
     if changed:
         raise ValueError(
-            f"prepared data changed since make data: rerun make data TASK={task} ({data_dir}: {'; '.join(changed)})"
+            f"prepared data changed since make data: rerun {prepare_command(task, data_dir)} ({data_dir}: {'; '.join(changed)})"
         )
     return {"dir": str(data_dir), "files": files}
 

@@ -195,10 +195,21 @@ def write_record(record: dict[str, Any], runs: str | Path) -> Path:
     return write_text(record_path(runs, record["experiment"], record["run_name"]), text)
 
 
+def record_files(folders: Iterable[str | Path]) -> list[Path]:
+    """The record files under ``folders``, each once: a record's identity is its resolved file, so a folder reached by
+    two spellings (``scratch/runs`` and ``/abs/scratch/runs``, a link) or inside another of ``folders`` counts once.
+    In the order of ``folders``, each folder's files sorted by path."""
+    seen: dict[Path, Path] = {}
+    for folder in folders:
+        for path in sorted(Path(folder).rglob("*.json")):
+            seen.setdefault(path.resolve(), path)
+    return list(seen.values())
+
+
 def load_records(runs: str | Path = "results/runs", experiment: str | None = None) -> list[dict[str, Any]]:
-    """Every record under ``runs`` (only ``runs/<experiment>/`` if given), sorted by path."""
+    """Every record under ``runs`` (only ``runs/<experiment>/`` if given), sorted by path, each file once (:func:`record_files`)."""
     root = Path(runs) / experiment if experiment else Path(runs)
-    return [json.loads(p.read_text()) for p in sorted(root.rglob("*.json"))]
+    return [json.loads(p.read_text()) for p in record_files([root])]
 
 
 RESULTS_DIRS = ("results", SCRATCH_DIR)  # where an experiment's records are looked up by default
@@ -207,21 +218,23 @@ RESULTS_DIRS = ("results", SCRATCH_DIR)  # where an experiment's records are loo
 def find_records(target: str, results_dirs: Sequence[str | Path] = RESULTS_DIRS) -> list[dict[str, Any]]:
     """The records ``target`` names: a folder of records, an experiment (``<results_dir>/runs/<experiment>``, in the first of
     ``results_dirs`` holding it), or a Hydra multirun folder (the records whose ``job.sweep_dir`` it is, where its jobs wrote
-    them). Raises FileNotFoundError, listing where it looked, if nothing matches."""
+    them). Each record file counts once, however many of those folders reach it (:func:`record_files`). Raises
+    FileNotFoundError, listing where it looked, if nothing matches."""
     path = Path(target)
     if path.is_dir() and any(path.glob("*.json")):
         return load_records(path)
     looked = [str(path)]
-    for results_dir in results_dirs:
+    for results_dir in () if path.is_absolute() else results_dirs:  # an experiment is a name, never an absolute path
         folder = runs_dir(results_dir) / target
         looked.append(str(folder))
         if folder.is_dir():
             return load_records(folder)
     if path.is_dir():  # a Hydra multirun folder
         sweep = path.resolve()
-        folders = list(dict.fromkeys([*job_runs_dirs(path), *(runs_dir(d) for d in results_dirs)]))
+        folders = list(dict.fromkeys(f.resolve() for f in [*job_runs_dirs(path), *(runs_dir(d) for d in results_dirs)]))
         looked += [f"{f} (records of the multirun)" for f in folders]
-        found = [r for f in folders if f.is_dir() for r in load_records(f) if (d := get(r, "job.sweep_dir")) and Path(d).resolve() == sweep]
+        found = [r for p in record_files(f for f in folders if f.is_dir())
+                 if (d := get(r := json.loads(p.read_text()), "job.sweep_dir")) and Path(d).resolve() == sweep]
         if found:
             return found
     raise FileNotFoundError(f"no run records for {target!r}: looked in {', '.join(looked)}")

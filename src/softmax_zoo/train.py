@@ -16,7 +16,8 @@ training stack (transformers' Trainer, datasets, wandb) is imported, so a bad va
 (``loss.k=0``, ``seed=abc``) is reported in seconds.
 
 A run that fails prints its error alone (``ValueError: k must be >= 1, got 0``) and where the
-traceback is (the job's log file); ``HYDRA_FULL_ERROR=1`` prints the whole traceback instead (Hydra's switch).
+traceback is (the job's log file); a job of a multirun also gets Hydra's line naming the job.
+``HYDRA_FULL_ERROR=1`` prints the whole traceback instead (Hydra's switch).
 """
 
 from __future__ import annotations
@@ -25,12 +26,16 @@ import logging
 import os
 import sys
 
-import hydra
-from hydra.errors import CompactHydraException
-from omegaconf import DictConfig
+from .extras import require
 
-from . import preflight
-from .config import CONFIG_DIR, command_line_sources, register, unknown_key_hint
+require("pipelines", "python -m softmax_zoo.train", entry_point=__name__ == "__main__")
+
+import hydra  # noqa: E402
+from hydra.errors import CompactHydraException  # noqa: E402
+from omegaconf import DictConfig  # noqa: E402
+
+from . import preflight  # noqa: E402
+from .config import CONFIG_DIR, command_line_sources, hydra_job, register, unknown_key_hint  # noqa: E402
 
 log = logging.getLogger(__name__)
 FULL_ERROR = "HYDRA_FULL_ERROR"  # Hydra's own switch: "1" shows every traceback in full
@@ -66,16 +71,40 @@ def main(cfg: DictConfig) -> None:
     except Exception as error:
         if os.environ.get(FULL_ERROR) == "1":
             raise
-        raise short_error(error) from error
+        failed = short_error(error)
+        if hydra_job().get("mode") == "RUN":  # alone on the screen: Hydra would add a line naming the job's overrides
+            print(failed, file=sys.stderr)
+            raise SystemExit(1) from error
+        raise failed from error  # a multirun's job: Hydra names which job failed
+
+
+def unknown_keys_reported(argv: list[str]) -> None:
+    """Make Hydra report a composition that fails on an unknown key (``loss.kk=3``) by one line per key, ours
+    (:func:`softmax_zoo.config.unknown_key_hint`: the head's "unknown option ... (did you mean 'k'?)", the valid keys),
+    instead of its own lines ("Could not override ... Key 'kk' is not in struct ..."). Other composition errors
+    (``task=nonexistent``) keep Hydra's words. Hydra has no hook for this: its reporter, which every ``@hydra.main``
+    app runs through, is wrapped."""
+    from hydra._internal import utils as hydra_utils
+    from hydra.errors import ConfigCompositionException
+
+    report = hydra_utils.run_and_report
+
+    def run_and_report(func):
+        def run():
+            try:
+                return func()
+            except ConfigCompositionException:
+                hint = unknown_key_hint(argv)
+                if hint is None:
+                    raise
+                raise RunFailed(hint) from None
+
+        return report(run)
+
+    hydra_utils.run_and_report = run_and_report
 
 
 if __name__ == "__main__":
     register(command_line_sources(sys.argv[1:]))  # resolvers and family configs, before Hydra composes
-    try:
-        main()
-    except SystemExit as exit_:
-        if exit_.code not in (0, None):  # Hydra reported an error; add the valid keys if one was unknown
-            hint = unknown_key_hint(sys.argv[1:])
-            if hint:
-                print(hint, file=sys.stderr)
-        raise
+    unknown_keys_reported(sys.argv[1:])
+    main()

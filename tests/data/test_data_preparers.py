@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -173,8 +174,8 @@ def test_the_task_builders_check_raises_that_message_not_make_data(raw_root, out
     with pytest.raises(FileNotFoundError) as err:
         require_prepared(out_dir / "wikitext2", "wikitext2", tuple(LM_FILES))
     assert str(err.value) == missing_split_message(out_dir / "wikitext2", "wikitext2", LM_FILES)
-    with pytest.raises(FileNotFoundError, match=r"run `make data TASK=ptb`"):
-        require_prepared(out_dir / "ptb", "ptb", tuple(LM_FILES))
+    with pytest.raises(FileNotFoundError, match=re.escape(f'run `make data TASK=ptb DATA_ARGS="out_dir={out_dir.absolute()}"`')):
+        require_prepared(out_dir / "ptb", "ptb", tuple(LM_FILES))  # the command that writes that folder
 
 
 def test_a_complete_or_unprepared_folder_has_no_missing_split_message(raw_root, out_dir):

@@ -26,8 +26,7 @@ PREPARER = '''
 import json
 import sys
 
-from softmax_zoo.data.prepare.registry import register
-from softmax_zoo.data.prepare.writer import Prepared
+from softmax_zoo.data.prepare import Prepared, register
 
 RAW_NAME = "my_topics"
 KIND = "classification"

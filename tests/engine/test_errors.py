@@ -70,4 +70,4 @@ def test_a_head_argument_missing_from_its_config_gets_the_plus_hint(tmp_path):
         "add it with +loss.label_smoothing=0.1"
     )
     hint = unknown_key_hint(["loss=sparse_softmax", "loss.kk=5"])
-    assert hint.startswith("unknown key 'loss.kk'; valid keys under loss: _target_, bias,") and " k," in hint
+    assert hint.startswith("loss.kk: unknown option of SparseSoftmaxHead 'kk' (did you mean 'k'?); valid: bias,") and " k," in hint

@@ -44,3 +44,19 @@ def test_two_by_two_multirun_gives_four_runs(tmp_path):
         assert 0.0 <= run["summary"]["test/micro_f1"] <= 1.0
     job_logs = sorted((tmp_path / "sweep").glob("*/train.log"))
     assert len(job_logs) == 4 and all("step 2/2: loss=" in p.read_text() and "record " in p.read_text() for p in job_logs)
+
+
+@pytest.mark.slow
+def test_the_sweep_page_of_a_multirun_counts_each_job_once(tmp_path):
+    """A 2-job multirun launched in tmp_path: its sweep page, from a relative and an absolute folder, has n=1 per k."""
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "CUDA_VISIBLE_DEVICES": "", "WANDB_MODE": "disabled"}
+    train = [sys.executable, "-m", "softmax_zoo.train", "-m", "scale=smoke", "loss=sparse_softmax", "loss.k=3,5",
+             "hydra.sweep.dir=multirun/day/time"]
+    done = subprocess.run(train, env=env, cwd=tmp_path, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    for folder in ("multirun/day/time", str(tmp_path / "multirun" / "day" / "time")):
+        page = subprocess.run([sys.executable, "-m", "softmax_zoo.reports", "sweep", folder, f"out={tmp_path / 'out'}"],
+                              env=env, cwd=tmp_path, capture_output=True, text=True, timeout=300)
+        assert page.returncode == 0, page.stderr[-3000:]
+        assert "from 2 run records" in page.stdout
+        assert "\n| 3 | 1 |" in page.stdout and "\n| 5 | 1 |" in page.stdout

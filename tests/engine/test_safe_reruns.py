@@ -13,6 +13,7 @@ import pytest
 
 from softmax_zoo import engine, preflight
 from softmax_zoo.config import compose, name_exclude_keys
+from softmax_zoo.run_identity import EXTENDS_A_RUN
 
 from .test_resume import CrashAfterSave
 
@@ -38,7 +39,7 @@ def test_resume_refuses_a_checkpoint_of_another_config(make_cfg, tmp_path, finis
 def test_a_longer_budget_keeps_the_run_name_and_resume_continues(make_cfg, tmp_path, finished):
     assert compose(["train.max_steps=2000", "train.epochs=3"]).run_name == compose([]).run_name
     assert compose(["train.eval_batch_size=8", "train.eval_each_epoch=true"]).run_name == compose([]).run_name
-    assert set(preflight.EXTENDS_A_RUN) <= set(name_exclude_keys())
+    assert set(EXTENDS_A_RUN) <= set(name_exclude_keys())
     cfg = make_cfg("scale=smoke", "train.max_steps=6", "train.save_steps=2", "train.eval_batch_size=16",
                    "resume=true", f"output_dir={tmp_path / 'run'}", f"results_dir={tmp_path / 'r1'}")
     extended = engine.run(cfg)
@@ -167,3 +168,26 @@ def test_progress_bars_follow_the_switch(make_cfg, capfd):
     assert "evaluate test" not in capfd.readouterr().err
     with pytest.raises(ValueError, match="train.progress must be auto, true or false, got 'yes'"):
         engine.run(make_cfg("scale=smoke", "train.progress=yes"))
+
+
+def test_a_run_whose_record_exists_is_done_already_or_refused(make_cfg, tmp_path, caplog):
+    """The same run with another logger is done already (the record kept); the same name under another computed
+    value is refused naming the record; overwrite=true replaces it."""
+    first = make_cfg("scale=smoke")
+    record = engine.run(first)
+    path = tmp_path / "results" / "runs" / first.experiment_name / f"{first.run_name}.json"
+    written = path.stat().st_mtime_ns
+    with caplog.at_level(logging.INFO, logger=engine.__name__):
+        again = engine.run(make_cfg("scale=smoke", "logger=wandb", "logger.mode=disabled"))
+    assert again == record and path.stat().st_mtime_ns == written
+    assert f"done already: {path}" in caplog.text and "overwrite=true runs it again" in caplog.text
+
+    saved = json.loads(path.read_text())
+    saved["config"]["train"]["lr"] = 0.5  # as if an experiment file had changed the learning rate since
+    path.write_text(json.dumps(saved))
+    expected = (f"this run's record exists: {path} (written with train.lr=0.5, this run asks train.lr=0.001); "
+                "nothing was trained: overwrite=true replaces it")
+    with pytest.raises(ValueError, match=re.escape(expected)):
+        engine.run(make_cfg("scale=smoke"))
+    replaced = engine.run(make_cfg("scale=smoke", "overwrite=true"))
+    assert json.loads(path.read_text())["config"]["train"]["lr"] == 0.001 == replaced["config"]["train"]["lr"]

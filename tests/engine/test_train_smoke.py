@@ -70,7 +70,7 @@ def test_a_run_that_saves_nothing_leaves_no_checkpoint_folder(make_cfg, tmp_path
     assert not (tmp_path / "ckpt").exists() and record_path(cfg).is_file()
     kept = tmp_path / "kept"
     kept.mkdir()
-    engine.run(make_cfg("scale=smoke", f"output_dir={kept / 'run'}"))
+    engine.run(make_cfg("scale=smoke", f"output_dir={kept / 'run'}", "overwrite=true"))
     assert kept.is_dir() and not (kept / "run").exists()  # folders that were there before stay
 
 

@@ -29,10 +29,7 @@ VARIANT_MODULE = '''
 """Temperature-scaled softmax CE: loss = −(1 − ε)·log p_t − ε·mean_j log p_j with p = softmax(z / T)."""
 import torch
 
-from softmax_zoo.losses import SoftmaxHead, register_variant
-from softmax_zoo.losses._core import compute_dtype
-from softmax_zoo.losses.row_loss import RowLoss
-from softmax_zoo.reports._sweep import build_sweep
+from softmax_zoo.losses import RowLoss, SoftmaxHead, compute_dtype, register_variant
 
 
 class TemperatureRows(RowLoss):
@@ -182,3 +179,43 @@ def test_readme_recipe_runs_the_shared_tests_trains_and_labels_the_page(folder, 
     records = folder / "scratch" / "runs" / "default"
     page = build_sweep(str(records), out=folder / "pages")
     assert f"| {NAME} |" in page and f"`{NAME}`: temperature" in page  # both arms trained; its label
+
+
+def test_the_names_an_extension_imports_are_public():
+    """README's recipes import them from softmax_zoo.losses and softmax_zoo.data.prepare; the internal paths still work."""
+    from softmax_zoo import losses
+    from softmax_zoo.data import prepare
+    from softmax_zoo.data.prepare import raw, writer
+    from softmax_zoo.data.prepare import registry as preparers
+    from softmax_zoo.losses import _core, row_loss
+
+    assert losses.RowLoss is row_loss.RowLoss and losses.compute_dtype is _core.compute_dtype
+    assert prepare.Prepared is writer.Prepared and prepare.RawDir is raw.RawDir and prepare.register is preparers.register
+    assert {"RowLoss", "compute_dtype"} <= set(losses.__all__) and {"Prepared", "RawDir", "register"} <= set(prepare.__all__)
+
+
+class Float32Rows(RowLoss):
+    """The first try README warns of: the loss computed in float32 whatever the logits' dtype."""
+
+    def log_probs(self, z):
+        return torch.log_softmax(z.float(), dim=-1)
+
+    def rows(self, z, target, keep):
+        logp = self.log_probs(z)
+        return (-logp.gather(1, target.unsqueeze(1)).squeeze(1)).masked_fill(~keep, 0.0), (logp,)
+
+    def grad(self, state, target, row_weight, shape, dtype):
+        (logp,) = state
+        return (logp.exp() * row_weight.unsqueeze(1)).scatter_add(1, target.unsqueeze(1), -row_weight.unsqueeze(1))
+
+
+def test_rows_in_another_dtype_than_compute_dtype_are_refused_saying_why():
+    z, target = torch.randn(4, 6, dtype=torch.float64), torch.tensor([0, 1, 2, 3])
+    why = re.escape("Float32Rows.rows returned a torch.float32 loss for torch.float64 logits; a RowLoss computes in "
+                    "compute_dtype(z.dtype) = torch.float64")
+    with pytest.raises(TypeError, match=why) as error:
+        Float32Rows().on_logits(z, target)  # the whole-matrix path
+    assert "z.to(softmax_zoo.losses.compute_dtype(z.dtype)), not z.float()" in str(error.value)
+    with pytest.raises(TypeError, match=why):
+        Float32Rows().loss_and_grad(z.clone(), target, torch.ones(4, dtype=torch.bool), torch.ones(4, dtype=torch.float64))
+    Float32Rows().on_logits(z.float(), target)  # float32 logits: float32 is their compute dtype

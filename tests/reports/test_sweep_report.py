@@ -207,3 +207,22 @@ def test_keys_that_change_nothing_computed_are_not_swept():
     assert swept_keys(records) == ["loss.k", "train.max_steps"]  # a longer budget is another result
     assert computes_nothing("logger") and computes_nothing("logger.mode") and computes_nothing("task.data_dir")
     assert not computes_nothing("loss") and not computes_nothing("task") and not computes_nothing("loss.k")
+
+
+@pytest.mark.parametrize("spelling", ["relative", "absolute"])
+def test_a_multirun_launched_here_counts_each_record_once(tmp_path, monkeypatch, spelling):
+    """Its jobs' records are reached through their .hydra/config.yaml (an absolute folder) and through scratch/ (a
+    relative one): one record file, counted once."""
+    multirun = tmp_path / "multirun" / "2026-01-01" / "12-00-00"
+    folder = tmp_path / "scratch" / "runs" / "default"
+    folder.mkdir(parents=True)
+    for num, k in enumerate((5, 20)):
+        multirun_job(multirun, num, tmp_path, "${zoo.results_dir:${reproduction},${scale.name}}")
+        record = fake_record(folder, "sparse_softmax", k, 0, 0.5)
+        path = folder / f"{record['run_name']}.json"
+        path.write_text(json.dumps({**record, "job": {**record["job"], "sweep_dir": str(multirun)}}))
+    monkeypatch.chdir(tmp_path)  # where it was launched
+    target = str(multirun) if spelling == "absolute" else str(multirun.relative_to(tmp_path))
+    text = build_sweep(target, out=tmp_path / "out")
+    assert "| 5 | 1 |" in text and "| 20 | 1 |" in text
+    assert "from 2 run records" in text

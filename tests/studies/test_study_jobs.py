@@ -1,5 +1,7 @@
 """The resumable job chains of softmax_zoo.studies: options, overrides and clear errors."""
 
+import logging
+
 import pytest
 
 from softmax_zoo.studies import _jobs, kernel_bias_paper, seeds, sparse_regime
@@ -22,7 +24,7 @@ def test_a_bad_study_option_is_named(capsys):
 
 def test_kernel_bias_paper_jobs_from_the_command_line(monkeypatch):
     chains = []
-    monkeypatch.setattr(kernel_bias_paper, "run_chain", chains.append)
+    monkeypatch.setattr(kernel_bias_paper, "run_chain", lambda job_list, **_: chains.append(job_list))
     kernel_bias_paper.main(["uniform=8", "kernels=quadratic", "kernel_m=32", "model.hidden_size=8"])
     assert chains == [[
         ["experiment=kernel_bias_paper_full", "scale=cpu", "seed=0", "model.hidden_size=8"],
@@ -40,13 +42,14 @@ def test_a_job_that_writes_no_record_is_an_error(tmp_path, monkeypatch):
 
 
 def test_seed_study_runs_every_arm_seed_by_seed_with_the_train_overrides(monkeypatch):
-    chains = []
-    monkeypatch.setattr(seeds, "run_chain", chains.append)
+    chains, anew = [], []
+    monkeypatch.setattr(seeds, "run_chain", lambda job_list, **kw: (chains.append(job_list), anew.append(kw["anew"])))
     seeds.main(["arms=table5_softmax,table5_sparse_softmax", "seeds=1,2", "start=softmax_run"])
     assert chains == [[
         [f"experiment={arm}", "scale=cpu", f"seed={seed}", "start=softmax_run"]
         for seed in (1, 2) for arm in ("table5_softmax", "table5_sparse_softmax")
     ]]
+    assert anew == ["give new seeds, seeds=3,4 (make: SEEDS=3,4); their records join these on the page"]
 
 
 def test_seed_study_record_paths_are_the_committed_run_names():
@@ -62,3 +65,18 @@ def test_seed_study_refuses_an_empty_or_negative_seed_list(capsys):
     assert "seeds='-1': must be >= 0" in capsys.readouterr().err
     assert seeds.main(["arms="]) == 2
     assert "need at least one arm and one seed, got arms=[]" in capsys.readouterr().err
+
+
+def test_a_study_whose_every_run_is_done_says_so_and_how_to_run_it_anew(tmp_path, monkeypatch, caplog):
+    paths = {"a": tmp_path / "runs" / "arm_a" / "a.json", "b": tmp_path / "runs" / "arm_b" / "b.json"}
+    monkeypatch.setattr(_jobs, "to_do", lambda overrides: (paths[overrides[0]], None))  # both recorded
+
+    def never(overrides):
+        raise AssertionError(f"{overrides} has its record: it must not run")
+
+    with caplog.at_level(logging.INFO, logger=_jobs.__name__):
+        assert _jobs.run_all([["a"], ["b"]], runner=never, anew="give new seeds, seeds=3") == list(paths.values())
+    done = [r.getMessage() for r in caplog.records if r.getMessage().startswith("done already: all")]
+    assert done == [f"done already: all 2 runs of this study have their records ({tmp_path / 'runs' / 'arm_a'}, "
+                    f"{tmp_path / 'runs' / 'arm_b'}); nothing was trained; to run it anew, give new seeds, seeds=3"]
+    assert _jobs.new_seeds([0, 1, 2]) == "3,4,5" and _jobs.new_seeds([0]) == "1"

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import os
 from operator import itemgetter
 from pathlib import Path
 from typing import Any, Iterator
@@ -81,10 +82,36 @@ def read_jsonl(path: str | Path) -> Iterator[tuple[int, dict]]:
             yield lineno, obj
 
 
-def read_meta(data_dir: str | Path, kind: str | None = None) -> dict[str, Any]:
-    """``<data_dir>/meta.json``; with ``kind``, a folder of another kind raises ``ValueError``."""
+DEFAULT_DATA_ROOT = "data"  # where `make data` writes <task>/ unless $SOFTMAX_ZOO_DATA names another root
+
+
+def data_root() -> Path:
+    """The root `make data` writes prepared tasks into: ``$SOFTMAX_ZOO_DATA``, else ``data``."""
+    return Path(os.environ.get("SOFTMAX_ZOO_DATA") or DEFAULT_DATA_ROOT)
+
+
+def prepare_command(task: str, data_dir: str | Path) -> str:
+    """The command that writes ``task``'s prepared data into ``data_dir``: ``make data TASK=<task>`` for the default
+    folder (:func:`data_root`/<task>), else with ``out_dir=`` its parent (the preparer writes ``<out_dir>/<task>``);
+    a folder not named after the task also needs ``task.data_dir=`` pointed at what that writes."""
+    folder = Path(data_dir).absolute()
+    if folder == (data_root() / task).absolute():
+        return f"make data TASK={task}"
+    command = f'make data TASK={task} DATA_ARGS="out_dir={folder.parent}"'
+    return command if folder.name == task else f"{command}, then task.data_dir={folder.parent / task}"
+
+
+def read_meta(data_dir: str | Path, kind: str | None = None, task: str | None = None) -> dict[str, Any]:
+    """``<data_dir>/meta.json``; with ``kind``, a folder of another kind raises ``ValueError``. A meta.json that does
+    not parse (truncated, corrupt) raises ``ValueError`` naming it and, with ``task``, the command that writes it again."""
     path = Path(data_dir) / META_FILE
-    meta = read_json(path)
+    try:
+        meta = read_json(path)
+    except ValueError as e:
+        again = f"rerun `{prepare_command(task, data_dir)}`" if task else "prepare the data again (make data TASK=<task>)"
+        raise ValueError(f"{e}: the prepared data is damaged; {again}") from None
+    if not isinstance(meta, dict):
+        raise ValueError(f"{path}: expected a JSON object, got {type(meta).__name__}")
     if kind is not None and meta.get("kind") != kind:
         raise ValueError(f"{path}: expected a {kind} dataset, got kind={meta.get('kind')!r}")
     return meta

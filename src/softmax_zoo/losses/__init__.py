@@ -34,6 +34,11 @@ defined, under its loss config's name)::
 
     register_variant, variants, variant, variant_label, variant_title
 
+A new variant is a :class:`RowLoss` (its ``rows``, ``grad`` and ``log_probs``, computing in
+``compute_dtype(z.dtype)``) and a ``SoftmaxHead`` subclass whose ``row_loss()`` returns it::
+
+    RowLoss, compute_dtype
+
 Samplers for :class:`SampledSoftmaxHead`::
 
     UniformSampler, UnigramSampler, QuadraticKernelSampler, SoftmaxSampler,
@@ -69,6 +74,7 @@ Modules::
     reference               plain-torch references the losses are tested and benchmarked against
 """
 
+from ._core import compute_dtype
 from .adaptive import AdaptiveSoftmaxHead, optimal_cutoffs
 from .centred_kernel_sampler import CentredQuadraticKernelSampler
 from .functional import linear_cross_entropy
@@ -76,6 +82,7 @@ from .head import LinearHead, OutputHead
 from .kernel_sampler import QuadraticKernelSampler
 from .options import HeadOutput
 from .registry import register_variant, variant, variant_label, variant_title, variants
+from .row_loss import RowLoss
 from .sampled import SampledSoftmaxHead
 from .samplers import Sampler, SoftmaxSampler, UniformSampler, UnigramSampler
 from .softmax import SoftmaxHead, softmax_cross_entropy
@@ -109,6 +116,8 @@ __all__ = [
     "optimal_cutoffs",
     "linear_cross_entropy",
     "register_variant",
+    "RowLoss",
+    "compute_dtype",
     "variants",
     "variant",
     "variant_label",

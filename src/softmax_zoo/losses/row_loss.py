@@ -22,7 +22,8 @@ and every path of the package runs that one definition:
   variant cannot change its loss and silently keep another distribution.
 
 ``rows`` receives the logits as given (the whole-matrix path) or already in the compute dtype
-(the chunked path) and computes in ``_core.compute_dtype``; ``grad`` may return the compute
+(the chunked path) and computes in ``compute_dtype(z.dtype)`` (``softmax_zoo.losses.compute_dtype``: float16 and
+bfloat16 in float32, float32 and float64 as they are; another dtype is refused, saying so); ``grad`` may return the compute
 dtype or ``dtype`` (the caller casts to the logits' dtype) and may reuse ``state``'s buffers in
 place: it is called once per ``rows``.
 """
@@ -33,7 +34,7 @@ from abc import ABC, abstractmethod
 
 import torch
 
-from ._core import check_ce_inputs, reduce_loss
+from ._core import check_ce_inputs, compute_dtype, reduce_loss
 
 
 class RowLoss(ABC):
@@ -99,7 +100,9 @@ class RowLoss(ABC):
     def loss_and_grad(self, z, target, keep, row_weight=None):
         """loss (N,), if ``row_weight`` is given its gradient (N, C) else None, and :meth:`stats`:
         the chunked path's call, which gives ``z`` up (:meth:`scratch_rows`)."""
+        dtype = z.dtype  # before scratch_rows, which may overwrite z
         loss, state = self.scratch_rows(z, target, keep)
+        check_loss_dtype(self, loss, dtype)
         stats = self.stats(state)  # before grad, which may overwrite the state
         grad = None if row_weight is None else self.grad(state, target, row_weight, z.shape, z.dtype)
         return loss, grad, stats
@@ -119,12 +122,26 @@ class RowLoss(ABC):
         return loss, (None if stats.shape[1] == 0 else stats)
 
 
+def check_loss_dtype(row_loss: RowLoss, loss: torch.Tensor, logits_dtype: torch.dtype) -> None:
+    """Raise ``TypeError`` unless :meth:`RowLoss.rows` returned its loss in the compute dtype of the logits
+    (:func:`softmax_zoo.losses.compute_dtype`), saying why: the gradient, the chunked path and float64 gradcheck read it."""
+    expected = compute_dtype(logits_dtype)
+    if loss.dtype != expected:
+        raise TypeError(
+            f"{type(row_loss).__name__}.rows returned a {loss.dtype} loss for {logits_dtype} logits; a RowLoss computes in "
+            f"compute_dtype(z.dtype) = {expected} (float16 and bfloat16 in float32, float32 and float64 as they are), so that "
+            "float64 inputs keep float64 (the shared tests' gradcheck) and the chunked and plain paths agree: write "
+            "z.to(softmax_zoo.losses.compute_dtype(z.dtype)), not z.float()"
+        )
+
+
 class _RowLossFunction(torch.autograd.Function):
     """Per-row loss (N,) of a :class:`RowLoss` on the whole (N, C) logits, with its own backward."""
 
     @staticmethod
     def forward(ctx, row_loss, logits, target, keep):
         loss, state = row_loss.rows(logits, target, keep)
+        check_loss_dtype(row_loss, loss, logits.dtype)
         stats = row_loss.stats(state)
         stats = loss.new_empty(loss.shape[0], 0) if stats is None else stats  # (N, s)
         ctx.mark_non_differentiable(stats)

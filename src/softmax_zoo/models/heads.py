@@ -36,6 +36,7 @@ import torch
 from hydra.errors import InstantiationException
 from omegaconf import DictConfig, OmegaConf
 
+from ..config import unknown_option
 from ..losses import OutputHead, optimal_cutoffs
 from ..losses.registry import auto_options
 
@@ -97,10 +98,11 @@ def build_head(
 
 
 def check_loss_options(loss_cfg: DictConfig | dict) -> None:
-    """Raise ``ValueError`` for an option of ``loss_cfg`` that is bad whatever the task (``loss.k=0``),
-    before any data or model is built: the head class's ``check_options``
-    (:meth:`~softmax_zoo.losses.OutputHead.check_options`) with the options known now (not ``auto``,
-    not a nested config such as a sampler). A ``_target_`` that is no :class:`OutputHead` is left to :func:`build_head`.
+    """Raise ``ValueError`` for an option of ``loss_cfg`` that is bad whatever the task (``loss.k=0``) or that the
+    head does not take (``+loss.kk=3``: :func:`softmax_zoo.config.unknown_option`), before any data or model is
+    built: the head class's ``check_options`` (:meth:`~softmax_zoo.losses.OutputHead.check_options`) with the
+    options known now (not ``auto``, not a nested config such as a sampler). A ``_target_`` that is no
+    :class:`OutputHead` is left to :func:`build_head`.
     """
     plain = OmegaConf.to_container(loss_cfg, resolve=True) if isinstance(loss_cfg, DictConfig) else dict(loss_cfg)
     target = plain.pop("_target_", None)
@@ -108,6 +110,9 @@ def check_loss_options(loss_cfg: DictConfig | dict) -> None:
     if not (isinstance(head_cls, type) and issubclass(head_cls, OutputHead)):
         return
     plain.pop(SEARCH_KEY, None)
+    for key in plain:  # +loss.kk=3: the head's own words, before the model is built
+        if message := unknown_option(target, key, "loss"):
+            raise ValueError(message)
     head_cls.check_options(**{k: v for k, v in plain.items() if v != AUTO and not isinstance(v, dict)})
 
 

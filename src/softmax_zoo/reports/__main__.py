@@ -13,18 +13,22 @@ import pkgutil
 import shutil
 import sys
 import tempfile
-import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from softmax_zoo import reports
-from softmax_zoo.cli_args import ArgumentError, Option, Parser, fail
-from softmax_zoo.files import write_text
-from softmax_zoo.provenance import REPO_ROOT
-from softmax_zoo.records import load_records, runs_dir
-from softmax_zoo.reports._pages import CLAIMS_FILE, COMMAND, ledger_data, read_claims, render
-from softmax_zoo.reports._settings import values
+from softmax_zoo.extras import require
+
+require("pipelines", "python -m softmax_zoo.reports", entry_point=__name__ == "__main__")
+
+from softmax_zoo import reports  # noqa: E402
+from softmax_zoo.cli_args import ArgumentError, Option, Parser, fail  # noqa: E402
+from softmax_zoo.config import SCRATCH_DIR  # noqa: E402
+from softmax_zoo.files import write_text  # noqa: E402
+from softmax_zoo.provenance import REPO_ROOT  # noqa: E402
+from softmax_zoo.records import load_records, runs_dir  # noqa: E402
+from softmax_zoo.reports._pages import CLAIMS_FILE, COMMAND, ledger_data, read_claims, render, shown_path  # noqa: E402
+from softmax_zoo.reports._settings import values  # noqa: E402
 
 PAGE = Parser(COMMAND, [
     Option("results_dir", None, "folder of the run records, <results_dir>/runs (default: the page's own, results)", kind=str),
@@ -75,15 +79,35 @@ def differences(page: str, results_dir: str | Path = "results") -> list[str]:
                 if not (results_dir / p.name).is_file() or not filecmp.cmp(p, results_dir / p.name, shallow=False)]
 
 
+def snapshot(folder: Path) -> dict[Path, tuple[int, bytes]]:
+    """Each file of ``folder`` (not its subfolders): its modification time (ns) and its bytes; {} when there is no folder."""
+    return {p: (p.stat().st_mtime_ns, p.read_bytes()) for p in sorted(folder.iterdir()) if p.is_file()} if folder.is_dir() else {}
+
+
+def written_lines(before: dict[Path, tuple[int, bytes]], after: dict[Path, tuple[int, bytes]]) -> list[str]:
+    """One line per file a build wrote (a new modification time): ``wrote <path>``, or ``<path> unchanged`` when its bytes
+    are those it had before."""
+    lines = []
+    for path, (mtime, data) in after.items():
+        old = before.get(path)
+        if old is None or old[0] != mtime:
+            lines.append(f"{shown_path(path)} unchanged" if old is not None and old[1] == data else f"wrote {shown_path(path)}")
+    return lines
+
+
 def build_page(page: str, wandb: str | None = None, **options: str) -> None:
-    """Build ``page`` (``options``: results_dir, out); with ``wandb`` (a mode) also log the files the build wrote."""
-    started = time.time()
+    """Build ``page`` (``options``: results_dir, out) and print each file it wrote (:func:`written_lines`); with
+    ``wandb`` (a mode) also log those files."""
+    out = Path(options.get("out") or options.get("results_dir") or "results")
+    before = snapshot(out)
     builder(page)(**options)
+    after = snapshot(out)
+    for line in written_lines(before, after):
+        print(line)
     if wandb:
         from softmax_zoo.tracking import log_page
 
-        out = Path(options.get("out") or options.get("results_dir") or "results")
-        written = sorted(p for p in out.iterdir() if p.is_file() and p.stat().st_mtime >= started - 1)
+        written = [p for p, (mtime, _) in after.items() if p not in before or before[p][0] != mtime]
         info = log_page(page, written, wandb)
         print(f"logged {len(written)} file(s) of {page} to wandb run {info['path']} ({info['mode']}, {info['dir']})")
 
@@ -109,7 +133,11 @@ def sweep(argv: Sequence[str]) -> int:
         args = SWEEP.parse(argv)
         if len(args.positional) != 1:
             raise ArgumentError(f"{SWEEP.prog}: takes one records folder, experiment or multirun folder, got {args.positional}")
+        out = Path(args.options.get("out") or Path(SCRATCH_DIR) / "sweeps")
+        before = snapshot(out)
         print(build_sweep(args.positional[0], **args.options))
+        for line in written_lines(before, snapshot(out)):
+            print(line)
     except (ValueError, FileNotFoundError) as e:
         return fail(SWEEP, e)
     return 0

@@ -8,7 +8,6 @@ The words are templates/sweep.md.j2's.
 
 from __future__ import annotations
 
-import fnmatch
 import math
 import re
 from collections.abc import Sequence
@@ -17,15 +16,14 @@ from typing import Any
 
 from omegaconf import OmegaConf
 
-from ..config import CHOICE_GROUPS, CONFIG_DIR, SCRATCH_DIR, name_exclude_keys
+from ..config import CONFIG_DIR, SCRATCH_DIR
 from ..files import write_text
 from ..losses.registry import variant_label
-from ..preflight import EXTENDS_A_RUN
 from ..records import RESULTS_DIRS, find_records, get
+from ..run_identity import COMPUTES_NOTHING, POOLED, matches
 from ._pages import line_plot, provenance, render, words
 from ._stats import mean_ci
 
-POOLED = ("seed",)  # keys pooled over, never a swept value
 # Metrics that describe a run rather than score it: the top-k regime diagnostics (softmax_zoo.diagnostics.topk), token
 # counts, throughput, and the counts of outputs the decoding constraints changed or ended (softmax_zoo.tasks.seq2seq).
 DIAGNOSTIC = re.compile(
@@ -42,11 +40,10 @@ def overrides(record: dict[str, Any]) -> dict[str, str]:
 
 
 def computes_nothing(key: str) -> bool:
-    """Whether the override ``key`` changes nothing a run computes (logger, folders, ...): a key run names leave out
-    but for config groups, the seed and the keys that extend a run (a longer budget is another result)."""
-    if key in CHOICE_GROUPS.values() or key in POOLED or key in EXTENDS_A_RUN:
-        return False
-    return any(fnmatch.fnmatchcase(key, pattern) for pattern in name_exclude_keys())
+    """Whether the override ``key`` changes nothing a run computes (logger, folders, ...): the run-identity table's
+    ``NOTHING`` keys (:mod:`softmax_zoo.run_identity`); config groups, the seed and the keys that extend a run (a
+    longer budget is another result) are not among them."""
+    return matches(key, COMPUTES_NOTHING)
 
 
 def swept_keys(records: Sequence[dict[str, Any]]) -> list[str]:

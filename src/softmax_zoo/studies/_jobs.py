@@ -69,20 +69,31 @@ def train_in_subprocess(overrides: list[str]) -> None:
     subprocess.run([sys.executable, "-m", "softmax_zoo.train", *overrides], check=True)
 
 
-def run_all(job_list: Sequence[list[str]], runner: Runner = train_in_subprocess) -> list[Path]:
-    """Run every job whose record is missing, with ``resume=true``; return the record paths in job order."""
-    paths = []
+def all_done_line(paths: Sequence[Path], anew: str) -> str:
+    """What a study says when every one of its jobs has its record: so, where they are, and how to run it anew (``anew``)."""
+    folders = ", ".join(dict.fromkeys(str(p.parent) for p in paths))
+    return (f"done already: all {len(paths)} runs of this study have their records ({folders}); nothing was trained"
+            + (f"; to run it anew, {anew}" if anew else ""))
+
+
+def run_all(job_list: Sequence[list[str]], runner: Runner = train_in_subprocess, anew: str = "") -> list[Path]:
+    """Run every job whose record is missing, with ``resume=true``; return the record paths in job order. When none
+    was to run, one line says so (:func:`all_done_line`, with ``anew``: how to run the study anew)."""
+    paths, ran = [], 0
     for overrides in job_list:
         path, why = to_do(overrides)
         if why is None:
             log.info("done already: %s", path)
         else:
+            ran += 1
             log.info("running %s%s", " ".join(overrides), f" (continuing {path.name}: {'; '.join(why)})" if why else "")
             before = path.stat().st_mtime_ns if path.is_file() else None
             runner([*overrides, "resume=true"])
             if not path.is_file() or path.stat().st_mtime_ns == before:
                 raise RuntimeError(f"the run {' '.join(overrides)} finished without writing {path}")
         paths.append(path)
+    if paths and not ran:
+        log.info("%s", all_done_line(paths, anew))
     return paths
 
 
@@ -92,9 +103,14 @@ def study_parser(study: str, options: Sequence[Option]) -> Parser:
     return Parser(f"python -m softmax_zoo.studies.{study}", options, rest="train overrides", max_positional=0)
 
 
-def main(job_list: Sequence[list[str]]) -> int:
-    """Run the chain and print each record's path."""
+def new_seeds(seeds: Sequence[int]) -> str:
+    """``"3,4,5"``: as many seeds as ``seeds``, each above the largest of them."""
+    return ",".join(str(max(seeds) + 1 + i) for i in range(len(seeds)))
+
+
+def main(job_list: Sequence[list[str]], anew: str = "") -> int:
+    """Run the chain and print each record's path; ``anew``: how to run the study anew, said when every job is done."""
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
-    for path in run_all(job_list):
+    for path in run_all(job_list, anew=anew):
         print(path)
     return 0

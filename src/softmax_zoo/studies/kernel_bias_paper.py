@@ -18,7 +18,7 @@ from collections.abc import Sequence
 
 from ..cli_args import ArgumentError, Option, fail
 from ._jobs import main as run_chain
-from ._jobs import study_parser
+from ._jobs import new_seeds, study_parser
 
 PARSER = study_parser("kernel_bias_paper", [
     Option("scale", "cpu", "scale of every job"),
@@ -51,8 +51,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = PARSER.parse(sys.argv[1:] if argv is None else argv)
     except ArgumentError as e:
         return fail(PARSER, e)
+    more = new_seeds([args["seed"]])
     return run_chain(jobs(args["uniform"], args["kernels"], args["kernel_m"], scale=args["scale"], seed=args["seed"],
-                          extra=args.rest))
+                          extra=args.rest),
+                     anew=f"give a new seed, seed={more} (make: LM_ARGS=seed={more}); its records go beside these")
 
 
 if __name__ == "__main__":

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 
 from ..cli_args import Option, fail
 from ._jobs import main as run_chain
-from ._jobs import study_parser
+from ._jobs import new_seeds, study_parser
 
 PARSER = study_parser("seeds", [
     Option("arms", ["table5_softmax", "table5_sparse_softmax"], "the experiments (configs/experiment/) run for every seed"),
@@ -39,7 +39,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         job_list = jobs(args["arms"], args["seeds"], scale=args["scale"], extra=args.rest)
     except ValueError as e:  # ArgumentError included
         return fail(PARSER, e)
-    return run_chain(job_list)
+    more = new_seeds(args["seeds"])
+    return run_chain(job_list, anew=f"give new seeds, seeds={more} (make: SEEDS={more}); their records join these on the page")
 
 
 if __name__ == "__main__":

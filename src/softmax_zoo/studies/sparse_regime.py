@@ -30,7 +30,7 @@ from collections.abc import Sequence
 
 from ..cli_args import ArgumentError, Option, fail
 from ._jobs import main as run_chain
-from ._jobs import record_path, run_all, study_parser
+from ._jobs import new_seeds, record_path, run_all, study_parser
 
 __all__ = ["PARSER", "jobs", "main", "record_path", "run_all"]
 
@@ -86,8 +86,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = PARSER.parse(sys.argv[1:] if argv is None else argv)
     except ArgumentError as e:
         return fail(PARSER, e)
+    more = new_seeds(args["seeds"])
     return run_chain(jobs(args["starts"], args["ks"], scale=args["scale"], seeds=args["seeds"],
-                          start_seed=args["start_seed"], epochs=args["epochs"], extra=args.rest))
+                          start_seed=args["start_seed"], epochs=args["epochs"], extra=args.rest),
+                     anew=f"give new fine-tuning seeds, seeds={more} (make: REGIME_SEEDS={more}); their records join these on the page")
 
 
 if __name__ == "__main__":

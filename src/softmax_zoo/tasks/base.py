@@ -18,7 +18,7 @@ from typing import Any, Callable
 import torch
 from torch import nn
 
-from ..data.layout import missing_split_message
+from ..data.layout import missing_split_message, prepare_command
 
 
 @dataclass(frozen=True)
@@ -105,6 +105,6 @@ def require_prepared(data_dir: str | Path, task: str, files: tuple[str, ...] = (
             raise FileNotFoundError(why)
         raise FileNotFoundError(
             f"prepared data for task {task!r} not found: {', '.join(missing)} missing in {path.resolve()}; "
-            f"run `make data TASK={task}` (or `python -m softmax_zoo.data.prepare {task}`) first"
+            f"run `{prepare_command(task, path)}` first"
         )
     return path

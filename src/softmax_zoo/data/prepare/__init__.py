@@ -1,7 +1,8 @@
 """Data preparation: release files or the hub -> ``data/<task>/`` (the contract in :mod:`softmax_zoo.data.layout`).
 
 ``python -m softmax_zoo.data.prepare <task|all|list> key=value ...`` (see :mod:`.cli`), or
-:func:`prepare_task` from Python. One module per dataset loads the release into a
+:func:`prepare_task` from Python. A preparer's public names: :class:`Prepared` (what ``load_local`` returns),
+:class:`RawDir` (its release folder) and :func:`register`. One module per dataset loads the release into a
 :class:`~.writer.Prepared`, which :mod:`.writer` checks and writes; each registers itself by task
 name (:mod:`.registry`), so a new task's preparer is one new module: in this package (with its line
 below), or anywhere importable and named in ``$SOFTMAX_ZOO_PREPARERS`` (no line here). The runtime
@@ -26,6 +27,8 @@ Modules::
 """
 
 from softmax_zoo.data.prepare.cli import main, prepare_all, prepare_task
-from softmax_zoo.data.prepare.registry import preparers
+from softmax_zoo.data.prepare.raw import RawDir
+from softmax_zoo.data.prepare.registry import preparers, register
+from softmax_zoo.data.prepare.writer import Prepared
 
-__all__ = ["main", "prepare_all", "prepare_task", "preparers"]
+__all__ = ["Prepared", "RawDir", "main", "prepare_all", "prepare_task", "preparers", "register"]

@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from softmax_zoo.cli_args import ArgumentError, Arguments, Option, Parser
+from softmax_zoo.data.layout import data_root
 from softmax_zoo.data.prepare.raw import RawDir
 from softmax_zoo.data.prepare.registry import PREPARER_MODULES, failed_modules, preparers
 from softmax_zoo.data.prepare.writer import write_prepared
@@ -37,7 +38,6 @@ from softmax_zoo.data.prepare.writer import write_prepared
 log = logging.getLogger(__name__)
 
 DEFAULT_RAW_ROOT = "../shared/data"  # relative to the working directory: the release folders beside the checkout
-DEFAULT_OUT_DIR = "data"
 PARSER = Parser("python -m softmax_zoo.data.prepare", [
     Option("raw_dir", None, "the dataset's release folder (default: <raw_root>/<name>)", kind=str),
     Option("raw_root", None, f"root of the release folders (default: $SOFTMAX_ZOO_RAW, else {DEFAULT_RAW_ROOT})", kind=str),
@@ -52,8 +52,8 @@ def raw_root() -> Path:
 
 
 def out_root() -> Path:
-    """``$SOFTMAX_ZOO_DATA``, else ``data``."""
-    return Path(os.environ.get("SOFTMAX_ZOO_DATA") or DEFAULT_OUT_DIR)
+    """``$SOFTMAX_ZOO_DATA``, else ``data`` (:func:`softmax_zoo.data.layout.data_root`)."""
+    return data_root()
 
 
 def _coerce(name: str, value: Any, default: Any) -> Any:
