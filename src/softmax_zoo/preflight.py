@@ -45,7 +45,7 @@ EXTENDS_A_RUN = ("train.max_steps", "train.epochs", "train.eval_batch_size", "tr
 # nothing that is computed, and EXTENDS_A_RUN.
 RESUME_IGNORED = (
     "resume", "results_dir", "run_name", "logger", "logger.*", "reproduction", "allow_dirty",
-    "train.progress", "train.num_workers", "train.save_steps", "train.save_total_limit", *EXTENDS_A_RUN,
+    "train.progress", "train.num_workers", "train.save_steps", "train.save_minutes", "train.save_total_limit", *EXTENDS_A_RUN,
 )
 REPLICATE_KEY = "seed"  # another seed is another replicate, never a changed setting of the same run
 ABSENT = "<absent>"  # a key one of two compared configs lacks
