@@ -20,6 +20,7 @@ from transformers import TrainerCallback
 from softmax_zoo import engine, trainer, vocab_parallel_training
 from softmax_zoo.data.prepare.generated import questions, write_pairs
 from tests.engine.held_run import wait_for
+from tests.engine.test_resume import CrashAfterSave
 
 ROOT = Path(__file__).resolve().parents[2]
 HELD_RUN = Path(__file__).with_name("held_run.py")
@@ -185,17 +186,6 @@ class FakeClock(TrainerCallback):
         self.now += self.seconds
 
 
-class CrashAfterSave(TrainerCallback):
-    """A killed job: raise right after the checkpoint of ``step`` is written (before anything else of the step)."""
-
-    def __init__(self, step: int) -> None:
-        self.step = step
-
-    def on_save(self, args, state, control, **kwargs):
-        if state.global_step == self.step:
-            raise RuntimeError(f"killed after step {self.step}")
-
-
 def test_a_checkpoint_every_save_minutes_and_a_killed_run_resumes_from_it(make_cfg, tmp_path, monkeypatch):
     """25 s a step, train.save_minutes=1: checkpoints after steps 3 and 6 (75 s, then 150 s >= 75 + 60), none of
     train.save_steps; a run killed after the second one resumes from it to the uninterrupted run's record."""
@@ -206,7 +196,7 @@ def test_a_checkpoint_every_save_minutes_and_a_killed_run_resumes_from_it(make_c
     assert sorted(p.name for p in (tmp_path / "a").iterdir()) == ["checkpoint-3", "checkpoint-6"]
 
     clock.now = 0.0
-    with pytest.raises(RuntimeError, match="killed after step 6"):
+    with pytest.raises(KeyboardInterrupt, match="simulated interruption after step 6"):
         engine.run(make_cfg(*common, f"output_dir={tmp_path / 'b'}"), callbacks=[clock, CrashAfterSave(6)])
     clock.now = 0.0
     resumed = engine.run(make_cfg(*common, f"output_dir={tmp_path / 'b'}", "resume=true"), callbacks=[clock])
