@@ -20,6 +20,8 @@ loads, to the same step losses and metrics as an uninterrupted run, also with a 
 (``train.max_steps``, ``train.epochs``: not part of run names), and refuses one written under
 another config, naming each key that differs (:mod:`softmax_zoo.preflight`). The record of a
 resumed run counts the whole run (:func:`training_timing`). A run that saves nothing leaves no ``output_dir``.
+SIGTERM or SIGINT saves a checkpoint at the next optimiser step and stops the run there, and a
+checkpoint is also saved every ``train.save_minutes`` (:class:`~softmax_zoo.trainer.SaveOnRequest`).
 
 Before anything is built: the config's values are checked (seed, logger, loss options:
 :func:`softmax_zoo.preflight.check_config`), a reproduction refuses uncommitted code (unless ``allow_dirty=true``), the
@@ -47,7 +49,7 @@ import transformers
 from omegaconf import DictConfig
 from transformers import TrainerCallback, TrainingArguments
 from transformers.trainer_callback import PrinterCallback, ProgressCallback
-from transformers.trainer_utils import get_last_checkpoint
+from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR, get_last_checkpoint
 from transformers.utils import SAFE_WEIGHTS_NAME
 
 from . import memory_plan, preflight, progress, records, tracking, vocab_parallel_training
@@ -64,13 +66,17 @@ from .trainer import (
     NonFiniteLossError,
     NonFiniteLossGuard,
     ResumeState,
+    SaveOnRequest,
     SaveRunConfig,
     StepLog,
+    TrainingInterrupted,
     TrainingStepToHeads,
     ZooTrainer,
+    interrupted_message,
     resume_state_holders,
     segments_line,
     training_arguments,
+    wait_for_every_process,
 )
 
 log = logging.getLogger(__name__)
@@ -240,14 +246,16 @@ def remove_if_empty(folder: Path, up_to: Path | None) -> None:
 
     The Trainer creates ``output_dir`` on start; a run that saves nothing (``train.save_steps=0``)
     thus leaves no empty checkpoint folder behind. Nothing happens when ``up_to`` is None (the
-    folder existed before the run).
+    folder existed before the run). Every process of a run may call it: a folder another one removed
+    first ends the walk here, as one that is not empty does (that process goes on upwards).
     """
     if up_to is None:
         return
     for path in (folder, *folder.parents):
-        if not path.is_dir() or any(path.iterdir()):
+        try:
+            path.rmdir()  # an empty folder only
+        except OSError:  # not empty, not a folder, or gone already
             return
-        path.rmdir()
         if path == up_to:
             return
 
@@ -264,6 +272,9 @@ def run(cfg: DictConfig, callbacks: Iterable[TrainerCallback] = ()) -> dict[str,
 
     Raises:
         NonFiniteLossError: the loss became NaN/inf; no record is written.
+        TrainingInterrupted: SIGTERM or SIGINT during training: every process saved a checkpoint at
+            the next optimiser step and stopped there (:class:`~softmax_zoo.trainer.SaveOnRequest`); no
+            record is written, and ``resume=true`` continues from that checkpoint.
         OSError: ``results_dir`` or ``output_dir`` is not writable (before any training).
         torch.OutOfMemoryError: on CUDA, the memory plan exceeds the free memory (before any training).
         ValueError: a reproduction from uncommitted code without ``allow_dirty=true``, the prepared
@@ -272,6 +283,7 @@ def run(cfg: DictConfig, callbacks: Iterable[TrainerCallback] = ()) -> dict[str,
     """
     start = time.perf_counter()
     preflight.check_config(cfg)
+    on_request = SaveOnRequest(cfg.train.save_minutes, can_save=not vocab_parallel_training.enabled(cfg))
     progress.configure(cfg.train.progress)
     transformers.utils.logging.disable_default_handler()
     transformers.utils.logging.enable_propagation()  # the Trainer's warnings go to the run log too
@@ -310,16 +322,24 @@ def run(cfg: DictConfig, callbacks: Iterable[TrainerCallback] = ()) -> dict[str,
     tracker = tracking.start(cfg, choices, args.to_dict())
     guard = NonFiniteLossGuard()
     resume = ResumeState(resume_state_holders(task.model, task.callbacks), checkpoint, started=start)
-    extra = [guard, resume, StepLog(tracker), SaveRunConfig(cfg), TrainingStepToHeads(task.model), EpochToCollator(task.collator)]
+    # on_request before guard, whose step end may still cancel a save of non-finite weights
+    extra = [on_request, guard, resume, StepLog(tracker), SaveRunConfig(cfg), TrainingStepToHeads(task.model),
+             EpochToCollator(task.collator)]
     extra += [*task.callbacks, *callbacks]
     subset = cfg.train.get("eval_subset")
     eval_datasets = evaluation_datasets(task, subset)
     extra += [EpochEval(task, eval_datasets, tracker)] if cfg.train.eval_each_epoch else []
     try:
-        trainer = make_trainer(task, args, extra)
-        trainer.train(resume_from_checkpoint=checkpoint)
+        with on_request.catching_signals():
+            trainer = make_trainer(task, args, extra)
+            wait_for_every_process()  # every rank's Trainer has made output_dir before any rank removes it
+            remove_if_empty(Path(output_dir), created)  # made by the Trainer at once; the first checkpoint makes it again
+            trainer.train(resume_from_checkpoint=checkpoint)
         segments = resume.segments(trainer.state.global_step)
         log.info("trained in %s", segments_line(segments))
+        if guard.bad_step is None and on_request.stopped_at is not None:
+            wait_for_every_process()  # every rank's share of the checkpoint is written before any rank exits
+            raise interrupted(cfg, on_request, args.output_dir)
         if guard.bad_step is not None:
             last = get_last_checkpoint(args.output_dir) if os.path.isdir(args.output_dir) else None
             raise NonFiniteLossError(
@@ -374,6 +394,15 @@ def run(cfg: DictConfig, callbacks: Iterable[TrainerCallback] = ()) -> dict[str,
         git=provenance,
     )
     return write_record(record, runs)
+
+
+def interrupted(cfg: DictConfig, on_request: SaveOnRequest, output_dir: str) -> TrainingInterrupted:
+    """The error a run stopped by a signal raises, naming the checkpoint saved at its last step (if it saves any)."""
+    step = on_request.stopped_at
+    folder = Path(output_dir) / f"{PREFIX_CHECKPOINT_DIR}-{step}"
+    checkpoint = str(folder) if folder.is_dir() else None
+    return TrainingInterrupted(interrupted_message(on_request.signum, step, checkpoint, bool(cfg.resume)),
+                               on_request.signum, step, checkpoint)
 
 
 def write_record(record: dict[str, Any], runs: Path) -> dict[str, Any]:

@@ -25,7 +25,8 @@ RUN_IDENTITY = {
     "train.max_steps": EXTENDS, "train.epochs": EXTENDS, "train.eval_batch_size": EXTENDS, "train.eval_each_epoch": EXTENDS,
     "experiment_name": NOTHING, "run_name": NOTHING, "*_dir": NOTHING, "resume": NOTHING, "overwrite": NOTHING,
     "allow_dirty": NOTHING, "reproduction": NOTHING, "logger": NOTHING, "logger.*": NOTHING, "train.progress": NOTHING,
-    "train.num_workers": NOTHING, "train.save_steps": NOTHING, "train.save_total_limit": NOTHING, "hydra.*": NOTHING,
+    "train.num_workers": NOTHING, "train.save_steps": NOTHING, "train.save_minutes": NOTHING, "train.save_total_limit": NOTHING,
+    "hydra.*": NOTHING,
 }  # fmt: skip
 POOLED = ("seed",)  # the replicate: pooled over on the sweep page, never a swept value
 

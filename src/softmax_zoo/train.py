@@ -15,6 +15,11 @@ The composed config's values are checked (:func:`softmax_zoo.preflight.check_con
 training stack (transformers' Trainer, datasets, wandb) is imported, so a bad value
 (``loss.k=0``, ``seed=abc``) is reported in seconds.
 
+SIGTERM or SIGINT (Ctrl-C) during training saves a checkpoint at the next optimiser step; the run
+then prints "interrupted by SIGTERM: checkpoint saved at step N (…); rerun the same command with
+resume=true to resume" and exits with 128 + the signal's number (143, 130), as a process ended by
+that signal would, so that a sweep, a chain of runs or a scheduler sees it did not finish.
+
 A run that fails prints its error alone (``ValueError: k must be >= 1, got 0``) and where the
 traceback is (the job's log file); a job of a multirun also gets Hydra's line naming the job.
 ``HYDRA_FULL_ERROR=1`` prints the whole traceback instead (Hydra's switch).
@@ -68,6 +73,13 @@ def main(cfg: DictConfig) -> None:
         from . import engine  # the training stack, imported once the config is known to be good
 
         engine.run(cfg)
+    except KeyboardInterrupt as stop:
+        from .trainer import TrainingInterrupted  # imported with the engine, which raised it
+
+        if not isinstance(stop, TrainingInterrupted):
+            raise
+        log.warning("%s", stop)
+        raise SystemExit(stop.exit_code) from None
     except Exception as error:
         if os.environ.get(FULL_ERROR) == "1":
             raise

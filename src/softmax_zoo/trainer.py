@@ -1,6 +1,7 @@
 """The transformers ``Trainer`` as the engine runs it: a subclass that saves tied weights once, the
 callbacks every run gets (among them :class:`ResumeState`, what a checkpoint keeps beyond the
-Trainer's own files), and ``TrainingArguments`` from ``cfg.train`` (names as in transformers 5.x)."""
+Trainer's own files, and :class:`SaveOnRequest`, the checkpoint on SIGTERM/SIGINT and every
+``train.save_minutes``), and ``TrainingArguments`` from ``cfg.train`` (names as in transformers 5.x)."""
 
 from __future__ import annotations
 
@@ -8,14 +9,18 @@ import json
 import logging
 import math
 import os
+import signal
+import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import hydra
 import safetensors.torch
 import torch
+import torch.distributed as dist
 from omegaconf import DictConfig, OmegaConf
 from transformers import PreTrainedModel, Trainer, TrainerCallback, TrainingArguments
 from transformers.trainer_callback import ProgressCallback
@@ -74,6 +79,140 @@ class ZooTrainer(Trainer):
         if isinstance(self.accelerator.unwrap_model(model), PreTrainedModel) or not os.path.isfile(path):
             return super()._load_from_checkpoint(resume_from_checkpoint, model)
         safetensors.torch.load_model(self.accelerator.unwrap_model(model), path, strict=True, device="cpu")
+
+
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)  # a scheduler's stop (or `kill`), Ctrl-C
+
+
+class TrainingInterrupted(KeyboardInterrupt):
+    """The run stopped on SIGTERM or SIGINT at an optimiser-step boundary, its checkpoint saved there
+    (where it saves any): the message says where and how to resume. A ``KeyboardInterrupt``, so that
+    ``except Exception`` (a chain of runs, a sweep) lets it through as it would Ctrl-C.
+
+    Attributes:
+        signum: the signal (the same on every process of the run).
+        step: the optimiser step it stopped after.
+        checkpoint: the checkpoint folder saved at that step (None: the run saves none).
+        exit_code: ``128 + signum`` (130 for SIGINT, 143 for SIGTERM), the shell's code of a process
+            ended by that signal: what ``python -m softmax_zoo.train`` exits with.
+    """
+
+    def __init__(self, message: str, signum: int, step: int, checkpoint: str | None) -> None:
+        super().__init__(message)
+        self.signum, self.step, self.checkpoint = signum, step, checkpoint
+        self.exit_code = 128 + signum
+
+
+def interrupted_message(signum: int, step: int, checkpoint: str | None, resume: bool) -> str:
+    """The one line a run stopped by ``signum`` ends with (:class:`TrainingInterrupted`)."""
+    name = signal.Signals(signum).name
+    if checkpoint is None:
+        return (f"interrupted by {name} after step {step}, no checkpoint saved (train.vocab_parallel=true writes none): "
+                "rerunning the command starts from step 0")
+    again = "rerun the same command" if resume else "rerun the same command with resume=true"
+    return f"interrupted by {name}: checkpoint saved at step {step} ({checkpoint}); {again} to resume"
+
+
+def save_interval(save_minutes: Any) -> float:
+    """``train.save_minutes`` as seconds (0: no time-based checkpoint); a ValueError naming a bad value."""
+    if isinstance(save_minutes, bool) or not isinstance(save_minutes, (int, float)) or not 0 <= save_minutes < math.inf:
+        raise ValueError(f"train.save_minutes must be a number >= 0 (0: no time-based checkpoints), got {save_minutes!r}")
+    return 60.0 * save_minutes
+
+
+def max_over_processes(values: list[int]) -> list[int]:
+    """Each of ``values``' largest value over the run's processes (one all_reduce); ``values`` alone without a process group."""
+    if not (dist.is_available() and dist.is_initialized()) or dist.get_world_size() == 1:
+        return values
+    device = torch.device("cuda", torch.cuda.current_device()) if dist.get_backend() == "nccl" else torch.device("cpu")
+    agreed = torch.tensor(values, dtype=torch.int64, device=device)
+    dist.all_reduce(agreed, op=dist.ReduceOp.MAX)
+    return agreed.tolist()
+
+
+def wait_for_every_process() -> None:
+    """A barrier over the run's processes (nothing without a process group)."""
+    if dist.is_available() and dist.is_initialized() and dist.get_world_size() > 1:
+        dist.barrier()
+
+
+class SaveOnRequest(TrainerCallback):
+    """A checkpoint at the next optimiser-step boundary when one is asked for, through the Trainer's
+    own ``control.should_save`` (saved as its periodic checkpoints are):
+
+    - a stop signal (SIGTERM, SIGINT) received inside :meth:`catching_signals`: the checkpoint is
+      saved, then ``control.should_training_stop`` ends training (:func:`softmax_zoo.engine.run`
+      then raises :class:`TrainingInterrupted`); a second SIGINT stops at once (``KeyboardInterrupt``);
+    - ``train.save_minutes`` passed since the last checkpoint (or the start): a checkpoint only, so a
+      run killed without a signal (``kill -9``, a lost node) loses at most that much training.
+
+    Every process of the run takes part in one all_reduce (MAX) of the pair (signal, time is up) per
+    step (:func:`max_over_processes`), so a signal to one rank, or one rank's clock, makes every rank
+    save and stop at the same step, and no rank is left waiting in a collective the others skipped.
+
+    Args:
+        save_minutes: ``train.save_minutes`` (0: no time-based checkpoint; :func:`save_interval`).
+        can_save: whether the run saves checkpoints at all (a vocabulary-parallel run does not: it only stops).
+    """
+
+    clock = staticmethod(time.monotonic)  # seconds; a test replaces it
+
+    def __init__(self, save_minutes: float, can_save: bool = True) -> None:
+        self.interval = save_interval(save_minutes)
+        self.can_save = can_save
+        self.received = 0  # the stop signal this process received (0: none)
+        self.signum = 0  # the stop signal the processes agreed on at stopped_at
+        self.stopped_at: int | None = None
+        self.last_save = self.clock()
+
+    @contextmanager
+    def catching_signals(self) -> Iterator[SaveOnRequest]:
+        """Inside, SIGTERM and SIGINT ask for the checkpoint and stop; the handlers before are restored after.
+
+        Python takes signal handlers in the main thread only: called from another thread this does
+        nothing (the signals keep their handlers; the time-based checkpoint still runs).
+        """
+        if threading.current_thread() is not threading.main_thread():
+            yield self
+            return
+        before = {s: signal.signal(s, self.on_signal) for s in STOP_SIGNALS}
+        try:
+            yield self
+        finally:
+            for s, handler in before.items():
+                signal.signal(s, handler)
+
+    def on_signal(self, signum: int, frame: Any) -> None:
+        if self.received and signum == signal.SIGINT:
+            raise KeyboardInterrupt(f"a second {signal.Signals(signum).name}: stopped at once, no checkpoint saved")
+        self.received = self.received or signum  # told at the step boundary, not here (no logging inside a handler)
+
+    def on_train_begin(self, args, state, control, **kwargs):
+        self.last_save = self.clock()
+        return control
+
+    def on_step_end(self, args, state, control, **kwargs):
+        time_up = self.interval > 0 and self.clock() - self.last_save >= self.interval
+        signum, time_up = max_over_processes([self.received, int(time_up)])
+        if signum:
+            self.signum, self.stopped_at = signum, state.global_step
+            control.should_save = control.should_save or self.can_save
+            control.should_training_stop = True
+            if state.is_world_process_zero:
+                log.warning("%s: %s after step %d", signal.Signals(signum).name,
+                            "saving a checkpoint and stopping" if self.can_save else "stopping", state.global_step)
+        elif time_up and self.can_save:
+            control.should_save = True
+        return control
+
+    def on_save(self, args, state, control, **kwargs):
+        self.last_save = self.clock()
+        return control
+
+    def on_epoch_end(self, args, state, control, **kwargs):
+        if self.stopped_at is not None:  # saved at stopped_at already, which an epoch-end save would repeat
+            control.should_save = False
+        return control
 
 
 class NonFiniteLossGuard(TrainerCallback):

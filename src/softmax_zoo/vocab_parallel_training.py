@@ -3,7 +3,7 @@
 ::
 
     torchrun --nproc_per_node 2 -m softmax_zoo.train task=lm1b model=transformer_lm loss=sparse_softmax \\
-        train.vocab_parallel=true train.save_steps=0
+        train.vocab_parallel=true train.save_steps=0 train.save_minutes=0
 
 Every process runs the whole model on the same batches (the same seed, hence the same
 initialisation and data order) except the output head, whose weight rows are split evenly over
@@ -16,7 +16,7 @@ So that the Trainer runs one process's loop on each rank (no DistributedDataPara
 the data), :func:`start` joins the process group from torchrun's variables and then removes them
 from the environment. Gradient clipping uses the norm over every rank's shard
 (:func:`clip_grad_norm_`). Only rank 0 writes the record; checkpoints are refused (each rank would
-hold another shard of the head).
+hold another shard of the head), so SIGTERM or SIGINT stops every rank at the same step without one.
 """
 
 from __future__ import annotations
@@ -49,11 +49,12 @@ def start(cfg: DictConfig) -> None:
     """
     if "WORLD_SIZE" not in os.environ and not dist.is_initialized():
         raise ValueError("train.vocab_parallel=true needs several processes: torchrun --nproc_per_node <n> -m softmax_zoo.train ...")
-    if cfg.train.save_steps != 0:
-        raise ValueError(
-            f"train.vocab_parallel=true writes no checkpoints (each rank holds another shard of the head): "
-            f"set train.save_steps=0, got {cfg.train.save_steps}"
-        )
+    for key in ("save_steps", "save_minutes"):
+        if cfg.train[key] != 0:
+            raise ValueError(
+                f"train.vocab_parallel=true writes no checkpoints (each rank holds another shard of the head): "
+                f"set train.save_steps=0 train.save_minutes=0, got train.{key}={cfg.train[key]}"
+            )
     if not dist.is_initialized():
         if torch.cuda.is_available():
             torch.cuda.set_device(int(os.environ["LOCAL_RANK"]))

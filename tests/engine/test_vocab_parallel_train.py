@@ -34,7 +34,8 @@ def test_two_ranks_train_as_one_process(make_cfg, tmp_path, lm_corpus, head):
     command = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2",
                "-m", "softmax_zoo.train", *_common(lm_corpus, HEADS[head]), "train.vocab_parallel=true",
                f"results_dir={tmp_path / 'two'}", f"output_dir={tmp_path / 'ckpt2'}", f"hydra.run.dir={tmp_path / 'hydra'}"]
-    subprocess.run(command, env=env, check=True, cwd=tmp_path, capture_output=True)
+    done = subprocess.run(command, env=env, cwd=tmp_path, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, f"exit {done.returncode}\nstdout:\n{done.stdout[-4000:]}\nstderr:\n{done.stderr[-12000:]}"
     [path] = (tmp_path / "two").rglob("*.json")  # rank 0's record only
     two = json.loads(path.read_text())
     assert two["device"]["vocab_parallel_ranks"] == 2
@@ -50,5 +51,5 @@ def test_refuses_checkpoints_and_a_single_process(make_cfg, lm_corpus, monkeypat
     with pytest.raises(ValueError, match="needs several processes: torchrun"):
         engine.run(make_cfg(*_common(lm_corpus, HEADS["softmax"]), "train.vocab_parallel=true"))
     monkeypatch.setenv("WORLD_SIZE", "2")
-    with pytest.raises(ValueError, match="set train.save_steps=0, got 3"):
+    with pytest.raises(ValueError, match="set train.save_steps=0 train.save_minutes=0, got train.save_steps=3"):
         engine.run(make_cfg(*_common(lm_corpus, HEADS["softmax"]), "train.vocab_parallel=true", "train.save_steps=3"))

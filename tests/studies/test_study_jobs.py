@@ -1,6 +1,12 @@
-"""The resumable job chains of softmax_zoo.studies: options, overrides and clear errors."""
+"""The resumable job chains of softmax_zoo.studies: options, overrides, clear errors, and a stop that lets the run save."""
 
 import logging
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
 
 import pytest
 
@@ -80,3 +86,53 @@ def test_a_study_whose_every_run_is_done_says_so_and_how_to_run_it_anew(tmp_path
     assert done == [f"done already: all 2 runs of this study have their records ({tmp_path / 'runs' / 'arm_a'}, "
                     f"{tmp_path / 'runs' / 'arm_b'}); nothing was trained; to run it anew, give new seeds, seeds=3"]
     assert _jobs.new_seeds([0, 1, 2]) == "3,4,5" and _jobs.new_seeds([0]) == "1"
+
+
+# A stand-in for `python -m softmax_zoo.train`: on SIGINT or SIGTERM it takes a second to "save its checkpoint",
+# writes saved.<signal>, and exits with 128 + the signal, as a run does.
+RUN = """#!{python}
+import signal, sys, time
+from pathlib import Path
+folder = Path({folder!r})
+def stop(signum, frame):
+    time.sleep(1.0)
+    (folder / f"saved.{{signum}}").touch()
+    sys.exit(128 + signum)
+for s in (signal.SIGINT, signal.SIGTERM):
+    signal.signal(s, stop)
+(folder / "ready").touch()
+time.sleep(60)
+"""
+
+
+@pytest.mark.parametrize("to_both", [True, False], ids=["ctrl-c-to-the-group", "sigterm-to-the-chain"])
+def test_a_stopped_chain_waits_for_its_run_to_save(tmp_path, monkeypatch, to_both):
+    """Ctrl-C reaches the chain and its run (one process group); SIGTERM to the chain alone is passed on. Either way the
+    chain waits while the run saves, then ends with the run's code."""
+    run = tmp_path / "run"
+    run.write_text(RUN.format(python=sys.executable, folder=str(tmp_path)))
+    run.chmod(0o755)
+    monkeypatch.setattr(sys, "executable", str(run))
+    children, popen = [], subprocess.Popen
+    monkeypatch.setattr(subprocess, "Popen", lambda *args, **kwargs: children.append(popen(*args, **kwargs)) or children[-1])
+    signum = signal.SIGINT if to_both else signal.SIGTERM
+
+    def stop_when_ready():
+        while not (tmp_path / "ready").exists():
+            time.sleep(0.05)
+        if to_both:
+            children[0].send_signal(signum)
+        os.kill(os.getpid(), signum)
+
+    def not_passed_on(signum, frame):
+        raise RuntimeError("SIGTERM was not passed on to the run")
+
+    before = signal.signal(signal.SIGTERM, not_passed_on)
+    try:
+        threading.Thread(target=stop_when_ready, daemon=True).start()
+        with pytest.raises((SystemExit, KeyboardInterrupt)) as ended:  # the chain's own Ctrl-C, had it not waited
+            _jobs.train_in_subprocess(["experiment=x"])
+    finally:
+        signal.signal(signal.SIGTERM, before)
+    assert isinstance(ended.value, SystemExit) and ended.value.code == 128 + signum
+    assert (tmp_path / f"saved.{int(signum)}").exists()

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import logging
+import signal
 import subprocess
 import sys
 from collections.abc import Callable, Sequence
@@ -64,9 +65,40 @@ def to_do(overrides: Sequence[str]) -> tuple[Path, list[str] | None]:
     return path, (longer or None)
 
 
+STOPPED = {128 + signal.SIGINT: "SIGINT", 128 + signal.SIGTERM: "SIGTERM"}  # a run's exit code after it saved and stopped
+
+
 def train_in_subprocess(overrides: list[str]) -> None:
-    """``python -m softmax_zoo.train <overrides>`` in a fresh process (its own Hydra log); raises on failure."""
-    subprocess.run([sys.executable, "-m", "softmax_zoo.train", *overrides], check=True)
+    """``python -m softmax_zoo.train <overrides>`` in a fresh process (its own Hydra log); raises on failure.
+
+    A stop signal lets the run save its checkpoint before the chain ends: Ctrl-C reaches the run with
+    this process (one process group) and SIGTERM to this process is passed on to it; this process
+    waits for the run to save and end (:class:`softmax_zoo.trainer.SaveOnRequest`), then exits with
+    the run's code (130, 143), so that the same command resumes the chain. A second Ctrl-C stops
+    the run at once.
+    """
+    wait_until_stopped(subprocess.Popen([sys.executable, "-m", "softmax_zoo.train", *overrides]))
+
+
+def wait_until_stopped(child: subprocess.Popen) -> None:
+    """Wait for ``child`` (a training run) through Ctrl-C and SIGTERM, passing SIGTERM on; see :func:`train_in_subprocess`."""
+    before = signal.signal(signal.SIGTERM, lambda signum, frame: child.send_signal(signum))
+    try:
+        while True:
+            try:
+                code = child.wait()
+                break
+            except KeyboardInterrupt:  # the run got it too: it saves at its next step
+                log.warning("waiting for the run to save its checkpoint (Ctrl-C again stops it at once)")
+    finally:
+        signal.signal(signal.SIGTERM, before)
+    if code in STOPPED:
+        log.warning("the chain stopped on %s: rerun the same command to continue it", STOPPED[code])
+        raise SystemExit(code)
+    if code == -signal.SIGINT:  # stopped at once by a second Ctrl-C
+        raise KeyboardInterrupt
+    if code != 0:
+        raise subprocess.CalledProcessError(code, child.args)
 
 
 def all_done_line(paths: Sequence[Path], anew: str) -> str:
