@@ -192,8 +192,8 @@ def test_unknown_key_hint_lists_the_valid_keys():
     hint = unknown_key_hint(["loss=sparse_softmax", "loss.kk=3", "train.lr=0.1", "seed=1"], CONFIGS)
     assert hint == (  # a head's key: the head's options, as +loss.kk=3 gives them (models.heads.check_loss_options)
         "loss.kk: unknown option of SparseSoftmaxHead 'kk' (did you mean 'k'?); valid: bias, chunk_size, class_weight, "
-        "full_softmax_steps, ignore_index, k, label_smoothing, reduction, return_lse, return_token_accuracy, shift, "
-        "smoothing_over, softcap, target_in_support, z_loss"
+        "full_softmax_steps, ignore_index, k, label_smoothing, reduction, return_entropy, return_lse, return_target_log_prob, "
+        "return_token_accuracy, shift, smoothing_over, softcap, target_in_support, temperature, z_loss"
     )
     assert unknown_key_hint(["train.lrr=0.1"], CONFIGS).startswith("unknown key 'train.lrr'; valid keys under train: batch_size,")
     assert unknown_key_hint(["loss=sparse_softmax", "loss.k=3", "-m"], CONFIGS) is None
