@@ -17,7 +17,7 @@ from scipy import stats
 from ..records import get, group_by, load_records, runs_dir, seeds_of
 from ._compare import Comparison, Design, compare, per_seed
 from ._pages import dirty_note, page_command, provenance, publish, pyplot, save_figure, shown_path, words
-from ._stats import LinearTrend, mean, mean_ci
+from ._stats import LinearTrend, mean, mean_ci, seeds_label
 from ._verdicts import MIN_SEEDS, VerdictKind, too_few, trend_verdict
 
 EXPERIMENT = "sparse_helps"
@@ -122,7 +122,7 @@ def crowd_trend(curve: dict[str, Any]) -> dict[str, Any]:
     pts = curve["points"]
     x = tuple(100 * (1 - p["share"]) for p in pts)
     y = tuple(100 * p["sparse_crowd_share"] for p in pts)
-    verdict = trend_verdict(LinearTrend(x, y), [len(p["seeds"]) for p in pts], +1,
+    verdict = trend_verdict(LinearTrend(x, y), [len(p["seeds"]) for p in pts], +1, label=seeds_label(curve["seeds"]),
                             unit="points of C per point of targets outside Ω_k") if len(set(x)) > 1 else None
     return {"id": f"sparse-helps-crowding-k{curve['k']}", "form": "trend", "k": curve["k"], "points": pts, "verdict": verdict,
             "dirty": curve["dirty"]}
