@@ -85,7 +85,7 @@ def test_the_study_builds_its_page_and_ledger_rows(tmp_path):
     assert "### sparse k=2 +init against softmax +init" in text
     ledger = json.loads((tmp_path / "claims.json").read_text())
     for row in ("sparse-helps-threshold-k5", "sparse-helps-threshold-k5-init", "sparse-helps-threshold-k2",
-                "sparse-helps-crowding-k5", "sparse-helps-real-runs", "sparse-helps-frequent-choice"):
+                "sparse-helps-crowding-k5", "sparse-helps-loss-k2", "sparse-helps-real-runs", "sparse-helps-frequent-choice"):
         assert ledger[row]["source"] == "sparse_helps", row
     assert "form: a threshold" in ledger["sparse-helps-threshold-k5"]["claim"]
     assert "form: a trend" in ledger["sparse-helps-crowding-k5"]["claim"]

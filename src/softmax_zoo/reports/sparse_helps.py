@@ -116,16 +116,22 @@ def threshold_kind(pts: list[dict[str, Any]], seeds: list[int], by_seed: dict[in
     return (VerdictKind.SUPPORTED if any(p["accuracy"].low > 0 for p in above) else VerdictKind.INCONCLUSIVE), below, above
 
 
-def crowd_trend(curve: dict[str, Any]) -> dict[str, Any]:
-    """The claim "the tail crowds at the k-th logit when targets fall outside Ω_k" (the form: a trend): the least-squares slope
-    of the sparse arm's crowd (% of C, mean over seeds) against the softmax arm's share of targets outside Ω_k (%)."""
+TRENDS = {  # name -> (y of a level, the claimed sign of the slope against the share of targets outside Ω_k, its unit)
+    "crowding": (lambda p: 100 * p["sparse_crowd_share"], +1, "points of C per point of targets outside Ω_k"),
+    "loss": (lambda p: 100 * p["accuracy"].delta, -1, "points of Δ accuracy per point of targets outside Ω_k"),
+}
+
+
+def trend(curve: dict[str, Any], name: str) -> dict[str, Any]:
+    """A trend claim of :data:`TRENDS` on one cold curve: the least-squares slope of ``name``'s y (the mean over seeds) against
+    the softmax arm's share of targets outside Ω_k (%), one point per level, and its verdict (None for one level)."""
+    y_of, direction, unit = TRENDS[name]
     pts = curve["points"]
-    x = tuple(100 * (1 - p["share"]) for p in pts)
-    y = tuple(100 * p["sparse_crowd_share"] for p in pts)
-    verdict = trend_verdict(LinearTrend(x, y), [len(p["seeds"]) for p in pts], +1, label=seeds_label(curve["seeds"]),
-                            unit="points of C per point of targets outside Ω_k") if len(set(x)) > 1 else None
-    return {"id": f"sparse-helps-crowding-k{curve['k']}", "form": "trend", "k": curve["k"], "points": pts, "verdict": verdict,
-            "dirty": curve["dirty"]}
+    x, y = tuple(100 * (1 - p["share"]) for p in pts), tuple(y_of(p) for p in pts)
+    verdict = trend_verdict(LinearTrend(x, y), [len(p["seeds"]) for p in pts], direction, label=seeds_label(curve["seeds"]),
+                            unit=unit) if len(set(x)) > 1 else None
+    return {"id": f"sparse-helps-{name}-k{curve['k']}", "form": "trend", "trend": name, "k": curve["k"], "points": pts,
+            "verdict": verdict, "dirty": curve["dirty"]}
 
 
 def classes_of(record: Record) -> int:
@@ -242,7 +248,7 @@ def summarise(results_dir: str | Path = "results") -> dict[str, Any]:
     ks = sorted({k for r in records if (k := get(r, "choices.k"))}, key=lambda k: (k != DIAL_K, k))
     curves = [c for k in ks for start in ("cold", "init") if (c := series(records, k, start))["points"]]
     by_key = {(c["k"], c["start"]): c for c in curves}
-    trends = [crowd_trend(c) for c in curves if c["start"] == "cold"]
+    trends = [trend(c, name) for name in TRENDS for c in curves if c["start"] == "cold"]
     placed, unplaced = real_runs(results_dir, by_key)
     walls = [r["timing"]["wall_s"] for r in records]
     thresholds = [c | {"id": f"sparse-helps-threshold-k{c['k']}" + ("-init" if c["start"] == "init" else ""), "form": "threshold"}
