@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 import re
+import shlex
 from pathlib import Path
 from typing import Any
 
@@ -258,7 +259,7 @@ def summarise(results_dir: str | Path = "results") -> dict[str, Any]:
     return data | {
         "provenance": provenance(EXPERIMENT, records, results_dir), "setting": setting, "near": get(records[0], "config.near"),
         "seeds": seeds_of(records), "runs": len(records), "minutes": sum(walls) / 60, "slowest": max(walls),
-        "study_commands": sorted({r["command"] for r in records}),
+        "study_args": sorted({" ".join(a for a in shlex.split(r["command"])[3:] if not a.startswith("out=")) for r in records}),
         "threads": sorted({get(r, "config.torch_threads") for r in records}), "curves": curves, "trends": trends,
         "placed": placed, "unplaced": unplaced, "dial_k": DIAL_K, "min_seeds": MIN_SEEDS,
         "claims": [c | {"source": EXPERIMENT} for c in (*thresholds, *trends, real_row, frequent_row)],
