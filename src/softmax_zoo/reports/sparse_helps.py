@@ -258,7 +258,8 @@ def summarise(results_dir: str | Path = "results") -> dict[str, Any]:
     frequent_row = {"id": "sparse-helps-frequent-choice", "form": "explanation", "curve": by_key.get((DIAL_K, "cold"))}
     return data | {
         "provenance": provenance(EXPERIMENT, records, results_dir), "setting": setting, "near": get(records[0], "config.near"),
-        "seeds": seeds_of(records), "runs": len(records), "minutes": sum(walls) / 60, "slowest": max(walls),
+        "seeds": seeds_of(records), "levels": sorted({get(r, "choices.level") for r in records}), "runs": len(records),
+        "minutes": sum(walls) / 60, "slowest": max(walls),
         "study_args": sorted({" ".join(a for a in shlex.split(r["command"])[3:] if not a.startswith("out=")) for r in records}),
         "threads": sorted({get(r, "config.torch_threads") for r in records}), "curves": curves, "trends": trends,
         "placed": placed, "unplaced": unplaced, "dial_k": DIAL_K, "min_seeds": MIN_SEEDS,

@@ -53,7 +53,7 @@ from ..losses import SoftmaxHead, SparseSoftmaxHead
 from ..records import record_path, study_record, write_record
 
 EXPERIMENT = "sparse_helps"
-LEVELS = (0.35, 0.5, 0.65, 0.8, 0.9, 0.95, 0.99)  # the teacher's mean mass inside its top-dial_k classes
+LEVELS = (0.35, 0.5, 0.8, 0.9, 0.95, 0.99)  # the teacher's mean mass inside its top-dial_k classes
 LOSSES = ("softmax", "sparse")
 STARTS = ("cold", "init")  # from the seed's initialisation, or continuing its trained softmax student
 
