@@ -96,8 +96,13 @@ def series(records: list[Record], k: int, start: str) -> dict[str, Any]:
     interval = (star[0] - star[1], star[0] + star[1]) if star and star[2] > 1 else None
     kind, below, above = threshold_kind(pts, seeds, by_seed, interval)
     band = [{"share": p["share"], "band": prediction_band(list(p["log_accuracy"].deltas))} for p in pts]
+    losing = [p["share"] for p in pts if p["accuracy"].high < 0]  # levels whose Δ accuracy interval lies below 0
+    rest = [p for p in pts if not losing or p["share"] > max(losing)]
+    even_from = min(p["share"] for p in rest) if rest and all(p["accuracy"].high >= 0 for p in rest) else None
     return {"k": k, "start": start, "points": pts, "seeds": seeds, "crossings": by_seed, "star": star, "interval": interval,
-            "kind": kind.value, "below": below, "above": above, "band": band, "dirty": dirty_note([r for p in pts for r in p["records"]])}
+            "kind": kind.value, "below": below, "above": above, "band": band, "losing_until": max(losing, default=None),
+            "even_from": even_from, "gains": [p for p in pts if p["accuracy"].low > 0],
+            "dirty": dirty_note([r for p in pts for r in p["records"]])}
 
 
 def threshold_kind(pts: list[dict[str, Any]], seeds: list[int], by_seed: dict[int, float | None],
