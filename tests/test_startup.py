@@ -22,7 +22,7 @@ from softmax_zoo.models.heads import check_loss_options
 HEAVY = ("torch", "transformers", "datasets", "wandb", "matplotlib", "accelerate", "rouge_score", "sacrebleu")
 TRAINING_STACK = tuple(m for m in HEAVY if m != "torch")  # torch is what the loss options' checks need
 # Entry modules that need torch for what they do at once (their own training loops, timing).
-NEEDS_TORCH = {"softmax_zoo.studies.stable", "softmax_zoo.studies.lm_speed"}
+NEEDS_TORCH = {"softmax_zoo.studies.stable", "softmax_zoo.studies.lm_speed", "softmax_zoo.studies.sparse_helps"}
 ENTRY_MODULES = (
     "softmax_zoo.train",
     "softmax_zoo.reports.__main__",
@@ -31,6 +31,7 @@ ENTRY_MODULES = (
     "softmax_zoo.studies.sparse_regime",
     "softmax_zoo.studies.seeds",
     "softmax_zoo.studies.stable",
+    "softmax_zoo.studies.sparse_helps",
     "softmax_zoo.studies.lm_speed",
     "softmax_zoo.config",
     "softmax_zoo.preflight",

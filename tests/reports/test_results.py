@@ -196,7 +196,7 @@ def seed_count(label: str) -> int:
 
 
 @pytest.mark.parametrize("source", [
-    "fig2", "kernel_bias", "sparse_regime", "stable", "table3", "table5",
+    "fig2", "kernel_bias", "sparse_regime", "sparse_helps", "stable", "table3", "table5",
     "lm1b",
 ])
 def test_committed_claims_decide_only_from_three_seeds_and_name_them(source):

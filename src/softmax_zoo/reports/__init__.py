@@ -11,6 +11,7 @@ Modules::
     table5          Sparse-softmax Table 5: Gigaword-10k ROUGE, UniLM with softmax vs sparse-softmax
     table3          Sparse-softmax Table 3: SQuAD 1.1 question generation, softmax vs sparse-softmax
     sparse_regime   the sparse-softmax regime study: Δ ROUGE against the start's share of targets in the top k
+    sparse_helps    when sparse-softmax helps: the controlled teacher study's Δ against the share of targets in Ω_k, the real runs on it
     lm1b            One Billion Word head comparison (Grave et al. 2017)
     kernel_bias     Blanc & Rendle 2018's sampler bias study on Penn Treebank, and its figures
     stable          softmax collapse and KD cancellation in training, its figures, the fix paper's minimal examples

@@ -112,11 +112,13 @@ def detectability(delta: DeltaInterval, paper_delta: float, *, digits: int = 2) 
     return _words("detectability", delta, paper_delta, digits, min_detectable_delta(1.0, delta.confidence))
 
 
-def trend_verdict(trend: LinearTrend, seeds_per_point: Sequence[int], direction: int, *, unit: str, digits: int = 3) -> Verdict:
-    """The verdict on a claim that a trend's slope has sign ``direction``: it needs :data:`MIN_SEEDS` points and seeds per point."""
+def trend_verdict(trend: LinearTrend, seeds_per_point: Sequence[int], direction: int, *, unit: str, digits: int = 3,
+                  label: str = "") -> Verdict:
+    """The verdict on a claim that a trend's slope has sign ``direction``: it needs :data:`MIN_SEEDS` points and seeds per point;
+    ``label`` (e.g. "seeds 0, 1, 2") names the seeds behind each point after the kind."""
     fewest = min(seeds_per_point)
     kind = decide(trend.interval, direction, fewest if trend.n_points >= MIN_SEEDS else MIN_SEEDS - 1)
-    return _say(kind, "trend_verdict", trend, unit, digits, fewest)
+    return _say(kind, "trend_verdict", trend, unit, digits, fewest, label)
 
 
 def equivalence_kind(eq: Equivalence) -> VerdictKind:

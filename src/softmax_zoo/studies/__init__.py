@@ -6,6 +6,7 @@ Modules::
     lm_speed            training-step speed of the lm1b heads, side by side in one process
     kernel_bias_paper   Blanc & Rendle 2018's bias study in a paper-like setting (ours), chained and resumable
     sparse_regime       the sparse-softmax regime study's runs, chained and resumable
+    sparse_helps        when sparse-softmax helps: a teacher's mass inside Ω_k as the dial, softmax vs sparse students
     seeds               paired arms over training seeds, seed by seed, chained and resumable
     sampler_bias        a sampled softmax's bias at a fixed language-model checkpoint, no training
     sampled_uniform     why the lm1b sampled softmax with the uniform sampler ends near perplexity = vocabulary size
