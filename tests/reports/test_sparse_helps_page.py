@@ -7,7 +7,7 @@ import math
 
 import pytest
 
-from softmax_zoo.records import REPO_ROOT
+from softmax_zoo.provenance import REPO_ROOT
 from softmax_zoo.reports import sparse_helps as page
 from softmax_zoo.reports._stats import over_seeds
 from softmax_zoo.reports._verdicts import VerdictKind
