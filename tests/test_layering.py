@@ -22,6 +22,7 @@ from tests.data.test_data_layering import PACKAGE, _imported_modules, _package_o
 LAYERS = (
     # leaves: import nothing of the package
     ("cli_args", "config", "files", "hub", "markdown", "metrics", "progress", "provenance", "rouge155", "timing", "tracking"),
+    ("run_record",),  # the run record's schema, on config, files and provenance
     ("records", "dry_run"),  # records name runs by config's rule; dry_run reads config's family files
     ("losses",),
     ("data",),

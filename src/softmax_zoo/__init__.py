@@ -24,6 +24,7 @@ Modules::
     progress      progress bars: on at a terminal, off in logs and pipes
     provenance    where a run's numbers come from: the code's commit and changes, the CPU, the versions
     records       run records and prediction files
+    run_record    the run record typed (RunRecord: its schema, load and save)
     rouge155      ROUGE-1.5.5 (Lin, 2004), the Perl script, run as UniLM's scripts ran it
     timing        side-by-side timing of several steps interleaved in one process
     tracking      experiment tracking (wandb) and the run log
