@@ -51,6 +51,8 @@ def test_fields_read_as_attributes():
     assert r.arm("k") == ("sparse_softmax", 20) and r.arm("k", group="sampler") == (None, None)
     with pytest.raises(KeyError, match=r"keeps no choices\['task'\] \(its choices: "):
         r.choice("task")
+    row = RunRecord.of_row({"choices": {"loss": "softmax"}, "config": {"loss": {}}, "tokens_per_s": 1000.0})
+    assert row.choice("loss") == "softmax" and row.setting("loss") == {} and row.metrics == {}  # a measurement's head
 
 
 def test_a_record_is_saved_atomically_as_strict_json_and_reads_back_the_same(tmp_path):

@@ -126,6 +126,12 @@ class RunRecord:
         return cls(**given | {"schema": schema, "git": GitState.of(record.get("git"))})
 
     @classmethod
+    def of_row(cls, row: Mapping[str, Any]) -> RunRecord:
+        """The run a measurement's row stands for, by the choices and config it keeps (a head of the side-by-side speed
+        measurement, studies/lm_speed.py), its other entries left out."""
+        return cls(choices=dict(row.get("choices") or {}), config=dict(row.get("config") or {}))
+
+    @classmethod
     def load(cls, path: str | Path) -> RunRecord:
         """The record in the JSON file ``path``, upgraded to this schema (the file is left as it is)."""
         return cls.of(json.loads(Path(path).read_text(encoding="utf-8")))

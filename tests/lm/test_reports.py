@@ -79,7 +79,8 @@ def test_close_to_the_full_softmax_is_two_sided(adaptive, kind, side):
     seeds = list(range(len(adaptive)))
     softmax = [100.0 + s for s in seeds]
     ratio = (sum(adaptive) / len(adaptive)) / (sum(softmax) / len(softmax))
-    summary = {"softmax": {"seeds": seeds, "test": softmax}, "adaptive": {"seeds": seeds, "test": adaptive}}
+    summary = {"softmax": {"loss": "softmax", "seeds": seeds, "test": softmax},
+               "adaptive": {"loss": "adaptive_softmax", "seeds": seeds, "test": adaptive}}
     decided = lm1b.closeness(summary, 7.0, ratio)
     assert decided["kind"] is kind
     low, high = decided["interval"]

@@ -11,7 +11,6 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
-from ..records import get
 from ..run_record import RunRecord, typed
 from ._pages import words
 from ._stats import seeds_label
@@ -30,10 +29,6 @@ def setting(*keys: str) -> Read:
     return lambda r: r.setting(*keys)
 
 
-def _read(read: Read | str) -> Read:
-    return read if callable(read) else lambda r: get(r, read)  # a dotted key: the pages not yet reading RunRecord
-
-
 @dataclass(frozen=True)
 class Setting:
     """One row of the table: the setting, the paper's value, how to read ours, why ours is what it is."""
@@ -44,18 +39,18 @@ class Setting:
     why: str  # the reason at the cpu scale
 
 
-def values(records: Records, read: Read | str) -> list[Any]:
+def values(records: Records, read: Read) -> list[Any]:
     """The distinct values ``read`` of ``records`` in record order, missing (None) ones left out."""
-    found = [_read(read)(r) for r in typed(records)]
+    found = [read(r) for r in typed(records)]
     return [v for i, v in enumerate(found) if v is not None and v not in found[:i]]
 
 
-def shown(records: Records, read: Read | str, fmt: Callable[[Any], str] = str) -> str:
+def shown(records: Records, read: Read, fmt: Callable[[Any], str] = str) -> str:
     """The distinct values ``read`` of ``records``, formatted and joined ("32" or "1, 5"); :data:`NOT_RECORDED` if none."""
     return ", ".join(fmt(v) for v in values(records, read)) or NOT_RECORDED
 
 
-def joined(records: Records, read: Read | str) -> str:
+def joined(records: Records, read: Read) -> str:
     """The distinct values ``read`` of ``records``, sorted and "/"-joined ("0.1/20"; floats as %g); "—" if none."""
     found = sorted({f"{v:g}" if isinstance(v, float) else str(v) for v in values(records, read)})
     return "/".join(found) if found else "—"
