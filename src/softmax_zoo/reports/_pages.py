@@ -19,7 +19,6 @@ from typing import Any
 import jinja2
 
 from ..files import atomic_write, write_text
-from ..losses.registry import variant_label
 from ..markdown import markdown_table
 from ..provenance import REPO_ROOT
 from ..records import changed, changed_files
@@ -31,6 +30,15 @@ CLAIMS_FILE = "claims.md"
 COMMAND = "python -m softmax_zoo.reports"
 DEFAULT_RESULTS = "results"  # the committed pages' results_dir
 CLAIMS_HEADER = ("id", "claim", "paper", "ours", "verdict", "source")
+
+
+def variant_label(loss: str) -> str:
+    """:func:`softmax_zoo.losses.registry.variant_label`, imported when a page first words an arm (torch with it)."""
+    from ..losses.registry import variant_label as label
+
+    return label(loss)
+
+
 FILTERS = {
     "signed": lambda x, digits=2: f"{x:+.{digits}f}",  # "+0.67": a delta with its sign
     "fixed": lambda x, digits=2: f"{x:.{digits}f}",  # "15.42"
