@@ -24,6 +24,7 @@ LAYERS = (
     ("cli_args", "extras", "files", "hub", "markdown", "metrics", "progress", "provenance", "rouge155", "run_identity", "timing",
      "tracking"),
     ("config",),  # run names read the run-identity table
+    ("run_record",),  # the run record's schema, on config, files and provenance
     ("records", "dry_run"),  # records name runs by config's rule; dry_run reads config's family files
     ("losses",),
     ("data",),

@@ -26,6 +26,7 @@ Modules::
     provenance    where a run's numbers come from: the code's commit and changes, the CPU, the versions
     records       run records and prediction files
     run_identity  which keys make a run's identity: the one table run names, resume and the sweep page read
+    run_record    the run record typed (RunRecord: its schema, load and save)
     rouge155      ROUGE-1.5.5 (Lin, 2004), the Perl script, run as UniLM's scripts ran it
     timing        side-by-side timing of several steps interleaved in one process
     tracking      experiment tracking (wandb) and the run log

@@ -7,7 +7,7 @@ under ``torchrun --nproc_per_node=N -m softmax_zoo.train ...``), evaluates every
 same on every rank; the others end), in float32 whatever ``train.precision`` trained in, on each split's first \
 ``train.eval_subset`` examples where
 that is set (``scale=smoke``: 200; the log line of each split says so), and writes on the main process the run record
-(:mod:`softmax_zoo.records`) and, for tasks whose evaluation returns per-example rows, one
+(:class:`softmax_zoo.run_record.RunRecord`) and, for tasks whose evaluation returns per-example rows, one
 ``<run>.<split>.predictions.jsonl`` beside it (:func:`softmax_zoo.records.write_predictions`).
 
 Checkpoints: ``cfg.output_dir/checkpoint-<step>`` every ``train.save_steps`` optimiser steps (the
@@ -58,6 +58,7 @@ from .losses import OutputHead
 from .losses.sampled import seed_samplers
 from .models.distill import maybe_distill
 from .provenance import cpu_info
+from .run_record import RunRecord
 from .tasks.base import Batches, Task
 from .trainer import (
     BarsOnly,
@@ -365,14 +366,14 @@ def run(cfg: DictConfig, callbacks: Iterable[TrainerCallback] = ()) -> dict[str,
     if evaluated is None or not vocab_parallel_training.is_writer():
         return None
     effective_batch = args.per_device_train_batch_size * args.gradient_accumulation_steps * args.world_size
-    record = records.make_record(
+    record = RunRecord.of_config(
         cfg,
         metrics=metrics,
         train_loss=records.train_loss_curve(trainer.state.log_history),
         history=[h for h in trainer.state.log_history if any(k.startswith("val/") for k in h)],
-        data_meta={**task.data_meta, "read": data_read, "examples": dataset_sizes(task)},
+        data={**task.data_meta, "read": data_read, "examples": dataset_sizes(task)},
         task_info=task.info,
-        model_info=describe_model(model),
+        model=describe_model(model),
         timing={
             # this process's wall time runs on to the record, its training time ended with train()
             **training_timing([*segments[:-1], {**segments[-1], "wall_s": time.perf_counter() - start}], effective_batch),
@@ -405,12 +406,12 @@ def interrupted(cfg: DictConfig, on_request: SaveOnRequest, output_dir: str) -> 
                                on_request.signum, step, checkpoint)
 
 
-def write_record(record: dict[str, Any], runs: Path) -> dict[str, Any]:
-    """Write ``record``; should that fail, the whole record goes to the run log first, then the error is raised."""
+def write_record(record: RunRecord, runs: Path) -> dict[str, Any]:
+    """Write ``record``; should that fail, the whole record goes to the run log first, then the error is raised. Returns its JSON."""
     try:
         path = records.write_record(record, runs)
     except (OSError, ValueError):
-        log.error("the record could not be written; here it is whole:\n%s", json.dumps(records.finite(record), indent=1, default=str))
+        log.error("the record could not be written; here it is whole:\n%s", json.dumps(record.to_dict(), indent=1, default=str))
         raise
     log.info("record %s", path)
-    return record
+    return record.to_dict()

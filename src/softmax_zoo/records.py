@@ -12,27 +12,26 @@ rows of an evaluated split go beside it, ``<run_name>.<split>.predictions.jsonl`
 (:func:`predictions_path`). Reading: :func:`load_records` of a folder, :func:`find_records` of a
 folder, an experiment or a Hydra multirun folder, :func:`get` of a dotted key.
 
-Every file is written atomically (:mod:`softmax_zoo.files`); the provenance a record keeps (git,
-CPU, versions) is :mod:`softmax_zoo.provenance`'s.
+The record's schema is :class:`softmax_zoo.run_record.RunRecord`'s (re-exported here with its loader
+:func:`load_runs`, which pages and studies read typed); :func:`load_records` and :func:`get` read the
+JSON as dicts. Every file is written atomically (:mod:`softmax_zoo.files`); the provenance a record
+keeps (git, CPU, versions) is :mod:`softmax_zoo.provenance`'s.
 """
 
 from __future__ import annotations
 
 import json
-import math
-import shlex
 from collections.abc import Iterable, Sequence
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
-from . import provenance
-from .config import SCRATCH_DIR, hydra_choices, register_resolvers
-from .files import write_jsonl, write_text
+from .config import SCRATCH_DIR, register_resolvers
+from .files import write_jsonl
+from .run_record import RECORD_SCHEMA, GitState, RunRecord, finite, load_runs, record_path
 
-RECORD_SCHEMA = 1
+__all__ = ["RECORD_SCHEMA", "RunRecord", "finite", "load_runs", "record_path"]  # re-exported from run_record
 
 
 def runs_dir(results_dir: str | Path = "results") -> Path:
@@ -40,24 +39,24 @@ def runs_dir(results_dir: str | Path = "results") -> Path:
     return Path(results_dir) / "runs"
 
 
-def changed(record: dict[str, Any]) -> bool:
-    """Whether ``record``'s run was made with uncommitted changes: it lists changed files the run is made from
-    (``git.dirty_paths``), or, in a record from before those were kept, any tracked file was changed (``git.dirty``)."""
-    paths = get(record, "git.dirty_paths")
-    return bool(paths) if paths is not None else bool(get(record, "git.dirty"))
+def changed(record: RunRecord | dict[str, Any]) -> bool:
+    """Whether ``record``'s run was made with uncommitted changes (:attr:`RunRecord.dirty`; of a dict, e.g. a measurement
+    file, by its ``git`` entry)."""
+    return record.dirty if isinstance(record, RunRecord) else GitState.of_file(record).changed
 
 
-def changed_files(records: Sequence[dict[str, Any]]) -> str:
+def changed_files(records: Sequence[RunRecord | dict[str, Any]]) -> str:
     """The changed files behind the runs of ``records`` made with uncommitted changes, as a page names them.
 
     ``"src/a.py, configs/b.yaml"`` (with ``", and 3 more"`` where a record kept only the first paths);
     ``"changed files not recorded"`` for records from before the files were kept, beside the named ones.
+    A dict (a measurement file) is read by its ``git`` entry.
     """
-    dirty = [r for r in records if changed(r)]
-    paths = sorted({p for r in dirty for p in get(r, "git.dirty_paths") or []})
-    more = max((get(r, "git.dirty_paths_more") or 0 for r in dirty), default=0)
+    dirty = [g for g in (r.git if isinstance(r, RunRecord) else GitState.of_file(r) for r in records) if g.changed]
+    paths = sorted({p for g in dirty for p in g.dirty_paths or ()})
+    more = max((g.dirty_paths_more or 0 for g in dirty), default=0)
     named = ", ".join(paths) + (f", and {more} more" if more else "")
-    unnamed = "changed files not recorded" if any(get(r, "git.dirty_paths") is None for r in dirty) else ""
+    unnamed = "changed files not recorded" if any(g.dirty_paths is None for g in dirty) else ""
     return "; ".join(part for part in (named, unnamed) if part)
 
 
@@ -96,28 +95,9 @@ def make_record(
     without wandb); ``git`` the code's commit as the run started (:func:`softmax_zoo.preflight.check_provenance`;
     None: :func:`softmax_zoo.provenance.git_state` now).
     """
-    return finite({
-        "schema": RECORD_SCHEMA,
-        "experiment": cfg.experiment_name,
-        "run_name": cfg.run_name,
-        "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        "seed": cfg.seed,
-        "choices": hydra_choices() if choices is None else choices,
-        "config": OmegaConf.to_container(cfg, resolve=True),
-        "git": provenance.git_state() if git is None else git,
-        "data": data_meta,
-        "metrics": metrics,
-        "model": model_info,
-        "train_loss": train_loss,
-        "history": history,
-        "timing": timing,
-        "device": device,
-        "versions": provenance.versions(),
-        "command": shlex.join(command),  # quoted so that it can be pasted into a shell
-        "task_info": _jsonable(task_info),
-        "job": job or {},
-        "wandb": wandb,
-    })
+    return RunRecord.of_config(cfg, metrics=metrics, train_loss=train_loss, history=history, data=data_meta, task_info=task_info,
+                               model=model_info, timing=timing, device=device, command=command, choices=choices, job=job,
+                               wandb=wandb, git=git).to_dict()
 
 
 def study_record(
@@ -138,61 +118,17 @@ def study_record(
     arms (e.g. study, form, dtype), ``config`` every setting of the run, ``metrics`` its final
     numbers, ``history`` its logged steps, ``job`` empty and ``wandb`` None.
     """
-    return finite({
-        "schema": RECORD_SCHEMA,
-        "experiment": experiment,
-        "run_name": run_name,
-        "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        "seed": seed,
-        "choices": choices,
-        "config": config,
-        "git": provenance.git_state(),
-        "metrics": metrics,
-        "history": history,
-        "timing": timing,
-        "versions": provenance.versions(),
-        "command": shlex.join(command),
-        "job": {},
-        "wandb": None,
-    })
+    return RunRecord.new(experiment=experiment, run_name=run_name, seed=seed, choices=choices, config=config, metrics=metrics,
+                         history=history, timing=timing, command=command).to_dict()
 
 
-def _jsonable(value: Any) -> Any:
-    """``value`` if JSON can hold it, else its ``repr`` (task.info may hold tokenizers etc.)."""
-    if isinstance(value, dict):
-        return {str(k): _jsonable(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_jsonable(v) for v in value]
-    if value is None or isinstance(value, (bool, int, float, str)):
-        return value
-    return repr(value)
-
-
-def finite(value: Any) -> Any:
-    """``value`` with each non-finite float replaced by its string ("inf", "-inf", "nan")."""
-    if isinstance(value, dict):
-        return {k: finite(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [finite(v) for v in value]
-    if isinstance(value, float) and not math.isfinite(value):
-        return str(value)
-    return value
-
-
-def record_path(runs: str | Path, experiment: str, run_name: str) -> Path:
-    """``runs/<experiment>/<run_name>.json``."""
-    return Path(runs) / experiment / f"{run_name}.json"
-
-
-def write_record(record: dict[str, Any], runs: str | Path) -> Path:
+def write_record(record: RunRecord | dict[str, Any], runs: str | Path) -> Path:
     """Write ``record`` to ``runs/<experiment>/<run_name>.json`` atomically; return the path.
 
     Strict JSON: non-finite floats (a sparse head's NLL of a gold class outside its top-k is
     inf) are written as the strings "inf", "-inf", "nan"; ``float()`` reads them back.
     """
-    record = finite(record)
-    text = json.dumps(record, indent=1, allow_nan=False)  # raises before anything is written
-    return write_text(record_path(runs, record["experiment"], record["run_name"]), text)
+    return RunRecord.of(record).save(runs)
 
 
 def record_files(folders: Iterable[str | Path]) -> list[Path]:
@@ -258,12 +194,13 @@ def job_runs_dirs(multirun: Path) -> list[Path]:
     return list(dict.fromkeys(folders))
 
 
-def get(record: dict[str, Any], key: str) -> Any:
+def get(record: RunRecord | dict[str, Any], key: str) -> Any:
     """A dotted key of a record: ``"config.loss.k"``, ``"metrics.test/micro_f1"``, ``"seed"``.
 
-    Metric names contain "/", so only "." separates levels. A missing key gives None.
+    Metric names contain "/", so only "." separates levels. A missing key gives None. Pages and studies read a
+    :class:`RunRecord`'s attributes instead (``r.option("loss", "k")``, ``r.metrics["test/micro_f1"]``).
     """
-    value: Any = record
+    value: Any = record.to_dict() if isinstance(record, RunRecord) else record
     for part in key.split("."):
         if not isinstance(value, dict) or part not in value:
             return None
@@ -271,19 +208,22 @@ def get(record: dict[str, Any], key: str) -> Any:
     return value
 
 
-def choice(record: dict[str, Any], group: str) -> str | None:
-    """Hydra's choice of ``group`` (a key of ``config.CHOICE_GROUPS``) for the run: ``"loss"`` -> ``"sparse_softmax"``.
+def choice(record: RunRecord | dict[str, Any], group: str) -> str | None:
+    """Hydra's choice of ``group`` (a key of ``config.CHOICE_GROUPS``) for the run: ``"loss"`` -> ``"sparse_softmax"``
+    (:meth:`RunRecord.choice`).
 
     Raises:
         KeyError: the record does not keep that choice (a record written without Hydra).
     """
+    if isinstance(record, RunRecord):
+        return record.choice(group)
     choices = record.get("choices") or {}
     if group not in choices:
         raise KeyError(f"record {record.get('run_name')!r} keeps no choices[{group!r}] (its choices: {choices})")
     return choices[group]
 
 
-def group_by(records: Iterable[dict[str, Any]], keys: Sequence[str]) -> dict[tuple, list[dict[str, Any]]]:
+def group_by(records: Iterable[Any], keys: Sequence[str]) -> dict[tuple, list[Any]]:
     """Records grouped by the values of dotted ``keys`` (e.g. ``["choices.loss", "config.loss.k"]``)."""
     groups: dict[tuple, list[dict[str, Any]]] = {}
     for r in records:
@@ -291,9 +231,9 @@ def group_by(records: Iterable[dict[str, Any]], keys: Sequence[str]) -> dict[tup
     return groups
 
 
-def seeds_of(records: Iterable[dict[str, Any]]) -> list[int]:
+def seeds_of(records: Iterable[RunRecord | dict[str, Any]]) -> list[int]:
     """The distinct seeds of ``records``, ascending."""
-    return sorted({r["seed"] for r in records})
+    return sorted({r.seed if isinstance(r, RunRecord) else r["seed"] for r in records})
 
 
 # ---------------------------------------------------------------- per-example predictions
@@ -309,10 +249,11 @@ def write_predictions(rows: Iterable[dict[str, Any]], runs: str | Path, experime
     return write_jsonl(predictions_path(runs, experiment, run_name, split), rows)
 
 
-def read_predictions(record: dict[str, Any], runs: str | Path, split: str = "test") -> list[dict[str, Any]]:
+def read_predictions(record: RunRecord | dict[str, Any], runs: str | Path, split: str = "test") -> list[dict[str, Any]]:
     """The per-example rows of ``split`` written beside ``record``."""
-    path = predictions_path(runs, record["experiment"], record["run_name"], split)
+    record = RunRecord.of(record)
+    path = predictions_path(runs, str(record.experiment), str(record.run_name), split)
     if not path.is_file():
-        raise FileNotFoundError(f"{path} is missing: rerun {record['run_name']} (its evaluation writes the predictions)")
+        raise FileNotFoundError(f"{path} is missing: rerun {record.run_name} (its evaluation writes the predictions)")
     with open(path, encoding="utf-8") as f:
         return [json.loads(line) for line in f]

@@ -10,8 +10,10 @@ from softmax_zoo.reports._pages import read_claims, render_page
 from softmax_zoo.reports._stats import mean_ci
 from softmax_zoo.reports._verdicts import VerdictKind
 from softmax_zoo.reports.fig2 import fig1_data, regime
+from softmax_zoo.run_record import RunRecord, typed
 
 SEEDS = (0, 1, 2)
+SPARSE = "sparse_softmax"  # the arm as the page keys it: its loss choice
 # test micro-F1 per (loss, k) and seed: softmax 50/52/54 -> 52.0 ± 5.0; sparse k=20 60/61/62 -> 61.0 ± 2.5
 F1 = {
     ("softmax", None): (0.50, 0.52, 0.54),
@@ -65,10 +67,10 @@ def test_summary_has_means_intervals_the_paper_number_and_the_baseline(built):
     task, = data["tasks"]
     assert task["caveat"] == fig2.caveat("iflytek") and "not CLUE's 12,133 / 2,599 split" in task["caveat"]  # configs/task/iflytek.yaml
     rows = {(r["kind"], r["k"]): r for r in task["rows"]}
-    assert list(rows) == [("softmax", None), ("sparse", 5), ("sparse", 20), ("sparse", 100)]  # softmax first, then by k
+    assert list(rows) == [("softmax", None), (SPARSE, 5), (SPARSE, 20), (SPARSE, 100)]  # softmax first, then by k
     assert mean_ci(rows[("softmax", None)]["test/micro_f1"])[:2] == pytest.approx((52.0, 4.97), abs=0.01)  # t(0.975, 2) * 2 / sqrt(3)
-    assert mean_ci(rows[("sparse", 20)]["val/micro_f1"])[0] == pytest.approx(60.0)
-    assert rows[("sparse", 20)]["paper"] == 60.7 and rows[("sparse", 5)]["paper"] is None
+    assert mean_ci(rows[(SPARSE, 20)]["val/micro_f1"])[0] == pytest.approx(60.0)
+    assert rows[(SPARSE, 20)]["paper"] == 60.7 and rows[(SPARSE, 5)]["paper"] is None
     assert task["best"] == 20 and task["best_mean"] == pytest.approx(61.0)
     # k=100's own interval (56 ± 2.5) overlaps softmax's (52 ± 5.0), but paired by seed Δ = +5, +4, +3: above 0 after Holm
     assert task["above"] == [20, 100] and task["below"] == [5]
@@ -140,7 +142,7 @@ def test_fewer_seeds_than_a_verdict_needs(tmp_path, seeds, kind):
 def test_fig1_loss_curve_averages_seeds_step_by_step():
     runs = [record("softmax", None, s, 0.5) for s in SEEDS]
     runs[2]["train_loss"] = {"step": [1, 2, 3, 4, 5], "loss": [4.0, 2.8, 2.5, 2.0, 1.0]}  # a longer run: cut to the shortest
-    curve = fig1_data({("softmax", None): runs})["softmax"]
+    curve = fig1_data({("softmax", None): typed(runs)})["softmax"]
     assert curve["steps"].tolist() == [1, 2, 3, 4] and curve["seeds"] == 3
     assert curve["loss"].tolist() == pytest.approx([4.0, 2.9, 2.5, 2.0])
 
@@ -170,9 +172,9 @@ def test_fine_tuned_rows_appear_beside_the_frozen_ones_only_when_recorded(built,
 
 
 def test_claims_name_the_measured_regime():
-    runs = [{"seed": s, "metrics": {"test/target_in_topk": share}} for s, share in enumerate((0.97, 0.99))]
-    assert regime({("sparse", 20): runs}) == pytest.approx(98.0)
-    assert regime({("sparse", 20): [*runs, {"seed": 2, "metrics": {}}]}) is None
+    runs = [RunRecord(seed=s, metrics={"test/target_in_topk": share}) for s, share in enumerate((0.97, 0.99))]
+    assert regime({(SPARSE, 20): runs}) == pytest.approx(98.0)
+    assert regime({(SPARSE, 20): [*runs, RunRecord(seed=2)]}) is None
 
 
 def test_claims_are_computed_once_per_build(built, tmp_path, monkeypatch):

@@ -14,6 +14,7 @@ from softmax_zoo.models.lstm_lm import LSTMLanguageModel
 from softmax_zoo.reports import kernel_bias, lm1b
 from softmax_zoo.reports._pages import read_claims
 from softmax_zoo.reports._verdicts import VerdictKind
+from softmax_zoo.run_record import typed
 
 
 def record(experiment: str, name: str, loss: str, metrics: dict, seed: int = 0, history=(), sampler=None, m=None) -> dict:
@@ -78,7 +79,8 @@ def test_close_to_the_full_softmax_is_two_sided(adaptive, kind, side):
     seeds = list(range(len(adaptive)))
     softmax = [100.0 + s for s in seeds]
     ratio = (sum(adaptive) / len(adaptive)) / (sum(softmax) / len(softmax))
-    summary = {"softmax": {"seeds": seeds, "test": softmax}, "adaptive": {"seeds": seeds, "test": adaptive}}
+    summary = {"softmax": {"loss": "softmax", "seeds": seeds, "test": softmax},
+               "adaptive": {"loss": "adaptive_softmax", "seeds": seeds, "test": adaptive}}
     decided = lm1b.closeness(summary, 7.0, ratio)
     assert decided["kind"] is kind
     low, high = decided["interval"]
@@ -298,7 +300,7 @@ def test_kernel_comparable_to_full_softmax_is_two_sided():
              for s in range(3)]
     far = [record("kernel_bias", "q16", "sampled_softmax", {"val/loss": 5.5 + s / 10 + s / 1000}, s, sampler="quadratic", m=16)
            for s in range(3)]
-    by = cells(full + close + far)
+    by = cells(typed(full + close + far))
     assert comparable(by, [32])["verdict"].kind is VerdictKind.SUPPORTED
     assert comparable(by, [16])["verdict"].kind is VerdictKind.CONTRADICTS
     both = comparable(by, [16, 32])
@@ -307,7 +309,7 @@ def test_kernel_comparable_to_full_softmax_is_two_sided():
     assert n16 == n32 == 3 and far_test.delta == pytest.approx(0.501) and close_test.delta == pytest.approx(0.011)
     assert far_test.verdict is EquivalenceKind.NOT_EQUIVALENT and close_test.verdict is EquivalenceKind.EQUIVALENT
     assert far_test.margin == pytest.approx(math.log(1.10))
-    assert comparable(cells(full[:1] + close[:1]), [32])["verdict"].kind is VerdictKind.SINGLE_RUN
+    assert comparable(cells(typed(full[:1] + close[:1])), [32])["verdict"].kind is VerdictKind.SINGLE_RUN
 
 
 def test_lm1b_rows_say_how_many_of_their_records_are_dirty(tmp_path):

@@ -20,16 +20,16 @@ A, B = {0: 10.0, 1: 12.0, 2: 11.0}, {0: 13.0, 1: 14.5, 2: 13.5}
 
 
 def test_per_seed_reads_one_value_per_seed_and_its_log():
-    assert per_seed(runs(A), "metrics.test/ppl") == A
-    assert per_seed(runs(A), "metrics.test/ppl", log=True)[1] == pytest.approx(math.log(12.0))
+    assert per_seed(runs(A), "test/ppl") == A
+    assert per_seed(runs(A), "test/ppl", log=True)[1] == pytest.approx(math.log(12.0))
     with pytest.raises(ValueError, match="two records of seed 0"):
-        per_seed(runs(A) + runs({0: 1.0}), "metrics.test/ppl")
-    with pytest.raises(KeyError, match="no metrics.test/nope"):
-        per_seed(runs(A), "metrics.test/nope")
+        per_seed(runs(A) + runs({0: 1.0}), "test/ppl")
+    with pytest.raises(KeyError, match="no metric test/nope"):
+        per_seed(runs(A), "test/nope")
 
 
 def test_paired_by_seed_is_student_t_over_the_per_seed_deltas():
-    found = compare(Comparison("a", "b", "metrics.test/ppl", Design.PAIRED_BY_SEED), runs(A), runs(B))
+    found = compare(Comparison("a", "b", "test/ppl", Design.PAIRED_BY_SEED), runs(A), runs(B))
     d = np.array([B[s] - A[s] for s in (0, 1, 2)])
     half = stats.t.ppf(0.975, 2) * d.std(ddof=1) / math.sqrt(3)
     assert found.delta.delta == pytest.approx(d.mean()) and found.delta.interval == pytest.approx((d.mean() - half, d.mean() + half))
@@ -60,15 +60,15 @@ def test_no_design_decides_by_overlap_of_the_arms_intervals():
     assert {d.name for d in Design} == {"PAIRED_BY_ITEM", "PAIRED_BY_SEED", "UNPAIRED"}
     # A 11 ± 2.48 and B' 11.67 ± 2.48 overlap almost wholly, yet every seed's B' − A is +0.6..+0.7: paired, that decides
     b = {s: v + 0.6 + 0.05 * s for s, v in A.items()}
-    paired = compare(Comparison("A", "B", "metrics.test/ppl", Design.PAIRED_BY_SEED), runs(A), runs(b))
+    paired = compare(Comparison("A", "B", "test/ppl", Design.PAIRED_BY_SEED), runs(A), runs(b))
     assert paired.delta.interval[0] > 0 and paired.verdict(direction=1).kind is VerdictKind.SUPPORTED
     assert "(paired t)" in str(paired.verdict(direction=1))
-    unpaired = compare(Comparison("A", "B", "metrics.test/ppl", Design.UNPAIRED), runs(A), runs(b))
+    unpaired = compare(Comparison("A", "B", "test/ppl", Design.UNPAIRED), runs(A), runs(b))
     assert unpaired.verdict(direction=1).kind is VerdictKind.INCONCLUSIVE and "(Welch)" in str(unpaired.verdict(direction=1))
 
 
 def test_paired_by_seed_pairs_the_seeds_both_arms_have():
-    spec = Comparison("a", "b", "metrics.test/ppl", Design.PAIRED_BY_SEED)
+    spec = Comparison("a", "b", "test/ppl", Design.PAIRED_BY_SEED)
     found = compare(spec, runs(A), runs({1: 13.0, 2: 12.0, 7: 0.0}))
     assert found.delta.seeds == (1, 2) and found.delta.deltas == pytest.approx((1.0, 1.0))
     assert found.verdict(direction=1).kind is VerdictKind.TOO_FEW_SEEDS
@@ -77,7 +77,7 @@ def test_paired_by_seed_pairs_the_seeds_both_arms_have():
 
 
 def test_compared_delta_is_paired_t_or_welch():
-    paired = compare(Comparison("a", "b", "metrics.test/ppl", Design.PAIRED_BY_SEED), runs(A), runs(B))
+    paired = compare(Comparison("a", "b", "test/ppl", Design.PAIRED_BY_SEED), runs(A), runs(B))
     ref = stats.ttest_rel([B[s] for s in A], [A[s] for s in A])
     assert paired.delta.p_value == pytest.approx(ref.pvalue)
     assert paired.delta.interval == pytest.approx(tuple(ref.confidence_interval(0.95)))
@@ -90,7 +90,7 @@ def test_compared_delta_is_paired_t_or_welch():
 
 def test_a_margin_makes_a_two_sided_equivalence_claim_decided_by_tost():
     close = {s: v + 0.05 * (-1) ** s for s, v in A.items()}  # Δ per seed -0.05, +0.05, -0.05
-    spec = Comparison("a", "b", "metrics.test/ppl", Design.PAIRED_BY_SEED, margin=0.5, margin_source="the paper's own tolerance")
+    spec = Comparison("a", "b", "test/ppl", Design.PAIRED_BY_SEED, margin=0.5, margin_source="the paper's own tolerance")
     found = compare(spec, runs(A), runs(close)).verdict()
     assert found.kind is VerdictKind.SUPPORTED and "margin: the paper's own tolerance" in str(found) and "TOST" in str(found)
     # one-sidedly "close" is not close: Δ = +2 per seed, far outside ±0.5
@@ -103,11 +103,11 @@ def test_a_margin_makes_a_two_sided_equivalence_claim_decided_by_tost():
     with pytest.raises(ValueError, match="name its source"):
         Comparison("a", "b", "ppl", Design.PAIRED_BY_SEED, margin=0.5)
     with pytest.raises(ValueError, match="declares no margin"):
-        compare(Comparison("a", "b", "metrics.test/ppl", Design.PAIRED_BY_SEED), runs(A), runs(B)).equivalence()
+        compare(Comparison("a", "b", "test/ppl", Design.PAIRED_BY_SEED), runs(A), runs(B)).equivalence()
 
 
 def test_a_grid_reports_holm_adjusted_intervals_beside_the_raw_and_decides_on_them():
-    spec = Comparison("a", "b", "metrics.test/ppl", Design.PAIRED_BY_SEED)
+    spec = Comparison("a", "b", "test/ppl", Design.PAIRED_BY_SEED)
     seeds = range(5)
     base = {s: 10.0 + s for s in seeds}
     arms = {k: {s: base[s] + shift + 0.3 * ((s * k) % 3 - 1) for s in seeds} for k, shift in ((5, 1.0), (10, 0.4), (20, 2.0))}
@@ -129,7 +129,7 @@ def test_a_grid_reports_holm_adjusted_intervals_beside_the_raw_and_decides_on_th
 
 
 def test_a_grid_of_equivalence_claims_needs_every_one():
-    spec = Comparison("a", "b", "metrics.test/ppl", Design.PAIRED_BY_SEED, margin=1.0, margin_source="ours")
+    spec = Comparison("a", "b", "test/ppl", Design.PAIRED_BY_SEED, margin=1.0, margin_source="ours")
     near = {s: v + 0.1 * (-1) ** s for s, v in A.items()}
     far = {s: v + 5 + 0.1 * s for s, v in A.items()}
     found, _ = Grid({5: compare(spec, runs(A), runs(near)), 50: compare(spec, runs(A), runs(far))}).decide()
@@ -140,6 +140,6 @@ def test_a_grid_of_equivalence_claims_needs_every_one():
 
 def test_per_seed_partial_leaves_out_runs_without_the_metric():
     rs = runs(A) + [{"run_name": "r3", "seed": 3, "metrics": {}}]
-    assert per_seed(rs, "metrics.test/ppl", partial=True) == A
+    assert per_seed(rs, "test/ppl", partial=True) == A
     with pytest.raises(KeyError, match="r3 has no"):
-        per_seed(rs, "metrics.test/ppl")
+        per_seed(rs, "test/ppl")

@@ -23,6 +23,7 @@ from softmax_zoo.reports.kernel_bias import (
     spearman,
 )
 from softmax_zoo.reports.stable import examples
+from softmax_zoo.run_record import RunRecord
 
 REPO = Path(__file__).resolve().parents[2]
 LEDGER = REPO / "results" / "claims.md"
@@ -64,8 +65,8 @@ def test_spearman_with_ties():
 def _record(sampler, m, val_loss, curve=None, seed=0):
     loss = "softmax" if sampler is None else "sampled_softmax"
     history = [{"step": s, "val/curve_perplexity": math.exp(v)} for s, v in (curve or {}).items()]
-    return {"seed": seed, "run_name": f"{sampler}_{m}", "choices": {"loss": loss, "sampler": sampler},
-            "config": {"loss": {"num_samples": m}}, "metrics": {"val/loss": val_loss}, "history": history}
+    return RunRecord.of({"seed": seed, "run_name": f"{sampler}_{m}", "choices": {"loss": loss, "sampler": sampler},
+                         "config": {"loss": {"num_samples": m}}, "metrics": {"val/loss": val_loss}, "history": history})
 
 
 def test_diminishing_returns_reads_the_curves_when_every_run_has_one():

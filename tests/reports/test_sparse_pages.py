@@ -12,8 +12,9 @@ import pytest
 from softmax_zoo.reports import fig2
 from softmax_zoo.reports._pages import read_claims
 from softmax_zoo.reports._seq2seq import seq2seq_settings
-from softmax_zoo.reports._settings import AS_THE_PAPER, NOT_STATED, Setting, settings_rows, shown
+from softmax_zoo.reports._settings import AS_THE_PAPER, NOT_STATED, Setting, setting, settings_rows, shown
 from softmax_zoo.reports.fig2 import BENCH_FILE, speed_claim
+from softmax_zoo.run_record import RunRecord
 
 RESULTS = Path(__file__).resolve().parents[2] / "results"
 PAGES = ("fig2", "table5", "table3", "sparse_regime")
@@ -65,13 +66,13 @@ def test_committed_speed_row_is_the_committed_benchmarks_ratio():
 
 
 def test_a_setting_equal_to_the_papers_says_so_and_another_gives_its_reason():
-    records = [{"config": {"scale": {"name": "cpu"}, "train": {"epochs": 30, "batch_size": 8}}}]
-    settings = [Setting("epochs", "30", lambda rs: shown(rs, "config.train.epochs"), "a reason"),
-                Setting("batch size", "64", lambda rs: shown(rs, "config.train.batch_size"), "the budget")]
+    records = [RunRecord.of({"config": {"scale": {"name": "cpu"}, "train": {"epochs": 30, "batch_size": 8}}})]
+    settings = [Setting("epochs", "30", lambda rs: shown(rs, setting("train", "epochs")), "a reason"),
+                Setting("batch size", "64", lambda rs: shown(rs, setting("train", "batch_size")), "the budget")]
     table = settings_rows(settings, {"cpu": records})
     assert row(table, "epochs") == ["epochs", "30", "30", AS_THE_PAPER]
     assert row(table, "batch size") == ["batch size", "64", "8", "the budget"]
-    paper_scale = [{"config": {"scale": {"name": "paper"}, "train": {"epochs": 30, "batch_size": 32}}}]
+    paper_scale = [RunRecord.of({"config": {"scale": {"name": "paper"}, "train": {"epochs": 30, "batch_size": 32}}})]
     mixed = settings_rows(settings, {"cpu": records, "paper": paper_scale})
     assert row(mixed, "batch size")[-1] == "scale=cpu: the budget; scale=paper: the task config's `scales.paper` block"
 
@@ -82,7 +83,7 @@ def test_classification_settings_read_ours_from_the_records():
                          "task": {"max_length": 48}, "loss": {"k": 30},
                          "model": {"name": "minilm", "pretrained": "minilm", "cache_features": True, "mlp_layers": 2}},
               "task_info": {"examples": {"train": 123}, "num_classes": 45}}
-    table = fig2.settings({"T": {("sparse", 30): [record]}}, {})["rows"]
+    table = fig2.settings({"T": {("sparse_softmax", 30): [RunRecord.of(record)]}}, {})["rows"]
     assert row(table, "epochs")[:3] == ["epochs", NOT_STATED, "7"]
     assert row(table, "learning rate")[2] == "0.002" and row(table, "sparse-softmax k")[2] == "30"
     assert row(table, "training data")[2] == "123 training examples, 45 classes"
@@ -102,7 +103,7 @@ def test_seq2seq_settings_state_the_papers_values_and_read_ours():
                             "truncation": {"train": {"examples": 10000, "source_truncated": 2},
                                            "test": {"examples": 1951, "source_truncated": 1}}},
               "timing": {"global_steps": 939}}
-    part = seq2seq_settings("gigaword", {"scale=cpu": [record]})
+    part = seq2seq_settings("gigaword", {"scale=cpu": [RunRecord.of(record)]})
     table = part["rows"]
     assert part["columns"] == ["scale=cpu"] and part["paper"] == "Sun et al. 2021's §4 on summarisation (Table 5)"
     assert row(table, "epochs")[1:3] == ["30", "3 (939 optimiser steps)"]
@@ -115,7 +116,7 @@ def test_seq2seq_settings_state_the_papers_values_and_read_ours():
     assert row(table, "training data")[2] == "10000 pairs (every prepared one)" and row(table, "test set")[2] == "1951 pairs (all)"
     assert row(table, "label smoothing of the sparse arm")[2] == "over its top-k support" and row(table, "beams")[2] == "1 and 5"
     assert row(table, "decoding mask")[2].startswith("sparse arm: all but the top-(beam size) tokens masked")
-    squad = seq2seq_settings("squad_qg", {"scale=cpu": [record]})["rows"]
+    squad = seq2seq_settings("squad_qg", {"scale=cpu": [RunRecord.of(record)]})["rows"]
     assert row(squad, "learning rate")[1] == "2e-5" and "464 tokens" in row(squad, "maximum length")[1]
     assert row(squad, "test set")[2] == "1951 questions (all)"
     with pytest.raises(ValueError, match="no settings of task 'gigaword' for page 'typo'"):
@@ -142,12 +143,12 @@ def test_committed_sentences_a_reviewer_flagged_are_gone():
 
 
 def test_fig1_main_panels_plot_validation_micro_f1_of_both_arms_and_every_seed(monkeypatch, tmp_path):
-    def run(seed: int, f1: float, k: int | None) -> dict:
-        return {"seed": seed, "history": [{"epoch": 1.0, "val/micro_f1": f1}, {"epoch": 2.0, "val/micro_f1": f1 + 0.1}],
-                "train_loss": {"step": list(range(1, 31)), "loss": [3.0 - 0.05 * i for i in range(30)]}}
+    def run(seed: int, f1: float, k: int | None) -> RunRecord:
+        return RunRecord(seed=seed, history=[{"epoch": 1.0, "val/micro_f1": f1}, {"epoch": 2.0, "val/micro_f1": f1 + 0.1}],
+                         train_loss={"step": list(range(1, 31)), "loss": [3.0 - 0.05 * i for i in range(30)]})
 
     summary = {"iflytek": {("softmax", None): [run(s, 0.2, None) for s in (0, 1, 2)],
-                           ("sparse", 20): [run(s, 0.3, 20) for s in (0, 1, 2)]}}
+                           ("sparse_softmax", 20): [run(s, 0.3, 20) for s in (0, 1, 2)]}}
     saved = {}
     monkeypatch.setattr(fig2, "save_figure", lambda fig, path: saved.setdefault("fig", fig))
     fig2.plot_fig1({"IFLYTEK": fig2.fig1_data(summary["iflytek"])}, tmp_path / "fig1.png")

@@ -31,9 +31,9 @@ def test_three_seeds_decide_and_the_teacher_is_not_a_student(tmp_path):
         write(tmp_path, f"standard{seed}", seed, standard, kl="standard")
         write(tmp_path, f"stable{seed}", seed, stable_ppl, kl="stable")
     ptb = stable.kd_ptb(tmp_path)
-    assert [t["seed"] for t in ptb["teachers"]] == [0]
-    assert [r["seed"] for r in ptb["students"]["stable"]] == [0, 1, 2]
-    assert [r["metrics"]["test/perplexity"] for r in ptb["students"]["standard"]] == [250.0, 252.0, 249.0]
+    assert [t.seed for t in ptb["teachers"]] == [0]
+    assert [r.seed for r in ptb["students"]["stable"]] == [0, 1, 2]
+    assert [r.metrics["test/perplexity"] for r in ptb["students"]["standard"]] == [250.0, 252.0, 249.0]
     v = ptb["verdict"]
     assert v.kind is VerdictKind.SUPPORTED
 

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from softmax_zoo.reports import stable
+from softmax_zoo.run_record import RunRecord
 
 
-def cancellation_run(form: str, seed: int, drift: float, dirty_paths=()) -> dict:
+def cancellation_run(form: str, seed: int, drift: float, dirty_paths=()) -> RunRecord:
     config = {"study": "cancellation", "start": "equal", "dtype": "float32", "form": form, "seed": seed, "setting": {"distill_steps": 10}}
-    return {"seed": seed, "config": config, "metrics": {"drift": drift}, "history": [{"step": 0, "logit_grad_norm": drift}],
-            "git": {"commit": "0123456789", "dirty": bool(dirty_paths), "dirty_paths": list(dirty_paths)}}
+    return RunRecord.of({"seed": seed, "config": config, "metrics": {"drift": drift}, "history": [{"step": 0, "logit_grad_norm": drift}],
+                         "git": {"commit": "0123456789", "dirty": bool(dirty_paths), "dirty_paths": list(dirty_paths)}})
 
 
 def test_a_row_with_a_dirty_run_carries_the_note_and_a_clean_row_does_not():

@@ -21,6 +21,7 @@ from softmax_zoo.reports._sweep import (
     sweep_table,
     swept_keys,
 )
+from softmax_zoo.run_record import load_runs, typed
 
 
 def fake_record(folder, loss: str, k: int | None, seed: int, f1: float) -> dict:
@@ -44,7 +45,7 @@ def sweep_folder(tmp_path):
 
 
 def test_sweep_table_pools_seeds_per_swept_value(sweep_folder):
-    records = [json.loads(p.read_text()) for p in sorted(sweep_folder.glob("*.json"))]
+    records = load_runs(sweep_folder)
     assert swept_keys(records) == ["loss", "loss.k"]
     header, rows = sweep_table(records)
     assert header == ["loss", "loss.k", "n", "test/micro_f1", "val/micro_f1"]
@@ -105,7 +106,7 @@ def test_sweep_defaults_to_the_primary_metric_and_leaves_diagnostics_out(tmp_pat
     classification_records(folder, {"name": "mine", "primary_metric": "test/loss", "metric_higher_is_better": False})
     text = build_sweep(str(folder), out=tmp_path / "out")
     assert table_header(text) == ["loss.k", "n", "test/loss", "test/micro_f1", "val/micro_f1"]
-    first = section([json.loads(p.read_text()) for p in sorted(folder.glob("*.json"))])
+    first = section(load_runs(folder))
     assert (first["metric"], first["primary"], first["higher"], first["left_out"]) == ("test/loss", True, False, 3)
     assert "![test/loss]" in text
     everything = build_sweep(str(folder), out=tmp_path / "out", diagnostics=True)
@@ -119,15 +120,15 @@ def test_records_without_a_declared_metric_use_their_task_config(tmp_path):
     """Records written before the task configs declared it: configs/task/<task>.yaml says."""
     folder = tmp_path / "runs" / "ksweep"
     classification_records(folder, {"name": "clinc_oos"})
-    records = [json.loads(p.read_text()) for p in sorted(folder.glob("*.json"))]
+    records = load_runs(folder)
     assert primary_metric(records) == ("test/micro_f1", True)
     assert table_header(build_sweep(str(folder), out=tmp_path / "out"))[2] == "test/micro_f1"
 
 
 def test_the_primary_metric_falls_back_to_validation(tmp_path):
-    records = [{"metrics": {"val/perplexity": 100.0, "val/tokens": 10.0}, "config": {"task": {"name": "ptb"}}}]
+    records = typed([{"metrics": {"val/perplexity": 100.0, "val/tokens": 10.0}, "config": {"task": {"name": "ptb"}}}])
     assert primary_metric(records) == ("val/perplexity", False)
-    assert primary_metric(records + [{"metrics": {"val/perplexity": 1.0}, "config": {"task": {"name": "clinc_oos"}}}]) is None
+    assert primary_metric(records + typed([{"metrics": {"val/perplexity": 1.0}, "config": {"task": {"name": "clinc_oos"}}}])) is None
 
 
 def test_sweep_command_takes_diagnostics(sweep_folder, tmp_path, capsys):
@@ -189,7 +190,7 @@ def test_records_of_several_tasks_get_a_table_each_with_its_primary_metric(tmp_p
         task_record(folder, "clinc_oos", k, 0, {"test/micro_f1": 0.8, "test/bleu1_beam1": 1.0})
         task_record(folder, "gigaword", k, 0, {"test/rouge1_beam1": 30.0 + k, "test/bleu1_beam1": 20.0})
     declared = {t: OmegaConf.load(CONFIG_DIR / "task" / f"{t}.yaml").primary_metric for t in ("clinc_oos", "gigaword")}
-    records = [json.loads(p.read_text()) for p in sorted(folder.glob("*.json"))]
+    records = load_runs(folder)
     parts = {task: section(runs) for task, runs in by_task(records).items()}
     assert {task: (s["metric"], s["primary"], s["swept"]) for task, s in parts.items()} == {
         task: (metric, True, ["loss.k"]) for task, metric in declared.items()}  # not test/bleu1_beam1, the first by name
@@ -204,7 +205,7 @@ def test_keys_that_change_nothing_computed_are_not_swept():
     records = [{"job": {"overrides": [f"loss.k={k}", f"logger={logger}", f"train.progress={progress}",
                                       f"results_dir=r{k}", f"train.max_steps={steps}", "seed=0"]}, "metrics": {}}
                for k, logger, progress, steps in ((5, "none", "bar", 10), (20, "wandb", "log", 20))]
-    assert swept_keys(records) == ["loss.k", "train.max_steps"]  # a longer budget is another result
+    assert swept_keys(typed(records)) == ["loss.k", "train.max_steps"]  # a longer budget is another result
     assert computes_nothing("logger") and computes_nothing("logger.mode") and computes_nothing("task.data_dir")
     assert not computes_nothing("loss") and not computes_nothing("task") and not computes_nothing("loss.k")
 

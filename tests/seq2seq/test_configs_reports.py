@@ -11,6 +11,7 @@ from softmax_zoo.reports._pages import read_claims
 from softmax_zoo.reports._seq2seq import SOFTMAX, SPARSE, corpus_bootstrap, output_shares, paired_runs, stutters
 from softmax_zoo.reports._stats import over_seeds
 from softmax_zoo.reports._verdicts import VerdictKind
+from softmax_zoo.run_record import RunRecord
 
 
 @pytest.mark.parametrize("scale", ["cpu", "paper"])
@@ -63,24 +64,24 @@ def test_init_experiments_start_from_the_softmax_run(table, task):
 
 def test_init_runs_are_paired_only_with_each_other():
     def rec(loss, seed, init):
-        return {"seed": seed, "choices": {"loss": loss}, "config": {"scale": {"name": "cpu"}, "init_from": init}}
+        return RunRecord.of({"seed": seed, "choices": {"loss": loss}, "config": {"scale": {"name": "cpu"}, "init_from": init}})
 
     records = [rec(SOFTMAX, 0, None), rec(SPARSE, 0, None), rec(SOFTMAX, 0, "ckpt/a"), rec(SPARSE, 0, "ckpt/a"), rec(SPARSE, 1, None)]
     pairs, lone = paired_runs(records)
     assert sorted(pairs) == ["cpu", "cpu+init"] and [len(v) for v in pairs.values()] == [1, 1]
-    assert lone == {"cpu": {1: "sparse"}}
-    assert all(r["config"]["init_from"] == "ckpt/a" for r in pairs["cpu+init"][0])
-    assert all(r["config"]["init_from"] is None for r in pairs["cpu"][0])
+    assert lone == {"cpu": {1: SPARSE}}
+    assert all(r.setting("init_from") == "ckpt/a" for r in pairs["cpu+init"][0])
+    assert all(r.setting("init_from") is None for r in pairs["cpu"][0])
 
 
 def test_init_runs_and_lone_seeds():
     def rec(loss, seed, init=None):
-        return {"seed": seed, "choices": {"loss": loss}, "config": {"scale": {"name": "cpu"}, "init_from": init}}
+        return RunRecord.of({"seed": seed, "choices": {"loss": loss}, "config": {"scale": {"name": "cpu"}, "init_from": init}})
 
     records_ = [rec(SOFTMAX, 0), rec(SPARSE, 0), rec(SOFTMAX, 1), rec(SPARSE, 2), rec(SOFTMAX, 0, "ckpt/a"), rec(SPARSE, 0, "ckpt/a")]
     pairs, lone = paired_runs(records_)
-    assert lone == {"cpu": {1: "softmax", 2: "sparse"}}  # the init setting has both arms of its seed
-    assert [p[0]["seed"] for p in pairs["cpu"]] == [0]
+    assert lone == {"cpu": {1: SOFTMAX, 2: SPARSE}}  # the init setting has both arms of its seed
+    assert [p[0].seed for p in pairs["cpu"]] == [0]
 
 
 def paper_verdict(delta, paper):
@@ -217,11 +218,11 @@ def test_init_runs_of_every_seed_form_one_setting_though_each_starts_from_its_ow
     from softmax_zoo.reports import _seq2seq
 
     def rec(loss, seed, init):
-        return {"seed": seed, "choices": {"loss": loss},
-                "config": {"scale": {"name": "cpu"}, "init_from": f"checkpoints/table5/softmax_seed{seed}" if init else None}}
+        return RunRecord.of({"seed": seed, "choices": {"loss": loss},
+                             "config": {"scale": {"name": "cpu"}, "init_from": f"checkpoints/table5/softmax_seed{seed}" if init else None}})
 
     records = [rec(loss, seed, init) for loss in ("softmax", "sparse_softmax") for seed in (0, 1) for init in (False, True)]
     pairs, lone = _seq2seq.paired_runs(records)
     assert list(pairs) == ["cpu+init", "cpu"]  # the setting with a trained LM head heads the page
-    assert [(a["seed"], b["seed"]) for a, b in pairs["cpu+init"]] == [(0, 0), (1, 1)]
-    assert all(a["config"]["init_from"] == b["config"]["init_from"] for a, b in pairs["cpu+init"]) and lone == {}
+    assert [(a.seed, b.seed) for a, b in pairs["cpu+init"]] == [(0, 0), (1, 1)]
+    assert all(a.setting("init_from") == b.setting("init_from") for a, b in pairs["cpu+init"]) and lone == {}

@@ -7,9 +7,9 @@ import pytest
 
 from softmax_zoo import config, engine, trainer
 from softmax_zoo.data.prepare.generated import summaries, write_pairs
-from softmax_zoo.records import get
 from softmax_zoo.reports import sparse_regime as page
 from softmax_zoo.reports._pages import read_claims
+from softmax_zoo.run_record import RunRecord
 from softmax_zoo.studies import _jobs
 from softmax_zoo.studies import sparse_regime as study
 
@@ -96,7 +96,7 @@ def test_regime_chain_at_smoke_scale_builds_the_page(tmp_path, monkeypatch):
 
     page.build(tmp_path / "scratch")
     text = (tmp_path / "scratch" / "sparse_regime.md").read_text()
-    arms = [r for p in dict.fromkeys(paths) if get(r := json.loads(p.read_text()), page.START) is not None]
+    arms = [r for p in dict.fromkeys(paths) if page.START(r := RunRecord.load(p)) is not None]
     assert len(arms) == 12  # the start run's record is no arm
     pts = page.points(tmp_path / "scratch" / "runs", arms)
     assert [(p["start"], p["seed"], p["k"]) for p in pts] == [(s, seed, k) for s in (0, 2) for seed in (0, 1) for k in (20, 50)]
@@ -142,20 +142,20 @@ def test_save_steps_takes_epoch_or_a_count():
 
 
 def regime_point(start: int, seed: int, delta: float, share: float, dirty: bool = False) -> dict:
-    def record(arm: str) -> dict:
-        return {"run_name": f"{arm}_e{start}_seed{seed}", "git": {"commit": "abc1234", "dirty": dirty}}
+    def record(arm: str) -> RunRecord:
+        return RunRecord.of({"run_name": f"{arm}_e{start}_seed{seed}", "git": {"commit": "abc1234", "dirty": dirty}})
 
     return {"scale": "cpu", "start": start, "seed": seed, "k": 20, "share": share, "share_k": 20, "n": 500, "rank": 30,
             "softmax": {"rouge1": 20.0},
             "rouge1": {"delta": delta, "low": delta - 0.5, "high": delta + 0.5},
-            "degenerate": {"softmax": 0.2, "sparse": 0.6 if start == 4 else 0.1}, "records": [record("softmax"), record("sparse")]}
+            "degenerate": {"softmax": 0.2, "sparse_softmax": 0.6 if start == 4 else 0.1}, "records": [record("softmax"), record("sparse")]}
 
 
 def test_the_claim_carries_the_strongest_starts_degenerate_shares_and_its_records_made_with_changes():
     pts = [regime_point(1, seed, -1.0, 0.40) for seed in (0, 1, 2)]
     pts += [regime_point(4, seed, 0.4, 0.50, dirty=seed == 0) for seed in (0, 1, 2)]
     top = page.per_k(page.per_start(pts))[0]["top"]
-    assert top["degenerate"] == pytest.approx({"softmax": 0.2, "sparse": 0.6})  # the strongest start's, not the weakest's
+    assert top["degenerate"] == pytest.approx({"softmax": 0.2, "sparse_softmax": 0.6})  # the strongest start's, not the weakest's
     assert top["dirty"] == "rests on 2 of 6 records made with uncommitted changes (changed files not recorded)"
     clean = page.per_k(page.per_start([regime_point(4, seed, 0.4, 0.50) for seed in (0, 1, 2)]))[0]
     assert clean["top"]["dirty"] == ""
@@ -164,7 +164,7 @@ def test_the_claim_carries_the_strongest_starts_degenerate_shares_and_its_record
 def test_the_settings_table_says_every_arm_decodes_with_the_full_distribution():
     from softmax_zoo.reports._seq2seq import seq2seq_settings
 
-    record = {"choices": {"loss": "sparse_softmax"}, "config": {"task": {"decode": {"beams": [1], "topk": None}}}}
+    record = RunRecord.of({"choices": {"loss": "sparse_softmax"}, "config": {"task": {"decode": {"beams": [1], "topk": None}}}})
     (row,) = [r for r in seq2seq_settings("gigaword", {"arms": [record]}, "sparse_regime")["rows"] if r[0] == "decoding mask"]
     assert row[2] == "the full distribution for every arm" and row[-1].startswith("every arm decodes with the full distribution")
 

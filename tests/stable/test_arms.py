@@ -76,6 +76,6 @@ def test_every_study_writes_through_the_shared_record_writer(tmp_path, monkeypat
     paths = study.run_all(tmp_path / "runs" / "stable", seeds=1, only=only, setting=TINY)
     assert len(paths) == len(written) == len([s for s in study.plan(1) if s["study"] == only])
     for path, record in zip(paths, written):
-        assert json.loads(path.read_text())["run_name"] == record["run_name"] == path.stem
-        assert record["schema"] == RECORD_SCHEMA and record["choices"]["study"] == only
-        assert ("loss" in record["choices"]) == (only == "generalise")
+        assert json.loads(path.read_text())["run_name"] == record.run_name == path.stem
+        assert record.schema == RECORD_SCHEMA and record.choice("study") == only
+        assert ("loss" in record.choices) == (only == "generalise")

@@ -7,6 +7,7 @@ import json
 from softmax_zoo import provenance, records
 from softmax_zoo.records import RECORD_SCHEMA
 from softmax_zoo.reports import stable as page
+from softmax_zoo.run_record import RunRecord
 from softmax_zoo.studies.stable import Setting, main, run_all
 
 TINY = Setting(modulus=11, embed=8, hidden=16, collapse_steps=20, teacher_steps=20, distill_steps=10, generalise_steps=10,
@@ -45,9 +46,11 @@ def test_records_use_the_training_records_schema(tmp_path):
     assert record["config"]["setting"]["modulus"] == TINY.modulus and record["seed"] == 0
     assert record["command"] == "python -m softmax_zoo.studies.stable seeds=1"
     assert records.choice(record, "form") == "standard"
-    assert page.group([record], study="collapse", form="standard", dtype="float32") == [record]  # the page reads these fields
-    assert page.by([record], "loss") == {0: record["metrics"]["loss"]}
-    assert page.setting_of([record], "collapse") == record["config"]["setting"]
+    typed = RunRecord.of(record)  # as the page reads it
+    assert page.group([typed], study="collapse", form="standard", dtype="float32") == [typed]
+    assert page.by([typed], "loss") == {0: record["metrics"]["loss"]}
+    assert page.setting_of([typed], "collapse") == record["config"]["setting"]
+    assert typed.to_dict() == record  # read and written back, the same JSON
 
 
 def test_every_committed_record_is_in_the_training_records_schema():

@@ -26,9 +26,10 @@ from softmax_zoo.cli_args import ArgumentError, Option, Parser, fail  # noqa: E4
 from softmax_zoo.config import SCRATCH_DIR  # noqa: E402
 from softmax_zoo.files import write_text  # noqa: E402
 from softmax_zoo.provenance import REPO_ROOT  # noqa: E402
-from softmax_zoo.records import load_records, runs_dir  # noqa: E402
+from softmax_zoo.records import runs_dir  # noqa: E402
 from softmax_zoo.reports._pages import CLAIMS_FILE, COMMAND, ledger_data, read_claims, render, shown_path  # noqa: E402
-from softmax_zoo.reports._settings import values  # noqa: E402
+from softmax_zoo.reports._settings import setting, values  # noqa: E402
+from softmax_zoo.run_record import load_runs  # noqa: E402
 
 PAGE = Parser(COMMAND, [
     Option("results_dir", None, "folder of the run records, <results_dir>/runs (default: the page's own, results)", kind=str),
@@ -158,10 +159,11 @@ def status_rows(results_dir: str | Path = "results") -> list[dict[str, Any]]:
     runs, ledger = runs_dir(results_dir), read_claims(Path(results_dir) / CLAIMS_FILE)
     rows = []
     for experiment, (page, claim_id) in headlines().items():
-        if records := load_records(runs, experiment):
+        if records := load_runs(runs, experiment):
             claim = ledger.get(claim_id, {})
             rows.append({"experiment": experiment, "page": page, "runs": len(records), "claim_id": claim_id,
-                         "scales": sorted(map(str, values(records, "config.scale.name"))), "seeds": sorted(values(records, "seed")),
+                         "scales": sorted(map(str, values(records, setting("scale", "name")))),
+                         "seeds": sorted(values(records, lambda r: r.seed)),
                          "claim": claim.get("claim", ""), "verdict": first_clause(claim["verdict"]) if "verdict" in claim else None})
     return rows
 

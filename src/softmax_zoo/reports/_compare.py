@@ -11,11 +11,11 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Any
 
-from ..records import get
+from ..run_record import RunRecord, typed
 from ._stats import DeltaInterval, Equivalence, equivalence, holm_intervals, over_seeds, paired_seed_deltas, seeds_label, unpaired
 from ._verdicts import Verdict, claimed_direction, decide, equivalence_kind, equivalence_verdict, grid_verdict, verdict
 
-Records = Sequence[dict[str, Any]]
+Records = Sequence[RunRecord]
 
 
 class Design(Enum):
@@ -32,7 +32,7 @@ class Comparison:
 
     a: str
     b: str
-    metric: str | Callable[[dict[str, Any]], float]
+    metric: str | Callable[[RunRecord], float]  # a metric's name (a key of RunRecord.metrics) or a record's number
     design: Design
     log: bool = False
     partial: bool = False  # runs without the metric are left out, not an error
@@ -100,18 +100,19 @@ class Grid:
         return grid_verdict(kinds, seeds_label(self.seeds), name=self.name, **about), holm  # type: ignore[arg-type]
 
 
-def per_seed(records: Records, metric: str | Callable[[dict[str, Any]], float | None], log: bool = False,
+def per_seed(records: Records, metric: str | Callable[[RunRecord], float | None], log: bool = False,
              partial: bool = False) -> dict[int, float]:
-    """seed -> ``metric`` (a dotted key or a function) of its one record, its log with ``log``; a missing one raises unless ``partial``."""
+    """seed -> ``metric`` (a metric's name or a function of the record) of its one record, its log with ``log``; a
+    missing one raises unless ``partial``."""
     out: dict[int, float] = {}
-    for r in records:
-        if r["seed"] in out:
-            raise ValueError(f"two records of seed {r['seed']} in one arm ({r.get('run_name', '?')})")
-        found = metric(r) if callable(metric) else get(r, metric)
+    for r in typed(records):
+        if r.seed in out:
+            raise ValueError(f"two records of seed {r.seed} in one arm ({r.run_name or '?'})")
+        found = metric(r) if callable(metric) else r.metrics.get(metric)
         if found is None and not partial:
-            raise KeyError(f"record {r.get('run_name', '?')} has no {metric}")
+            raise KeyError(f"record {r.run_name or '?'} has no {'metric ' if isinstance(metric, str) else ''}{metric}")
         if found is not None:
-            out[r["seed"]] = math.log(found) if log else float(found)
+            out[r.seed] = math.log(found) if log else float(found)
     return out
 
 

@@ -21,7 +21,8 @@ import jinja2
 from ..files import atomic_write, write_text
 from ..markdown import markdown_table
 from ..provenance import REPO_ROOT
-from ..records import changed, changed_files, get
+from ..records import changed, changed_files
+from ..run_record import GitState, RunRecord, typed
 from ._stats import format_mean_ci, seeds_label
 from ._verdicts import MIN_SEEDS, by_construction, detectability, deterministic, not_tested, seed_summary
 
@@ -29,6 +30,15 @@ CLAIMS_FILE = "claims.md"
 COMMAND = "python -m softmax_zoo.reports"
 DEFAULT_RESULTS = "results"  # the committed pages' results_dir
 CLAIMS_HEADER = ("id", "claim", "paper", "ours", "verdict", "source")
+
+
+def variant_label(loss: str) -> str:
+    """:func:`softmax_zoo.losses.registry.variant_label`, imported when a page first words an arm (torch with it)."""
+    from ..losses.registry import variant_label as label
+
+    return label(loss)
+
+
 FILTERS = {
     "signed": lambda x, digits=2: f"{x:+.{digits}f}",  # "+0.67": a delta with its sign
     "fixed": lambda x, digits=2: f"{x:.{digits}f}",  # "15.42"
@@ -43,6 +53,7 @@ FILTERS = {
     "prefixed": lambda items, prefix: [f"{prefix}{x}" for x in items],  # table headers: "ours: " + column
     "seeds": seeds_label, "mean_ci": format_mean_ci, "sci": partial(format_mean_ci, notation="e"),  # "1.12e-08 ± 5.1e-09 (n=3)"
     "seed_summary": seed_summary, "detectability": detectability,
+    "label": variant_label,  # a loss choice's registered label: "sparse_softmax" -> "sparse"
 }
 ENV = jinja2.Environment(loader=jinja2.PackageLoader("softmax_zoo.reports", "templates"), undefined=jinja2.StrictUndefined,
                          trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True, autoescape=False)
@@ -87,30 +98,32 @@ def page_command(report: str, results_dir: str | Path = DEFAULT_RESULTS) -> str:
     return f"{COMMAND} {report}" + ("" if folder == DEFAULT_RESULTS else f" results_dir={folder}")
 
 
-def dirty_note(records: Sequence[dict[str, Any]]) -> str:
-    """What a claims row says when records made with uncommitted changes stand behind it (empty when none do)."""
-    return str(PROVENANCE.dirty_note(sum(map(changed, records)), len(records), changed_files(records)))
+def dirty_note(behind: Sequence[RunRecord | dict[str, Any]]) -> str:
+    """What a claims row says when records made with uncommitted changes stand behind it (empty when none do); a dict
+    behind it is a measurement file, read by its ``git`` entry."""
+    return str(PROVENANCE.dirty_note(sum(map(changed, behind)), len(behind), changed_files(behind)))
 
 
-def commits(records: Sequence[dict[str, Any]]) -> str:
+def commits(records: Sequence[RunRecord]) -> str:
     """The commits of the code that made ``records``, oldest first, with their runs and those made with uncommitted
     changes: ``"commits 3e2adde (5 runs, 2 with uncommitted changes: src/a.py), 9a7cf16 (1 run); 2 of 6 records ..."``."""
-    runs: dict[str, list[dict[str, Any]]] = {}
-    for record in sorted(records, key=lambda r: str(r.get("created"))):
-        commit = get(record, "git.commit")
+    runs: dict[str, list[RunRecord]] = {}
+    for record in sorted(typed(records), key=lambda r: str(r.created)):
+        commit = record.git.commit
         runs.setdefault(str(commit)[:7] if commit else "unknown", []).append(record)
-    groups = [{"commit": commit, "runs": len(rs), "dirty": sum(map(changed, rs)), "files": changed_files(rs)}
+    groups = [{"commit": commit, "runs": len(rs), "dirty": sum(r.dirty for r in rs), "files": changed_files(rs)}
               for commit, rs in runs.items()]
-    return str(PROVENANCE.commits(groups, sum(map(changed, records)), len(records)))
+    return str(PROVENANCE.commits(groups, sum(r.dirty for rs in runs.values() for r in rs), len(records)))
 
 
 def file_commit(data: dict[str, Any]) -> str:
     """The code a measurement file (not a run record) was made from, by its ``git`` entry: ``"commit 3e2adde"``."""
-    commit = get(data, "git.commit")
-    return str(PROVENANCE.file_commit(commit and str(commit)[:7], changed_files([data]) if changed(data) else ""))
+    git = GitState.of_file(data)
+    commit = git.commit
+    return str(PROVENANCE.file_commit(commit and str(commit)[:7], changed_files([RunRecord(git=git)]) if git.changed else ""))
 
 
-def provenance(report: str, records: Sequence[dict[str, Any]], results_dir: str | Path = DEFAULT_RESULTS) -> str:
+def provenance(report: str, records: Sequence[RunRecord], results_dir: str | Path = DEFAULT_RESULTS) -> str:
     """A line naming the command that builds a page from ``results_dir``, its record count and their :func:`commits`."""
     return str(PROVENANCE.provenance(page_command(report, results_dir), len(records), commits(records) if records else ""))
 

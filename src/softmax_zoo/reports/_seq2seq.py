@@ -19,38 +19,52 @@ from typing import Any
 
 import numpy as np
 
-from ..losses.registry import variant_label
 from ..metrics import bleu_from_stats
-from ..records import choice, get, load_records, read_predictions, runs_dir
+from ..records import read_predictions, runs_dir
+from ..run_record import RunRecord, load_runs
 from ._compare import Comparison, Design, compare, per_seed
 from ._pages import commits, dirty_note, page_command, publish, shown_path, words
-from ._settings import NOT_RECORDED, NOT_STATED, SPARSE, Records, Setting, pretrained_name, seeds, settings_data, shown, sparse_ks, values
+from ._settings import (
+    NOT_RECORDED,
+    NOT_STATED,
+    SPARSE,
+    Records,
+    Setting,
+    pretrained_name,
+    seeds,
+    setting,
+    settings_data,
+    shown,
+    sparse_ks,
+    values,
+)
 from ._verdicts import MIN_SEEDS, VerdictKind, not_tested
 
 SOFTMAX = "softmax"  # the softmax arm as configs/loss/ names it (SPARSE: the sparse-softmax arm)
-ARMS = (variant_label(SOFTMAX), variant_label(SPARSE))  # their registered labels, "softmax" and "sparse"
+ARMS = (SOFTMAX, SPARSE)  # the arms, as pages key them; templates word them (the ``label`` filter)
 BOOTSTRAP_SAMPLES = 2000
 TOPK = ("target_in_topk", "median_target_rank", "logits_near_kth")  # the test metrics of softmax_zoo.diagnostics.topk
 CHUNK = 200  # corpus-BLEU bootstrap resamples per matrix product
-Record = dict[str, Any]
+Record = RunRecord
+Row = dict[str, Any]  # a prediction row
 Pair = tuple[Record, Record]  # (softmax record, sparse-softmax record)
-Outputs = dict[int, tuple[list[Record], list[Record]]]  # seed -> (softmax prediction rows, sparse ones), row i the same test item
+Outputs = dict[int, tuple[list[Row], list[Row]]]  # seed -> (softmax prediction rows, sparse ones), row i the same test item
 
 
 def paired_runs(records: list[Record]) -> tuple[dict[str, list[Pair]], dict[str, dict[int, str]]]:
     """(setting -> the pairs of the seeds both losses ran, by seed; setting -> {seed: its one arm} of the others),
     "+init" settings before their cold-start ones. A "+init" seed starts from its own seed's softmax run."""
     by_setting: dict[str, dict[tuple[str, int], Record]] = {}
-    for r in sorted(records, key=lambda r: (get(r, "config.scale.name"), get(r, "config.init_from") is None)):
-        scale = get(r, "config.scale.name")
-        by_setting.setdefault(scale if get(r, "config.init_from") is None else f"{scale}+init", {})[choice(r, "loss"), r["seed"]] = r
+    for r in sorted(records, key=lambda r: (r.setting("scale", "name"), r.setting("init_from") is None)):
+        scale = r.setting("scale", "name")
+        by_setting.setdefault(scale if r.setting("init_from") is None else f"{scale}+init", {})[r.choice("loss"), r.seed] = r
     pairs, lone = {}, {}
-    for setting, by in by_setting.items():
+    for name, by in by_setting.items():
         soft, sparse = ({s for loss, s in by if loss == arm} for arm in (SOFTMAX, SPARSE))
         if both := sorted(soft & sparse):
-            pairs[setting] = [(by[SOFTMAX, s], by[SPARSE, s]) for s in both]
+            pairs[name] = [(by[SOFTMAX, s], by[SPARSE, s]) for s in both]
         if one := {s: ARMS[0] for s in soft - sparse} | {s: ARMS[1] for s in sparse - soft}:
-            lone[setting] = dict(sorted(one.items()))
+            lone[name] = dict(sorted(one.items()))
     return pairs, lone
 
 
@@ -60,8 +74,8 @@ def outputs(pairs: list[Pair], runs: Path) -> Outputs:
     for soft, sparse in pairs:
         a, b = read_predictions(soft, runs), read_predictions(sparse, runs)
         if [r["reference"] for r in a] != [r["reference"] for r in b]:
-            raise ValueError(f"{soft['run_name']} and {sparse['run_name']} were not decoded on the same examples")
-        out[soft["seed"]] = (a, b)
+            raise ValueError(f"{soft.run_name} and {sparse.run_name} were not decoded on the same examples")
+        out[soft.seed] = (a, b)
     return out
 
 
@@ -78,19 +92,19 @@ def corpus_bootstrap(stats_a: Any, stats_b: Any, order: int, num_samples: int, s
             "high": float(np.quantile(boot, 0.975)), "p_le_0": float((boot <= 0).mean())}
 
 
-def arm_means(pairs: list[Pair], key: str) -> dict[str, float]:
-    """Per arm, the mean over seeds of the dotted record ``key``."""
-    return {arm: float(np.mean(list(per_seed([p[i] for p in pairs], key).values()))) for i, arm in enumerate(ARMS)}
+def arm_means(pairs: list[Pair], metric: str) -> dict[str, float]:
+    """Per arm, the mean over seeds of ``metric``."""
+    return {arm: float(np.mean(list(per_seed([p[i] for p in pairs], metric).values()))) for i, arm in enumerate(ARMS)}
 
 
 def regime(pairs: list[Pair]) -> dict[str, Any] | None:
     """Per arm, the means over seeds of where the test targets sit among its logits (:data:`TOPK`), and where the runs
     start (None: a random init); None for records without them."""
-    if not all("test/target_in_topk" in r["metrics"] for p in pairs for r in p):
+    if not all("test/target_in_topk" in r.metrics for p in pairs for r in p):
         return None
-    start = get(pairs[0][0], "config.init_from") or get(pairs[0][0], "config.model.checkpoint")
-    return {"k": int(pairs[0][1]["metrics"]["test/diagnostics_k"]), "start": start,
-            **{m: list(arm_means(pairs, f"metrics.test/{m}").values()) for m in TOPK}}
+    start = pairs[0][0].setting("init_from") or pairs[0][0].setting("model", "checkpoint")
+    return {"k": int(pairs[0][1].metrics["test/diagnostics_k"]), "start": start,
+            **{m: list(arm_means(pairs, f"test/{m}").values()) for m in TOPK}}
 
 
 def stutters(text: str, run: int = 3) -> bool:
@@ -98,10 +112,10 @@ def stutters(text: str, run: int = 3) -> bool:
     return re.search(rf"(?<!\S)(\S+)(?:\s+\1(?!\S)){{{run - 1}}}", text) is not None
 
 
-def output_shares(rows: dict[str, list[Record]], beams: list[int]) -> dict[str, Any]:
+def output_shares(rows: dict[str, list[Row]], beams: list[int]) -> dict[str, Any]:
     """Per arm and beam, the shares of test outputs that are degenerate (:func:`stutters`) and, where the prediction rows
     say how the search constraints shaped them, altered and ended by a constraint (else None)."""
-    def shares(test: Callable[[Record], bool]) -> dict[str, list[float]]:
+    def shares(test: Callable[[Row], bool]) -> dict[str, list[float]]:
         return {arm: [float(np.mean([test(r[f"beam{b}"]) for r in recs])) for b in beams] for arm, recs in rows.items()}
 
     constrained = all("constraint_steps" in r[f"beam{b}"] for recs in rows.values() for r in recs for b in beams)
@@ -112,30 +126,36 @@ def output_shares(rows: dict[str, list[Record]], beams: list[int]) -> dict[str, 
 
 # .paper: task -> setting -> Sun et al. 2021's §4, as its text states it; .why*: why ours; .ours: ours in words
 SETTINGS_WORDS = words("_seq2seq_settings.j2", NOT_STATED=NOT_STATED, NOT_RECORDED=NOT_RECORDED, MIN_SEEDS=MIN_SEEDS)
+def task_info(*keys: str) -> Callable[[Record], Any]:
+    """A reader of what the record's task reported under ``keys`` (:meth:`RunRecord.info`)."""
+    return lambda r: r.info(*keys)
+
+
 SETTING_SHOWN = {  # the values shown as the records hold them (:func:`._settings.shown`)
-    "batch size": "config.train.batch_size", "masking probability": "config.model.mask_prob",
-    "label smoothing": "config.loss.label_smoothing", "epochs": "config.train.epochs", "steps": "timing.global_steps",
-    "train": "task_info.sizes.train", "test": "task_info.sizes.test",
-    "source_len": "config.task.max_source_len", "target_len": "config.task.max_target_len",
+    "batch size": setting("train", "batch_size"), "masking probability": setting("model", "mask_prob"),
+    "label smoothing": setting("loss", "label_smoothing"), "epochs": setting("train", "epochs"),
+    "steps": lambda r: r.timing.get("global_steps"), "train": task_info("sizes", "train"), "test": task_info("sizes", "test"),
+    "source_len": setting("task", "max_source_len"), "target_len": setting("task", "max_target_len"),
 }
 SETTING_FIRST = {  # the values read from a column's first record
-    "checkpoint": "config.model.checkpoint", "model": "config.model.name", "fresh": "task_info.fresh_weights",
-    "train_size": "config.task.train_size", "subset": "config.task.train_subset", "eval_size": "config.task.eval_size",
-    "data_seed": "config.task.data_seed", "lr": "config.train.lr", "warmup": "config.train.warmup_ratio",
-    "schedule": "config.train.lr_scheduler", "cut_train": "task_info.truncation.train", "cut_test": "task_info.truncation.test",
+    "checkpoint": setting("model", "checkpoint"), "model": setting("model", "name"), "fresh": task_info("fresh_weights"),
+    "train_size": setting("task", "train_size"), "subset": setting("task", "train_subset"), "eval_size": setting("task", "eval_size"),
+    "data_seed": setting("task", "data_seed"), "lr": setting("train", "lr"), "warmup": setting("train", "warmup_ratio"),
+    "schedule": setting("train", "lr_scheduler"), "cut_train": task_info("truncation", "train"),
+    "cut_test": task_info("truncation", "test"),
 }
 
 
 def setting_facts(records: Records) -> dict[str, Any]:
     """What the template's ``ours`` words of one column's records (both arms of a setting, or the runs of one start)."""
-    first = records[0] if records else {}
-    sparse = [r for r in records if get(r, "choices.loss") == SPARSE]
-    return {name: shown(records, key) for name, key in SETTING_SHOWN.items()} | {
-        **{name: get(first, key) for name, key in SETTING_FIRST.items()},
+    first = records[0] if records else RunRecord()
+    sparse = [r for r in records if r.choices.get("loss") == SPARSE]
+    return {name: shown(records, read) for name, read in SETTING_SHOWN.items()} | {
+        **{name: read(first) for name, read in SETTING_FIRST.items()},
         "sparse-softmax k": sparse_ks(records), "seeds": seeds(records), "any": bool(records),
-        "beams": shown(records, "config.task.decode.beams", lambda b: " and ".join(map(str, b))),
-        "pretrained": pretrained_name(get(first, "config.model.checkpoint")), "init": bool(values(records, "config.init_from")),
-        "smoothing_over": values(sparse, "config.loss.smoothing_over"), "topk": values(sparse, "config.task.decode.topk"),
+        "beams": shown(records, setting("task", "decode", "beams"), lambda b: " and ".join(map(str, b))),
+        "pretrained": pretrained_name(first.setting("model", "checkpoint")), "init": bool(values(records, setting("init_from"))),
+        "smoothing_over": values(sparse, setting("loss", "smoothing_over")), "topk": values(sparse, setting("task", "decode", "topk")),
     }
 
 
@@ -172,7 +192,7 @@ class Table:
         corpus = partial(corpus_bootstrap, order=order, num_samples=BOOTSTRAP_SAMPLES) if order else None
         c = compare(Comparison(*ARMS, f"{metric} at beam {beam}", Design.PAIRED_BY_ITEM), items=items, bootstrap=corpus,
                     num_samples=BOOTSTRAP_SAMPLES)
-        paper, key = self.paper.get(beam, {}).get(metric), f"metrics.test/{metric}_beam{beam}"
+        paper, key = self.paper.get(beam, {}).get(metric), f"test/{metric}_beam{beam}"
         return {"beam": beam, "metric": metric, "unilm": self.unilm.get(metric, "") if beam == self.unilm_beam else "",
                 "a": list(per_seed([p[0] for p in pairs], key).values()), "b": list(per_seed([p[1] for p in pairs], key).values()),
                 "delta": c.delta, "paper": paper, "verdict": c.verdict(paper)}
@@ -180,16 +200,16 @@ class Table:
     def section(self, scale: str, pairs: list[Pair], runs: Path, lone: dict[int, str]) -> dict[str, Any]:
         """One setting's section: who ran, from where, its rows and what the template says of them."""
         by_seed = outputs(pairs, runs)
-        beams = sorted(int(b) for b in get(pairs[0][0], "config.task.decode.beams"))
+        beams = sorted(int(b) for b in pairs[0][0].setting("task", "decode", "beams"))
         rows = [self.row(pairs, by_seed, beam, metric) for beam in beams for metric in self.metrics]
         verdicts = [r["verdict"] for r in rows if r["verdict"] is not None]
         spread = [r["delta"].sd > r["delta"].item_se for r in rows if r["paper"] is not None and r["delta"].n > 1]
         return {
             "scale": scale, "seeds": list(by_seed), "lone": lone, "record": pairs[0][0],
             "n_test": len(next(iter(by_seed.values()))[0]), "beams": beams, "rows": rows, "regime": regime(pairs),
-            "inits": sorted({str(i) for p in pairs for r in p if (i := get(r, "config.init_from"))}),  # their checkpoints
-            "cold_start": all(bool(get(r, "task_info.fresh_weights")) and not get(r, "config.init_from") for p in pairs for r in p),
-            "throughput": {arm: [arm_means(pairs, f"metrics.test/examples_per_s_beam{b}")[arm] for b in beams] for arm in ARMS},
+            "inits": sorted({str(i) for p in pairs for r in p if (i := r.setting("init_from"))}),  # their checkpoints
+            "cold_start": all(bool(r.info("fresh_weights")) and not r.setting("init_from") for p in pairs for r in p),
+            "throughput": {arm: [arm_means(pairs, f"test/examples_per_s_beam{b}")[arm] for b in beams] for arm in ARMS},
             "outputs": output_shares({arm: [r for a_b in by_seed.values() for r in a_b[i]] for i, arm in enumerate(ARMS)}, beams),
             "counts": {kind.value: n for kind in VerdictKind if (n := sum(v.kind is kind for v in verdicts))},
             "n_verdicts": len(verdicts), "sd_above_item_se": sum(spread), "n_spread": len(spread),
@@ -199,7 +219,7 @@ class Table:
     def summarise(self, results_dir: str | Path = "results") -> dict[str, Any]:
         """The page's data: per setting its section; a claims row per row with a paper Δ, also untested at scale=paper without its pairs."""
         runs = runs_dir(results_dir)
-        records = load_records(runs, self.experiment)
+        records = load_runs(runs, self.experiment)
         by_setting, lone = paired_runs(records)
         if not by_setting:
             raise FileNotFoundError(f"no paired softmax/sparse-softmax records under {runs / self.experiment}; "

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
-from ..records import get
+from ..run_record import RunRecord, typed
 from ._pages import words
 from ._stats import seeds_label
 
@@ -19,8 +19,14 @@ WORDS = words("_settings.md.j2")  # the table's fixed cells and its reason cell
 NOT_STATED, NOT_RECORDED, AS_THE_PAPER = WORDS.NOT_STATED, WORDS.NOT_RECORDED, WORDS.AS_THE_PAPER
 REASONED_SCALE = "cpu"  # the scale the reasons are written for
 PRETRAINED_NAMES = {"minilm": "all-MiniLM-L6-v2"}  # the checkpoints the configs load, as their authors name them
-Records = Sequence[dict[str, Any]]
+Records = Sequence[RunRecord]
+Read = Callable[[RunRecord], Any]  # what a row reads of one record
 SPARSE = "sparse_softmax"  # configs/loss/ name of the sparse-softmax arm
+
+
+def setting(*keys: str) -> Read:
+    """A reader of the resolved config's value under ``keys`` (:meth:`RunRecord.setting`): ``setting("train", "lr")``."""
+    return lambda r: r.setting(*keys)
 
 
 @dataclass(frozen=True)
@@ -33,31 +39,32 @@ class Setting:
     why: str  # the reason at the cpu scale
 
 
-def values(records: Records, key: str) -> list[Any]:
-    """The distinct values of a dotted record key (:func:`softmax_zoo.records.get`) in record order, missing ones left out."""
-    found = [get(r, key) for r in records]
+def values(records: Records, read: Read) -> list[Any]:
+    """The distinct values ``read`` of ``records`` in record order, missing (None) ones left out."""
+    found = [read(r) for r in typed(records)]
     return [v for i, v in enumerate(found) if v is not None and v not in found[:i]]
 
 
-def shown(records: Records, key: str, fmt: Callable[[Any], str] = str) -> str:
-    """The distinct values of ``key`` over ``records``, formatted and joined ("32" or "1, 5"); :data:`NOT_RECORDED` if none."""
-    return ", ".join(fmt(v) for v in values(records, key)) or NOT_RECORDED
+def shown(records: Records, read: Read, fmt: Callable[[Any], str] = str) -> str:
+    """The distinct values ``read`` of ``records``, formatted and joined ("32" or "1, 5"); :data:`NOT_RECORDED` if none."""
+    return ", ".join(fmt(v) for v in values(records, read)) or NOT_RECORDED
 
 
-def joined(records: Records, key: str) -> str:
-    """The distinct values of ``key`` over ``records``, sorted and "/"-joined ("0.1/20"; floats as %g); "—" if none."""
-    found = sorted({f"{v:g}" if isinstance(v := get(r, key), float) else str(v) for r in records if get(r, key) is not None})
+def joined(records: Records, read: Read) -> str:
+    """The distinct values ``read`` of ``records``, sorted and "/"-joined ("0.1/20"; floats as %g); "—" if none."""
+    found = sorted({f"{v:g}" if isinstance(v, float) else str(v) for v in values(records, read)})
     return "/".join(found) if found else "—"
 
 
 def seeds(records: Records) -> str:
     """"seeds 0, 1, 2": the seeds of ``records``; :data:`NOT_RECORDED` without records."""
-    return seeds_label(sorted(values(records, "seed"))) if records else NOT_RECORDED
+    return seeds_label(sorted(values(records, lambda r: r.seed))) if records else NOT_RECORDED
 
 
 def sparse_ks(records: Records) -> str:
     """"5, 10, 20": the k of the records' sparse-softmax runs (configs/loss/sparse_softmax.yaml), sorted; "—" without any."""
-    return ", ".join(map(str, sorted(values([r for r in records if get(r, "choices.loss") == SPARSE], "config.loss.k")))) or "—"
+    sparse = [r for r in typed(records) if r.choices.get("loss") == SPARSE]
+    return ", ".join(map(str, sorted(values(sparse, setting("loss", "k"))))) or "—"
 
 
 def pretrained_name(name: str | None) -> str:
@@ -68,7 +75,7 @@ def pretrained_name(name: str | None) -> str:
 def settings_rows(settings: Sequence[Setting], columns: dict[str, Records]) -> list[list[str]]:
     """The table's rows: setting, the paper's value, ours per column (``columns``: its name -> its records), why ours
     (the cpu-scale reason, and for any other scale a pointer to its own config block)."""
-    scales = {str(s) for recs in columns.values() for s in values(recs, "config.scale.name")}
+    scales = {str(s) for recs in columns.values() for s in values(recs, setting("scale", "name"))}
     why = partial(WORDS.why, reasoned_scale=REASONED_SCALE, reasoned=REASONED_SCALE in scales, others=sorted(scales - {REASONED_SCALE}))
     rows = []
     for s in settings:

@@ -19,8 +19,9 @@ from omegaconf import OmegaConf
 from ..config import CONFIG_DIR, SCRATCH_DIR
 from ..files import write_text
 from ..losses.registry import variant_label
-from ..records import RESULTS_DIRS, find_records, get
+from ..records import RESULTS_DIRS, find_records
 from ..run_identity import COMPUTES_NOTHING, POOLED, matches
+from ..run_record import RunRecord, typed
 from ._pages import line_plot, provenance, render, words
 from ._stats import mean_ci
 
@@ -33,9 +34,9 @@ DIAGNOSTIC = re.compile(
 FIGURE = words("_sweep_figure.j2")  # the plot's words
 
 
-def overrides(record: dict[str, Any]) -> dict[str, str]:
+def overrides(record: RunRecord) -> dict[str, str]:
     """The command-line overrides of a run, ``{"loss.k": "5", "seed": "0"}`` (``job.overrides``, else its command)."""
-    items = get(record, "job.overrides") or record.get("command", "").split()[3:]
+    items = record.job.get("overrides") or record.command.split()[3:]
     return dict(item.lstrip("+~").split("=", 1) for item in items if "=" in item)
 
 
@@ -46,32 +47,32 @@ def computes_nothing(key: str) -> bool:
     return matches(key, COMPUTES_NOTHING)
 
 
-def swept_keys(records: Sequence[dict[str, Any]]) -> list[str]:
+def swept_keys(records: Sequence[RunRecord]) -> list[str]:
     """Override keys whose value differs between records, in first-seen order, but for :data:`POOLED` and :func:`computes_nothing`'s."""
     per_run = [overrides(r) for r in records]
     keys = list(dict.fromkeys(k for o in per_run for k in o))
     return [k for k in keys if k not in POOLED and not computes_nothing(k) and len({o.get(k) for o in per_run}) > 1]
 
 
-def task_of(record: dict[str, Any]) -> str | None:
+def task_of(record: RunRecord) -> str | None:
     """The task a record ran (its config's ``task.name``, else its Hydra choice of task), or None."""
-    return get(record, "config.task.name") or get(record, "choices.task")
+    return record.setting("task", "name") or record.choices.get("task")
 
 
-def by_task(records: Sequence[dict[str, Any]]) -> dict[str | None, list[dict[str, Any]]]:
+def by_task(records: Sequence[RunRecord]) -> dict[str | None, list[RunRecord]]:
     """The records grouped by :func:`task_of`, in first-seen order."""
     return {task: [r for r in records if task_of(r) == task] for task in dict.fromkeys(map(task_of, records))}
 
 
-def metric_names(records: Sequence[dict[str, Any]]) -> list[str]:
+def metric_names(records: Sequence[RunRecord]) -> list[str]:
     """Numeric metrics of the records, test/ first, then val/, then the rest, each sorted."""
-    names = {k for r in records for k, v in r.get("metrics", {}).items() if _number(v) is not None}
+    names = {k for r in records for k, v in r.metrics.items() if _number(v) is not None}
     return sorted(names, key=lambda k: (not k.startswith("test/"), not k.startswith("val/"), k))
 
 
-def _declared_metric(record: dict[str, Any]) -> tuple[str, bool | None] | None:
+def _declared_metric(record: RunRecord) -> tuple[str, bool | None] | None:
     """``(primary_metric, metric_higher_is_better)`` of the record's task config, else (an older record) of configs/task/<task>.yaml."""
-    task = get(record, "config.task") or {}
+    task = record.setting("task") or {}
     if task.get("primary_metric") is None and task.get("name"):
         path = Path(CONFIG_DIR) / "task" / f"{task['name']}.yaml"
         task = OmegaConf.to_container(OmegaConf.load(path)) if path.is_file() else {}
@@ -79,7 +80,7 @@ def _declared_metric(record: dict[str, Any]) -> tuple[str, bool | None] | None:
     return (metric, task.get("metric_higher_is_better")) if metric else None
 
 
-def primary_metric(records: Sequence[dict[str, Any]]) -> tuple[str, bool | None] | None:
+def primary_metric(records: Sequence[RunRecord]) -> tuple[str, bool | None] | None:
     """The primary metric the records' task declares (a sweep over two tasks has none) and whether higher is better;
     its ``val/`` counterpart where the records lack the declared ``test/`` metric; None without one."""
     declared = {_declared_metric(r) for r in records}
@@ -100,9 +101,9 @@ def _number(value: Any) -> float | None:
         return None
 
 
-def grouped(records: Sequence[dict[str, Any]], keys: Sequence[str]) -> dict[tuple, list[dict[str, Any]]]:
+def grouped(records: Sequence[RunRecord], keys: Sequence[str]) -> dict[tuple, list[RunRecord]]:
     """The records by their override values of ``keys``, sorted: numbers by value, then other values, then missing ones."""
-    groups: dict[tuple, list[dict[str, Any]]] = {}
+    groups: dict[tuple, list[RunRecord]] = {}
     for r in records:
         groups.setdefault(tuple(overrides(r).get(k) for k in keys), []).append(r)
     return dict(sorted(groups.items(), key=lambda group: [(v is None, _number(v) is None, _number(v) or 0.0, str(v)) for v in group[0]]))
@@ -118,44 +119,44 @@ def _cell(values: Sequence[float], runs: int) -> str:
     return cell if n == runs else f"{cell} (n={n})"
 
 
-def _shown(key: str, value: str | None, record: dict[str, Any]) -> str | None:
+def _shown(key: str, value: str | None, record: RunRecord) -> str | None:
     """A swept value as the legend shows it: a loss by its registered label, anything else as given."""
     if key != "loss" or value is None:
         return value
-    return variant_label(value, (record.get("config") or {}).get("loss"), record.get("choices"))
+    return variant_label(value, record.setting("loss"), record.choices)
 
 
-def loss_labels(records: Sequence[dict[str, Any]]) -> dict[str, str]:
+def loss_labels(records: Sequence[RunRecord]) -> dict[str, str]:
     """The registered label of each swept loss by its config name, ``{"sparse_softmax": "sparse"}``; empty if not swept."""
     if "loss" not in swept_keys(records):
         return {}
     return {name: _shown("loss", name, runs[0]) for (name,), runs in grouped(records, ["loss"]).items() if name is not None}
 
 
-def sweep_table(records: Sequence[dict[str, Any]], names: Sequence[str] | None = None) -> tuple[list[str], list[list[Any]]]:
+def sweep_table(records: Sequence[RunRecord], names: Sequence[str] | None = None) -> tuple[list[str], list[list[Any]]]:
     """Header and rows: per combination of swept values, n and the mean ± 95% interval of each of ``names`` (default: every metric)."""
     keys, names = swept_keys(records), list(metric_names(records) if names is None else names)
     rows = []
     for values, runs in grouped(records, keys).items():
-        cells = [_cell([_number(r["metrics"][m]) for r in runs if m in r["metrics"]], len(runs))
-                 if any(m in r["metrics"] for r in runs) else "—" for m in names]
+        cells = [_cell([_number(r.metrics[m]) for r in runs if m in r.metrics], len(runs))
+                 if any(m in r.metrics for r in runs) else "—" for m in names]
         rows.append([*("—" if v is None else v for v in values), len(runs), *cells])
     return [*keys, "n", *names], rows
 
 
-def sweep_plot(records: Sequence[dict[str, Any]], metric: str, path: Path) -> Path | None:
+def sweep_plot(records: Sequence[RunRecord], metric: str, path: Path) -> Path | None:
     """``metric`` (mean ± 95% interval) against the first numeric swept key, a line per value of the others; None if none is numeric."""
     keys = swept_keys(records)
     numeric = [k for k in keys if all(_number(overrides(r).get(k)) is not None for r in records if k in overrides(r))]
     if not numeric:
         return None
     x_key, others = numeric[0], [k for k in keys if k != numeric[0]]
-    plotted = [r for r in records if x_key in overrides(r) and metric in r.get("metrics", {})]
+    plotted = [r for r in records if x_key in overrides(r) and metric in r.metrics]
     with line_plot(path, xlabel=x_key, ylabel=metric, title=str(FIGURE.title(metric, x_key))) as ax:
         for line, runs in grouped(plotted, others).items():
             points: dict[float, list[float]] = {}
             for r in runs:
-                points.setdefault(float(overrides(r)[x_key]), []).append(float(r["metrics"][metric]))
+                points.setdefault(float(overrides(r)[x_key]), []).append(float(r.metrics[metric]))
             stats = [mean_ci(points[x]) for x in sorted(points)]
             name = ", ".join(f"{k}={_shown(k, v, runs[0])}" for k, v in zip(others, line) if v is not None) or metric
             errors = [0.0 if math.isnan(s[1]) else s[1] for s in stats]
@@ -166,7 +167,7 @@ def sweep_plot(records: Sequence[dict[str, Any]], metric: str, path: Path) -> Pa
     return path
 
 
-def section(records: Sequence[dict[str, Any]], metric: str | None = None, diagnostics: bool = False) -> dict[str, Any]:
+def section(records: Sequence[RunRecord], metric: str | None = None, diagnostics: bool = False) -> dict[str, Any]:
     """What the page shows of one task's records; the first metric is ``metric``, else the task's primary metric, else
     the first that is not a diagnostic. Raises ValueError if ``metric`` is not a metric of the records."""
     names, primary, task = metric_names(records), primary_metric(records), task_of(records[0])
@@ -185,7 +186,7 @@ def build_sweep(target: str, out: str | Path | None = None, metric: str | None =
                 results_dir: str | Path | None = None) -> str:
     """Write ``<out>/sweep_<name>.md`` (default out: scratch/sweeps, git-ignored) and a plot per task for the sweep
     ``target`` names (:func:`find_records`, in ``results_dir`` if given); return the page's text."""
-    records = find_records(target, (results_dir,) if results_dir else RESULTS_DIRS)
+    records = typed(find_records(target, (results_dir,) if results_dir else RESULTS_DIRS))
     name = re.sub(r"[^A-Za-z0-9_.=-]+", "_", str(target).strip("/")).strip("_") or "sweep"
     out = Path(out or Path(SCRATCH_DIR) / "sweeps")
     tasks, sections = by_task(records), []

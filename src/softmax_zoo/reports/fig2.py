@@ -19,15 +19,17 @@ import numpy as np
 from omegaconf import OmegaConf
 
 from ..config import CONFIG_DIR
-from ..losses.registry import variant_label, variant_title
-from ..records import choice, get, group_by, load_records, runs_dir, seeds_of
+from ..losses.registry import variant_title
+from ..records import runs_dir, seeds_of
+from ..run_record import RunRecord, load_runs
 from ._compare import Comparison, Design, Grid, compare, compare_values, per_seed
 from ._pages import bench_group, commits, page_command, publish, pyplot, save_figure, shown_path, words
-from ._settings import NOT_STATED, Setting, pretrained_name, seeds, settings_data, shown, sparse_ks, values
+from ._settings import NOT_STATED, SPARSE, Setting, pretrained_name, seeds, setting, settings_data, shown, sparse_ks, values
 from ._stats import DeltaInterval, mean, mean_ci
 from ._verdicts import MIN_SEEDS, VerdictKind
 
-Groups = dict[tuple, list[dict[str, Any]]]  # arm, ("softmax", None) or ("sparse", k) -> its records, one per seed
+Groups = dict[tuple, list[RunRecord]]  # arm, (SOFTMAX, None) or (SPARSE, k) -> its records, one per seed
+SOFTMAX = "softmax"  # configs/loss/ name of the full-softmax arm
 F1 = "test/micro_f1"
 PAPER_K = 20  # Sun et al. 2021, Fig. 2: the best k with ~100+ classes, the k of its Fig. 1
 PAPER_F1 = {"iflytek": 60.7, "clinc_oos": 96.1}  # Sun et al. 2021, Fig. 2: micro-F1 at k=20
@@ -51,39 +53,41 @@ SMOOTH = 25  # moving-average window (steps) of the bold fig1 curves
 WORDS = words("_fig2_figures.j2", paper_k=PAPER_K, smooth=SMOOTH)
 
 
-def group_runs(records: list[dict[str, Any]]) -> dict[str, Groups]:
-    """task name -> arm -> records; the arm from the record's loss choice and k."""
-    return {task: {(variant_label(loss), k): rs for (loss, k), rs in group_by(runs, ["choices.loss", "config.loss.k"]).items()}
-            for (task,), runs in group_by(records, ["config.task.name"]).items()}
+def group_runs(records: list[RunRecord]) -> dict[str, Groups]:
+    """task name -> arm -> records; the arm the record's loss choice and k (:meth:`RunRecord.arm`)."""
+    out: dict[str, Groups] = {}
+    for r in records:
+        out.setdefault(r.setting("task", "name"), {}).setdefault(r.arm("k"), []).append(r)
+    return out
 
 
 def points(name: str):
     """A record's metric ``name`` (e.g. "test/micro_f1") in points (x100), None without it."""
-    return lambda r: 100 * r["metrics"][name] if name in r["metrics"] else None
+    return lambda r: 100 * r.metrics[name] if name in r.metrics else None
 
 
-def metric(runs: list[dict[str, Any]], name: str) -> list[float]:
+def metric(runs: list[RunRecord], name: str) -> list[float]:
     """``name`` of each run in points, in record order, runs lacking it left out."""
     return list(per_seed(runs, points(name), partial=True).values())
 
 
-def val_curve(r: dict[str, Any]) -> dict[float, float]:
+def val_curve(r: RunRecord) -> dict[float, float]:
     """epoch -> validation micro-F1 (points) of a run that evaluated each epoch (``train.eval_each_epoch``); else empty."""
-    return {h["epoch"]: 100 * h["val/micro_f1"] for h in r.get("history", []) if "val/micro_f1" in h}
+    return {h["epoch"]: 100 * h["val/micro_f1"] for h in r.history if "val/micro_f1" in h}
 
 
-def jitter(r: dict[str, Any]) -> float | None:
+def jitter(r: RunRecord) -> float | None:
     """Mean |loss_t - loss_(t-1)| over mean loss, how ragged the run's training curve is (None without one)."""
-    loss = np.asarray(r.get("train_loss", {}).get("loss", []), dtype=np.float64)
+    loss = np.asarray((r.train_loss or {}).get("loss", []), dtype=np.float64)
     return float(np.abs(np.diff(loss)).mean() / loss.mean()) if len(loss) > 1 and loss.mean() > 0 else None
 
 
 def grid_ks(groups: Groups) -> list[int]:
-    return sorted(k for kind, k in groups if kind == "sparse")
+    return sorted(k for loss, k in groups if loss == SPARSE)
 
 
 def best_k(groups: Groups) -> int | None:
-    return max(grid_ks(groups), key=lambda k: mean(metric(groups[("sparse", k)], F1)), default=None)
+    return max(grid_ks(groups), key=lambda k: mean(metric(groups[(SPARSE, k)], F1)), default=None)
 
 
 by_seed = partial(Comparison, design=Design.PAIRED_BY_SEED, partial=True)  # arms of one seed share initialisation and data
@@ -98,7 +102,7 @@ SMOOTHER = by_seed("softmax", f"sparse-softmax k={PAPER_K}", jitter)
 
 def regime(groups: Groups) -> float | None:
     """The mean share (points) of test targets inside the top-k of the k=20 runs; None unless every one measured it."""
-    runs = groups.get(("sparse", PAPER_K), [])
+    runs = groups.get((SPARSE, PAPER_K), [])
     shares = metric(runs, "test/target_in_topk")
     return mean(shares) if runs and len(shares) == len(runs) else None
 
@@ -115,7 +119,7 @@ def grid_rows(grid: Grid, direction: int = 1) -> tuple[Any, list[dict[str, Any]]
 def task_claims(task: str, groups: Groups, *, finetuned: bool = False) -> list[dict[str, Any]]:
     """One task's rows where their arms ran (k=20 against softmax, a wide range of k, Fig. 1's convergence, k=20 best,
     stable in k, the paper's micro-F1), each with the seeds its comparison paired."""
-    soft, sparse = groups.get(("softmax", None)), {k: groups[("sparse", k)] for k in grid_ks(groups)}
+    soft, sparse = groups.get((SOFTMAX, None)), {k: groups[(SPARSE, k)] for k in grid_ks(groups)}
     k20, others, tag = sparse.get(PAPER_K), [k for k in sparse if k != PAPER_K], "finetune-" if finetuned else ""
     means = {k: mean(metric(runs, F1)) for k, runs in sparse.items()}
     rows = []
@@ -140,11 +144,11 @@ def task_claims(task: str, groups: Groups, *, finetuned: bool = False) -> list[d
     if k20 and task in PAPER_F1:
         in_scope = metric(k20, "test/in_scope_accuracy")
         rows.append({"kind": "f1", "id": f"fig2-{tag}{task}-f1", "paper": PAPER_F1[task], "k20": mean(metric(k20, F1)),
-                     "in_scope": mean(in_scope) if in_scope else None, "seeds": sorted(r["seed"] for r in k20)})
+                     "in_scope": mean(in_scope) if in_scope else None, "seeds": sorted(r.seed for r in k20)})
     return [{"task": task, "finetuned": finetuned, "regime": regime(groups), "source": "fig2"} | row for row in rows]
 
 
-def convergence(spec: Comparison, soft: list[dict[str, Any]], k20: list[dict[str, Any]], direction: int,
+def convergence(spec: Comparison, soft: list[RunRecord], k20: list[RunRecord], direction: int,
                 digits: int = 2) -> dict[str, Any] | None:
     """Fig. 1's "faster" or "smoother": each arm's mean over the seeds both have and the verdict on the paired Δ (k=20 −
     softmax); None when no seed has it in both arms."""
@@ -185,12 +189,12 @@ def settings(summary: dict[str, Groups], tuned: dict[str, Groups]) -> dict[str, 
     """The settings table: the paper's statements and our reasons (templates/_fig2_settings.j2), ours per task from its records."""
     text = words("_fig2_settings.j2", paper_k=PAPER_K, paper_f1=PAPER_F1, task_names=TASK_NAMES, min_seeds=MIN_SEEDS)
     readers = {
-        "training data": lambda rs: text.data(rs[0].get("task_info", {})),
-        "model": lambda rs: text.model(rs[0]["config"]["model"], pretrained_name(get(rs[0], "config.model.pretrained"))),
-        "epochs": lambda rs: shown(rs, "config.train.epochs"), "batch size": lambda rs: shown(rs, "config.train.batch_size"),
-        "learning rate": lambda rs: shown(rs, "config.train.lr", lambda v: f"{v:g}"),
-        "maximum length (tokens)": lambda rs: shown(rs, "config.task.max_length"), "sparse-softmax k": sparse_ks,
-        "metric": lambda rs: text.metric(bool(values(rs, "config.task.oos_label"))), "seeds": seeds,
+        "training data": lambda rs: text.data(rs[0].task_info or {}),
+        "model": lambda rs: text.model(rs[0].setting("model"), pretrained_name(rs[0].setting("model", "pretrained"))),
+        "epochs": lambda rs: shown(rs, setting("train", "epochs")), "batch size": lambda rs: shown(rs, setting("train", "batch_size")),
+        "learning rate": lambda rs: shown(rs, setting("train", "lr"), lambda v: f"{v:g}"),
+        "maximum length (tokens)": lambda rs: shown(rs, setting("task", "max_length")), "sparse-softmax k": sparse_ks,
+        "metric": lambda rs: text.metric(bool(values(rs, setting("task", "oos_label")))), "seeds": seeds,
     }
     rows = [Setting(name, text.paper.get(name, NOT_STATED), read, text.why[name]) for name, read in readers.items()]
     columns = {text.column(task_name(t), finetuned): [r for rs in g[t].values() for r in rs]
@@ -198,12 +202,12 @@ def settings(summary: dict[str, Groups], tuned: dict[str, Groups]) -> dict[str, 
     return settings_data(rows, columns, text.source)
 
 
-def commands(records: list[dict[str, Any]]) -> list[str]:
+def commands(records: list[RunRecord]) -> list[str]:
     """The multirun commands that made the records, from each record's Hydra overrides (``job.overrides``):
     the overrides the jobs share, with the swept values (:data:`SWEPT`) gathered back into ``key=v1,v2,...``."""
     groups: dict[tuple[str, ...], dict[str, set[str]]] = {}
     for r in records:
-        overrides = [o.partition("=") for o in get(r, "job.overrides") or []]
+        overrides = [o.partition("=") for o in r.job.get("overrides") or []]
         swept = groups.setdefault(tuple("".join(o) for o in overrides if o[0] not in SWEPT), {})
         for key, _, value in (o for o in overrides if o[0] in SWEPT):
             swept.setdefault(key, set()).add(value)
@@ -217,18 +221,19 @@ def task_data(task: str, groups: Groups, *, finetuned: bool = False) -> dict[str
     timing, one row per arm (softmax first, then by k), the paired Δ against softmax per k, the k above and below 0 (Holm)."""
     claims = {c["kind"]: c for c in task_claims(task, groups, finetuned=finetuned)}
     runs = [r for rs in groups.values() for r in rs]
-    timing = [r["timing"] for r in runs]
-    rows = [{"kind": kind, "k": k, "loss": variant_title(choice(groups[(kind, k)][0], "loss")),
+    timing = [r.timing for r in runs]
+    rows = [{"kind": kind, "k": k, "loss": variant_title(groups[(kind, k)][0].choice("loss")),
              **{name: metric(groups[(kind, k)], name) for name in METRICS},
-             "paper": PAPER_F1.get(task) if (kind, k) == ("sparse", PAPER_K) else None}
-            for kind, k in sorted(groups, key=lambda arm: (arm[0] != "softmax", arm[1] or 0))]
+             "paper": PAPER_F1.get(task) if (kind, k) == (SPARSE, PAPER_K) else None}
+            for kind, k in sorted(groups, key=lambda arm: (arm[0] != SOFTMAX, arm[1] or 0))]
     paired, best = claims["robust-k"]["deltas"] if "robust-k" in claims else [], best_k(groups)
-    return {"task": task, "name": task_name(task), "caveat": caveat(task), "claims": claims, "config": runs[0]["config"],
-            "info": runs[0].get("task_info", {}), "pretrained": pretrained_name(get(runs[0], "config.model.pretrained")),
+    return {"task": task, "name": task_name(task), "caveat": caveat(task), "claims": claims, "config": runs[0].config,
+            "info": runs[0].task_info or {}, "pretrained": pretrained_name(runs[0].setting("model", "pretrained")),
+            "frozen": bool(runs[0].setting("model", "cache_features")),
             "runs": len(runs), "train_s": np.mean([t["train_s"] for t in timing]), "wall_min": sum(t["wall_s"] for t in timing) / 60,
             "rate": np.mean([t["train_examples_per_s"] for t in timing]), "rows": rows, "paired": paired,
             "topk_measured": all(row["test/target_in_topk"] for row in rows), "baseline": mean_ci(rows[0][F1]) if paired else None,
-            "best": best, "best_mean": mean(metric(groups[("sparse", best)], F1)) if best is not None else None,
+            "best": best, "best_mean": mean(metric(groups[(SPARSE, best)], F1)) if best is not None else None,
             "above": [r["k"] for r in paired if r["holm"] and r["holm"][0] > 0],
             "below": [r["k"] for r in paired if r["holm"] and r["holm"][1] < 0]}
 
@@ -245,16 +250,16 @@ def headline(tasks: list[dict[str, Any]]) -> dict[str, Any]:
             "faster": [t for t, v in faster.items() if v is VerdictKind.SUPPORTED],
             "not_faster": [t for t, v in faster.items() if v is not VerdictKind.SUPPORTED],
             "robust": [t for t, v in robust.items() if v in (VerdictKind.SUPPORTED, VerdictKind.INCONCLUSIVE)],
-            "frozen": [t["task"] for t in tasks if get(t["config"], "model.cache_features")],
+            "frozen": [t["task"] for t in tasks if t["frozen"]],
             "widest": max((h for h in halves if not np.isnan(h)), default=float("nan"))}
 
 
 def summarise(results_dir: str | Path = "results") -> dict[str, Any]:
     """The page's data: the runs' commands, the settings table, per task its section and claims, Fig. 1's data, the ledger rows."""
     runs = runs_dir(results_dir)
-    found = [r for d in sorted(runs.glob(f"{EXPERIMENT_PREFIX}*")) if d.is_dir() for r in load_records(runs, d.name)]
-    records = [r for r in found if not r["experiment"].startswith(FINETUNE_PREFIX)]
-    tuned_records = [r for r in found if r["experiment"].startswith(FINETUNE_PREFIX)]
+    found = [r for d in sorted(runs.glob(f"{EXPERIMENT_PREFIX}*")) if d.is_dir() for r in load_runs(runs, d.name)]
+    records = [r for r in found if not str(r.experiment).startswith(FINETUNE_PREFIX)]
+    tuned_records = [r for r in found if str(r.experiment).startswith(FINETUNE_PREFIX)]
     if not records:
         raise FileNotFoundError(f"no records in {runs}/{EXPERIMENT_PREFIX}*; run `make reproduce-fig2` first")
     summary, tuned = group_runs(records), group_runs(tuned_records)
@@ -300,7 +305,7 @@ def plot_fig2(tasks: list[dict[str, Any]], path: Path) -> None:
     text = WORDS.fig2
     for col, task in enumerate(tasks):
         top, bottom = axes[0][col], axes[1][col]
-        sparse = [r for r in task["rows"] if r["kind"] == "sparse"]
+        sparse = [r for r in task["rows"] if r["kind"] == SPARSE]
         ks, stats = [r["k"] for r in sparse], [mean_ci(r[F1]) for r in sparse]
         top.errorbar(ks, [s[0] for s in stats], yerr=[0 if math.isnan(s[1]) else s[1] for s in stats], marker="o", capsize=3,
                      label=text["sparse"])
@@ -327,17 +332,17 @@ def plot_fig2(tasks: list[dict[str, Any]], path: Path) -> None:
 
 
 ARMS = {  # fig1's arms: (group, label, colour, line style, marker); distinct styles keep overlapping curves visible
-    "softmax": (("softmax", None), "softmax", "C0", "-", "o"),
-    "sparse": (("sparse", PAPER_K), f"sparse-softmax k={PAPER_K}", "C3", "--", "s"),
+    "softmax": ((SOFTMAX, None), "softmax", "C0", "-", "o"),
+    "sparse": ((SPARSE, PAPER_K), f"sparse-softmax k={PAPER_K}", "C3", "--", "s"),
 }
 
 
 EPOCH_VS_SOFTMAX = by_seed("softmax", f"sparse-softmax k={PAPER_K}", "validation micro-F1 of one epoch (points)")
 
 
-def epoch_deltas(a: list[dict[str, Any]], b: list[dict[str, Any]]) -> list[tuple[float, DeltaInterval]]:
+def epoch_deltas(a: list[RunRecord], b: list[RunRecord]) -> list[tuple[float, DeltaInterval]]:
     """Per epoch both arms evaluated, in order: Δ = B − A of validation micro-F1 (points), paired by seed (:data:`EPOCH_VS_SOFTMAX`)."""
-    curves = [{r["seed"]: c for r in runs if (c := val_curve(r))} for runs in (a, b)]
+    curves = [{r.seed: c for r in runs if (c := val_curve(r))} for runs in (a, b)]
     seeds = curves[0].keys() & curves[1].keys()
     epochs = sorted(set.intersection(*(set(c[s]) for c in curves for s in seeds))) if seeds else []
     return [(e, compare_values(EPOCH_VS_SOFTMAX, *({s: c[s][e] for s in seeds} for c in curves)).delta) for e in epochs]
@@ -349,7 +354,7 @@ def fig1_data(groups: Groups) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for arm, (key, *_) in ARMS.items():
         if key in groups:
-            losses = [r["train_loss"] for r in groups[key] if r.get("train_loss", {}).get("loss")]
+            losses = [r.train_loss for r in groups[key] if (r.train_loss or {}).get("loss")]
             n = min(len(c["loss"]) for c in losses)
             out[arm] = {"curves": [list(c.items()) for r in groups[key] if (c := val_curve(r))], "seeds": len(groups[key]),
                         "steps": np.asarray(losses[0]["step"][:n]), "loss": np.mean([c["loss"][:n] for c in losses], axis=0)}

@@ -18,7 +18,8 @@ from typing import Any
 
 from scipy import stats
 
-from ..records import choice, get, load_records, runs_dir, seeds_of
+from ..records import runs_dir, seeds_of
+from ..run_record import RunRecord, load_runs
 from ._compare import Comparison, Design, Grid, compare, per_seed
 from ._pages import bench_group, commits, dirty_note, line_plot, page_command, publish, pyplot, save_figure, shown_path, words
 from ._settings import NOT_STATED, Records, Setting, joined, seeds, settings_data
@@ -37,7 +38,7 @@ FEWER_SAMPLES = 10.0  # the paper: one to two orders of magnitude (10-100x) fewe
 # Under results_dir: the page of `scripts/bench_losses.py --only "tree sampling time vs C"`; its data is the .json beside it.
 BENCH_FILE = "bench_losses_cpu_tree-sampling-time-vs-c.md"
 BENCH_SECTION = "sampled softmax: tree sampling time vs C"
-VAL_LOSS = "metrics.val/loss"
+VAL_LOSS = "val/loss"
 # "Comparable to full softmax": validation perplexity within 10% either way. Arms are paired by seed: set_seed(seed)
 # precedes the model's construction, which draws the embedding and the LSTM before the head (models/lstm_lm.py), and
 # every run reads the same training stream in order.
@@ -46,12 +47,12 @@ COMPARABLE = Comparison("full softmax", "quadratic", VAL_LOSS, Design.PAIRED_BY_
 FLAT_GAIN = 0.05  # nats per doubling of m: ours, about the exact softmax sampler's spread over m in our setting (0.06)
 DESIGN_IDS = ("kernel-design-last-hidden-layer", "kernel-design-sampling-only", "kernel-design-partition-function")
 ADAPTS = ("quadratic", "uniform")  # the samplers the adapts-low-bias row sets side by side
-Cells = dict[str | None, dict[int, list[dict[str, Any]]]]  # sampler (None: the full softmax, m 0) -> m -> its records
+Cells = dict[str | None, dict[int, list[RunRecord]]]  # sampler (None: the full softmax, m 0) -> m -> its records
 # The full-softmax learning rates compared for the paper-like setting's plain SGD (ours; 300 steps each); no record keeps
 # them. The chosen rate, 20, is the grid's largest: a larger rate was not tried.
 SGD_RATE_GRID = (1, 10, 20)
 WORDS = words("_kernel_bias_settings.j2", MIN_SEEDS=MIN_SEEDS, rate_grid=SGD_RATE_GRID)
-SETUP = ("model.hidden_size", "task.bptt", "train.optim", "train.lr", "loss.bias")  # the config keys a section names
+SETUP = (("model", "hidden_size"), ("task", "bptt"), ("train", "optim"), ("train", "lr"), ("loss", "bias"))  # the settings a section names
 FIGURE = words("_lm_figures.j2")
 # One look per sampler (marker, line style, colour map), so that two samplers with the same losses stay apart.
 STYLES = {"uniform": ("o", ":", "Blues"), "unigram": ("s", "-.", "Purples"), "quadratic": ("^", "--", "Oranges"),
@@ -59,9 +60,9 @@ STYLES = {"uniform": ("o", ":", "Blues"), "unigram": ("s", "-.", "Purples"), "qu
 SHIFT = 0.1  # octaves between neighbouring samplers' points along the log-m axis, centred on the true m
 
 
-def sampler_name(record: dict[str, Any]) -> str | None:
+def sampler_name(record: RunRecord) -> str | None:
     """"uniform" / "unigram" / "quadratic" / "softmax" for a sampled run, None for the full softmax."""
-    return choice(record, "sampler") if choice(record, "loss") == "sampled_softmax" else None
+    return record.choice("sampler") if record.choice("loss") == "sampled_softmax" else None
 
 
 def ordered(names: Iterable[str]) -> list[str]:
@@ -69,11 +70,11 @@ def ordered(names: Iterable[str]) -> list[str]:
     return sorted(set(names), key=lambda name: (SAMPLERS.index(name) if name in SAMPLERS else len(SAMPLERS), name))
 
 
-def cells(records: list[dict[str, Any]]) -> Cells:
+def cells(records: list[RunRecord]) -> Cells:
     out: Cells = {}
     for r in records:
         name = sampler_name(r)
-        out.setdefault(name, {}).setdefault(0 if name is None else int(r["config"]["loss"]["num_samples"]), []).append(r)
+        out.setdefault(name, {}).setdefault(0 if name is None else int(r.option("loss", "num_samples")), []).append(r)
     return out
 
 
@@ -133,7 +134,7 @@ def fewer_samples(by: Cells, kernel: str, ratio: float) -> dict[str, Any] | None
     return {"kind": kind, "pairs": pairs, "seeds": seeds_of(r for name in (kernel, "uniform") for rs in by[name].values() for r in rs)}
 
 
-def review_claims(records: list[dict[str, Any]], experiment: str) -> list[dict[str, Any]]:
+def review_claims(records: list[RunRecord], experiment: str) -> list[dict[str, Any]]:
     """One setting's rows of kernel against unigram and of m ≈ 10–50 (each m's Δ paired by seed)."""
     by, seeds = cells(records), seeds_of(records)
     if None not in by:
@@ -187,24 +188,24 @@ def diagnostics(results_dir: str | Path, experiment: str = EXPERIMENT) -> list[d
     return results
 
 
-def log_curve(record: dict[str, Any]) -> dict[int, float]:
+def log_curve(record: RunRecord) -> dict[int, float]:
     """step -> ln validation curve perplexity, step 0 (the initialisation) left out."""
-    return {h["step"]: math.log(h["val/curve_perplexity"]) for h in record.get("history", [])
+    return {h["step"]: math.log(h["val/curve_perplexity"]) for h in record.history
             if "val/curve_perplexity" in h and h["step"] > 0}
 
 
-def gaps_by_m(records: list[dict[str, Any]]) -> tuple[bool, dict[str, dict[int, float]]]:
+def gaps_by_m(records: list[RunRecord]) -> tuple[bool, dict[str, dict[int, float]]]:
     """(whether the gaps are along the validation curves, sampler -> m -> gap to the same seed's full softmax, mean over seeds)."""
     by, with_curves = cells(records), all(log_curve(r) for r in records)
-    full = {r["seed"]: r for r in by.pop(None, {}).get(0, [])}
+    full = {r.seed: r for r in by.pop(None, {}).get(0, [])}
 
-    def gap(run: dict[str, Any], base: dict[str, Any]) -> float:
+    def gap(run: RunRecord, base: RunRecord) -> float:
         if not with_curves:
-            return run["metrics"]["val/loss"] - base["metrics"]["val/loss"]
+            return run.metrics[VAL_LOSS] - base.metrics[VAL_LOSS]
         ref = log_curve(base)
         return mean([v - ref[s] for s, v in log_curve(run).items() if s in ref])
 
-    found = {name: {m: [gap(r, full[r["seed"]]) for r in rs if r["seed"] in full] for m, rs in sorted(per_m.items())}
+    found = {name: {m: [gap(r, full[r.seed]) for r in rs if r.seed in full] for m, rs in sorted(per_m.items())}
              for name, per_m in by.items()}
     return with_curves, {name: {m: mean(g) for m, g in per_m.items() if g} for name, per_m in found.items() if any(per_m.values())}
 
@@ -221,7 +222,7 @@ def flat_from(gains: list[tuple[int, int, float]]) -> int | None:
     return gains[last + 1][0] if last + 1 < len(gains) else None
 
 
-def diminishing_row(records: list[dict[str, Any]], experiment: str) -> list[dict[str, Any]]:
+def diminishing_row(records: list[RunRecord], experiment: str) -> list[dict[str, Any]]:
     """The diminishing-returns row of one setting ([] without sampled runs at two m or more)."""
     with_curves, gaps = gaps_by_m(records)
     gains = {name: gains_per_doubling(gaps[name]) for name in ordered(gaps) if len(gaps[name]) >= 2 and name != "softmax"}
@@ -272,15 +273,15 @@ def adapts_row(results_dir: str | Path, experiment: str) -> list[dict[str, Any]]
 def ours(records: Records) -> dict[str, object]:
     """The values a setting's column shows: model, the grid of m per sampler, α, schedule, optimiser."""
     first, grid = records[0], {name: sorted(per_m) for name, per_m in cells(records).items() if name is not None}
-    return {"hidden": get(first, "config.model.hidden_size"), "bptt": get(first, "config.task.bptt"),
-            "batch": get(first, "config.train.batch_size"), "grid": grid,
-            "alpha": joined([r for r in records if sampler_name(r) in KERNELS], "config.loss.sampler.alpha"),
-            "clip": get(first, "config.train.max_grad_norm"), "steps": first["timing"]["global_steps"], "seeds": seeds(records),
-            "optim": get(first, "config.train.optim"), "lr": joined(records, "config.train.lr"),
-            "paper": first["experiment"] == PAPER_SETTING}
+    return {"hidden": first.setting("model", "hidden_size"), "bptt": first.setting("task", "bptt"),
+            "batch": first.setting("train", "batch_size"), "grid": grid,
+            "alpha": joined([r for r in records if sampler_name(r) in KERNELS], lambda r: r.setting("loss", "sampler", "alpha")),
+            "clip": first.setting("train", "max_grad_norm"), "steps": first.timing["global_steps"], "seeds": seeds(records),
+            "optim": first.setting("train", "optim"), "lr": joined(records, lambda r: r.setting("train", "lr")),
+            "paper": first.experiment == PAPER_SETTING}
 
 
-def setting(results_dir: str | Path, experiment: str, records: list[dict[str, Any]]) -> dict[str, Any]:
+def setting(results_dir: str | Path, experiment: str, records: list[RunRecord]) -> dict[str, Any]:
     """One setting's section: its setup, the table, the findings per kernel, the validation curves, the diagnostics."""
     folder = runs_dir(results_dir) / experiment
     if not records:
@@ -293,20 +294,20 @@ def setting(results_dir: str | Path, experiment: str, records: list[dict[str, An
         return data
     ms = sorted({m for per_m in grid.values() for m in per_m})
     return data | {"commits": commits(records), "seeds": seeds_of(records), "ms": ms, "full": full, "grid": grid,
-                   "setup": {key.split(".")[1]: get(records[0], f"config.{key}") for key in SETUP},
-                   "steps": records[0]["timing"]["global_steps"], "base": mean(full),
+                   "setup": {name: records[0].setting(group, name) for group, name in SETUP},
+                   "steps": records[0].timing["global_steps"], "base": mean(full),
                    "rows": [(name, [(mean(grid[name][m]), len(grid[name][m])) if m in grid[name] else None for m in ms])
                             for name in ordered(grid)],
                    "oracle_gap": max((abs(mean(v) - mean(full)) for v in grid.get("softmax", {}).values()), default=None),
                    "findings": [finding(by, k, experiment) for k in KERNELS if k in by], "records": records,
-                   "curves": any("val/curve_perplexity" in h for r in records for h in r.get("history", [])),
+                   "curves": any("val/curve_perplexity" in h for r in records for h in r.history),
                    "diagnostics": (found := diagnostics(results_dir, experiment)),
                    "trained": sorted({r["meta"].get("trained_by") for r in found} - {None})}
 
 
 def summarise(results_dir: str | Path = "results") -> dict[str, Any]:
     """The page's data: the settings, per setting its section, the review's rows, the ledger rows."""
-    found = {e: load_records(runs_dir(results_dir), e) for e in (EXPERIMENT, PAPER_SETTING)}
+    found = {e: load_runs(runs_dir(results_dir), e) for e in (EXPERIMENT, PAPER_SETTING)}
     found = {e: records for e, records in found.items() if records or e == EXPERIMENT}  # the paper-like setting's are optional
     sections = [setting(results_dir, e, records) for e, records in found.items()]
     findings = [f for s in sections if s["complete"] for f in s["findings"]]
@@ -338,7 +339,7 @@ def plot(full: list[float], grid: dict[str, dict[int, list[float]]], path: Path,
         ax.set_xscale("log", base=2)
 
 
-def curves_plot(records: list[dict[str, Any]], path: Path, title: str) -> None:
+def curves_plot(records: list[RunRecord], path: Path, title: str) -> None:
     """Validation perplexity against step, one panel per sampler: per m the geometric mean over seeds (thin: each seed),
     darker for larger m, and the full softmax's, from the runs of ``records`` with a validation curve."""
     def mean_curve(curves: list[dict[int, float]]) -> tuple[list[int], list[float]]:  # at the steps every seed logged
@@ -347,7 +348,7 @@ def curves_plot(records: list[dict[str, Any]], path: Path, title: str) -> None:
 
     by = {(name, m): curves for name, per_m in cells(records).items() for m, rs in per_m.items()  # (sampler, m) -> per seed
           if (curves := [c for r in rs if (c := log_curve(r))])}
-    sizes = sorted({h["val/curve_tokens"] for r in records for h in r.get("history", []) if "val/curve_tokens" in h})
+    sizes = sorted({h["val/curve_tokens"] for r in records for h in r.history if "val/curve_tokens" in h})
     names = ordered({n for n, _ in by} - {None})
     full = [c for (n, _), cs in by.items() if n is None for c in cs]
     fig, axes = pyplot().subplots(1, len(names), figsize=(3.4 * len(names), 4.8), sharey=True, squeeze=False)

@@ -10,10 +10,11 @@ from typing import Any
 
 import numpy as np
 
-from ..records import choice, get, group_by, load_records, runs_dir, seeds_of
+from ..records import group_by, runs_dir, seeds_of
+from ..run_record import load_runs
 from ._pages import dirty_note, page_command, provenance, publish, pyplot, save_figure, shown_path, words
 from ._seq2seq import ARMS, BOOTSTRAP_SAMPLES, SETTINGS_WORDS, SOFTMAX, SPARSE, Record, output_shares, outputs, seq2seq_settings
-from ._settings import shown
+from ._settings import setting, shown
 from ._stats import DeltaInterval, LinearTrend, mean, paired_bootstrap
 from ._verdicts import claimed_direction, trend_verdict, verdict
 from .table5 import TABLE5
@@ -23,22 +24,24 @@ HEADLINES = {EXPERIMENT: "sparse-regime-trend-k20"}  # README.md's status table:
 METRICS = ("rouge1", "rouge2")
 BEAM = 1
 PAPER_DELTAS = TABLE5.paper[BEAM]  # Sun et al. 2021, Table 5 (Gigaword-10k, UniLM, beam 1): sparse − softmax
-START = "config.regime.start_epoch"  # a fine-tuning run's start epoch; the start run's config has none
+START = setting("regime", "start_epoch")  # a fine-tuning run's start epoch; the start run's config has none
 FIGURE = words("_sparse_regime_figures.j2")  # sparse_regime.png's words
 
 
 def sparse_k(record: Record) -> int | None:
     """The k of a sparse arm, None for the softmax arm."""
-    loss = choice(record, "loss")
+    loss = record.choice("loss")
     if loss not in (SOFTMAX, SPARSE):
-        raise ValueError(f"{record['run_name']}: the regime study pairs softmax with sparse_softmax, got loss={loss}")
-    return None if loss == SOFTMAX else int(get(record, "config.loss.k"))
+        raise ValueError(f"{record.run_name}: the regime study pairs softmax with sparse_softmax, got loss={loss}")
+    return None if loss == SOFTMAX else int(record.option("loss", "k"))
 
 
 def points(runs: Path, arms: list[Record]) -> list[dict[str, Any]]:
     """Per (scale, start, seed, sparse k) of the fine-tuning ``arms``: the softmax arm's regime, Δ R-1/2 and item intervals."""
-    out = []
-    for (scale, start, seed), group in sorted(group_by(arms, ["config.scale.name", START, "seed"]).items()):
+    out, groups = [], {}
+    for r in arms:
+        groups.setdefault((r.setting("scale", "name"), START(r), r.seed), []).append(r)
+    for (scale, start, seed), group in sorted(groups.items()):
         by_k = {sparse_k(r): r for r in group}
         if (soft := by_k.pop(None, None)) is None:
             continue
@@ -46,9 +49,9 @@ def points(runs: Path, arms: list[Record]) -> list[dict[str, Any]]:
             (rows,) = outputs([(soft, sparse)], runs).values()  # (softmax rows, sparse rows)
             out.append({
                 "scale": scale, "start": start, "seed": seed, "k": k, "n": len(rows[0]), "records": [soft, sparse],
-                "share": soft["metrics"]["test/target_in_topk"], "share_k": int(soft["metrics"]["test/diagnostics_k"]),
-                "rank": soft["metrics"]["test/median_target_rank"], "sparse_share": sparse["metrics"]["test/target_in_topk"],
-                **{arm: {m: r["metrics"][f"test/{m}_beam{BEAM}"] for m in METRICS} for arm, r in zip(ARMS, (soft, sparse))},
+                "share": soft.metrics["test/target_in_topk"], "share_k": int(soft.metrics["test/diagnostics_k"]),
+                "rank": soft.metrics["test/median_target_rank"], "sparse_share": sparse.metrics["test/target_in_topk"],
+                **{arm: {m: r.metrics[f"test/{m}_beam{BEAM}"] for m in METRICS} for arm, r in zip(ARMS, (soft, sparse))},
                 "degenerate": {arm: s[0] for arm, s in output_shares(dict(zip(ARMS, rows)), [BEAM])["degenerate"].items()},
                 **{m: paired_bootstrap(*([r[f"beam{BEAM}"][m] for r in arm_rows] for arm_rows in rows), num_samples=BOOTSTRAP_SAMPLES)
                    for m in METRICS},
@@ -58,7 +61,7 @@ def points(runs: Path, arms: list[Record]) -> list[dict[str, Any]]:
 
 def records_of(pts: list[dict[str, Any]]) -> list[Record]:
     """The distinct records behind ``pts`` (a softmax arm stands behind each of its seed's sparse arms)."""
-    return list({r["run_name"]: r for p in pts for r in p["records"]}.values())
+    return list({r.run_name: r for p in pts for r in p["records"]}.values())
 
 
 def per_start(pts: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -70,7 +73,7 @@ def per_start(pts: list[dict[str, Any]]) -> list[dict[str, Any]]:
         rows.append({"scale": scale, "start": start, "k": k, "points": ps, "delta": delta, "share_k": ps[0]["share_k"],
                      "verdict": verdict(delta, claimed_direction(PAPER_DELTAS["rouge1"])), "dirty": dirty_note(records_of(ps)),
                      "share": mean([p["share"] for p in ps]), "rank": mean([p["rank"] for p in ps]),
-                     "softmax_rouge1": mean([p["softmax"]["rouge1"] for p in ps]),
+                     "softmax_rouge1": mean([p[SOFTMAX]["rouge1"] for p in ps]),
                      "degenerate": {arm: mean([p["degenerate"][arm] for p in ps]) for arm in ARMS}})
     return rows
 
@@ -117,9 +120,9 @@ def per_k(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
 def summarise(results_dir: str | Path = "results") -> dict[str, Any]:
     """The page's data (``points`` empty without records): the points, per start, trends, the grid, the settings, claims."""
     runs = runs_dir(results_dir)
-    records = load_records(runs, EXPERIMENT) if (runs / EXPERIMENT).is_dir() else []
-    starts = [r for r in records if get(r, START) is None]
-    arms = [r for r in records if get(r, START) is not None]
+    records = load_runs(runs, EXPERIMENT) if (runs / EXPERIMENT).is_dir() else []
+    starts = [r for r in records if START(r) is None]
+    arms = [r for r in records if START(r) is not None]
     data = {"folder": shown_path(runs / EXPERIMENT), "command": page_command(EXPERIMENT, results_dir), "points": points(runs, arms)}
     if not (pts := data["points"]):
         return data | {"claims": []}
@@ -127,12 +130,12 @@ def summarise(results_dir: str | Path = "results") -> dict[str, Any]:
     ks = per_k(rows)
     return data | {
         "provenance": provenance(EXPERIMENT, records, results_dir), "starts": starts, "beam": BEAM, "bootstrap_samples": BOOTSTRAP_SAMPLES,
-        "schedule": shown(starts, "config.regime.epochs"), "start_epochs": shown(starts, "config.train.epochs"),
-        "arm_epochs": shown(arms, "config.train.epochs"), "smoothing": shown(records, "config.loss.label_smoothing"),
-        "grid": {"starts": sorted({get(r, START) for r in arms}), "ks": sorted({k for r in arms if (k := sparse_k(r))}),
+        "schedule": shown(starts, setting("regime", "epochs")), "start_epochs": shown(starts, setting("train", "epochs")),
+        "arm_epochs": shown(arms, setting("train", "epochs")), "smoothing": shown(records, setting("loss", "label_smoothing")),
+        "grid": {"starts": sorted({START(r) for r in arms}), "ks": sorted({k for r in arms if (k := sparse_k(r))}),
                  "seeds": seeds_of(records), "runs": len(records),
-                 "hours": sum(r["timing"]["wall_s"] for r in records) / 3600,
-                 "cpu_only": sorted({get(r, "config.scale.name") for r in records}) == ["cpu"]},
+                 "hours": sum(r.timing["wall_s"] for r in records) / 3600,
+                 "cpu_only": sorted({r.setting("scale", "name") for r in records}) == ["cpu"]},
         "per_k": ks, "rows": rows, "start_seeds": seeds_of(starts),
         "unilm_rouge1": TABLE5.unilm["rouge1"], "paper_epochs": SETTINGS_WORDS.paper["gigaword"]["epochs"], "paper_deltas": PAPER_DELTAS,
         "settings": seq2seq_settings("gigaword", {"the start run": starts, "the arms from a start": arms}, EXPERIMENT),

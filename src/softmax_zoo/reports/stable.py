@@ -18,7 +18,8 @@ from typing import Any
 import torch
 
 from ..diagnostics import loss_forms
-from ..records import get, load_records, runs_dir, seeds_of
+from ..records import runs_dir, seeds_of
+from ..run_record import RunRecord, load_runs
 from ._compare import Comparison, Design, compare_values, per_seed
 from ._pages import commits, dirty_note, page_command, publish, pyplot, save_figure, shown_path, words
 from ._stats import mean
@@ -53,14 +54,14 @@ def arms(dtypes=("float32", "bfloat16")) -> list[tuple[str, str]]:
     return [(f, d) for d in dtypes for f in ("standard", "cast", "stable") if f != "cast" or d == "bfloat16"]
 
 
-def group(records, **match) -> list[dict]:
+def group(records, **match) -> list[RunRecord]:
     """The records whose config fields (study, form, dtype, start, loss) equal ``match``."""
-    return [r for r in records if all(get(r, f"config.{k}") == v for k, v in match.items())]
+    return [r for r in records if all(r.setting(k) == v for k, v in match.items())]
 
 
 def setting_of(records, study: str) -> dict[str, Any]:
     """The Setting of ``study``'s runs (the fullest one: the first runs lack the later regimes' fields)."""
-    return max((r["config"]["setting"] for r in group(records, study=study)), key=len, default={})
+    return max((r.setting("setting") for r in group(records, study=study)), key=len, default={})
 
 
 def higher(a: dict[int, float], b: dict[int, float], digits: int = 2) -> Verdict:
@@ -70,12 +71,12 @@ def higher(a: dict[int, float], b: dict[int, float], digits: int = 2) -> Verdict
 
 def by(runs, key: str) -> dict[int, float]:
     """seed -> final ``key``."""
-    return per_seed(runs, f"metrics.{key}")
+    return per_seed(runs, key)
 
 
 def finals(runs, key: str) -> list[float] | None:
     """Final ``key`` of every run; None when some run lacks it (the page's dash)."""
-    return [float(r["metrics"][key]) for r in runs] if runs and all(key in r["metrics"] for r in runs) else None
+    return [float(r.metrics[key]) for r in runs] if runs and all(key in r.metrics for r in runs) else None
 
 
 def ratio(a_runs, b_runs, key: str) -> dict[str, Any] | None:
@@ -133,7 +134,7 @@ def ce_rows(records, study: str, **match) -> list[dict[str, Any]]:
 
 def kd_rows(records, study: str, starts=("equal", "fresh"), **match) -> list[dict[str, Any]]:
     """Final numbers of the distillation runs of ``study``, one row per (start, dtype, form), with the step-0 gradient norm."""
-    return [{"start": start, "dtype": d, "form": f, "step0": [float(r["history"][0]["logit_grad_norm"]) for r in runs],
+    return [{"start": start, "dtype": d, "form": f, "step0": [float(r.history[0]["logit_grad_norm"]) for r in runs],
              **{k: finals(runs, k) for k in KD_KEYS}}
             for start in starts for f, d in arms()
             if (runs := group(records, study=study, dtype=d, form=f, **({"start": start} if study == "cancellation" else {}), **match))]
@@ -141,8 +142,8 @@ def kd_rows(records, study: str, starts=("equal", "fresh"), **match) -> list[dic
 
 def at_step(run: dict[str, Any], step: int) -> dict[str, float]:
     """The logged point at ``step`` with the latest test accuracy at or before it."""
-    point = next(p for p in run["history"] if p["step"] == step)
-    tests = [p for p in run["history"] if p["step"] <= step and "test_accuracy" in p]
+    point = next(p for p in run.history if p["step"] == step)
+    tests = [p for p in run.history if p["step"] <= step and "test_accuracy" in p]
     return {**point, "test_accuracy": tests[-1]["test_accuracy"]} if tests else point
 
 
@@ -151,26 +152,26 @@ def saturate(records, level: float = 0.5) -> dict[str, Any]:
     each arm's means at the onset and at the end, the largest loss after the onset, the arms' final ratios."""
     sat = {(f, d): group(records, study="saturate", form=f, dtype=d) for f, d in SATURATE_ARMS}
     std = sat["standard", "float32"]
-    onset = {r["seed"]: next((p["step"] for p in r["history"] if p.get("target_prob_one_share", 0.0) >= level), None)
-             for r in sorted(std, key=lambda r: r["seed"])}
+    onset = {r.seed: next((p["step"] for p in r.history if p.get("target_prob_one_share", 0.0) >= level), None)
+             for r in sorted(std, key=lambda r: r.seed)}
     rows, worst = [], {}
     for (f, d), runs in sat.items():
-        runs = [r for r in runs if onset.get(r["seed"]) is not None]
+        runs = [r for r in runs if onset.get(r.seed) is not None]
         for when in ("onset", "end"):
-            points = [at_step(r, onset[r["seed"]]) if when == "onset" else r["metrics"] for r in runs]
+            points = [at_step(r, onset[r.seed]) if when == "onset" else r.metrics for r in runs]
             if points:
                 rows.append({"dtype": d, "form": f, "when": when, **{k: mean([p[k] for p in points]) for k in SATURATE_KEYS}})
         if runs:
-            worst[f"{f} {d}"] = {r["seed"]: max(p["loss"] for p in r["history"] if p["step"] > onset[r["seed"]]) for r in runs}
+            worst[f"{f} {d}"] = {r.seed: max(p["loss"] for p in r.history if p["step"] > onset[r.seed]) for r in runs}
     ratios = [{"a": " ".join(a), "b": " ".join(b), "key": key, "ratio": ratio(sat[a], sat[b], key)}
               for a, b in combinations(SATURATE_ARMS, 2) if sat[a] and sat[b] for key in ("loss", "param_grad_norm")]
-    return {"onset": onset, "peaks": {r["seed"]: max(p["target_prob_one_share"] for p in r["history"]) for r in std},
+    return {"onset": onset, "peaks": {r.seed: max(p["target_prob_one_share"] for p in r.history) for r in std},
             "rows": rows, "worst": {k: dict(sorted(v.items())) for k, v in worst.items() if v}, "ratios": ratios, "any": bool(std)}
 
 
 def peak_share(runs) -> dict[int, float]:
     """seed -> the largest share of target gradients exactly 0 along the run."""
-    return {r["seed"]: max(p.get("zero_target_grad_share", 0.0) for p in r["history"]) for r in runs}
+    return {r.seed: max(p.get("zero_target_grad_share", 0.0) for p in r.history) for r in runs}
 
 
 def claims(records) -> list[dict[str, Any]]:
@@ -182,7 +183,7 @@ def claims(records) -> list[dict[str, Any]]:
         mem = group(records, study="collapse", dtype="bfloat16", form="standard")
         rows += [{"id": "stable-collapse", "std": peak_share(std), "stb": peak_share(stb), "dirty": dirty_note(std + stb + mem),
                   "verdict": higher(peak_share(stb), peak_share(std), 3),
-                  "memorise": [(r["seed"], r["metrics"]["zero_target_grad_share"]) for r in mem]},
+                  "memorise": [(r.seed, r.metrics["zero_target_grad_share"]) for r in mem]},
                  {"id": "stable-collapse-training", "stable": ratio(std, stb, "loss"),
                   "float64": ratio(std, sat["standard", "float64"], "loss"), "dirty": dirty_note(sum(sat.values(), []))}]
     else:
@@ -199,7 +200,7 @@ def claims(records) -> list[dict[str, Any]]:
         rows.append({"id": "stable-cancellation", "std": by(std, "drift"), "stb": by(stb, "drift"), "dirty": dirty_note(std + stb),
                      "verdict": higher(by(stb, "drift"), by(std, "drift"), 4),
                      "steps": setting_of(records, "cancellation").get("distill_steps"),
-                     "step0": {f: mean([r["history"][0]["logit_grad_norm"] for r in runs])
+                     "step0": {f: mean([r.history[0]["logit_grad_norm"] for r in runs])
                                for f, runs in (("standard", std), ("stable", stb))}})
     for loss in ("ce", "kd"):
         std, stb = (group(records, study="generalise", loss=loss, dtype="bfloat16", form=f) for f in ("standard", "stable"))
@@ -218,12 +219,12 @@ def claims(records) -> list[dict[str, Any]]:
 def kd_ptb(results_dir: str | Path) -> dict[str, Any]:
     """The PTB self-distillation: its teachers, its students per KL form by seed, and the verdict on the stable
     form's lower test perplexity (paired t over seeds on log perplexity; None without students of both forms)."""
-    found = load_records(runs_dir(results_dir), KD_PTB)
-    form = {id(r): get(r, "config.distill.kl") if get(r, "config.distill.teacher") else None for r in found}
+    found = load_runs(runs_dir(results_dir), KD_PTB)
+    form = {id(r): r.setting("distill", "kl") if r.setting("distill", "teacher") else None for r in found}
     teachers = [r for r in found if form[id(r)] is None]
-    students = {f: sorted((r for r in found if form[id(r)] == f), key=lambda r: r["seed"]) for f in ("standard", "stable")}
+    students = {f: sorted((r for r in found if form[id(r)] == f), key=lambda r: r.seed) for f in ("standard", "stable")}
     every = [r for runs in students.values() for r in runs]
-    ppl = {f: per_seed(runs, "metrics.test/perplexity", log=True) for f, runs in students.items()}
+    ppl = {f: per_seed(runs, "test/perplexity", log=True) for f, runs in students.items()}
     return {"id": "stable-kd-ptb", "teachers": teachers, "students": students, "dirty": dirty_note(every),
             "verdict": higher(ppl["stable"], ppl["standard"], 4) if all(students.values()) else None,
             "sample": next(iter(every), teachers[0] if teachers else None),
@@ -253,16 +254,16 @@ def examples() -> list[dict[str, Any]]:
 def summarise(results_dir: str | Path = "results") -> dict[str, Any]:
     """The page's data: the study's settings and budget, each regime's rows and comparisons, the claims rows."""
     folder = runs_dir(results_dir) / EXPERIMENT
-    records = load_records(folder.parent, EXPERIMENT)
+    records = load_runs(folder.parent, EXPERIMENT)
     if not records:
         raise FileNotFoundError(f"no records in {folder}; run `make reproduce-stable` first")
-    threads = [get(r, "config.torch_threads") for r in records]
+    threads = [r.setting("torch_threads") for r in records]
     ptb, example = kd_ptb(results_dir), examples()
     return {
         "records": records, "folder": shown_path(folder), "command": page_command(EXPERIMENT, results_dir),
         "commits": commits(records), "seeds": seeds_of(records),
         "threads": sorted(set(threads) - {None}), "no_threads": threads.count(None),
-        "minutes": {s: sum(r["timing"]["wall_s"] for r in group(records, study=s)) / 60 for s in STUDIES},
+        "minutes": {s: sum(r.timing["wall_s"] for r in group(records, study=s)) / 60 for s in STUDIES},
         "s": setting_of(records, "collapse"), "g": setting_of(records, "generalise"), "sat": setting_of(records, "saturate"),
         "k": setting_of(records, "cancellation"),
         "memorise_peak": max(peak_share(group(records, study="collapse", dtype="float32", form="standard")).values(), default=None),
@@ -283,8 +284,8 @@ def summarise(results_dir: str | Path = "results") -> dict[str, Any]:
 def draw(ax, runs, key: str, form: str, dtype: str, floor: float = -math.inf, slot: int = 0, slots: int = 1) -> None:
     """The mean curve over seeds of ``key`` (values below ``floor`` drawn at it), markers every ~10 points,
     staggered by ``slot`` of ``slots`` so that coinciding curves still show every arm's markers."""
-    steps = [p["step"] for p in runs[0]["history"] if key in p]
-    by_step = [[p[key] for p in r["history"] if key in p] for r in runs]
+    steps = [p["step"] for p in runs[0].history if key in p]
+    by_step = [[p[key] for p in r.history if key in p] for r in runs]
     values = [max(mean([c[i] for c in by_step]), floor) for i in range(len(steps))]
     colour, style, marker = STYLE[(form, dtype)]
     every = max(slots, len(steps) // 10)

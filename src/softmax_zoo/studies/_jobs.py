@@ -6,7 +6,6 @@ sweep (``softmax_zoo.studies.sparse_regime``, ``.kernel_bias_paper``, ``.seeds``
 
 from __future__ import annotations
 
-import json
 import logging
 import signal
 import subprocess
@@ -18,6 +17,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from .. import config
 from ..cli_args import Option, Parser
+from ..run_record import RunRecord
 
 log = logging.getLogger(__name__)
 Runner = Callable[[list[str]], object]
@@ -35,11 +35,11 @@ def _record_path(cfg: DictConfig) -> Path:
     return Path(cfg.results_dir) / "runs" / cfg.experiment_name / f"{cfg.run_name}.json"
 
 
-def longer_than_recorded(record: dict, cfg: DictConfig) -> list[str]:
+def longer_than_recorded(record: RunRecord, cfg: DictConfig) -> list[str]:
     """``"train.epochs: 4 -> 16"`` for each length key the job ``cfg`` asks above what ``record`` ran; [] if none."""
     out = []
     for key in LENGTH_KEYS:
-        ran, asked = OmegaConf.select(OmegaConf.create(record.get("config", {})), key), OmegaConf.select(cfg, key)
+        ran, asked = OmegaConf.select(OmegaConf.create(record.config), key), OmegaConf.select(cfg, key)
         if ran is not None and asked is not None and asked > ran:
             out.append(f"{key}: {ran} -> {asked}")
     return out
@@ -56,7 +56,7 @@ def to_do(overrides: Sequence[str]) -> tuple[Path, list[str] | None]:
     path = _record_path(cfg)
     if not path.is_file():
         return path, []
-    longer = longer_than_recorded(json.loads(path.read_text()), cfg)
+    longer = longer_than_recorded(RunRecord.load(path), cfg)
     if longer and not any(Path(cfg.output_dir).glob("checkpoint-*")):
         raise FileNotFoundError(
             f"{' '.join(overrides)} asks a longer run than {path} holds ({'; '.join(longer)}), and {cfg.output_dir} "

@@ -46,6 +46,7 @@ from ..files import write_text
 from ..losses import Sampler
 from ..markdown import markdown_table
 from ..models import evaluating
+from ..run_record import RunRecord
 from ..tasks.lm import collate
 
 COMMITTED_RECORD = "results/runs/lm1b/lm1b_sampled_uniform_cpu_seed0.json"
@@ -200,20 +201,20 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
 
     stream = build_task(cfg).eval_datasets["validation"]
     probe = Probe(stream, args.probe_every, args.probe_tokens)
-    record = run(cfg, callbacks=[probe])
+    record = RunRecord.of(run(cfg, callbacks=[probe]))
     s = probe.sampler
     result = {
         "command": "python -m softmax_zoo.studies.sampled_uniform " + shlex.join(argv),
-        "config": {"steps": args.steps, "num_samples": int(cfg.loss.num_samples), "vocab_size": int(record["task_info"]["vocab_size"]),
+        "config": {"steps": args.steps, "num_samples": int(cfg.loss.num_samples), "vocab_size": int(record.info("vocab_size")),
                    "batch_tokens": int(cfg.train.batch_size * cfg.task.bptt), "probe_tokens": args.probe_tokens},
-        "threshold_frequency": cfg.loss.num_samples / (record["task_info"]["vocab_size"] - 1),
+        "threshold_frequency": cfg.loss.num_samples / (record.info("vocab_size") - 1),
         "accidental_hits": s.accidental_hits,
         "training_draws": s.draws,
-        "final_val_perplexity_full_split": record["metrics"]["val/perplexity"],
-        "final_train_loss": record["train_loss"]["loss"][-1],
+        "final_val_perplexity_full_split": record.metrics["val/perplexity"],
+        "final_train_loss": record.train_loss["loss"][-1],
         "points": probe.points,
     }
-    result["committed_record"] = compare_with_record(record["train_loss"], Path(COMMITTED_RECORD))
+    result["committed_record"] = compare_with_record(record.train_loss, Path(COMMITTED_RECORD))
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     (out / "sampled_uniform_check.json").write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
@@ -225,14 +226,14 @@ def compare_with_record(train_loss: dict[str, list], path: Path) -> dict[str, An
     """The committed run's curve and the largest |Δ train loss| over the logged steps both runs have."""
     if not path.exists():
         return None
-    committed = json.loads(path.read_text(encoding="utf-8"))
-    theirs = dict(zip(committed["train_loss"]["step"], committed["train_loss"]["loss"]))
+    committed = RunRecord.load(path)
+    theirs = dict(zip(committed.train_loss["step"], committed.train_loss["loss"]))
     shared = [(theirs[step], loss) for step, loss in zip(train_loss["step"], train_loss["loss"]) if step in theirs]
     return {
         "path": str(path),
-        "test_perplexity": committed["metrics"]["test/perplexity"],
-        "curve": [[h["step"], h["val/curve_perplexity"]] for h in committed["history"] if "val/curve_perplexity" in h],
-        "train_loss_first_last": [committed["train_loss"]["loss"][0], committed["train_loss"]["loss"][-1]],
+        "test_perplexity": committed.metrics["test/perplexity"],
+        "curve": [[h["step"], h["val/curve_perplexity"]] for h in committed.history if "val/curve_perplexity" in h],
+        "train_loss_first_last": [committed.train_loss["loss"][0], committed.train_loss["loss"][-1]],
         "max_abs_train_loss_diff": max(abs(a - b) for a, b in shared) if shared else None,
         "shared_logged_steps": len(shared),
     }

@@ -3,7 +3,7 @@
 Every run trains a small MLP on modular addition, full batch (:mod:`._stable_runs`: data, model,
 loss forms "standard", "cast" (standard on float32-cast logits) and "stable", and the regimes
 "memorise", "generalise", "saturate"), 3+ seeds, and writes one JSON record into ``out`` in the
-training records' schema (:func:`softmax_zoo.records.study_record`; a rerun skips the records
+training records' schema (:class:`softmax_zoo.run_record.RunRecord`; a rerun skips the records
 that exist, so an interrupted study resumes). The studies (``only=``):
 
 - ``collapse`` (memorise): CE in each form, float32 and bfloat16 logits, Adam without weight decay,
@@ -35,7 +35,8 @@ from typing import Any
 import torch
 
 from ..cli_args import ArgumentError, Option, Parser, fail
-from ..records import record_path, study_record, write_record
+from ..records import write_record
+from ..run_record import RunRecord, record_path
 from ._stable_runs import (
     DTYPES,
     FORMS,
@@ -102,13 +103,13 @@ def run_one(spec: dict[str, Any], setting: Setting, teacher_of) -> dict[str, Any
 
 
 def record_of(spec: dict[str, Any], setting: Setting, result: dict[str, Any], seconds: float, experiment: str,
-              command: list[str]) -> dict[str, Any]:
-    """The run's record in the training records' schema (:func:`softmax_zoo.records.study_record`).
+              command: list[str]) -> RunRecord:
+    """The run's record in the training records' schema (:class:`softmax_zoo.run_record.RunRecord`).
 
     ``choices`` are the run's arms (study, form, dtype; start or loss where the study has one), ``config``
     the arms, the seed and the :class:`Setting`; ``metrics`` the final numbers, ``history`` the curve.
     """
-    return study_record(
+    return RunRecord.new(
         experiment=experiment, run_name=run_name(spec), seed=spec["seed"],
         choices={k: v for k, v in spec.items() if k != "seed"},
         config={**spec, "setting": asdict(setting), "torch_threads": torch.get_num_threads()},
