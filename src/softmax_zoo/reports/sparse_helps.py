@@ -15,7 +15,8 @@ from typing import Any
 import numpy as np
 from scipy import stats
 
-from ..records import get, group_by, load_records, runs_dir, seeds_of
+from ..records import runs_dir, seeds_of
+from ..run_record import RunRecord, load_runs
 from ._compare import Comparison, Design, compare, per_seed
 from ._pages import dirty_note, page_command, provenance, publish, pyplot, save_figure, shown_path, words
 from ._stats import LinearTrend, mean, mean_ci, seeds_label
@@ -24,15 +25,19 @@ from ._verdicts import MIN_SEEDS, VerdictKind, too_few, trend_verdict
 EXPERIMENT = "sparse_helps"
 HEADLINES = {EXPERIMENT: "sparse-helps-threshold-k20"}  # README.md's status table: the row heading the experiment
 ACCURACY, LOG_LIKELIHOOD = "test/mode_accuracy", "test/log_likelihood"
-START = "config.regime.start_epoch"  # a regime-study arm's start epoch (its start run has none)
 DIAL_K = 20  # the k at which the real runs' records hold the softmax arm's share of targets
 FIGURE = words("_sparse_helps_figures.j2")  # sparse_helps.png's words
-Record = dict[str, Any]
+Record = RunRecord
+
+
+def start_epoch(r: RunRecord) -> int | None:
+    """A regime-study arm's start epoch (its start run has none)."""
+    return r.setting("regime", "start_epoch")
 
 
 def accuracy_delta(metric: str, log: bool = False) -> Comparison:
     """Δ = metric(sparse) − metric(softmax) of one seed's two arms, paired by seed (of logs with ``log``)."""
-    return Comparison(a="softmax", b="sparse", metric=f"metrics.{metric}", design=Design.PAIRED_BY_SEED, log=log)
+    return Comparison(a="softmax", b="sparse", metric=metric, design=Design.PAIRED_BY_SEED, log=log)
 
 
 def prediction_band(values: list[float], confidence: float = 0.95) -> tuple[float, float]:
@@ -59,27 +64,30 @@ def crossing(x: list[float], y: list[float]) -> float | None:
 def levels(records: list[Record], k: int, start: str) -> list[dict[str, Any]]:
     """Per dial level, sparse k (``start``: cold or init) against softmax of the same start: the regime and the paired Δ."""
     out = []
-    for (level,), group in sorted(group_by(records, ["choices.level"]).items()):
-        soft = [r for r in group if get(r, "choices.loss") == "softmax" and get(r, "choices.start") == start]
-        sparse = [r for r in group if get(r, "choices.k") == k and get(r, "choices.start") == start]
+    by_level: dict[Any, list[RunRecord]] = {}
+    for r in records:
+        by_level.setdefault(r.choices.get("level"), []).append(r)
+    for level, group in sorted(by_level.items()):
+        soft = [r for r in group if r.choices.get("loss") == "softmax" and r.choices.get("start") == start]
+        sparse = [r for r in group if r.choices.get("k") == k and r.choices.get("start") == start]
         if not soft or not sparse:
             continue
-        share = per_seed(soft, f"metrics.test/target_in_top{k}")
-        seeds = sorted(set(share) & set(per_seed(sparse, "seed")))
+        share = per_seed(soft, f"test/target_in_top{k}")
+        seeds = sorted(set(share) & set(per_seed(sparse, lambda r: r.seed)))
         arms = {"softmax": soft, "sparse": sparse}
         out.append({
             "level": level, "seeds": seeds, "share": mean([share[s] for s in seeds]), "share_by_seed": share,
-            "teacher_mass": mean([get(r, f"metrics.teacher/top{k}_mass") for r in soft]),
-            "temperature": get(soft[0], "config.temperature"),
+            "teacher_mass": mean([r.metrics[f"teacher/top{k}_mass"] for r in soft]),
+            "temperature": soft[0].setting("temperature"),
             **{name: compare(accuracy_delta(metric, log), soft, sparse).delta
                for name, metric, log in (("accuracy", ACCURACY, False), ("log_accuracy", ACCURACY, True),
                                          ("log_likelihood", LOG_LIKELIHOOD, False))},
-            **{f"{arm}_{name}": mean(list(per_seed(rs, f"metrics.{metric}").values())) for arm, rs in arms.items()
+            **{f"{arm}_{name}": mean(list(per_seed(rs, metric).values())) for arm, rs in arms.items()
                for name, metric in (("accuracy", ACCURACY), ("log_likelihood", LOG_LIKELIHOOD),
                                     ("crowd", f"test/logits_near_kth_k{k}"), ("crowd_share", f"test/logits_near_kth_share_k{k}"),
                                     ("rank", "test/median_target_rank"), ("frequent", "test/argmax_frequent"),
                                     ("sparse_share", f"test/target_in_top{k}"))},
-            "teacher_frequent": mean([get(r, "metrics.teacher/mode_frequent") for r in soft]),
+            "teacher_frequent": mean([r.metrics["teacher/mode_frequent"] for r in soft]),
             "records": soft + sparse,
         })
     return out
@@ -142,22 +150,22 @@ def trend(curve: dict[str, Any], name: str) -> dict[str, Any]:
 
 def classes_of(record: Record) -> int:
     """C of a real run: its task's class count, else its head's as the record prints it (``num_classes=30522``)."""
-    if (n := get(record, "task_info.num_classes")) is not None:
+    if (n := record.info("num_classes")) is not None:
         return int(n)
-    found = re.search(r"num_classes=(\d+)", str(get(record, "model.heads.head")))
+    found = re.search(r"num_classes=(\d+)", str(((record.model or {}).get("heads") or {}).get("head")))
     if not found:
-        raise ValueError(f"record {record['run_name']} names no class count")
+        raise ValueError(f"record {record.run_name} names no class count")
     return int(found.group(1))
 
 
 # The real runs: (key, experiment folder, the metric the page compares, which controlled curve's start they match, which
 # of the folder's records belong to the setting). Regime-study starts come one setting per start epoch.
 REAL = (
-    ("table5", "table5", "test/rouge1_beam1", "cold", lambda r: get(r, "choices.start") is None),
-    ("table5_init", "table5", "test/rouge1_beam1", "init", lambda r: get(r, "choices.start") == "softmax_run"),
-    ("table3", "table3", "test/rouge1_beam1", "cold", lambda r: get(r, "choices.start") is None),
-    ("table3_init", "table3", "test/rouge1_beam1", "init", lambda r: get(r, "choices.start") == "softmax_run"),
-    ("sparse_regime", "sparse_regime", "test/rouge1_beam1", "init", lambda r: get(r, START) is not None),
+    ("table5", "table5", "test/rouge1_beam1", "cold", lambda r: r.choices.get("start") is None),
+    ("table5_init", "table5", "test/rouge1_beam1", "init", lambda r: r.choices.get("start") == "softmax_run"),
+    ("table3", "table3", "test/rouge1_beam1", "cold", lambda r: r.choices.get("start") is None),
+    ("table3_init", "table3", "test/rouge1_beam1", "init", lambda r: r.choices.get("start") == "softmax_run"),
+    ("sparse_regime", "sparse_regime", "test/rouge1_beam1", "init", lambda r: start_epoch(r) is not None),
     *((task, f"fig2_{task}", "test/micro_f1", "cold", lambda r: True) for task in ("iflytek", "wos", "clinc_oos", "finetune_clinc_oos")),
 )
 
@@ -180,23 +188,25 @@ def real_runs(results_dir: str | Path, curves: dict[tuple[int, str], dict[str, A
     for key, folder, metric, start, belongs in REAL:
         if not (runs / folder).is_dir():
             continue
-        records = [r for r in load_records(runs, folder) if belongs(r)]
-        groups = group_by(records, [START]) if key == "sparse_regime" else {(None,): records}
-        for (epoch,), group in sorted(groups.items(), key=lambda kv: str(kv[0])):
-            soft = [r for r in group if get(r, "choices.loss") == "softmax"]
-            sparse = [r for r in group if get(r, "choices.loss") == "sparse_softmax"]
-            if other := sorted({int(get(r, "config.loss.k")) for r in sparse} - {DIAL_K}):
+        records = [r for r in load_runs(runs, folder) if belongs(r)]
+        groups: dict[Any, list[RunRecord]] = {}
+        for r in records:
+            groups.setdefault(start_epoch(r) if key == "sparse_regime" else None, []).append(r)
+        for epoch, group in sorted(groups.items(), key=lambda kv: str((kv[0],))):
+            soft = [r for r in group if r.choices.get("loss") == "softmax"]
+            sparse = [r for r in group if r.choices.get("loss") == "sparse_softmax"]
+            if other := sorted({int(r.option("loss", "k")) for r in sparse} - {DIAL_K}):
                 unplaced.append({"key": key, "epoch": epoch, "ks": other})
-            sparse = [r for r in sparse if int(get(r, "config.loss.k")) == DIAL_K]
-            if not soft or not sparse or {get(r, "metrics.test/diagnostics_k") for r in soft} != {float(DIAL_K)}:
+            sparse = [r for r in sparse if int(r.option("loss", "k")) == DIAL_K]
+            if not soft or not sparse or {r.metrics.get("test/diagnostics_k") for r in soft} != {float(DIAL_K)}:
                 continue
             log_delta = compare(accuracy_delta(metric, log=True), soft, sparse).delta
             seeds = list(log_delta.seeds)
-            pick = [r for r in soft + sparse if r["seed"] in seeds]
-            share = mean([get(r, "metrics.test/target_in_topk") for r in soft if r["seed"] in seeds])
+            pick = [r for r in soft + sparse if r.seed in seeds]
+            share = mean([r.metrics["test/target_in_topk"] for r in soft if r.seed in seeds])
             band = band_at(curves[(DIAL_K, start)], share) if (DIAL_K, start) in curves else None
             classes = classes_of(sparse[0])
-            arm_mean = {arm: {name: mean([get(r, f"metrics.test/{m}") for r in rs if r["seed"] in seeds])
+            arm_mean = {arm: {name: mean([r.metrics[f"test/{m}"] for r in rs if r.seed in seeds])
                               for name, m in (("crowd", "logits_near_kth"), ("rank", "median_target_rank"), ("metric", metric[5:]))}
                         for arm, rs in (("softmax", soft), ("sparse", sparse))}
             placed.append({"key": key, "epoch": epoch, "folder": folder, "metric": metric[5:], "start": start, "share": share,
@@ -246,27 +256,27 @@ def figure(curves: list[dict[str, Any]], placed: list[dict[str, Any]], near: flo
 def summarise(results_dir: str | Path = "results") -> dict[str, Any]:
     """The page's data (``curves`` empty without records): the curves, the crowding trends, the real runs, the claims."""
     runs = runs_dir(results_dir)
-    records = load_records(runs, EXPERIMENT) if (runs / EXPERIMENT).is_dir() else []
+    records = load_runs(runs, EXPERIMENT) if (runs / EXPERIMENT).is_dir() else []
     data = {"folder": shown_path(runs / EXPERIMENT), "command": page_command(EXPERIMENT, results_dir), "records": records}
     if not records:
         return data | {"curves": [], "claims": []}
-    setting = get(records[0], "config.setting")
-    ks = sorted({k for r in records if (k := get(r, "choices.k"))}, key=lambda k: (k != DIAL_K, k))
+    setting = records[0].setting("setting")
+    ks = sorted({k for r in records if (k := r.choices.get("k"))}, key=lambda k: (k != DIAL_K, k))
     curves = [c for k in ks for start in ("cold", "init") if (c := series(records, k, start))["points"]]
     by_key = {(c["k"], c["start"]): c for c in curves}
     trends = [trend(c, name) for name in TRENDS for c in curves if c["start"] == "cold"]
     placed, unplaced = real_runs(results_dir, by_key)
-    walls = [r["timing"]["wall_s"] for r in records]
+    walls = [r.timing["wall_s"] for r in records]
     thresholds = [c | {"id": f"sparse-helps-threshold-k{c['k']}" + ("-init" if c["start"] == "init" else ""), "form": "threshold"}
                   for c in curves]
     real_row = {"id": "sparse-helps-real-runs", "form": "descriptive", "placed": placed, "unplaced": unplaced}
     frequent_row = {"id": "sparse-helps-frequent-choice", "form": "explanation", "curve": by_key.get((DIAL_K, "cold"))}
     return data | {
-        "provenance": provenance(EXPERIMENT, records, results_dir), "setting": setting, "near": get(records[0], "config.near"),
-        "seeds": seeds_of(records), "levels": sorted({get(r, "choices.level") for r in records}), "runs": len(records),
+        "provenance": provenance(EXPERIMENT, records, results_dir), "setting": setting, "near": records[0].setting("near"),
+        "seeds": seeds_of(records), "levels": sorted({r.choices.get("level") for r in records}), "runs": len(records),
         "minutes": sum(walls) / 60, "slowest": max(walls),
-        "study_args": sorted({" ".join(a for a in shlex.split(r["command"])[3:] if not a.startswith("out=")) for r in records}),
-        "threads": sorted({get(r, "config.torch_threads") for r in records}), "curves": curves, "trends": trends,
+        "study_args": sorted({" ".join(a for a in shlex.split(r.command)[3:] if not a.startswith("out=")) for r in records}),
+        "threads": sorted({r.setting("torch_threads") for r in records}), "curves": curves, "trends": trends,
         "placed": placed, "unplaced": unplaced, "dial_k": DIAL_K, "min_seeds": MIN_SEEDS,
         "claims": [c | {"source": EXPERIMENT} for c in (*thresholds, *trends, real_row, frequent_row)],
     }
