@@ -191,15 +191,30 @@ class OptionRows(RowLoss):
     def lse(self, state):
         return state[self.inner_len + 1]
 
-    def grad(self, state, target, row_weight, shape, dtype, lse_weight=None):
+    @property
+    def has_sparse_grad(self) -> bool:
+        """The variant's: every option keeps its nonzeros where they are (a row's weight w_t and
+        z-loss weight, and the softcap's 1 − tanh² at each nonzero)."""
+        return self.inner.has_sparse_grad
+
+    def _inner_weights(self, state, row_weight, lse_weight):
+        """(the variant's state, its row weight (N,), its lse weight (N,) as keyword arguments, dcap or None)."""
         inner, (dcap, lse, cw, _) = state[: self.inner_len], state[self.inner_len :]
         w = row_weight if cw is None else row_weight * cw
         if self.options.z_loss > 0:
             zw = 2.0 * self.options.z_loss * lse * w
             lse_weight = zw if lse_weight is None else lse_weight + zw
-        more = {} if lse_weight is None else {"lse_weight": lse_weight}
-        g = self.inner.grad(tuple(inner), target, w, shape, dtype if dcap is None else dcap.dtype, **more)
+        return tuple(inner), w, ({} if lse_weight is None else {"lse_weight": lse_weight}), dcap
+
+    def grad(self, state, target, row_weight, shape, dtype, lse_weight=None):
+        inner, w, more, dcap = self._inner_weights(state, row_weight, lse_weight)
+        g = self.inner.grad(inner, target, w, shape, dtype if dcap is None else dcap.dtype, **more)
         return g if dcap is None else g.mul_(dcap)
+
+    def sparse_grad(self, state, target, row_weight, lse_weight=None):
+        inner, w, more, dcap = self._inner_weights(state, row_weight, lse_weight)
+        g = self.inner.sparse_grad(inner, target, w, **more)
+        return g if dcap is None else g._replace(values=g.values * dcap.gather(1, g.index))
 
     def log_probs(self, z):
         return self.inner.log_probs(self.cap(z))
