@@ -8,8 +8,13 @@ its cross-entropy. With Ω_k the indices of the k largest logits of a row,
     loss = logsumexp_{j∈Ω_k}(z_j) − z_t                                 (its cross-entropy)
 
 The target is not added to Ω_k: when it is outside, its gradient is −1 and the top-k get their
-softmax weights, so a row's gradient has at most k+1 nonzeros. The custom backward writes just
-those into a zeroed buffer instead of going through autograd of topk and gather.
+softmax weights, so a row's gradient has at most k+1 nonzeros. The custom backward gives just
+those (``SparseRows.sparse_grad``) instead of going through autograd of topk and gather: on
+logits, scattered into a zeroed buffer; in the head and ``linear_cross_entropy``, to the linear
+layer itself, whose backward then gathers k+1 rows of W a row for ∂/∂h and scatters k+1 rows of h
+a row into ∂/∂W (``sparse_linear.py``): 4·N·(k+1)·d multiply-adds instead of the two backward
+GEMMs' 4·N·C·d. The gradient is dense, and so is that backward, with ``smoothing_over="all"`` and
+ε > 0, at k = C and during ``full_softmax_steps`` (both the full softmax).
 
 Label smoothing ε spreads ε uniformly over Ω_k:
 (1 − ε)·(lse_k − z_t) + ε·mean_{j∈Ω_k}(lse_k − z_j) = lse_k − z_t + ε·(z_t − mean_{j∈Ω_k} z_j).
@@ -225,6 +230,12 @@ class SparseSoftmaxHead(SoftmaxHead):
 
     ``log_probs`` is the sparse distribution the model decodes with: log-softmax over the top-k
     logits, −inf elsewhere. See :class:`SoftmaxHead` for the other arguments.
+
+    Training's backward multiplies only the gradient's k + 1 nonzeros a row (``sparse_linear.py``),
+    with ``chunk_size`` or without, and with every loss option (class weights scale a row, the
+    z-loss is over the support, the softcap's derivative is taken at the nonzeros); it is the dense
+    backward where the gradient is dense: ``smoothing_over="all"`` with ε > 0, k = num_classes, and
+    the steps of ``full_softmax_steps``. Deterministic under ``torch.use_deterministic_algorithms``.
 
     Args:
         k: support size, 1 <= k <= num_classes (the paper's best on text classification: 20).

@@ -50,8 +50,11 @@ def _segment_sum_(gw: torch.Tensor, gb: torch.Tensor | None, index: torch.Tensor
                   src: torch.Tensor) -> None:
     """gw[c] += Σ_{i: index_i = c} v_i·src_i and gb[c] += Σ v_i, each class's sum in row order, added once."""
     order = index.argsort(stable=True)  # (r,) rows by class, rows of a class in their order
-    classes, counts = torch.unique_consecutive(index[order], return_counts=True)  # (U,) each
-    starts = counts.cumsum(0) - counts  # each class's first position in ``order``
+    by_class = index[order]
+    first = torch.ones_like(by_class, dtype=torch.bool)
+    first[1:] = by_class[1:] != by_class[:-1]
+    starts = first.nonzero().squeeze(1)  # (U,) each class's first position in ``order``
+    classes = by_class[starts]  # (U,) distinct
     if gb is not None:  # the bias's sum rides along as a column of ones
         src = torch.cat([src, src.new_ones(src.shape[0], 1)], dim=1)  # (r, d + 1)
     sums = F.embedding_bag(order, src, starts, mode="sum", per_sample_weights=v[order])  # (U, d [+ 1])
