@@ -16,6 +16,7 @@ from softmax_zoo.losses import SparseSoftmaxHead, linear_cross_entropy, sparse_l
 from softmax_zoo.losses import chunked as chunked_module
 from softmax_zoo.losses.head import LinearHead
 from softmax_zoo.losses.reference.logits import REDUCTIONS
+from softmax_zoo.losses.row_loss import SparseGrad
 from softmax_zoo.losses.sparse import SparseRows
 from softmax_zoo.losses.vocab_parallel import VocabShard
 from softmax_zoo.losses.vocab_parallel_head import VocabParallelHead
@@ -120,6 +121,16 @@ def test_equals_the_dense_path_in_float64(case, reduction, chunk_size, gen):
             assert_close(a, b, rtol=1e-12, atol=1e-14)
 
 
+@pytest.mark.parametrize("scatter_elements", [1, 3 * N * D, sparse_linear.SCATTER_ELEMENTS])
+def test_blocks_of_index_columns(scatter_elements, gen, monkeypatch):
+    """The scatter's blocks of index columns (one column, a few, all of them) give the same gradients."""
+    monkeypatch.setattr(sparse_linear, "SCATTER_ELEMENTS", scatter_elements)
+    head = _head({"target_in_support": True, "label_smoothing": 0.1}, None)
+    h, t = _inputs(gen)
+    for a, b in zip(_step(head, head, h, t), _step(_dense(head), head, h, t)):
+        assert_close(a, b, rtol=1e-12, atol=1e-14)
+
+
 @pytest.mark.parametrize("k", [1, 2, C - 1, C])
 @pytest.mark.parametrize("chunk_size", [None, 3])
 def test_k_from_1_to_c(k, chunk_size, gen):
@@ -178,10 +189,13 @@ def deterministic():
     torch.use_deterministic_algorithms(before)
 
 
+@pytest.mark.parametrize("blocks", [1, K + 1], ids=["one-block", "column-by-column"])
 @pytest.mark.parametrize("bias", [True, False])
-def test_deterministic_algorithms_take_the_sorted_segment_sum(bias, gen, monkeypatch, deterministic):
+def test_deterministic_algorithms_take_the_sorted_segment_sum(bias, blocks, gen, monkeypatch, deterministic):
     """Under ``torch.use_deterministic_algorithms(True)`` the scatter is the sorted segment sum (index_add_ only
     at distinct classes), equal to the dense path and bit for bit the same run after run; many rows share a class."""
+    if blocks > 1:
+        monkeypatch.setattr(sparse_linear, "SCATTER_ELEMENTS", 1)  # one index column a block
     head = _head({"label_smoothing": 0.1}, 8)
     if not bias:
         head.bias = None
@@ -191,7 +205,7 @@ def test_deterministic_algorithms_take_the_sorted_segment_sum(bias, gen, monkeyp
     real = sparse_linear._segment_sum_
     monkeypatch.setattr(sparse_linear, "_segment_sum_", lambda *a: segments.append(1) or real(*a))
     runs = [_step(head, head, h, t) for _ in range(2)]
-    assert len(segments) == 2 * 5 * (K + 1)  # 2 runs × 5 chunks × (k + 1) index columns
+    assert len(segments) == 2 * 5 * blocks  # 2 runs × 5 chunks × the blocks of (k + 1) index columns
     assert all(a is b is None or torch.equal(a, b) for a, b in zip(*runs))
     torch.use_deterministic_algorithms(False)
     assert_close(runs[0], _step(_dense(head), head, h, t), rtol=1e-12, atol=1e-14)
@@ -241,3 +255,20 @@ def check_vocab_parallel_sparse_backward(rank, world_size):
 
 def test_vocab_parallel_sparse_backward_on_two_ranks(tmp_path):
     run_ranks(check_vocab_parallel_sparse_backward, 2, tmp_path)
+
+
+def test_the_scatter_writes_its_temporary_into_the_scratch_buffer(gen):
+    """Given the chunk's logits buffer, the scatter's (rows, columns, d) temporary lives there: the same gradients, and
+    the buffer overwritten (without one, a fresh temporary)."""
+    r, m, c = 6, 5, 40
+    g = SparseGrad(torch.randint(0, c, (r, m), generator=gen), torch.randn(r, m, generator=gen, dtype=torch.float64))
+    h, w = torch.randn(r, D, generator=gen, dtype=torch.float64), torch.randn(c, D, generator=gen, dtype=torch.float64)
+    results = []
+    for scratch in (None, torch.zeros(r, c, dtype=torch.float64)):
+        gh, gw, gb = torch.empty(r, D, dtype=torch.float64), torch.zeros(c, D, dtype=torch.float64), torch.zeros(c, dtype=torch.float64)
+        sparse_linear.sparse_linear_grads(g, h, w, gh, gw, gb, scratch)
+        results.append((gh, gw, gb))
+    assert bool(scratch.ne(0).any())
+    dense = torch.zeros(r, c, dtype=torch.float64).scatter_add_(1, g.index, g.values)
+    for got in results:
+        assert_close(got, (dense @ w, dense.T @ h, dense.sum(0)), rtol=1e-12, atol=1e-14)

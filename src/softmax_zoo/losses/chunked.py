@@ -126,7 +126,7 @@ def chunked_pass(loss_and_grad, target, keep, hidden, weight, bias, row_weight, 
             if not grads:
                 continue
             if isinstance(g, SparseGrad):  # k + 1 nonzeros a row: a gather and a scatter, no GEMM
-                sparse_linear_grads(g, hidden[rows], weight if weight.dtype == acc else w, gh[rows], gw, gb)
+                sparse_linear_grads(g, hidden[rows], weight if weight.dtype == acc else w, gh[rows], gw, gb, logits)
                 continue
             gm = g.to(mm)  # (r, C)
             if gh.dtype == mm:

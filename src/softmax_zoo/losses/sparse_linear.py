@@ -9,9 +9,10 @@ With z = h W^T + b and a logit gradient G (r, C) of m nonzeros a row, (index, va
 
 4·r·m·d multiply-adds in place of the two backward GEMMs' 4·r·C·d. The gather is one
 ``F.embedding_bag`` (bags of m rows of W, weighted by the values; no (r, m, d) temporary). The
-scatter runs one column of the index at a time, so its temporaries are (r, d): ``index_add_``,
-or, where deterministic algorithms are asked for (``torch.use_deterministic_algorithms``; on a GPU
-``index_add_`` adds in the order its atomics happen to run), a sorted segment sum: the column's
+scatter runs a block of the index's columns at a time, its temporary written into the chunk's
+logits buffer (read by then), else at most ``SCATTER_ELEMENTS``: ``index_add_``, or, where
+deterministic algorithms are asked for (``torch.use_deterministic_algorithms``; on a GPU
+``index_add_`` adds in the order its atomics happen to run), a sorted segment sum: the block's
 pairs sorted by class, each class's rows summed in that order (``F.embedding_bag`` over the runs
 of equal class), and each class's sum added once.
 """
@@ -23,41 +24,57 @@ import torch.nn.functional as F
 
 from .row_loss import SparseGrad
 
+# Elements of a scatter's temporary (a block's rows of h times their values) where no scratch buffer holds it: 4 MiB in
+# float32, or one (r, d) where that is more; blocks of index columns within it keep the calls few at small r.
+SCATTER_ELEMENTS = 1 << 20
+
 
 def sparse_linear_grads(g: SparseGrad, hidden: torch.Tensor, weight: torch.Tensor, gh: torch.Tensor, gw: torch.Tensor,
-                        gb: torch.Tensor | None) -> None:
+                        gb: torch.Tensor | None, scratch: torch.Tensor | None = None) -> None:
     """gh (r, d) = G W; gw (C, d) += G^T h; gb (C,) += Σ_rows G (when not None); in place.
 
     Args:
         g: index (r, m), values (r, m). hidden: (r, d), cast to gw's dtype (the compute dtype).
         weight: (C, d), gathered in its own dtype (the values cast to it), summed into gh's.
+        scratch: a buffer the caller gives up (the chunk's logits, read by then): the scatter's temporaries are
+            written into it where it is contiguous and of gw's dtype, so they take no memory of their own.
     """
     gh.copy_(F.embedding_bag(g.index, weight, per_sample_weights=g.values.to(weight.dtype), mode="sum"))
     src = hidden.to(gw.dtype)  # (r, d)
     values = g.values.to(gw.dtype)
-    deterministic = torch.are_deterministic_algorithms_enabled()
-    for j in range(g.index.shape[1]):
-        index, v = g.index[:, j], values[:, j]  # (r,) each
+    (r, m), d = g.index.shape, src.shape[1]
+    deterministic = torch.are_deterministic_algorithms_enabled()  # the segment sums' (classes, d) are their own
+    usable = scratch is not None and scratch.dtype == gw.dtype and scratch.is_contiguous() and not deterministic
+    room = scratch.numel() if usable else 0
+    width = max(1, max(room, SCATTER_ELEMENTS) // max(1, r * d))  # index columns a block
+    for j in range(0, m, width):
+        index, v = g.index[:, j : j + width], values[:, j : j + width]  # (r, b) each
         if deterministic:
             _segment_sum_(gw, gb, index, v, src)
             continue
-        gw.index_add_(0, index, src * v.unsqueeze(1))
+        size = index.numel() * d
+        rows = scratch.view(-1)[:size].view(*index.shape, d) if size <= room else None  # (r, b, d)
+        rows = torch.mul(v.unsqueeze(2), src.unsqueeze(1), out=rows)  # the pairs' rows of h, times their values
+        gw.index_add_(0, index.reshape(-1), rows.view(-1, d))
         if gb is not None:
-            gb.index_add_(0, index, v)
+            gb.index_add_(0, index.reshape(-1), v.reshape(-1))
 
 
 def _segment_sum_(gw: torch.Tensor, gb: torch.Tensor | None, index: torch.Tensor, v: torch.Tensor,
                   src: torch.Tensor) -> None:
-    """gw[c] += Σ_{i: index_i = c} v_i·src_i and gb[c] += Σ v_i, each class's sum in row order, added once."""
-    order = index.argsort(stable=True)  # (r,) rows by class, rows of a class in their order
-    by_class = index[order]
+    """gw[c] += Σ_{index_ij = c} v_ij·src_i and gb[c] += Σ v_ij (index, v (r, b)): each class's sum in the pairs'
+    row-major order, then added once."""
+    flat = index.reshape(-1)  # (r·b,), pair p of row p // b
+    order = flat.argsort(stable=True)  # pairs by class, those of a class in their order
+    by_class = flat[order]
     first = torch.ones_like(by_class, dtype=torch.bool)
     first[1:] = by_class[1:] != by_class[:-1]
     starts = first.nonzero().squeeze(1)  # (U,) each class's first position in ``order``
     classes = by_class[starts]  # (U,) distinct
     if gb is not None:  # the bias's sum rides along as a column of ones
         src = torch.cat([src, src.new_ones(src.shape[0], 1)], dim=1)  # (r, d + 1)
-    sums = F.embedding_bag(order, src, starts, mode="sum", per_sample_weights=v[order])  # (U, d [+ 1])
+    rows = order // index.shape[1]
+    sums = F.embedding_bag(rows, src, starts, mode="sum", per_sample_weights=v.reshape(-1)[order])  # (U, d [+ 1])
     d = gw.shape[1]
     gw.index_add_(0, classes, sums[:, :d])  # distinct classes: one add each, in no particular order
     if gb is not None:
