@@ -7,11 +7,12 @@ With z = h W^T + b and a logit gradient G (r, C) of m nonzeros a row, (index, va
     ∂/∂W_c += Σ_{(i, j): index_ij = c} values_ij · h_i       a scatter of m rows of h a row
     ∂/∂b_c += Σ_{(i, j): index_ij = c} values_ij
 
-4·r·m·d multiply-adds in place of the two backward GEMMs' 4·r·C·d. The gather is one
-``F.embedding_bag`` (bags of m rows of W, weighted by the values; no (r, m, d) temporary). The
-scatter runs a block of the index's columns at a time, its temporary written into the chunk's
-logits buffer (read by then), else at most ``SCATTER_ELEMENTS``: ``index_add_``, or, where
-deterministic algorithms are asked for (``torch.use_deterministic_algorithms``; on a GPU
+4·r·m·d multiply-adds in place of the two backward GEMMs' 4·r·C·d. The gather writes the (r, m, d)
+rows of W into the chunk's logits buffer (read by then) and multiplies them by the values, one
+(1, m) @ (m, d) a row; where they do not fit, one ``F.embedding_bag`` (bags of m rows of W, weighted
+by the values) makes ∂/∂h without them. The scatter runs a block of the index's columns at a time,
+its temporary written into the same buffer, else at most ``SCATTER_ELEMENTS``: ``index_add_``, or,
+where deterministic algorithms are asked for (``torch.use_deterministic_algorithms``; on a GPU
 ``index_add_`` adds in the order its atomics happen to run), a sorted segment sum: the block's
 pairs sorted by class, each class's rows summed in that order (``F.embedding_bag`` over the runs
 of equal class), and each class's sum added once.
@@ -36,16 +37,21 @@ def sparse_linear_grads(g: SparseGrad, hidden: torch.Tensor, weight: torch.Tenso
     Args:
         g: index (r, m), values (r, m). hidden: (r, d), cast to gw's dtype (the compute dtype).
         weight: (C, d), gathered in its own dtype (the values cast to it), summed into gh's.
-        scratch: a buffer the caller gives up (the chunk's logits, read by then): the scatter's temporaries are
-            written into it where it is contiguous and of gw's dtype, so they take no memory of their own.
+        scratch: a buffer the caller gives up (the chunk's logits, read by then): the gathered rows of W and the
+            scatter's temporaries are written into it where it is contiguous and of gw's dtype, so they take no
+            memory of their own.
     """
-    gh.copy_(F.embedding_bag(g.index, weight, per_sample_weights=g.values.to(weight.dtype), mode="sum"))
-    src = hidden.to(gw.dtype)  # (r, d)
-    values = g.values.to(gw.dtype)
-    (r, m), d = g.index.shape, src.shape[1]
+    (r, m), d = g.index.shape, hidden.shape[1]
     deterministic = torch.are_deterministic_algorithms_enabled()  # the segment sums' (classes, d) are their own
     usable = scratch is not None and scratch.dtype == gw.dtype and scratch.is_contiguous() and not deterministic
     room = scratch.numel() if usable else 0
+    if r * m * d <= room and weight.dtype == gh.dtype == scratch.dtype and gh.is_contiguous():
+        rows = torch.index_select(weight, 0, g.index.reshape(-1), out=scratch.view(-1)[: r * m * d].view(r * m, d))
+        torch.bmm(g.values.to(gh.dtype).unsqueeze(1), rows.view(r, m, d), out=gh.unsqueeze(1))  # (r, 1, m) @ (r, m, d)
+    else:
+        gh.copy_(F.embedding_bag(g.index, weight, per_sample_weights=g.values.to(weight.dtype), mode="sum"))
+    src = hidden.to(gw.dtype)  # (r, d)
+    values = g.values.to(gw.dtype)
     width = max(1, max(room, SCATTER_ELEMENTS) // max(1, r * d))  # index columns a block
     for j in range(0, m, width):
         index, v = g.index[:, j : j + width], values[:, j : j + width]  # (r, b) each
