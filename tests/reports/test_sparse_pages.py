@@ -76,15 +76,17 @@ def test_step_row_reads_the_output_layer_pages(tmp_path):
     (tmp_path / paper).write_text(json.dumps(step_report(
         ("sparse step clinc_oos N=32 C=151: the output layer's training step", bench_rows(
             ("SoftmaxHead (plain)", 1.0), ("SparseSoftmaxHead (k=20, plain)", 2.0))))))
-    (tmp_path / lm).write_text(json.dumps(step_report(
-        ("sparse backward N=4096 C=32000: the sparse head's output layer", bench_rows(
-            ('SoftmaxHead (chunk_size="auto")', 900.0), ("three GEMMs alone (the floor)", 800.0),
-            ('SparseSoftmaxHead (k=10, chunk_size="auto")', 100.0), ('SparseSoftmaxHead (k=20, chunk_size="auto")', 300.0))))))
+    rows = bench_rows(('SoftmaxHead (chunk_size="auto")', 900.0), ("three GEMMs alone (the floor)", 800.0),
+                      ('SparseSoftmaxHead (k=10, chunk_size="auto")', 100.0), ('SparseSoftmaxHead (k=20, chunk_size="auto")', 300.0))
+    for r, seconds in zip(rows, ([0.9, 0.8], [0.8], [0.1], [0.3, 0.2, 0.4])):
+        r["seconds"] = seconds
+    (tmp_path / lm).write_text(json.dumps(step_report(("sparse backward N=4096 C=32000: the sparse head's output layer", rows))))
     claim = fig2.step_claim(tmp_path)
     assert claim["id"] == "sparse-faster-output-layer" and [r["file"] for r in claim["runs"]] == [paper, lm]
     (small, large) = claim["sizes"]
     assert (small["task"], small["n"], small["c"], small["speedup"]) == ("OOS-eval (CLINC150)", 32, 151, 0.5)
     assert (large["task"], large["n"], large["c"], large["speedup"]) == (None, 4096, 32000, 3.0)  # k=20, not k=10
+    assert small["fastest"] is None and large["fastest"] == {"softmax": 800.0, "sparse": 200.0, "speedup": 4.0}
     assert claim["faster"] == [large] and claim["slower"] == [small]
     assert fig2.step_claim(tmp_path / "absent")["sizes"] == []
 
