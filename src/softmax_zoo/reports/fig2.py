@@ -48,6 +48,7 @@ HEADLINES = {"fig2_clinc_oos": "fig2-robust-k-clinc_oos", "fig2_finetune_clinc_o
              "fig2_iflytek": "fig1-convergence-iflytek", "fig2_wos": "fig2-robust-k-wos"}
 FINETUNE_PREFIX = "fig2_finetune_"  # make reproduce-fig2-finetune
 TASK_NAMES = {"clinc_oos": "OOS-eval (CLINC150)", "iflytek": "IFLYTEK", "wos": "WoS"}  # as the paper names them
+STEP_TASK_NAMES = TASK_NAMES | {"gigaword": "Gigaword (UniLM, 30,522 WordPieces)"}  # the output-layer step's sizes
 TRAIN_COMMAND = "python -m softmax_zoo.train"
 SWEPT = ("loss.k", "seed")  # the sweep dimensions of configs/experiment/fig2_*.yaml
 METRICS = (F1, "val/micro_f1", "test/in_scope_accuracy", "test/target_in_topk")  # per arm, in points
@@ -201,7 +202,8 @@ def step_claim(results_dir: str | Path) -> dict[str, Any]:
             task = re.match(r"sparse step (\w+) ", group["title"])
             # the fastest call beside the median: on a shared CPU a call of a few ms waits for the core now and then
             fastest = [1e3 * min(r["seconds"]) if r.get("seconds") else None for r in (softmax, sparse)]
-            sizes.append({"task": task_name(task.group(1)) if task else None, "n": int(size.group(1)), "c": int(size.group(2)),
+            name = STEP_TASK_NAMES.get(task.group(1), task.group(1)) if task else None
+            sizes.append({"task": name, "n": int(size.group(1)), "c": int(size.group(2)),
                           "softmax": softmax["ms"], "sparse": sparse["ms"], "speedup": softmax["ms"] / sparse["ms"],
                           "fastest": None if None in fastest else {"softmax": fastest[0], "sparse": fastest[1],
                                                                    "speedup": fastest[0] / fastest[1]}})
