@@ -91,6 +91,14 @@ def test_step_row_reads_the_output_layer_pages(tmp_path):
     assert fig2.step_claim(tmp_path / "absent")["sizes"] == []
 
 
+def test_committed_step_row_is_the_committed_pages_ratios():
+    claim = read_claims(RESULTS / "claims.md")["sparse-faster-output-layer"]
+    sizes = fig2.step_claim(RESULTS)["sizes"]
+    assert {s["c"] for s in sizes} >= {151, 119, 134, 30_522, 32_000}
+    assert all(f"({s['speedup']:.2f}x" in claim["ours"] for s in sizes)
+    assert claim["verdict"].startswith("single run (one benchmark run per page")
+
+
 def test_a_setting_equal_to_the_papers_says_so_and_another_gives_its_reason():
     records = [{"config": {"scale": {"name": "cpu"}, "train": {"epochs": 30, "batch_size": 8}}}]
     settings = [Setting("epochs", "30", lambda rs: shown(rs, "config.train.epochs"), "a reason"),
