@@ -14,12 +14,16 @@ marked NOT RUN with the reason; each marked pass/fail:
    softmax with ``bias=False`` (quadratic-kernel tree, its partial refresh after each step, and
    uniform), and the chunked softmax head, 3 optimiser steps each; the tree's log q checked against
    its exact kernel;
-4. a paper-scale slice of Table 5: ``experiment=table5_softmax scale=paper`` for a few hundred
+4. the sparse head's sparse backward (:func:`sparse_backward`): its gradients against the dense
+   path's in float64, bit for bit the same twice under ``torch.use_deterministic_algorithms``, and
+   its forward + backward time and peak memory beside the chunked softmax head's under autocast at
+   N=8,192 tokens, d=4,096, C=128,000, k=20;
+5. a paper-scale slice of Table 5: ``experiment=table5_softmax scale=paper`` for a few hundred
    optimiser steps with model=unilm_minilm_random (all-MiniLM-L6-v2's architecture, random
    weights: time and memory only), decoding 4 test examples: steps/s, peak memory, and from them
    an estimate of the full run's training time. It reads the prepared Gigaword-10k where it is
    (``--gigaword``), else generates 10,000 pairs of Gigaword's mean lengths (:func:`gigaword_like`);
-5. every pipeline at paper settings with a tiny model (softmax_zoo.dry_run) on generated data:
+6. every pipeline at paper settings with a tiny model (softmax_zoo.dry_run) on generated data:
    classification (fig2), Sparse-softmax Table 5 and Table 3 (UniLM, decoding included), One
    Billion Word (lm1b) and the kernel-sampler bias study, 2 optimiser steps and a small
    evaluation/decode each, on the GPU.
@@ -58,7 +62,8 @@ from softmax_zoo.data.prepare.generated import WORDS, write_pairs  # noqa: E402
 BUDGET_S = 480  # 8 minutes
 SLACK_S = 60  # left unplanned: process start-ups, writing the pages, a slow first CUDA context
 # Each part's hard limit in seconds on one H200; their sum is BUDGET_S - SLACK_S.
-PARTS = {"cuda-marked tests": 70, "losses bench": 110, "autocast heads": 30, "Table 5 slice": 90, "pipelines": 120}
+PARTS = {"cuda-marked tests": 70, "losses bench": 90, "autocast heads": 30, "sparse backward": 20, "Table 5 slice": 90,
+         "pipelines": 120}
 TABLE5_STEPS = 300
 GIGAWORD_TRAIN_PAIRS = 10_000  # Gigaword-10k (configs/task/gigaword.yaml): a full run's epoch
 # Test modules that import wandb at collection: left out where wandb is not installed (it is only
@@ -217,6 +222,81 @@ def autocast_heads(device: torch.device, dtype: torch.dtype, num_classes: int = 
     if not error < 1e-3:
         raise RuntimeError(f"the tree's log q is {error:.2g} off its exact kernel under {dtype} autocast")
     return f"C={num_classes:,}, {dtype}, {steps} steps: final losses {', '.join(done)}; tree log q max error {error:.1e}"
+
+
+def sparse_backward(device: torch.device, dtype: torch.dtype, n: int = 8192, d: int = 4096, num_classes: int = 128_000,
+                    k: int = 20, repeats: int = 3) -> str:
+    """The sparse head's sparse backward on ``device``; raises on any failure.
+
+    Its gradients (hidden, weight, bias) against the dense path's (the logits through ``F.linear``) in float64 at
+    N=64, C=5,000; the same gradients twice, bit for bit, under ``torch.use_deterministic_algorithms(True)`` (the
+    sorted segment sum; cuBLAS's deterministic workspace set for the process); then the forward + backward time
+    (median of ``repeats``) and peak memory of ``SparseSoftmaxHead(k)`` beside ``SoftmaxHead``, both
+    ``chunk_size="auto"`` without a bias, under ``dtype`` autocast at (n, d, num_classes).
+    """
+    import os
+    import statistics
+
+    from softmax_zoo.losses import SoftmaxHead, SparseSoftmaxHead
+    from softmax_zoo.losses.head import LinearHead
+
+    os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")  # deterministic cuBLAS, read when it starts
+    gen = torch.Generator(device).manual_seed(0)
+
+    def grads(forward, head, hidden, target):
+        x = hidden.clone().requires_grad_()
+        head.zero_grad(set_to_none=True)
+        forward(x, target).backward()
+        return [x.grad, head.weight.grad, head.bias.grad]
+
+    small = SparseSoftmaxHead(32, 5000, k=k, chunk_size=16, label_smoothing=0.1).double().to(device)
+    hidden = torch.randn(64, 32, device=device, dtype=torch.float64, generator=gen)
+    target = torch.randint(0, 5000, (64,), device=device, generator=gen)
+    dense = lambda x, t: LinearHead.forward(small, x, t)  # noqa: E731
+    got, want = grads(small, small, hidden, target), grads(dense, small, hidden, target)
+    error = max(float((a - b).abs().max() / b.abs().max()) for a, b in zip(got, want))
+    if not error < 1e-10:
+        raise RuntimeError(f"the sparse backward is {error:.2g} off the dense path's gradients in float64")
+    before = torch.are_deterministic_algorithms_enabled()
+    torch.use_deterministic_algorithms(True)
+    try:
+        small = small.float()
+        runs = [grads(small, small, hidden.float(), target) for _ in range(2)]
+    finally:
+        torch.use_deterministic_algorithms(before)
+    if not all(torch.equal(a, b) for a, b in zip(*runs)):
+        raise RuntimeError("the sparse backward differs between two runs under torch.use_deterministic_algorithms(True)")
+    hidden = torch.randn(n, d, device=device, generator=gen)
+    target = torch.randint(0, num_classes, (n,), device=device, generator=gen)
+    cuda = device.type == "cuda"
+    measured = {}
+    for name, cls, extra in (("softmax", SoftmaxHead, {}), (f"sparse k={k}", SparseSoftmaxHead, {"k": k})):
+        with device:  # the (C, d) weight made where it is used
+            head = cls(d, num_classes, chunk_size="auto", bias=False, **extra)
+        seconds = []
+        for _ in range(repeats + 1):  # the first: warm-up
+            x = hidden.clone().requires_grad_()
+            head.zero_grad(set_to_none=True)
+            if cuda:
+                torch.cuda.synchronize(device)
+                torch.cuda.reset_peak_memory_stats(device)
+            base = torch.cuda.memory_allocated(device) if cuda else 0
+            start = time.perf_counter()
+            with torch.autocast(device.type, dtype=dtype):
+                loss = head(x, target)
+            loss.backward()
+            if cuda:
+                torch.cuda.synchronize(device)
+            seconds.append(time.perf_counter() - start)
+        if not bool(torch.isfinite(loss.detach())):
+            raise RuntimeError(f"{name}: loss {float(loss.detach())}")
+        peak = (torch.cuda.max_memory_allocated(device) - base) / 2**20 if cuda else math.nan
+        measured[name] = (statistics.median(seconds[1:]), peak)
+        del head, x, loss
+    (soft_s, soft_mib), (sparse_s, sparse_mib) = measured.values()
+    return (f"float64 error {error:.1e}, deterministic runs equal; N={n:,} d={d:,} C={num_classes:,} {dtype}: softmax "
+            f"{soft_s * 1e3:.1f} ms {soft_mib:.0f} MiB, sparse k={k} {sparse_s * 1e3:.1f} ms {sparse_mib:.0f} MiB "
+            f"({sparse_s / soft_s:.2f}x the time, {sparse_mib / soft_mib:.2f}x the memory)")
 
 
 def run_pipeline(experiments: list[str], data: dict[str, Path], root: Path) -> str:
@@ -391,6 +471,7 @@ def part_functions(args, state: Path) -> dict[str, Callable[[dict], str]]:
         "tests": lambda out: run_cuda_tests(budget["cuda-marked tests"] - 10),  # pytest's own limit, inside the part's
         "bench": bench,
         "autocast": lambda out: autocast_heads(cuda, dtype),
+        "sparse": lambda out: sparse_backward(cuda, dtype),
         "table5": table5,
     }
     data = {task: state / "data" / rel for task, rel in json.loads((state / "data.json").read_text()).items()}
@@ -448,6 +529,8 @@ def main() -> int:
         ("losses bench, float32 and bfloat16", limit["losses bench"], in_child(argv, limit["losses bench"], state, "bench", collected)),
         ("output heads under autocast, C=32,768", limit["autocast heads"],
          in_child(argv, limit["autocast heads"], state, "autocast", collected)),
+        ("sparse head's sparse backward, C=128,000", limit["sparse backward"],
+         in_child(argv, limit["sparse backward"], state, "sparse", collected)),
         (f"Table 5 slice ({args.table5_steps} steps, paper scale)", limit["Table 5 slice"],
          in_child(argv, limit["Table 5 slice"], state, "table5", collected)),
         *((f"pipeline: {name}", per_experiment * len(e), in_child(argv, per_experiment * len(e), state, f"pipeline{i}", collected))

@@ -73,6 +73,13 @@ def test_autocast_heads_part_runs_on_cpu(dtype):
     assert "C=32,768" in detail and "sampled quadratic" in detail and "chunked softmax" in detail
 
 
+def test_sparse_backward_part_is_listed_and_runs_on_cpu():
+    """The part that checks the sparse head's sparse backward (exact, deterministic, its time beside softmax's)."""
+    assert "sparse backward" in gpu_check.PARTS and "sparse_backward" in gpu_check.__doc__
+    detail = gpu_check.sparse_backward(torch.device("cpu"), torch.bfloat16, n=64, d=16, num_classes=500, k=5, repeats=1)
+    assert "deterministic runs equal" in detail and "sparse k=5" in detail
+
+
 def test_bench_case_runs_at_tiny_sizes_on_cpu():
     rows = gpu_linear_ce.run(torch.float32, torch.device("cpu"), quick=True, repeats=2)
     timed = {r.name: r for r in rows if r.skipped is None}

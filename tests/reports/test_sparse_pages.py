@@ -65,6 +65,41 @@ def test_committed_speed_row_is_the_committed_benchmarks_ratio():
     assert claim["verdict"].startswith("single run (one benchmark timing")
 
 
+def step_report(*groups: tuple[str, list[dict]]) -> dict:
+    return {"command": "python scripts/bench_losses.py --only x", "date": "2026-12-04 22:00 UTC", "git": {"commit": "abc1234def"},
+            "load_average": {"start": "1.00 2.00 3.00"}, "groups": [{"title": t, "rows": rows} for t, rows in groups]}
+
+
+def test_step_row_reads_the_output_layer_pages(tmp_path):
+    """The title's "Faster" as the output layer's step: the paper's sizes (plain heads) and an LM size (chunked heads),
+    the sparse row at the paper's k, each size's speed-up, and the sizes where it is faster and where not."""
+    paper, lm = fig2.STEP_BENCH_FILES[:2]
+    (tmp_path / paper).write_text(json.dumps(step_report(
+        ("sparse step clinc_oos N=32 C=151: the output layer's training step", bench_rows(
+            ("SoftmaxHead (plain)", 1.0), ("SparseSoftmaxHead (k=20, plain)", 2.0))))))
+    rows = bench_rows(('SoftmaxHead (chunk_size="auto")', 900.0), ("three GEMMs alone (the floor)", 800.0),
+                      ('SparseSoftmaxHead (k=10, chunk_size="auto")', 100.0), ('SparseSoftmaxHead (k=20, chunk_size="auto")', 300.0))
+    for r, seconds in zip(rows, ([0.9, 0.8], [0.8], [0.1], [0.3, 0.2, 0.4])):
+        r["seconds"] = seconds
+    (tmp_path / lm).write_text(json.dumps(step_report(("sparse backward N=4096 C=32000: the sparse head's output layer", rows))))
+    claim = fig2.step_claim(tmp_path)
+    assert claim["id"] == "sparse-faster-output-layer" and [r["file"] for r in claim["runs"]] == [paper, lm]
+    (small, large) = claim["sizes"]
+    assert (small["task"], small["n"], small["c"], small["speedup"]) == ("OOS-eval (CLINC150)", 32, 151, 0.5)
+    assert (large["task"], large["n"], large["c"], large["speedup"]) == (None, 4096, 32000, 3.0)  # k=20, not k=10
+    assert small["fastest"] is None and large["fastest"] == {"softmax": 800.0, "sparse": 200.0, "speedup": 4.0}
+    assert claim["faster"] == [large] and claim["slower"] == [small]
+    assert fig2.step_claim(tmp_path / "absent")["sizes"] == []
+
+
+def test_committed_step_row_is_the_committed_pages_ratios():
+    claim = read_claims(RESULTS / "claims.md")["sparse-faster-output-layer"]
+    sizes = fig2.step_claim(RESULTS)["sizes"]
+    assert {s["c"] for s in sizes} >= {151, 119, 134, 30_522, 32_000}
+    assert all(f"({s['speedup']:.2f}x" in claim["ours"] for s in sizes)
+    assert claim["verdict"].startswith("single run (one benchmark run per page")
+
+
 def test_a_setting_equal_to_the_papers_says_so_and_another_gives_its_reason():
     records = [RunRecord.of({"config": {"scale": {"name": "cpu"}, "train": {"epochs": 30, "batch_size": 8}}})]
     settings = [Setting("epochs", "30", lambda rs: shown(rs, setting("train", "epochs")), "a reason"),

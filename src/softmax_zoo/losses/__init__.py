@@ -62,6 +62,7 @@ Modules::
     row_loss                a logit-level loss written once: per-row values and their logit gradient
     options                 the loss options (z-loss, lse, softcap, temperature, entropy, ...), once for every path
     chunked                 linear + loss ``chunk_size`` rows at a time, never the (N, C) logits
+    sparse_linear           the linear layer's backward for a logit gradient of a few nonzeros a row (sparse-softmax)
     memory                  the chunk budget per device, and the check that a buffer fits the free memory
     functional              linear_cross_entropy: the chunked linear + loss of any logit-level variant
     lean_inference          predict / class_log_probs / topk_log_probs of a chunked head over class blocks

@@ -39,6 +39,8 @@ from torch.autograd.function import once_differentiable
 from ._core import CHUNK_LOGITS, check_target_dtype, check_target_range, matmul_dtypes, reduce_loss, reduction_scale
 from .memory import chunk_logits
 from .options import head_output, mean_count, reshape_output
+from .row_loss import SparseGrad
+from .sparse_linear import sparse_linear_grads
 
 # Logits per chunk for chunk_size="auto" on a CPU unless d rows are more (the softmax head holds one
 # such buffer, 64 MiB in float32). At N=4096, C=32000, d=512 this is 8 chunks of 512 rows (524 fit);
@@ -123,6 +125,9 @@ def chunked_pass(loss_and_grad, target, keep, hidden, weight, bias, row_weight, 
                 stats[rows] = part
             if not grads:
                 continue
+            if isinstance(g, SparseGrad):  # k + 1 nonzeros a row: a gather and a scatter, no GEMM
+                sparse_linear_grads(g, hidden[rows], weight if weight.dtype == acc else w, gh[rows], gw, gb, logits)
+                continue
             gm = g.to(mm)  # (r, C)
             if gh.dtype == mm:
                 torch.mm(gm, w, out=gh[rows])
@@ -202,7 +207,9 @@ def chunked_linear_loss(head, hidden: torch.Tensor, target: torch.Tensor) -> tor
     keep = check_target_range(t, head.num_classes, head.ignore_index)
     t = t.masked_fill(~keep, 0)  # ignored rows gather class 0; their loss and weight are 0
     rows = head.chunk_size
-    if rows == "auto":
+    if rows is None:  # the plain path of a sparse gradient: the whole (N, C) logits, one chunk
+        rows = max(1, h.shape[0])
+    elif rows == "auto":
         rows = auto_chunk_size(h.shape[0], head.num_classes, chunk_logits(h.device, head.weight.numel()))
     params = (h, head.weight, head.bias)
     loss_rows = head.loss_rows()  # the variant as set for this call, every chunk alike

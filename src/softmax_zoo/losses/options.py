@@ -255,19 +255,36 @@ class OptionRows(RowLoss):
     def lse(self, state):
         return state[self.inner_len + 1]
 
-    def grad(self, state, target, row_weight, shape, dtype, lse_weight=None):
+    @property
+    def has_sparse_grad(self) -> bool:
+        """The variant's: every option keeps its nonzeros where they are (a row's weight w_t and
+        z-loss weight, and the softcap's 1 − tanh² at each nonzero)."""
+        return self.inner.has_sparse_grad
+
+    def _inner_weights(self, state, row_weight, lse_weight):
+        """(the variant's state, its row weight (N,), its lse weight (N,) as keyword arguments, dcap or None)."""
         inner, (dcap, lse, cw, _) = state[: self.inner_len], state[self.inner_len :]
         w = row_weight if cw is None else row_weight * cw
         if self.options.z_loss > 0:
             zw = 2.0 * self.options.z_loss * lse * w
             lse_weight = zw if lse_weight is None else lse_weight + zw
-        more = {} if lse_weight is None else {"lse_weight": lse_weight}
+        return tuple(inner), w, ({} if lse_weight is None else {"lse_weight": lse_weight}), dcap
+
+    def grad(self, state, target, row_weight, shape, dtype, lse_weight=None):
+        inner, w, more, dcap = self._inner_weights(state, row_weight, lse_weight)
         tempered = self.options.temperature != 1.0
         own = dtype if dcap is None and not tempered else compute_dtype(dtype)
-        g = self.inner.grad(tuple(inner), target, w, shape, own, **more)
+        g = self.inner.grad(inner, target, w, shape, own, **more)
         if tempered:
             g = g.div_(self.options.temperature)  # d(z / T)/dz
         return g if dcap is None else g.mul_(dcap)
+
+    def sparse_grad(self, state, target, row_weight, lse_weight=None):
+        inner, w, more, dcap = self._inner_weights(state, row_weight, lse_weight)
+        g = self.inner.sparse_grad(inner, target, w, **more)
+        if self.options.temperature != 1.0:
+            g = g._replace(values=g.values / self.options.temperature)  # d(z / T)/dz
+        return g if dcap is None else g._replace(values=g.values * dcap.gather(1, g.index))
 
     def log_probs(self, z):
         return self.inner.log_probs(self.cap(z))

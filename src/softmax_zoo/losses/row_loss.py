@@ -10,13 +10,19 @@ and, for the options that need the row's log-normaliser (z-loss, ``return_lse``;
 ``lse(state)`` -> (N,) and ``grad(..., lse_weight=v)`` -> ∂(Σ_i w_i·loss_i + v_i·lse_i)/∂z,
 with :attr:`RowLoss.has_lse` set (softmax, stable and sparse have them);
 
+and, where the gradient has a few nonzeros a row (sparse-softmax: the support and the target),
+``sparse_grad(state, target, w, lse_weight=)`` -> :class:`SparseGrad`, the same gradient as
+(index, value) pairs per row, with :attr:`RowLoss.has_sparse_grad` set: a linear head then
+multiplies only those (``sparse_linear.py``) instead of the two backward GEMMs;
+
 and every path of the package runs that one definition:
 
 - the whole matrix, ``RowLoss.on_logits``: the (N, C) logits through :class:`_RowLossFunction`,
   whose backward is ``grad`` with w = the upstream gradient (0 at ignored rows);
 - the chunked head (``chunked.py``): ``loss_and_grad`` on ``chunk_size`` rows at a time, with w
   = the reduction's weights, so that the (N, C) logits never exist; it runs ``scratch_rows``,
-  which may overwrite the chunk's logits (softmax, stable and sparse make their gradient in that buffer);
+  which may overwrite the chunk's logits (softmax, stable and sparse make their gradient in that buffer),
+  and takes the gradient as :meth:`RowLoss.sparse_grad` where :attr:`RowLoss.has_sparse_grad`, else ``grad``;
 - inference (``SoftmaxHead.log_probs``, hence ``predict`` and the evaluation NLL): ``log_probs``.
   A subclass that leaves one of the three out cannot be instantiated (they are abstract), so a
   variant cannot change its loss and silently keep another distribution.
@@ -31,10 +37,25 @@ place: it is called once per ``rows``.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from typing import NamedTuple
 
 import torch
 
 from ._core import check_ce_inputs, compute_dtype, reduce_loss
+
+
+class SparseGrad(NamedTuple):
+    """A logit gradient (N, C) given by its nonzeros: row i is Σ_j values[i, j]·onehot(index[i, j]).
+
+    An index may repeat within a row (the target inside the support): its values add up.
+    """
+
+    index: torch.Tensor  # (N, m) long, class ids
+    values: torch.Tensor  # (N, m), in the compute dtype
+
+    def dense(self, out: torch.Tensor) -> torch.Tensor:
+        """``out`` (N, C) += this gradient, in place; returned."""
+        return out.scatter_add_(1, self.index, self.values.to(out.dtype))
 
 
 class RowLoss(ABC):
@@ -54,6 +75,10 @@ class RowLoss(ABC):
 
     #: True when :meth:`lse` and ``grad(..., lse_weight=)`` are implemented.
     has_lse = False
+
+    #: True when :meth:`sparse_grad` gives :meth:`grad` by its few nonzeros a row (as set now: an
+    #: option that spreads the gradient over every class turns it off).
+    has_sparse_grad = False
 
     def __init__(self, label_smoothing: float = 0.0) -> None:
         self.label_smoothing = float(label_smoothing)
@@ -78,6 +103,10 @@ class RowLoss(ABC):
         cross-entropy :meth:`rows` is at ε = 0 (loss_i = −log p_i,t wherever p_i,t > 0)."""
         raise NotImplementedError
 
+    def sparse_grad(self, state, target: torch.Tensor, row_weight: torch.Tensor, lse_weight=None) -> SparseGrad:
+        """:meth:`grad` as its nonzeros: (index (N, m), values (N, m)) per row, where :attr:`has_sparse_grad`."""
+        raise NotImplementedError(f"{type(self).__name__} has no sparse gradient (has_sparse_grad is False)")
+
     def lse(self, state) -> torch.Tensor:
         """(N,) the log-normaliser of the rows' distribution (log Σ over its support of exp z), from
         :meth:`rows`' state, read before :meth:`grad` (which may overwrite the state)."""
@@ -98,13 +127,19 @@ class RowLoss(ABC):
         return self.rows(z, target, keep)
 
     def loss_and_grad(self, z, target, keep, row_weight=None):
-        """loss (N,), if ``row_weight`` is given its gradient (N, C) else None, and :meth:`stats`:
-        the chunked path's call, which gives ``z`` up (:meth:`scratch_rows`)."""
+        """loss (N,), if ``row_weight`` is given its gradient (a :class:`SparseGrad` where
+        :attr:`has_sparse_grad`, else (N, C)) else None, and :meth:`stats`: the chunked path's call,
+        which gives ``z`` up (:meth:`scratch_rows`)."""
         dtype = z.dtype  # before scratch_rows, which may overwrite z
         loss, state = self.scratch_rows(z, target, keep)
         check_loss_dtype(self, loss, dtype)
         stats = self.stats(state)  # before grad, which may overwrite the state
-        grad = None if row_weight is None else self.grad(state, target, row_weight, z.shape, z.dtype)
+        if row_weight is None:
+            grad = None
+        elif self.has_sparse_grad:
+            grad = self.sparse_grad(state, target, row_weight)
+        else:
+            grad = self.grad(state, target, row_weight, z.shape, z.dtype)
         return loss, grad, stats
 
     def on_logits(self, logits: torch.Tensor, target: torch.Tensor, *, ignore_index: int = -100, reduction: str = "mean"):

@@ -126,7 +126,9 @@ class SoftmaxHead(LinearHead):
         z_loss, return_lse, class_weight, softcap, shift, return_token_accuracy, temperature,
             return_entropy, return_target_log_prob: every one, on
             both paths (``options.py``); ``log_probs`` and ``predict`` read the capped logits.
-        chunk_size: None: the loss from the full (N, C) logits. An int: the loss and all its
+        chunk_size: None: the loss from the full (N, C) logits (where the row loss's gradient is
+            sparse, :attr:`RowLoss.has_sparse_grad`, as one chunk of the chunked path below, whose
+            backward multiplies only the gradient's nonzeros: ``sparse_linear.py``). An int: the loss and all its
             gradients are computed in the forward, ``chunk_size`` rows at a time, never holding
             the (N, C) logits (``chunked.py``); values and gradients equal the plain path's.
             "auto": rows per chunk chosen so a chunk holds at most the device's budget of
@@ -155,7 +157,7 @@ class SoftmaxHead(LinearHead):
     def forward(self, hidden: torch.Tensor, target: torch.Tensor):
         """hidden (..., d), target (...) -> loss (scalar, or target's shape for reduction="none"),
         or ``options.HeadOutput`` with a ``return_*`` option."""
-        if self.chunk_size is None:
+        if self.chunk_size is None and not self.loss_rows().has_sparse_grad:
             return super().forward(hidden, target)
         return chunked_linear_loss(self, hidden, self.shifted(target))
 

@@ -8,8 +8,13 @@ its cross-entropy. With Ω_k the indices of the k largest logits of a row,
     loss = logsumexp_{j∈Ω_k}(z_j) − z_t                                 (its cross-entropy)
 
 The target is not added to Ω_k: when it is outside, its gradient is −1 and the top-k get their
-softmax weights, so a row's gradient has at most k+1 nonzeros. The custom backward writes just
-those into a zeroed buffer instead of going through autograd of topk and gather.
+softmax weights, so a row's gradient has at most k+1 nonzeros. The custom backward gives just
+those (``SparseRows.sparse_grad``) instead of going through autograd of topk and gather: on
+logits, scattered into a zeroed buffer; in the head and ``linear_cross_entropy``, to the linear
+layer itself, whose backward then gathers k+1 rows of W a row for ∂/∂h and scatters k+1 rows of h
+a row into ∂/∂W (``sparse_linear.py``): 4·N·(k+1)·d multiply-adds instead of the two backward
+GEMMs' 4·N·C·d. The gradient is dense, and so is that backward, with ``smoothing_over="all"`` and
+ε > 0, at k = C and during ``full_softmax_steps`` (both the full softmax).
 
 Label smoothing ε spreads ε uniformly over Ω_k:
 (1 − ε)·(lse_k − z_t) + ε·mean_{j∈Ω_k}(lse_k − z_j) = lse_k − z_t + ε·(z_t − mean_{j∈Ω_k} z_j).
@@ -36,7 +41,7 @@ import torch
 from ._core import check_ce_inputs, check_k, compute_dtype
 from .options import scale_logits
 from .registry import register_variant
-from .row_loss import RowLoss
+from .row_loss import RowLoss, SparseGrad
 from .softmax import SoftmaxHead, SoftmaxRows
 
 
@@ -135,26 +140,43 @@ class SparseRows(RowLoss):
         """logsumexp over the support S the loss normalises over: Ω_k, or Ω_k ∪ {t} with ``target_in_support``."""
         return state[2]
 
-    def grad(self, state, target, row_weight, shape, dtype, lse_weight=None):
-        """A ``shape`` = (N, C) tensor of ``dtype``: k(+1) nonzeros a row, or C with
-        ``smoothing_over="all"`` and ε > 0; ``lse_weight`` v adds v·softmax over S."""
-        values, index, lse, zt, added, size, *scratch = state  # scratch: the logits from scratch_rows
+    @property
+    def smooths_all(self) -> bool:
+        """Whether ε is spread over all C classes (``smoothing_over="all"`` and ε > 0): a dense gradient."""
+        return self.smoothing_over == "all" and self.label_smoothing > 0
+
+    @property
+    def has_sparse_grad(self) -> bool:
+        """Whether :meth:`grad` is k + 1 entries a row (:meth:`sparse_grad`): always but where
+        :attr:`smooths_all`, which puts −ε/C on every class."""
+        return not self.smooths_all
+
+    def sparse_grad(self, state, target, row_weight, lse_weight=None):
+        """The gradient's nonzeros: :class:`SparseGrad` of the support Ω_k and the target, (N, k + 1)
+        (the target's entry adds to its top-k one when it is inside); ``lse_weight`` v adds v·softmax
+        over S. With ``smoothing_over="all"`` the −ε/C on every class is :meth:`grad`'s, not here."""
+        values, index, lse, zt, added, size = state[:6]  # state[6:]: the logits from scratch_rows
         eps = self.label_smoothing
         w = row_weight.to(lse.dtype)  # (N,), 0 at ignored rows
         on_p = w if lse_weight is None else w + lse_weight.to(lse.dtype)  # (N,) weight of softmax over S
         on_support = eps / size if self.smoothing_over == "support" else torch.zeros_like(size)  # (N,) −ε/|M| on S
         top = torch.exp(values - lse.unsqueeze(1)).mul_(on_p.unsqueeze(1)).sub_((on_support * w).unsqueeze(1))  # (N, k)
-        if scratch and scratch[0].shape == shape and scratch[0].dtype == dtype:
-            grad = scratch[0].zero_()
-        else:
-            grad = torch.zeros(shape, dtype=dtype, device=values.device)
-        if self.smoothing_over == "all" and eps > 0:
-            grad -= (eps / shape[1] * w).to(dtype).unsqueeze(1)
-        grad.scatter_add_(1, index, top.to(dtype))
         # The target adds −(1 − ε) to its top-k weight, or stands alone outside the top-k (with its
         # own softmax weight when it joined the support).
         at_target = -(1.0 - eps) * w + torch.where(added, torch.exp(zt - lse) * on_p - on_support * w, 0.0)  # (N,)
-        return grad.scatter_add_(1, target.unsqueeze(1), at_target.to(dtype).unsqueeze(1))
+        return SparseGrad(torch.cat([index, target.unsqueeze(1)], dim=1), torch.cat([top, at_target.unsqueeze(1)], dim=1))
+
+    def grad(self, state, target, row_weight, shape, dtype, lse_weight=None):
+        """A ``shape`` = (N, C) tensor of ``dtype``: :meth:`sparse_grad` scattered, k(+1) nonzeros a row,
+        or C with ``smoothing_over="all"`` and ε > 0; ``lse_weight`` v adds v·softmax over S."""
+        scratch = state[6:]  # the logits from scratch_rows, the buffer the gradient is written into
+        if scratch and scratch[0].shape == shape and scratch[0].dtype == dtype:
+            grad = scratch[0].zero_()
+        else:
+            grad = torch.zeros(shape, dtype=dtype, device=target.device)
+        if self.smooths_all:
+            grad -= (self.label_smoothing / shape[1] * row_weight.to(state[2].dtype)).to(dtype).unsqueeze(1)
+        return self.sparse_grad(state, target, row_weight, lse_weight).dense(grad)
 
     def log_probs(self, z):
         """:func:`sparse_log_softmax` over the top-k (the support at inference, whatever ``target_in_support``)."""
@@ -208,6 +230,12 @@ class SparseSoftmaxHead(SoftmaxHead):
 
     ``log_probs`` is the sparse distribution the model decodes with: log-softmax over the top-k
     logits, −inf elsewhere. See :class:`SoftmaxHead` for the other arguments.
+
+    Training's backward multiplies only the gradient's k + 1 nonzeros a row (``sparse_linear.py``),
+    with ``chunk_size`` or without, and with every loss option (class weights scale a row, the
+    z-loss is over the support, the softcap's derivative is taken at the nonzeros); it is the dense
+    backward where the gradient is dense: ``smoothing_over="all"`` with ε > 0, k = num_classes, and
+    the steps of ``full_softmax_steps``. Deterministic under ``torch.use_deterministic_algorithms``.
 
     Args:
         k: support size, 1 <= k <= num_classes (the paper's best on text classification: 20).

@@ -54,7 +54,7 @@ from ._core import (
 )
 from .chunked import _ChunkedLinearLoss, auto_chunk_size, check_chunk_size, chunked_pass
 from .memory import chunk_logits
-from .row_loss import RowLoss
+from .row_loss import RowLoss, SparseGrad
 from .softmax import SoftmaxRows
 from .sparse import SparseRows
 from .stable import StableRows, _sigmoid
@@ -404,19 +404,24 @@ class ShardSparseRows(ShardRows, SparseRows):
             loss = loss + eps * (zt - mean)
         return loss.masked_fill(~keep, 0.0), (values, index, lse, zt, added, size, local_t, owned)
 
-    def grad(self, state, target, row_weight, shape, dtype):
+    def sparse_grad(self, state, target, row_weight, lse_weight=None):
+        """The members of Ω_k ∪ {t} this rank owns, at their local columns (N, k + 1); the others
+        point at column 0 with value 0."""
         values, index, lse, zt, added, size, local_t, owned = state
         eps, start = self.label_smoothing, self.shard.start
         w = row_weight.to(lse.dtype)  # (N,)
         on_support = eps / size if self.smoothing_over == "support" else torch.zeros_like(size)
         top = torch.exp(values - lse.unsqueeze(1)).sub_(on_support.unsqueeze(1)).mul_(w.unsqueeze(1))  # (N, k)
         mine = (index >= start) & (index < self.shard.stop)  # (N, k) support entries in this shard
-        grad = torch.zeros(shape, dtype=dtype, device=values.device)
-        if self.smoothing_over == "all" and eps > 0:
-            grad -= (eps / self.num_classes * w).to(dtype).unsqueeze(1)
-        grad.scatter_add_(1, (index - start).masked_fill(~mine, 0), torch.where(mine, top, 0.0).to(dtype))
         at_target = -(1.0 - eps) + torch.where(added, torch.exp(zt - lse) - on_support, 0.0)  # (N,)
-        return grad.scatter_add_(1, local_t[:, None], (at_target * w * owned).to(dtype).unsqueeze(1))
+        cols = torch.cat([(index - start).masked_fill(~mine, 0), local_t[:, None]], dim=1)  # (N, k + 1)
+        return SparseGrad(cols, torch.cat([torch.where(mine, top, 0.0), (at_target * w * owned)[:, None]], dim=1))
+
+    def grad(self, state, target, row_weight, shape, dtype):
+        grad = torch.zeros(shape, dtype=dtype, device=target.device)
+        if self.smooths_all:  # −ε/C on every class
+            grad -= (self.label_smoothing / self.num_classes * row_weight.to(state[2].dtype)).to(dtype).unsqueeze(1)
+        return self.sparse_grad(state, target, row_weight).dense(grad)
 
     def log_probs(self, z):
         """This rank's columns (N, C_r) of the sparse log-softmax over the global top-k, −inf elsewhere."""

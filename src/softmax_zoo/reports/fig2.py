@@ -9,6 +9,7 @@ Words: templates/fig2.md.j2, and the figures' templates/_fig2_figures.j2. Build:
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from functools import partial
@@ -37,12 +38,19 @@ PAPER_F1 = {"iflytek": 60.7, "clinc_oos": 96.1}  # Sun et al. 2021, Fig. 2: micr
 BENCH_FILE = "bench_losses_cpu.md"  # under results_dir; its data is the .json beside it
 BENCH_GROUP = "cross-entropy ("
 SPARSE_ROW, SOFTMAX_ROW, TORCH_ROW = "sparse_softmax_cross_entropy", "softmax_cross_entropy", "F.cross_entropy"
+# The output layer's training step (scripts/bench_cases/sparse_backward.py): the paper's sizes, then LM sizes; one
+# page each, by `python scripts/bench_losses.py --only "<its --only>"`; its groups' sparse row at the paper's k.
+STEP_BENCH_FILES = ("bench_losses_cpu_sparse-step.json", "bench_losses_cpu_sparse-backward-n-4096-c-32000.json",
+                    "bench_losses_cpu_sparse-backward-n-4096-c-128000.json")
+STEP_SOFTMAX_ROWS = ("SoftmaxHead (plain)", 'SoftmaxHead (chunk_size="auto")')
+STEP_SPARSE_ROW = f"SparseSoftmaxHead (k={PAPER_K},"
 EXPERIMENT_PREFIX = "fig2_"
 # README.md's status table: experiment -> the claims-ledger row that heads it
 HEADLINES = {"fig2_clinc_oos": "fig2-robust-k-clinc_oos", "fig2_finetune_clinc_oos": "fig2-finetune-robust-k-clinc_oos",
              "fig2_iflytek": "fig1-convergence-iflytek", "fig2_wos": "fig2-robust-k-wos"}
 FINETUNE_PREFIX = "fig2_finetune_"  # make reproduce-fig2-finetune
 TASK_NAMES = {"clinc_oos": "OOS-eval (CLINC150)", "iflytek": "IFLYTEK", "wos": "WoS"}  # as the paper names them
+STEP_TASK_NAMES = TASK_NAMES | {"gigaword": "Gigaword (UniLM, 30,522 WordPieces)"}  # the output-layer step's sizes
 TRAIN_COMMAND = "python -m softmax_zoo.train"
 SWEPT = ("loss.k", "seed")  # the sweep dimensions of configs/experiment/fig2_*.yaml
 METRICS = (F1, "val/micro_f1", "test/in_scope_accuracy", "test/target_in_topk")  # per arm, in points
@@ -175,6 +183,38 @@ def speed_claim(results_dir: str | Path) -> dict[str, Any]:
                   "k": int(k.group(1)) if k else None}
 
 
+def step_claim(results_dir: str | Path) -> dict[str, Any]:
+    """The title's "Faster" as the output layer's training step: per group of the :data:`STEP_BENCH_FILES` found
+    under ``results_dir``, its task (None: an LM size), N, C, the softmax and sparse (k = 20) heads' ms and the
+    sparse head's speed-up; the files' commands, dates and load; ``sizes`` empty without a measurement."""
+    row = {"kind": "speed-step", "id": "sparse-faster-output-layer", "source": "fig2", "paper_k": PAPER_K}
+    sizes, runs = [], []
+    for name in STEP_BENCH_FILES:
+        path = Path(results_dir) / name
+        if not path.is_file():
+            continue
+        report = json.loads(path.read_text(encoding="utf-8"))
+        runs.append({"file": name, "command": report["command"], "date": report["date"],
+                     "load": report.get("load_average", {}).get("start"), "commit": report.get("git", {}).get("commit")})
+        for group in report["groups"]:
+            rows = {r["variant"]: r for r in group["rows"]}
+            softmax = next((rows[v] for v in STEP_SOFTMAX_ROWS if v in rows), None)
+            sparse = next((r for v, r in rows.items() if v.startswith(STEP_SPARSE_ROW)), None)
+            size = re.search(r"N=(\d+) C=(\d+)", group["title"])
+            if softmax is None or sparse is None or size is None:
+                continue
+            task = re.match(r"sparse step (\w+) ", group["title"])
+            # the fastest call beside the median: on a shared CPU a call of a few ms waits for the core now and then
+            fastest = [1e3 * min(r["seconds"]) if r.get("seconds") else None for r in (softmax, sparse)]
+            name = STEP_TASK_NAMES.get(task.group(1), task.group(1)) if task else None
+            sizes.append({"task": name, "n": int(size.group(1)), "c": int(size.group(2)),
+                          "softmax": softmax["ms"], "sparse": sparse["ms"], "speedup": softmax["ms"] / sparse["ms"],
+                          "fastest": None if None in fastest else {"softmax": fastest[0], "sparse": fastest[1],
+                                                                   "speedup": fastest[0] / fastest[1]}})
+    return row | {"sizes": sizes, "runs": runs, "faster": [s for s in sizes if s["speedup"] > 1],
+                  "slower": [s for s in sizes if s["speedup"] <= 1]}
+
+
 def task_name(task: str) -> str:
     return TASK_NAMES.get(task, task)
 
@@ -265,15 +305,15 @@ def summarise(results_dir: str | Path = "results") -> dict[str, Any]:
     summary, tuned = group_runs(records), group_runs(tuned_records)
     tasks = [task_data(t, summary[t]) for t in sorted(summary)]
     tuned_tasks = [task_data(t, tuned[t], finetuned=True) for t in sorted(tuned)]
-    speed = speed_claim(results_dir)
+    speed, step = speed_claim(results_dir), step_claim(results_dir)
     return {"folder": shown_path(runs), "prefix": EXPERIMENT_PREFIX, "tuned_prefix": FINETUNE_PREFIX, "commits": commits(records),
             "tuned_commits": commits(tuned_records), "commands": commands(records), "command": page_command("fig2", results_dir),
             "paper_k": PAPER_K, "paper_f1": PAPER_F1, "min_seeds": MIN_SEEDS, "smooth": SMOOTH, "stable": STABLE,
             "task_names": {t: t for t in summary | tuned} | TASK_NAMES,
             "settings": settings(summary, tuned), "tasks": tasks, "tuned": tuned_tasks,
-            "headline": headline(tasks), "seeds": seeds_of(records), "speed": speed,
+            "headline": headline(tasks), "seeds": seeds_of(records), "speed": speed, "step": step,
             "fig1": {task_name(t): fig1_data(summary[t]) for t in sorted(summary)},
-            "claims": [c for t in tasks + tuned_tasks for c in t["claims"].values()] + [speed]
+            "claims": [c for t in tasks + tuned_tasks for c in t["claims"].values()] + [speed, step]
             + [{"kind": kind, "id": id_, "source": "fig2"} for kind, id_ in TEXT_CLAIMS]}
 
 
