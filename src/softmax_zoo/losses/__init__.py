@@ -73,6 +73,7 @@ from .centred_kernel_sampler import CentredQuadraticKernelSampler
 from .functional import linear_cross_entropy
 from .head import LinearHead, OutputHead
 from .kernel_sampler import QuadraticKernelSampler
+from .linear_kd import linear_kd_loss
 from .options import HeadOutput
 from .registry import register_variant, variant, variant_label, variant_title, variants
 from .sampled import SampledSoftmaxHead
@@ -84,6 +85,7 @@ from .stable_kd import stable_kd_loss
 from .vocab_parallel import VocabShard, vocab_parallel_cross_entropy, vocab_parallel_linear_cross_entropy
 from .vocab_parallel_head import VocabParallelHead
 from .vocab_parallel_kd import vocab_parallel_stable_kd_loss
+from .vocab_parallel_linear_kd import vocab_parallel_linear_kd_loss
 
 __all__ = [
     "OutputHead",
@@ -103,6 +105,7 @@ __all__ = [
     "softmax_cross_entropy",
     "stable_cross_entropy",
     "stable_kd_loss",
+    "linear_kd_loss",
     "sparse_softmax",
     "sparse_softmax_cross_entropy",
     "optimal_cutoffs",
@@ -117,4 +120,5 @@ __all__ = [
     "vocab_parallel_cross_entropy",
     "vocab_parallel_linear_cross_entropy",
     "vocab_parallel_stable_kd_loss",
+    "vocab_parallel_linear_kd_loss",
 ]
