@@ -194,48 +194,63 @@ class _Rows:
             return self._reverse_stats()
         return self._jsd_stats()
 
-    def _normalisers(self, forward: bool, reverse: bool) -> None:
-        """Pass 1: lse_S, lse_T; forward: Σ p·δ and max δ; reverse: Σ q·δ."""
+    def _normalisers(self, student: bool, teacher: bool, forward: bool = False, reverse: bool = False) -> None:
+        """Pass 1: lse_S and lse_T (those asked for); forward: Σ p·δ and max δ; reverse: Σ q·δ."""
         r = self.chunk.hr.shape[0]
         like = self.chunk.hr.new_empty(0, dtype=self.chunk.acc)
-        student, teacher = _RunningLSE(r, int(reverse), like), _RunningLSE(r, int(forward), like)
+        lse_s, lse_t = _RunningLSE(r, int(reverse), like), _RunningLSE(r, int(forward), like)
         top = like.new_full((r,), float("-inf"))
         for _, _, x, y in self.chunk:
-            delta = x - y  # (r, Cb) δ
-            student.add(x, *([delta] if reverse else []))
-            teacher.add(y, *([delta] if forward else []))
+            delta = x - y if forward or reverse else None  # (r, Cb) δ
+            if student:
+                lse_s.add(x, *([delta] if reverse else []))
+            if teacher:
+                lse_t.add(y, *([delta] if forward else []))
             if forward:
                 top = torch.maximum(top, delta.amax(dim=1))
-        student.combine(self.over)
-        teacher.combine(self.over)
-        self.lse_s, self.lse_t = student.lse, teacher.lse
+        if student:
+            lse_s.combine(self.over)
+            self.lse_s = lse_s.lse
+        if teacher:
+            lse_t.combine(self.over)
+            self.lse_t = lse_t.lse
         if forward:
-            self.c, self.top = teacher.mean(0), self.over.max(top)
+            self.c, self.top = lse_t.mean(0), self.over.max(top)
         if reverse:
-            self.mean_q = student.mean(0)
+            self.mean_q = lse_s.mean(0)
 
     def _forward_stats(self) -> torch.Tensor:
-        self._normalisers(forward=True, reverse=False)
-        r = self.lse_s.shape[0]
-        sums = self.lse_s.new_zeros(r, 3)  # Σ p·expm1(d), Σ p, Σ p·d
+        """Pass 1: lse_T, Σ p·δ, max δ; pass 2: Σ p·expm1(d), Σ p, Σ p·d (and lse_S if a row is far apart)."""
+        self._normalisers(student=False, teacher=True, forward=True)
+        self.far = self.top - self.c > far_apart(self.lse_t.dtype)  # (r,), the same on every rank
+        far = bool(self.far.any())
+        lse_s = _RunningLSE(self.lse_t.shape[0], 0, self.lse_t)
+        sums = self.lse_t.new_zeros(self.lse_t.shape[0], 3)  # Σ p·expm1(d), Σ p, Σ p·d
         for _, _, x, y in self.chunk:  # pass 2
             p = torch.sub(y, self.lse_t[:, None]).exp_()
             d = torch.sub(x, y).sub_(self.c[:, None])
             sums += torch.stack([(p * torch.expm1(d)).sum(dim=1), p.sum(dim=1), (p * d).sum(dim=1)], dim=1)
+            if far:
+                lse_s.add(x)
+            if len(self.chunk.blocks) == 1:
+                self.p_d = (p, d)  # kept for the gradient pass of a one-block chunk
         s, p1, pd = self.over.sum(sums).unbind(1)
-        self.far = self.top - self.c > far_apart(self.lse_s.dtype)  # (r,)
-        self.log_sum = torch.where(self.far, self.lse_s - self.lse_t - self.c, torch.log1p(s.masked_fill(self.far, 0)))
+        if far:
+            lse_s.combine(self.over)
+            self.lse_s = lse_s.lse
+            log_sum = self.lse_s - self.lse_t - self.c  # log Σ p·e^d from the logs
+        self.log_sum = torch.where(self.far, log_sum, torch.log1p(s.masked_fill(self.far, 0))) if far else torch.log1p(s)
         self.sum_u = -(1 - p1) * torch.expm1(-self.log_sum)  # Σ p·expm1(d − log_sum), from the row sums
         return self.sum_u + p1 * self.log_sum - pd  # Σu + KL, KL = −Σ p·s
 
     def _reverse_stats(self) -> torch.Tensor:
-        self._normalisers(forward=False, reverse=True)
+        self._normalisers(student=True, teacher=True, reverse=True)
         self.shift = self.lse_s - self.lse_t  # log q − log p = δ − shift
         self.kl = self.mean_q - self.shift
         return self.kl
 
     def _jsd_stats(self) -> torch.Tensor:
-        self._normalisers(forward=False, reverse=False)
+        self._normalisers(student=True, teacher=True)
         sums = self.lse_s.new_zeros(self.lse_s.shape[0], 2)  # the loss, Σ a
         for _, _, x, y in self.chunk:  # pass 2
             log_q, log_p, log_m = self._jsd_logs(x, y)
@@ -286,30 +301,29 @@ class _Rows:
         self.ids, self.u_k = ids, u
         return self.sum_u - (p * s).sum(dim=1)
 
-    def grad(self, start: int, stop: int, x: torch.Tensor, y: torch.Tensor | None) -> torch.Tensor:
-        """d(row loss)/d z_S of the block [start, stop) (r, Cb), in the compute dtype."""
-        div, beta, t = self.spec.divergence, self.spec.beta, self.spec.temperature
+    def grad(self, start: int, stop: int, x: torch.Tensor, y: torch.Tensor | None, scale: torch.Tensor) -> torch.Tensor:
+        """d(row loss)/d z_S of the block [start, stop) (r, Cb) times ``scale`` (r, 1), in the compute dtype."""
+        div, beta = self.spec.divergence, self.spec.beta  # scale: T·(row weight), the T² of the loss times the 1/T of x
         if y is None:  # top-K: q·(1 − Σu) outside K, u − q·Σu on K
             q = torch.sub(x, self.lse_s[:, None]).exp_()
             g = F.pad(q.mul_(1 - self.sum_u[:, None]), (0, 1))  # (r, Cb + 1)
             cols, _ = _topk_columns(self.ids, start, stop)
             q_k = torch.exp(F.pad(x, (0, 1)).gather(1, cols) - self.lse_s[:, None])  # (r, K); ids outside: unused
             g.scatter_(1, cols, self.u_k - q_k * self.sum_u[:, None])  # ids outside the block all write column Cb
-            return g[:, : stop - start].mul_(t)
+            return g[:, : stop - start].mul_(scale)
         if div == "forward_kl" or (div == "jsd" and beta == 0):
-            p = torch.sub(y, self.lse_t[:, None]).exp_()
-            s = torch.sub(x, y).sub_(self.c[:, None]).sub_(self.log_sum[:, None])  # d − log_sum
-            u = torch.expm1(s).mul_(p)
+            p, d = getattr(self, "p_d", None) or (torch.sub(y, self.lse_t[:, None]).exp_(), torch.sub(x, y).sub_(self.c[:, None]))
+            u = torch.sub(d, self.log_sum[:, None]).expm1_().mul_(p)  # p·expm1(s), s = d − log_sum
             if self.far.any():
                 u = torch.where(self.far[:, None], torch.exp(x - self.lse_s[:, None]) - p, u)
-            return u.sub_((p + u).mul_(self.sum_u[:, None])).mul_(t)  # T·(u − q·Σu)
+            return u.mul_(1 - self.sum_u[:, None]).sub_(p.mul_(self.sum_u[:, None])).mul_(scale)  # T·(u − q·Σu), q = p + u
         if div == "reverse_kl" or beta == 1:
             q = torch.sub(x, self.lse_s[:, None]).exp_()
-            return torch.sub(x, y).sub_((self.shift + self.kl)[:, None]).mul_(q).mul_(t)  # T·q·(log q − log p − KL)
+            return torch.sub(x, y).sub_((self.shift + self.kl)[:, None]).mul_(q).mul_(scale)  # T·q·(log q − log p − KL)
         log_q, _, log_m = self._jsd_logs(x, y)
         q = log_q.exp()
         a = (1 - beta) * q * (log_q - log_m)
-        return a.sub_(q * self.sum_a[:, None]).mul_(t)  # T·(a − q·Σa)
+        return a.sub_(q * self.sum_a[:, None]).mul_(scale)  # T·(a − q·Σa)
 
 
 def kd_pass(spec: Spec, hidden, weight, bias, row_weight):
@@ -341,7 +355,7 @@ def kd_pass(spec: Spec, hidden, weight, bias, row_weight):
                 continue
             rw = row_weight[rows].to(acc)[:, None]  # (r, 1)
             for start, stop, x, y in chunk:  # the gradient pass
-                g = div.grad(start, stop, x, y).mul_(rw).to(mm)  # (r, Cb)
+                g = div.grad(start, stop, x, y, rw * spec.temperature).to(mm)  # (r, Cb)
                 _addmm_(gh[rows], g, w[start:stop])
                 _addmm_(gw[start:stop], g.t(), hr)
                 if gb is not None:
