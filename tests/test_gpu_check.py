@@ -73,6 +73,13 @@ def test_autocast_heads_part_runs_on_cpu(dtype):
     assert "C=32,768" in detail and "sampled quadratic" in detail and "chunked softmax" in detail
 
 
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16], ids=str)
+def test_linear_kd_part_runs_on_cpu(dtype):
+    """The part's linear KD: every divergence and a top-K teacher within 2 % of float64 under CPU autocast, exact zeros."""
+    detail = gpu_check.linear_kd_check(torch.device("cpu"), dtype, num_classes=5000, d=16, rows=32, k=8)
+    assert "C=5,000" in detail and "jsd" in detail and "forward_kl top-K" in detail and "exactly 0" in detail
+
+
 def test_bench_case_runs_at_tiny_sizes_on_cpu():
     rows = gpu_linear_ce.run(torch.float32, torch.device("cpu"), quick=True, repeats=2)
     timed = {r.name: r for r in rows if r.skipped is None}
