@@ -261,3 +261,17 @@ def test_low_precision_weights(dtype, gen):
 def test_bad_input(kwargs, match):
     with pytest.raises(ValueError, match=match):
         linear_kd_loss(torch.zeros(4, 3), torch.zeros(5, 3), **kwargs)
+
+
+def test_autocast_runs_both_matmuls_in_its_dtype(gen):
+    """Under bfloat16 autocast the student's and the teacher's logits are bfloat16 matmuls (as F.linear gives them)."""
+    student, teachers, target = make(12, 8, 30, gen, dtype=torch.float32)
+    th, tw, tb = (teachers["hidden"][k].float() for k in ("teacher_hidden", "teacher_weight", "teacher_bias"))
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        got = values_and_grads(ours(dict(teacher_hidden=th, teacher_weight=tw, teacher_bias=tb), target,
+                                    class_chunk_size=7), student)
+        t_logits = torch.nn.functional.linear(th, tw, tb).float()  # autocast's bfloat16 logits
+        want = values_and_grads(ours(dict(teacher_logits=t_logits), target, class_chunk_size=7), student)
+    assert t_logits.dtype == torch.float32 and not torch.equal(t_logits, th @ tw.T + tb)
+    for x, ref in zip(got, want):
+        torch.testing.assert_close(x, ref, rtol=0, atol=0)

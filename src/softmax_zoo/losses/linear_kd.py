@@ -23,16 +23,22 @@ R = Σ_{j∉K} e^{x_j − lse_T − Σ p·δ} (the student's mass outside K), dL
 K and q_j·(1 − Σu) elsewhere, Σu = Σ_K u + Σ_{j∉K} q_j.
 
 Streaming: rows go ``chunk_size`` at a time, and within a chunk the classes go
-``class_chunk_size`` at a time. The log-normalisers lse_S and lse_T (and the p-weighted mean
-Σ p·δ) are running maxima and sums (:class:`_RunningLSE`), merged block after block. With
-``class_chunk_size`` None (the default) a row chunk's (r, C) logits are computed once and kept
-for the chunk: one pass over W. With class blocks, every pass recomputes each block's logits
-(the teacher's too, if given as hidden states), and the passes a chunk makes over W are:
-forward_kl and jsd 3 (the normalisers; then the row sums Σ p·expm1(d), resp. Σ a, which need
-them; then the gradient, which needs those sums), reverse_kl and a top-K teacher 2 (their
-row sums ride along with the normalisers: Σ q·δ is a running sum under the same maximum, the top-K
-sums are over K columns gathered on the way). The gradients of h, W and b are accumulated in the
-last pass, in the forward (as ``chunked.py``); the backward scales them.
+``class_chunk_size`` at a time. The log-normalisers (and the p- or q-weighted means Σ p·δ, Σ q·δ)
+are running maxima and sums (:class:`_RunningLSE`), merged block after block and then over the
+ranks of a vocabulary-parallel group. With ``class_chunk_size`` None (the default) a row chunk's
+(r, C) logits are computed once and kept for the chunk: one pass over W. With class blocks, every
+pass recomputes each block's logits (the teacher's too, if given as hidden states), and a chunk
+makes these passes over W, each needing the one before:
+
+    forward_kl   3: lse_T, Σ p·δ and max δ; then Σ p·expm1(d) (d needs Σ p·δ), with lse_S only
+                 if a row is far apart; then the gradient (u needs log1p(Σ p·expm1(d)))
+    jsd          3: lse_S and lse_T; then Σ a (log M needs both); then the gradient (a − q·Σa)
+    reverse_kl   2: lse_S, lse_T and Σ q·δ (a running sum under lse_S's maximum); then the gradient
+    top-K        2: lse_S, the logsumexp outside K and x at the K ids (gathered on the way: the rest
+                 is on (r, K)); then the gradient
+
+The gradients of h, W and b are accumulated in the last pass, in the forward (as ``chunked.py``);
+the backward scales them.
 
 The teacher receives no gradient (a frozen teacher; ``stable_kd_loss`` gives the teacher's
 gradient where it is wanted). Rows whose centred differences could overflow expm1
@@ -73,12 +79,16 @@ class Teacher:
     topk_ids: torch.Tensor | None = None
     topk_logits: torch.Tensor | None = None
 
-    def block(self, rows: slice, start: int, stop: int, dtype: torch.dtype) -> torch.Tensor:
+    def matmul_dtype(self) -> torch.dtype | None:
+        """The dtype of the teacher's matmul (autocast's when it is on, else its weight's), read before
+        the pass turns autocast off; None without hidden states."""
+        return None if self.hidden is None else matmul_dtypes(self.hidden, self.weight)[0]
+
+    def block(self, rows: slice, start: int, stop: int, dtype: torch.dtype, mm: torch.dtype | None) -> torch.Tensor:
         """The teacher's logits (r, stop − start) of ``rows`` and the local classes [start, stop), in ``dtype``, a new
         tensor (the caller may write into it)."""
         if self.logits is not None:
             return self.logits[rows, start:stop].to(dtype, copy=True)
-        mm = matmul_dtypes(self.hidden, self.weight)[0]
         b = None if self.bias is None else self.bias[start:stop].to(mm)
         h = self.hidden[rows].to(mm)
         return linear_into(h.new_empty(h.shape[0], stop - start), h, self.weight[start:stop].to(mm), b).to(dtype)
@@ -147,8 +157,9 @@ class Spec:
 class _Chunk:
     """One row chunk: its blocks' (x, y) = (z_S/T, z_T/T) (r, Cb), computed once and kept when there is one block."""
 
-    def __init__(self, spec: Spec, rows: slice, hr: torch.Tensor, w, b, acc) -> None:
+    def __init__(self, spec: Spec, rows: slice, hr: torch.Tensor, w, b, acc, teacher_mm) -> None:
         self.spec, self.rows, self.hr, self.w, self.b, self.acc = spec, rows, hr, w, b, acc
+        self.teacher_mm = teacher_mm
         c, size = w.shape[0], spec.class_chunk or w.shape[0]
         self.blocks = [(s, min(s + size, c)) for s in range(0, c, size)]
         self.kept = None
@@ -162,7 +173,7 @@ class _Chunk:
         for s, e in self.blocks:
             b = None if self.b is None else self.b[s:e]
             x = linear_into(self.hr.new_empty(self.hr.shape[0], e - s), self.hr, self.w[s:e], b).to(self.acc).div_(t)
-            y = None if teacher.topk_ids is not None else teacher.block(self.rows, s, e, self.acc).div_(t)
+            y = None if teacher.topk_ids is not None else teacher.block(self.rows, s, e, self.acc, self.teacher_mm).div_(t)
             if len(self.blocks) == 1:
                 self.kept = (s, e, x, y)
             yield s, e, x, y
@@ -330,6 +341,7 @@ def kd_pass(spec: Spec, hidden, weight, bias, row_weight):
     """Per-row loss (N,) of the linear KD and, with ``row_weight`` (N,), the gradients of Σ row_weight·loss:
     (d/dhidden (N, d), d/dweight (C, d), d/dbias (C,) or None) in the compute dtype, else None."""
     mm, acc = matmul_dtypes(hidden, weight)
+    teacher_mm = spec.teacher.matmul_dtype()
     n, d = hidden.shape
     t2 = spec.temperature**2
     grads = row_weight is not None
@@ -348,7 +360,7 @@ def kd_pass(spec: Spec, hidden, weight, bias, row_weight):
         for s in range(0, n, spec.chunk_rows):
             rows = slice(s, s + spec.chunk_rows)
             hr = h[rows]
-            chunk = _Chunk(spec, rows, hr, w, b, acc)
+            chunk = _Chunk(spec, rows, hr, w, b, acc, teacher_mm)
             div = _Rows(chunk)
             loss[rows] = (div.stats() * t2).masked_fill_(~spec.keep[rows], 0.0)
             if not grads:
