@@ -32,7 +32,7 @@ TEMPERATURE = 2.0
 ROWS = (8192, 4096, 2048, 1024)  # N, largest first
 # The materialised KD holds both logits, stable_kd_loss's three working buffers and the student's logit gradient.
 MATERIALISED_BUFFERS = 6
-MEMORY_SHARE = 0.5  # of the machine's memory: other processes share it
+MEMORY_SHARE = 0.25  # of the machine's memory: six engineers' processes share it
 BASELINE = "materialised KD (F.linear + stable_kd_loss)"
 STREAMED = 'linear_kd_loss (chunk_size="auto")'
 
