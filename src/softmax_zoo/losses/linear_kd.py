@@ -119,8 +119,8 @@ class _RunningLSE:
         e = torch.sub(v, safe[:, None]).exp_()  # (r, Cb)
         scale = torch.exp(self.m - safe)  # (r,) the old sums to the new maximum
         self.z = self.z * scale + e.sum(dim=1)
-        for i, w in enumerate(weights):
-            self.w[:, i] = self.w[:, i] * scale + (e * w).sum(dim=1)
+        for i, w in enumerate(weights):  # the last weight multiplies e in place
+            self.w[:, i] = self.w[:, i] * scale + (e.mul_(w) if i == len(weights) - 1 else e * w).sum(dim=1)
         self.m = m
 
     def combine(self, over: Collectives) -> None:
@@ -237,14 +237,17 @@ class _Rows:
         far = bool(self.far.any())
         lse_s = _RunningLSE(self.lse_t.shape[0], 0, self.lse_t)
         sums = self.lse_t.new_zeros(self.lse_t.shape[0], 3)  # Σ p·expm1(d), Σ p, Σ p·d
+        one = len(self.chunk.blocks) == 1  # one block: p and d are kept for the gradient
         for _, _, x, y in self.chunk:  # pass 2
-            p = torch.sub(y, self.lse_t[:, None]).exp_()
             d = torch.sub(x, y).sub_(self.c[:, None])
-            sums += torch.stack([(p * torch.expm1(d)).sum(dim=1), p.sum(dim=1), (p * d).sum(dim=1)], dim=1)
+            p = y.sub_(self.lse_t[:, None]).exp_()  # in y's buffer: the forward KL reads y no more
+            e = torch.expm1(d).mul_(p)  # (r, Cb) p·expm1(d), then p·d
+            sums += torch.stack([e.sum(dim=1), p.sum(dim=1), torch.mul(p, d, out=e).sum(dim=1)], dim=1)
+            del e
             if far:
                 lse_s.add(x)
-            if len(self.chunk.blocks) == 1:
-                self.p_d = (p, d)  # kept for the gradient pass of a one-block chunk
+            if one:
+                self.p_d = (p, d)
         s, p1, pd = self.over.sum(sums).unbind(1)
         if far:
             lse_s.combine(self.over)
@@ -324,7 +327,7 @@ class _Rows:
             return g[:, : stop - start].mul_(scale)
         if div == "forward_kl" or (div == "jsd" and beta == 0):
             p, d = getattr(self, "p_d", None) or (torch.sub(y, self.lse_t[:, None]).exp_(), torch.sub(x, y).sub_(self.c[:, None]))
-            u = torch.sub(d, self.log_sum[:, None]).expm1_().mul_(p)  # p·expm1(s), s = d − log_sum
+            u = d.sub_(self.log_sum[:, None]).expm1_().mul_(p)  # p·expm1(s), s = d − log_sum, in d's buffer
             if self.far.any():
                 u = torch.where(self.far[:, None], torch.exp(x - self.lse_s[:, None]) - p, u)
             return u.mul_(1 - self.sum_u[:, None]).sub_(p.mul_(self.sum_u[:, None])).mul_(scale)  # T·(u − q·Σu), q = p + u
@@ -372,6 +375,8 @@ def kd_pass(spec: Spec, hidden, weight, bias, row_weight):
                 _addmm_(gw[start:stop], g.t(), hr)
                 if gb is not None:
                     gb[start:stop] += g.sum(dim=0)
+                del g
+            del chunk, div, x, y  # the chunk's kept logits and p, d: freed before the next chunk's are made
     if not grads:
         return loss, None
     for g in (gh, gw, gb):
