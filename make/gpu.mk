@@ -4,10 +4,11 @@
 #                      (70 s); the losses benchmark at N=8,192, d=4,096, C=128,000, float32 and bfloat16, our heads
 #                      beside Liger-Kernel and cut-cross-entropy (110 s) -> results/bench_losses_cuda.md; the output
 #                      heads under autocast at C=32,768 (sampled, bias=false, with the tree's partial refresh;
-#                      chunked softmax) (30 s); a paper-scale Table 5 slice, 300 steps with random MiniLM weights,
-#                      on data/gigaword if prepared, else on generated pairs of Gigaword's lengths: steps/s, peak
-#                      memory, the full run's estimated time (90 s); every pipeline at paper settings with a tiny
-#                      model on generated data, 2 steps each (120 s) -> results/gpu_check.md
+#                      chunked softmax; the streamed linear KD against float64) (30 s); a paper-scale Table 5
+#                      slice, 300 steps with random MiniLM weights, on data/gigaword if prepared, else on
+#                      generated pairs of Gigaword's lengths: steps/s, peak memory, the full run's estimated
+#                      time (90 s); every pipeline at paper settings with a tiny model on generated data, 2 steps
+#                      each (120 s) -> results/gpu_check.md
 #   make gpu-wheels    where there is a network: .gpu_wheels/ for an offline GPU machine (scripts/gpu_wheels.sh)
 # Without CUDA gpu-check says so in one line and fails (exit status 1).
 #

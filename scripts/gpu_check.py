@@ -13,7 +13,8 @@ marked NOT RUN with the reason; each marked pass/fail:
 3. the output heads under autocast at a vocabulary of 32,768 (:func:`autocast_heads`): sampled
    softmax with ``bias=False`` (quadratic-kernel tree, its partial refresh after each step, and
    uniform), and the chunked softmax head, 3 optimiser steps each; the tree's log q checked against
-   its exact kernel;
+   its exact kernel; the streamed linear KD (every divergence, a top-K teacher) against float64
+   (:func:`linear_kd_check`);
 4. the sparse head's sparse backward (:func:`sparse_backward`): its gradients against the dense
    path's in float64, bit for bit the same twice under ``torch.use_deterministic_algorithms``, and
    its forward + backward time and peak memory beside the chunked softmax head's under autocast at
@@ -299,6 +300,51 @@ def sparse_backward(device: torch.device, dtype: torch.dtype, n: int = 8192, d: 
             f"({sparse_s / soft_s:.2f}x the time, {sparse_mib / soft_mib:.2f}x the memory)")
 
 
+def linear_kd_check(device: torch.device, dtype: torch.dtype, num_classes: int = 32_768, d: int = 64,
+                    rows: int = 256, k: int = 32) -> str:
+    """The streamed linear KD (``linear_kd_loss``) under ``dtype`` autocast at a large vocabulary, on ``device``.
+
+    Every divergence (and a top-K teacher) in class blocks of 4,096: its loss and student gradients
+    against the materialised reference (``reference.distill``) in float64 on the logits autocast
+    rounds to, within 2 % (relative norm); then identical student and teacher, an exactly zero
+    gradient. Raises on any failure.
+    """
+    from softmax_zoo.losses import linear_kd_loss
+    from softmax_zoo.losses.reference.distill import divergence_ref, teacher_log_probs
+
+    gen = torch.Generator(device).manual_seed(0)
+    h = torch.randn(rows, d, device=device, generator=gen)
+    w = torch.randn(num_classes, d, device=device, generator=gen) * d**-0.5 * 3
+    th = torch.randn(rows, d, device=device, generator=gen)
+    tw = torch.randn(num_classes, d, device=device, generator=gen) * d**-0.5 * 3
+    t_logits = (th.to(dtype) @ tw.to(dtype).T).float()  # the teacher's logits as an autocast model gives them
+    ids = t_logits.topk(k, dim=1).indices
+    teachers = {"logits": {"teacher_logits": t_logits}, "top-K": {"teacher_topk": (ids, t_logits.gather(1, ids))}}
+    errors = []
+    for name, beta, teacher in [("forward_kl", 0.5, "logits"), ("reverse_kl", 0.5, "logits"), ("jsd", 0.3, "logits"),
+                                ("forward_kl", 0.5, "top-K")]:
+        x, wp = h.clone().requires_grad_(), w.clone().requires_grad_()
+        with torch.autocast(device.type, dtype=dtype):
+            loss = linear_kd_loss(x, wp, divergence=name, beta=beta, temperature=2.0, class_chunk_size=4096, **teachers[teacher])
+        loss.backward()
+        z = (h.to(dtype) @ w.to(dtype).T).double().requires_grad_()  # the logits autocast rounds to, then float64
+        log_p = teacher_log_probs(t_logits.double(), temperature=2.0) if teacher == "logits" else teacher_log_probs(
+            topk=(ids, t_logits.gather(1, ids).double()), num_classes=num_classes, temperature=2.0)
+        ref = divergence_ref(z, log_p, divergence=name, beta=beta, temperature=2.0)
+        ref.backward()
+        ref_grads = (z.grad @ w.to(dtype).double(), z.grad.T @ h.to(dtype).double())  # d/dh, d/dW
+        err = max(abs(loss.item() - ref.item()) / abs(ref.item()),
+                  *(float((a.grad.double() - b).norm() / b.norm()) for a, b in zip((x, wp), ref_grads)))
+        if not err < 2e-2:
+            raise RuntimeError(f"linear KD {name} ({teacher} teacher) is {err:.2g} off float64 under {dtype} autocast")
+        errors.append(f"{name}{' top-K' if teacher == 'top-K' else ''} {err:.1e}")
+    x, wp = h.clone().requires_grad_(), w.clone().requires_grad_()
+    linear_kd_loss(x, wp, teacher_hidden=h, teacher_weight=w, class_chunk_size=4096).backward()
+    if bool(x.grad.any()) or bool(wp.grad.any()):
+        raise RuntimeError("linear KD of identical student and teacher: a nonzero gradient")
+    return f"linear KD C={num_classes:,}, {dtype}: relative error against float64 {', '.join(errors)}; identical: exactly 0"
+
+
 def run_pipeline(experiments: list[str], data: dict[str, Path], root: Path) -> str:
     """Each experiment at paper scale, 2 steps + a small evaluation, on the GPU."""
     from softmax_zoo import config, engine
@@ -470,7 +516,7 @@ def part_functions(args, state: Path) -> dict[str, Callable[[dict], str]]:
     fns = {
         "tests": lambda out: run_cuda_tests(budget["cuda-marked tests"] - 10),  # pytest's own limit, inside the part's
         "bench": bench,
-        "autocast": lambda out: autocast_heads(cuda, dtype),
+        "autocast": lambda out: f"{autocast_heads(cuda, dtype)}; {linear_kd_check(cuda, dtype)}",
         "sparse": lambda out: sparse_backward(cuda, dtype),
         "table5": table5,
     }
@@ -527,7 +573,7 @@ def main() -> int:
     items = [
         ("cuda-marked tests", limit["cuda-marked tests"], in_child(argv, limit["cuda-marked tests"], state, "tests", collected)),
         ("losses bench, float32 and bfloat16", limit["losses bench"], in_child(argv, limit["losses bench"], state, "bench", collected)),
-        ("output heads under autocast, C=32,768", limit["autocast heads"],
+        ("output heads and linear KD under autocast, C=32,768", limit["autocast heads"],
          in_child(argv, limit["autocast heads"], state, "autocast", collected)),
         ("sparse head's sparse backward, C=128,000", limit["sparse backward"],
          in_child(argv, limit["sparse backward"], state, "sparse", collected)),

@@ -80,6 +80,13 @@ def test_sparse_backward_part_is_listed_and_runs_on_cpu():
     assert "deterministic runs equal" in detail and "sparse k=5" in detail
 
 
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16], ids=str)
+def test_linear_kd_part_runs_on_cpu(dtype):
+    """The part's linear KD: every divergence and a top-K teacher within 2 % of float64 under CPU autocast, exact zeros."""
+    detail = gpu_check.linear_kd_check(torch.device("cpu"), dtype, num_classes=5000, d=16, rows=32, k=8)
+    assert "C=5,000" in detail and "jsd" in detail and "forward_kl top-K" in detail and "exactly 0" in detail
+
+
 def test_bench_case_runs_at_tiny_sizes_on_cpu():
     rows = gpu_linear_ce.run(torch.float32, torch.device("cpu"), quick=True, repeats=2)
     timed = {r.name: r for r in rows if r.skipped is None}

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 # Modules whose ``cases(quick: bool) -> list[Case]`` make up the benchmark, in report order.
-CASE_MODULES = ("logit_losses", "chunked_heads", "torch_lce", "sparse_backward", "adaptive", "sampled", "hf_lm")
+CASE_MODULES = ("logit_losses", "chunked_heads", "torch_lce", "sparse_backward", "linear_kd", "adaptive", "sampled", "hf_lm")
 
 
 @dataclass

@@ -24,10 +24,17 @@ The memory-lean linear + loss as a function (any logit-level variant, by its reg
 
     linear_cross_entropy(hidden, weight, target, *, bias=None, loss="softmax", chunk_size="auto", ...)
 
+Memory-lean distillation: forward KL (the expm1 form), reverse KL or JSD(β) of the student's
+hidden @ weight.T and the teacher's logits, hidden states and weight, or top-K, streamed over
+rows and classes::
+
+    linear_kd_loss(student_hidden, student_weight, *, teacher_logits=... | teacher_hidden=..., teacher_weight=...
+                   | teacher_topk=(ids, logits), divergence="forward_kl", beta=0.5, temperature=1.0, target=None, ...)
+
 Vocabulary-parallel (each rank holds rows [start, stop) of the output weight; torch.distributed)::
 
     VocabParallelHead(head, VocabShard(start, stop, group)), vocab_parallel_cross_entropy,
-    vocab_parallel_linear_cross_entropy, vocab_parallel_stable_kd_loss
+    vocab_parallel_linear_cross_entropy, vocab_parallel_stable_kd_loss, vocab_parallel_linear_kd_loss
 
 The registry of variants (:mod:`softmax_zoo.losses.registry`; a head registers where it is
 defined, under its loss config's name)::
@@ -59,6 +66,7 @@ Modules::
     kernel_sampler          the quadratic-kernel sampler's divide-and-conquer tree (Blanc & Rendle 2018)
     centred_kernel_sampler  the centred quadratic-kernel sampler (our extension)
     distill                 knowledge-distillation losses: the KL form beside stable_kd_loss
+    linear_kd               memory-lean distillation: forward/reverse KL and JSD of hidden @ W.T, over rows and classes
     row_loss                a logit-level loss written once: per-row values and their logit gradient
     options                 the loss options (z-loss, lse, softcap, temperature, entropy, ...), once for every path
     chunked                 linear + loss ``chunk_size`` rows at a time, never the (N, C) logits
@@ -70,6 +78,7 @@ Modules::
     vocab_parallel          the output weight's rows split over ranks: VocabShard, the sharded row losses
     vocab_parallel_head     VocabParallelHead: any linear or sampled head on its shard of the vocabulary
     vocab_parallel_kd       the stable distillation loss on sharded student and teacher logits
+    vocab_parallel_linear_kd  linear_kd with the classes split over ranks: its row statistics combined by collectives
     vocab_parallel_sampled  a sampled head's negatives drawn once over the whole split vocabulary
     _core                   input checks, the ignore mask and the reduction every loss shares
     reference               plain-torch references the losses are tested and benchmarked against
@@ -81,6 +90,7 @@ from .centred_kernel_sampler import CentredQuadraticKernelSampler
 from .functional import linear_cross_entropy
 from .head import LinearHead, OutputHead
 from .kernel_sampler import QuadraticKernelSampler
+from .linear_kd import linear_kd_loss
 from .options import HeadOutput
 from .registry import register_variant, variant, variant_label, variant_title, variants
 from .row_loss import RowLoss
@@ -93,6 +103,7 @@ from .stable_kd import stable_kd_loss
 from .vocab_parallel import VocabShard, vocab_parallel_cross_entropy, vocab_parallel_linear_cross_entropy
 from .vocab_parallel_head import VocabParallelHead
 from .vocab_parallel_kd import vocab_parallel_stable_kd_loss
+from .vocab_parallel_linear_kd import vocab_parallel_linear_kd_loss
 
 __all__ = [
     "OutputHead",
@@ -112,6 +123,7 @@ __all__ = [
     "softmax_cross_entropy",
     "stable_cross_entropy",
     "stable_kd_loss",
+    "linear_kd_loss",
     "sparse_softmax",
     "sparse_softmax_cross_entropy",
     "optimal_cutoffs",
@@ -128,4 +140,5 @@ __all__ = [
     "vocab_parallel_cross_entropy",
     "vocab_parallel_linear_cross_entropy",
     "vocab_parallel_stable_kd_loss",
+    "vocab_parallel_linear_kd_loss",
 ]

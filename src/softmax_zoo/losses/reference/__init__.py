@@ -8,4 +8,5 @@ Modules::
     logits     cross_entropy_ref, sparse_cross_entropy_ref, sparse_options_ref, kd_ref, ...
     adaptive   torch.nn.AdaptiveLogSoftmaxWithLoss as the reference head (make_pair, reference_loss)
     sampled    closed-form sampler distributions and the naive multinomial sampler
+    distill    materialised distillation divergences (divergence_ref) and the whole-matrix KD (materialised_kd)
 """
