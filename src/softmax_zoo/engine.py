@@ -38,7 +38,7 @@ import logging
 import os
 import time
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
 import hydra
 import safetensors.torch
@@ -159,9 +159,28 @@ def dataset_sizes(task: Task) -> dict[str, int]:
     return sizes
 
 
-def make_trainer(task: Task, args: TrainingArguments, callbacks: list[TrainerCallback]) -> ZooTrainer:
-    """The Trainer of ``task``: bars without printouts on a terminal, nothing printed otherwise."""
-    trainer = ZooTrainer(model=task.model, args=args, train_dataset=task.train_dataset, data_collator=task.collator, callbacks=callbacks)
+def validator(task: Task, eval_datasets: dict[str, Any]) -> Callable[[torch.nn.Module], dict[str, float]]:
+    """What the Trainer validates with (``train.eval_steps > 0``): the task's evaluation of the validation
+    split as the run's final evaluation sees it, its ``val/`` metrics only."""
+    if "validation" not in eval_datasets:
+        raise ValueError(f"train.eval_steps > 0 needs a validation split in task.eval_splits, got {sorted(eval_datasets)}")
+
+    def validate(model: torch.nn.Module) -> dict[str, float]:
+        metrics = task.evaluate(model, "validation", eval_datasets["validation"]).metrics
+        return {k: v for k, v in metrics.items() if k.startswith("val/")}
+
+    return validate
+
+
+def make_trainer(task: Task, args: TrainingArguments, callbacks: list[TrainerCallback],
+                 eval_datasets: dict[str, Any] | None = None) -> ZooTrainer:
+    """The Trainer of ``task``: bars without printouts on a terminal, nothing printed otherwise; with
+    evaluation during training (``args.eval_strategy``), validating on ``eval_datasets``' validation split."""
+    validate = validator(task, eval_datasets or {}) if args.eval_strategy != "no" else None
+    if validate is not None and args.world_size > 1:
+        raise ValueError("train.eval_steps > 0 validates on one process; under torchrun set train.eval_steps=0")
+    trainer = ZooTrainer(model=task.model, args=args, train_dataset=task.train_dataset, data_collator=task.collator, callbacks=callbacks,
+                         eval_dataset=(eval_datasets or {}).get("validation") if validate else None, validate=validate)
     trainer.remove_callback(PrinterCallback)
     if trainer.pop_callback(ProgressCallback) is not None:
         trainer.add_callback(BarsOnly)
@@ -310,7 +329,7 @@ def run(cfg: DictConfig, callbacks: Iterable[TrainerCallback] = ()) -> dict[str,
     eval_datasets = evaluation_datasets(task, subset)
     extra += [EpochEval(task, eval_datasets, tracker)] if cfg.train.eval_each_epoch else []
     try:
-        trainer = make_trainer(task, args, extra)
+        trainer = make_trainer(task, args, extra, eval_datasets)
         trainer.train(resume_from_checkpoint=checkpoint)
         segments = resume.segments(trainer.state.global_step)
         log.info("trained in %s", segments_line(segments))
@@ -343,7 +362,7 @@ def run(cfg: DictConfig, callbacks: Iterable[TrainerCallback] = ()) -> dict[str,
         cfg,
         metrics=metrics,
         train_loss=records.train_loss_curve(trainer.state.log_history),
-        history=[h for h in trainer.state.log_history if any(k.startswith("val/") for k in h)],
+        history=[h for h in trainer.state.log_history if any(k.startswith(("val/", "eval_")) for k in h)],
         data_meta={**task.data_meta, "read": data_read, "examples": dataset_sizes(task)},
         task_info=task.info,
         model_info=describe_model(model),
@@ -366,8 +385,18 @@ def run(cfg: DictConfig, callbacks: Iterable[TrainerCallback] = ()) -> dict[str,
         job=hydra_job(),
         wandb=tracking.run_info(tracker),
         git=provenance,
+        selection=selection(trainer.state, args),
     )
     return write_record(record, runs)
+
+
+def selection(state: transformers.TrainerState, args: TrainingArguments) -> dict[str, Any] | None:
+    """Which checkpoint the run evaluated when it chose one by validation (``train.eval_steps > 0``), else None:
+    ``{"metric", "greater_is_better", "step", "value", "last_step"}``, ``step`` the best checkpoint's optimiser step."""
+    if not args.load_best_model_at_end:
+        return None
+    return {"metric": args.metric_for_best_model, "greater_is_better": args.greater_is_better,
+            "step": state.best_global_step, "value": state.best_metric, "last_step": state.global_step}
 
 
 def write_record(record: dict[str, Any], runs: Path) -> dict[str, Any]:

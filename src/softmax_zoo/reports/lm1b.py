@@ -64,15 +64,17 @@ def summarize(records: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
 
 def side_by_side(results_dir: str | Path, records: list[dict[str, Any]]) -> tuple[dict[str, Any] | None, dict[str, Any]]:
     """(the side-by-side speed measurement, with ``code`` (its commit) and ``step_tps`` (head -> tokens/second of a step), if
-    made at the records' scale, embedding and LSTM sizes, else None; the speed-up's source ``{"file", "found", "theirs", "ours"}``)."""
+    made at the records' scale, embedding and LSTM sizes and min_count (hence vocabulary), else None; the speed-up's source
+    ``{"file", "found", "theirs", "ours"}``)."""
     path = Path(results_dir) / SPEED_FILE
     source: dict[str, Any] = {"file": SPEED_FILE, "found": path.is_file(), "theirs": None, "ours": None}
     if not path.is_file():
         return None, source
     measured = json.loads(path.read_text(encoding="utf-8"))
     st = measured["settings"]
-    ours = {(get(r, "choices.scale"), get(r, "config.model.embedding_dim"), get(r, "config.model.hidden_size")) for r in records}
-    theirs = (st["scale"], st["embedding_dim"], st["hidden_size"])
+    keys = ("choices.scale", "config.model.embedding_dim", "config.model.hidden_size", "config.task.min_count")
+    ours = {tuple(get(r, k) for k in keys) for r in records}
+    theirs = (st["scale"], st["embedding_dim"], st["hidden_size"], st.get("min_count"))
     if ours != {theirs}:
         return None, source | {"theirs": theirs, "ours": sorted(ours, key=str)}
     step_tps = {head_label(row): row["tokens_per_s"] for row in measured["rows"]}
