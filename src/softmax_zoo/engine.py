@@ -159,24 +159,27 @@ def dataset_sizes(task: Task) -> dict[str, int]:
     return sizes
 
 
-def validator(task: Task, eval_datasets: dict[str, Any]) -> Callable[[torch.nn.Module], dict[str, float]]:
+def validator(task: Task, eval_datasets: dict[str, Any], subset: int | None = None) -> Callable[[torch.nn.Module], dict[str, float]]:
     """What the Trainer validates with (``train.eval_steps > 0``): the task's evaluation of the validation
-    split as the run's final evaluation sees it, its ``val/`` metrics only."""
+    split as the run's final evaluation sees it, or of its first ``subset`` examples (``train.validation_subset``,
+    with ``task.subset``), its ``val/`` metrics only."""
     if "validation" not in eval_datasets:
         raise ValueError(f"train.eval_steps > 0 needs a validation split in task.eval_splits, got {sorted(eval_datasets)}")
+    dataset = evaluation_datasets(task, subset, {"validation": eval_datasets["validation"]}, "train.validation_subset")["validation"]
 
     def validate(model: torch.nn.Module) -> dict[str, float]:
-        metrics = task.evaluate(model, "validation", eval_datasets["validation"]).metrics
+        metrics = task.evaluate(model, "validation", dataset).metrics
         return {k: v for k, v in metrics.items() if k.startswith("val/")}
 
     return validate
 
 
 def make_trainer(task: Task, args: TrainingArguments, callbacks: list[TrainerCallback],
-                 eval_datasets: dict[str, Any] | None = None) -> ZooTrainer:
+                 eval_datasets: dict[str, Any] | None = None, validation_subset: int | None = None) -> ZooTrainer:
     """The Trainer of ``task``: bars without printouts on a terminal, nothing printed otherwise; with
-    evaluation during training (``args.eval_strategy``), validating on ``eval_datasets``' validation split."""
-    validate = validator(task, eval_datasets or {}) if args.eval_strategy != "no" else None
+    evaluation during training (``args.eval_strategy``), validating on ``eval_datasets``' validation split
+    (its first ``validation_subset`` examples unless None)."""
+    validate = validator(task, eval_datasets or {}, validation_subset) if args.eval_strategy != "no" else None
     if validate is not None and args.world_size > 1:
         raise ValueError("train.eval_steps > 0 validates on one process; under torchrun set train.eval_steps=0")
     trainer = ZooTrainer(model=task.model, args=args, train_dataset=task.train_dataset, data_collator=task.collator, callbacks=callbacks,
@@ -187,14 +190,16 @@ def make_trainer(task: Task, args: TrainingArguments, callbacks: list[TrainerCal
     return trainer
 
 
-def evaluation_datasets(task: Task, subset: int | None) -> dict[str, Any]:
-    """The splits to evaluate: ``task.eval_datasets``, each cut to its first ``subset`` examples
-    (``train.eval_subset``, with ``task.subset``) unless ``subset`` is None."""
+def evaluation_datasets(task: Task, subset: int | None, datasets: dict[str, Any] | None = None,
+                        key: str = "train.eval_subset") -> dict[str, Any]:
+    """The splits to evaluate: ``datasets`` (default ``task.eval_datasets``), each cut to its first ``subset``
+    examples (``key``: ``train.eval_subset`` or ``train.validation_subset``, with ``task.subset``) unless ``subset`` is None."""
+    datasets = task.eval_datasets if datasets is None else datasets
     if subset is None:
-        return dict(task.eval_datasets)
+        return dict(datasets)
     if isinstance(subset, bool) or not isinstance(subset, int) or subset < 1:
-        raise ValueError(f"train.eval_subset must be an integer >= 1 or null, got {subset!r}")
-    return {split: task.subset(dataset, subset) for split, dataset in task.eval_datasets.items()}
+        raise ValueError(f"{key} must be an integer >= 1 or null, got {subset!r}")
+    return {split: task.subset(dataset, subset) for split, dataset in datasets.items()}
 
 
 def evaluate_splits(task: Task, model: torch.nn.Module, eval_datasets: dict[str, Any], on_main: bool,
@@ -329,7 +334,7 @@ def run(cfg: DictConfig, callbacks: Iterable[TrainerCallback] = ()) -> dict[str,
     eval_datasets = evaluation_datasets(task, subset)
     extra += [EpochEval(task, eval_datasets, tracker)] if cfg.train.eval_each_epoch else []
     try:
-        trainer = make_trainer(task, args, extra, eval_datasets)
+        trainer = make_trainer(task, args, extra, eval_datasets, cfg.train.get("validation_subset"))
         trainer.train(resume_from_checkpoint=checkpoint)
         segments = resume.segments(trainer.state.global_step)
         log.info("trained in %s", segments_line(segments))

@@ -154,3 +154,12 @@ def test_validation_time_is_not_training_time_on_the_curve(lm_corpus, tmp_path):
     (curve,) = task.callbacks
     curve.on_evaluate(None, None, None, metrics={"eval_val/perplexity": 9.0, "eval_runtime": 1.5})
     assert curve.spent == 1.5 and curve.training_seconds(curve.start + 4.0) == pytest.approx(2.5)
+
+
+def test_validation_subset_validates_on_the_first_rows_and_the_final_evaluation_on_the_whole_split(lm_corpus, tmp_path):
+    cfg = compose(lm_corpus, tmp_path, "train.max_steps=2", "train.eval_steps=1", "train.save_steps=1", "train.validation_subset=4")
+    record = engine.run(cfg)
+    tokens = {h["eval_val/tokens"] for h in record["history"] if "eval_val/tokens" in h}
+    assert tokens == {4 * cfg.task.bptt}  # 4 rows of bptt tokens (one evaluation batch of 4 streams)
+    meta = json.loads((lm_corpus / "meta.json").read_text())
+    assert record["metrics"]["val/tokens"] == meta["splits"]["validation"]["tokens_with_eos"]
