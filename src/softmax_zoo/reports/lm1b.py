@@ -5,6 +5,12 @@ normalised distribution, and the speed-up over the full softmax from the side-by
 training steps (:data:`SPEED_FILE`) when it was made at the records' size, else from the runs' own tokens/second.
 "Close to the full softmax" is a TOST on log test perplexity, paired by seed. Records of another model get a table
 of their own; the speed measurement, the verdicts and the claims rows are the LSTM's. Words: templates/lm1b.md.j2.
+
+The rows come from :data:`RECORDS` (the cpu scale regularised as the paper scale: dropout, min_count 3, each head
+evaluated at its checkpoint of lowest validation perplexity); a model with no records there is shown from
+:data:`EARLIER` (the earlier cpu settings), beside the LSTM runs of those settings. Every head at or above a uniform
+guess's test perplexity (perplexity >= V, :func:`trivial`) is flagged, and the uniform sampler's arms are an ablation
+(:data:`ABLATIONS`): flagged, and not among the "standard approximations" adaptive is compared with.
 """
 
 from __future__ import annotations
@@ -23,12 +29,17 @@ from ._settings import joined
 from ._stats import mean
 from ._verdicts import VerdictKind, too_few
 
-EXPERIMENT = "lm1b"
+EXPERIMENT = "lm1b"  # the page, its claims and README's status row
+RECORDS = "lm1b_regularised"  # the rows' records: configs/experiment/_lm1b.yaml's experiment_name
+EARLIER = "lm1b"  # the records of the earlier cpu settings (min_count 1, no dropout, the last weights evaluated)
+DIAGNOSTIC = "diagnostics/sampled_uniform_check.md"  # under results_dir: why uniform q ends near a uniform guess (with its .json)
+ABLATIONS = ("sampled (uniform",)  # head labels kept as an ablation, not a baseline
 HEADLINES = {EXPERIMENT: "lm1b-adaptive-speed-ppl"}  # README.md's status table: the row heading the experiment
 CLOSE_RATIO = 1.10  # "close to that of the full softmax", two-sided: test perplexity ratio within (1/1.10, 1.10)
 CLOSE = Comparison("softmax", "adaptive", "log test ppl", Design.PAIRED_BY_SEED, margin=math.log(CLOSE_RATIO),
                    margin_source="ours: the abstract gives no number for \"close\"; 10% either way")
-SPEEDUP_TARGET = 3.0  # the project's CPU target: an adaptive step >= 3x faster than full softmax, min_count 1
+SPEEDUP_TARGET = 3.0  # the project's CPU target: an adaptive step >= 3x faster than full softmax, at TARGET_MIN_COUNT
+TARGET_MIN_COUNT = 1  # the target's vocabulary: every training word
 SPEED_FILE = "diagnostics/lm1b_speed.json"  # written by python -m softmax_zoo.studies.lm_speed
 # Full against adaptive softmax time at several class counts: scripts/bench_cases/adaptive.py's VOCAB_GROUP groups
 VOCAB_GROUP = "adaptive softmax vs full softmax: time vs C"
@@ -48,12 +59,19 @@ def head_label(record: dict[str, Any]) -> str:
 
 
 def summarize(records: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
-    """Per head: its seeds, metric lists over seeds, and each run's validation curve of (training tokens, perplexity)."""
+    """Per head: its seeds, metric lists over seeds, each run's training seconds, steps and evaluated step (the chosen
+    checkpoint's, else the last), vocabulary, width and parameters, and each run's validation curve of (training tokens,
+    perplexity)."""
     out: dict[str, dict[str, Any]] = {}
     for r in records:
-        s = out.setdefault(head_label(r), {"seeds": [], "train_s": [], "curves": [], "curve_tokens": [], **{k: [] for k in METRICS}})
+        s = out.setdefault(head_label(r), {"seeds": [], "train_s": [], "steps": [], "evaluated_step": [], "curves": [], "curve_tokens": [],
+                                           "vocab": r["task_info"]["vocab_size"], "width": get(r, "config.model.hidden_size"),
+                                           "bias": get(r, "config.loss.bias"), "parameters": r["task_info"]["parameters"],
+                                           **{k: [] for k in METRICS}})
         s["seeds"].append(r["seed"])
         s["train_s"].append(r["timing"]["train_s"])
+        s["steps"].append(r["timing"]["global_steps"])
+        s["evaluated_step"].append((r.get("selection") or {}).get("step", r["timing"]["global_steps"]))
         for key, metric in METRICS.items():
             s[key].append(r["metrics"].get(metric, math.nan))
         history = r.get("history", [])
@@ -87,12 +105,38 @@ def speedups(summary: dict[str, dict[str, Any]], measured: dict[str, Any] | None
     return {head: tps.get(head, math.nan) / tps.get("softmax", math.nan) for head in summary}
 
 
+def output_parameters(summary: dict[str, dict[str, Any]]) -> dict[str, int | None]:
+    """Each head's output-layer parameters: its model's less the body every head of the table shares, the body being the
+    full-softmax model less its V x d weights and V biases (None for every head without such a softmax run)."""
+    softmax = summary.get("softmax")
+    if softmax is None or not softmax["bias"]:
+        return {head: None for head in summary}
+    body = softmax["parameters"] - softmax["vocab"] * (softmax["width"] + 1)
+    return {head: s["parameters"] - body for head, s in summary.items()}
+
+
+def trivial(test_ppl: float, vocab: int) -> bool:
+    """At or above a uniform guess's score: a test perplexity >= V, what predicting 1/V for every word gets."""
+    return test_ppl >= vocab
+
+
+def ablation(head: str) -> bool:
+    """A head kept as an ablation (:data:`ABLATIONS`), not as a baseline."""
+    return head.startswith(ABLATIONS)
+
+
 def head_rows(summary: dict[str, dict[str, Any]], measured: dict[str, Any] | None = None,
               lstm: dict[str, dict[str, Any]] | None = None) -> list[dict[str, Any]]:
-    """The table's rows, softmax first; with ``lstm`` (another model's table) the LSTM's test perplexity of the head."""
+    """The table's rows, softmax first; with ``lstm`` (another model's table) the LSTM's test perplexity of the head.
+
+    Each row flags ``trivial`` (:func:`trivial` on its mean test perplexity) and ``ablation`` (:func:`ablation`)."""
     speed, step_tps = speedups(summary, measured), (measured["step_tps"] if measured else {})
+    output = output_parameters(summary)
     return [{"head": head, "val": s["val"], "test": s["test"], "step_tps": step_tps.get(head, math.nan), "speed": speed[head],
              "run_tps": mean(s["tps"]), "train_min": mean(s["train_s"]) / 60, "tokens": mean(s["tokens"]),
+             "train_mins": [t / 60 for t in s["train_s"]], "evaluated_step": s["evaluated_step"], "steps": s["steps"],
+             "output_parameters": output[head], "parameters": s["parameters"], "vocab": s["vocab"],
+             "trivial": trivial(mean(s["test"]), s["vocab"]), "ablation": ablation(head),
              "lstm_test": mean(lstm[head]["test"]) if lstm and head in lstm else None}
             for head, s in sorted(summary.items(), key=lambda kv: (kv[0] != "softmax", kv[0]))]
 
@@ -123,15 +167,17 @@ def closeness(summary: dict[str, dict[str, Any]], speed: float, ratio: float) ->
 
 
 def approximations(summary: dict[str, dict[str, Any]], speed: dict[str, float]) -> dict[str, Any] | None:
-    """Adaptive against the sampled heads: per head how much faster adaptive is and how much higher the head's test
-    perplexity is, and from 3 seeds each head's verdict on log test perplexity (paired by seed)."""
-    sampled = sorted(h for h in summary if h.startswith("sampled"))
+    """Adaptive against the sampled heads that are baselines (the ablations left out, :func:`ablation`): per head how much
+    faster adaptive is, how much higher the head's test perplexity is and whether it is :func:`trivial`, and from 3 seeds
+    each head's verdict on log test perplexity (paired by seed)."""
+    sampled = sorted(h for h in summary if h.startswith("sampled") and not ablation(h))
     if not sampled:
         return None
     seeds = sorted(set(summary["adaptive"]["seeds"]).intersection(*(summary[h]["seeds"] for h in sampled)))
-    per_head = {h: {"faster": speed["adaptive"] / speed[h], "worse": mean(summary[h]["test"]) / mean(summary["adaptive"]["test"])}
-                for h in sampled}
+    per_head = {h: {"faster": speed["adaptive"] / speed[h], "worse": mean(summary[h]["test"]) / mean(summary["adaptive"]["test"]),
+                    "trivial": trivial(mean(summary[h]["test"]), summary[h]["vocab"])} for h in sampled}
     out = {"heads": per_head, "seeds": seeds, "n": len(sampled), "kind": too_few(len(seeds)), "verdicts": {},
+           "ablations": sorted(h for h in summary if ablation(h)),
            "faster": sum(p["faster"] > 1 for p in per_head.values()), "lower": sum(p["worse"] > 1 for p in per_head.values())}
     if out["kind"] is None:
         log_ppl = {h: dict(zip(summary[h]["seeds"], map(math.log, summary[h]["test"]))) for h in ("adaptive", *sampled)}
@@ -144,13 +190,15 @@ def approximations(summary: dict[str, dict[str, Any]], speed: dict[str, float]) 
     return out
 
 
-def model_section(model: str, records: list[dict[str, Any]], lstm_records: list[dict[str, Any]]) -> dict[str, Any]:
-    """A model other than the LSTM: its description, seeds, rows beside the LSTM's test perplexity, ratios to the LSTM."""
+def model_section(model: str, records: list[dict[str, Any]], lstm_records: list[dict[str, Any]], earlier: bool = False) -> dict[str, Any]:
+    """A model other than the LSTM: its description, seeds, rows beside the LSTM's test perplexity (``lstm_records``, of
+    the same settings), ratios to the LSTM; ``earlier``: its records are :data:`EARLIER`'s."""
     lstm, summary = summarize(lstm_records), summarize(records)
     first = min(records, key=lambda r: head_label(r) != "softmax")  # the softmax run's parameter count if there is one
     m, lstm0 = get(first, "config.model"), lstm_records[0]
     return {
-        "model": model, "command": MAKE_TARGETS.get(model),
+        "model": model, "command": MAKE_TARGETS.get(model), "earlier": earlier, "commits": commits(records),
+        "vocab": first["task_info"]["vocab_size"], "min_count": first["task_info"]["min_count"],
         "seeds": seeds_of(records), "rows": head_rows(summary, lstm=lstm),
         "transformer": model == "transformer_lm", "m": m, "head": head_label(first), "parameters": first["task_info"].get("parameters"),
         "bptt": get(first, "config.task.bptt"), "same_width": m["hidden_size"] == get(lstm0, "config.model.hidden_size"),
@@ -161,7 +209,7 @@ def model_section(model: str, records: list[dict[str, Any]], lstm_records: list[
     }
 
 
-def decided(summary: dict[str, dict[str, Any]], measured: dict[str, Any] | None) -> dict[str, Any]:
+def decided(summary: dict[str, dict[str, Any]], measured: dict[str, Any] | None, min_count: int | None = None) -> dict[str, Any]:
     """The LSTM's comparisons: speed-ups, the "close" test, adaptive against the sampled heads, the kernel sampler's cost."""
     speed, test = speedups(summary, measured), {h: mean(s["test"]) for h, s in summary.items()}
     kernel = [[v for h, v in speed.items() if h.startswith(f"sampled ({name}")] for name in ("quadratic", "uniform")]
@@ -169,6 +217,7 @@ def decided(summary: dict[str, dict[str, Any]], measured: dict[str, Any] | None)
             "tokens": mean(summary["adaptive"]["tokens"]), "approximations": approximations(summary, speed),
             "sampled": {h: test[h] / test["softmax"] for h in sorted(summary) if h.startswith("sampled")},
             "adaptive_test": test["adaptive"], "met": speed["adaptive"] >= SPEEDUP_TARGET,
+            "target_setting": min_count in (None, TARGET_MIN_COUNT), "target_min_count": TARGET_MIN_COUNT,
             "kernel": (kernel[0][0], kernel[1][0]) if all(kernel) and not math.isnan(kernel[0][0] / kernel[1][0]) else None}
 
 
@@ -190,22 +239,38 @@ def runs_of(records: list[dict[str, Any]], heads: tuple[str, ...], seeds: list[i
     return [r for r in records if head_label(r) in heads and r["seed"] in seeds]
 
 
+def by_model(records: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], dict[str, list[dict[str, Any]]]]:
+    """(the LSTM's records, every other model's by name); a record that keeps no model ran the LSTM."""
+    lstm = [r for r in records if get(r, "choices.model") in (None, LSTM)]
+    return lstm, {model: rs for (model,), rs in group_by(records, ["choices.model"]).items() if model not in (None, LSTM)}
+
+
 def summarise(results_dir: str | Path = "results") -> dict[str, Any]:
     """The page's data: the LSTM runs' setting, rows, speed source, decisions, other models' sections, claims."""
     runs = runs_dir(results_dir)
-    every = load_records(runs, EXPERIMENT)
-    records = [r for r in every if get(r, "choices.model") in (None, LSTM)]  # a record that keeps no model ran the LSTM
+    every = load_records(runs, RECORDS)
+    records, others = by_model(every)
     if not records:
-        raise FileNotFoundError(f"no {'LSTM ' if every else ''}records in {runs / EXPERIMENT}; run `make reproduce-lm1b` first")
-    others = {model: rs for (model,), rs in group_by(every, ["choices.model"]).items() if model not in (None, LSTM)}
+        raise FileNotFoundError(f"no {'LSTM ' if every else ''}records in {runs / RECORDS}; run `make reproduce-lm1b` first")
+    earlier_lstm, earlier = by_model(load_records(runs, EARLIER) if (runs / EARLIER).is_dir() else [])
+    earlier = {model: rs for model, rs in earlier.items() if model not in others and earlier_lstm}
     summary = summarize(records)
     measured, source = side_by_side(results_dir, records)
-    decision = decided(summary, measured) if {"softmax", "adaptive"} <= set(summary) else None
+    decision = decided(summary, measured, records[0]["task_info"]["min_count"]) if {"softmax", "adaptive"} <= set(summary) else None
     return {
-        "make": MAKE_TARGETS[LSTM], "folder": shown_path(runs / EXPERIMENT), "commits": commits(every),
+        "make": MAKE_TARGETS[LSTM], "folder": shown_path(runs / RECORDS), "commits": commits(every),
+        "earlier_folder": shown_path(runs / EARLIER), "diagnostic": diagnostic(results_dir),
+        "earlier_vocab": sorted({r["task_info"]["vocab_size"] for r in earlier_lstm}),
+        "earlier_min_count": sorted({r["task_info"]["min_count"] for r in earlier_lstm}),
+        "steps": sorted({r["timing"]["global_steps"] for r in records}),
+        "selection": sorted({(get(r, "selection.metric"), get(r, "config.train.eval_steps"), get(r, "config.train.validation_subset"))
+                             for r in records}, key=str),
+        "validation_tokens": sorted({int(h["eval_val/tokens"]) for r in records for h in r.get("history", []) if "eval_val/tokens" in h}),
+        "dropout": joined(records, "config.model.dropout"),
         "command": page_command(EXPERIMENT, results_dir),
         "facts": {k.rsplit(".", 1)[-1]: get(records[0], k) for k in (
-            "task_info.vocab_size", "task_info.min_count", "config.model.hidden_size", "config.model.embedding_dim", "config.task.bptt",
+            "task_info.vocab_size", "task_info.min_count", "task_info.unk_train_tokens", "config.model.hidden_size",
+            "config.model.embedding_dim", "config.task.bptt", "data.splits.train.tokens_with_eos",
             "config.train.batch_size", "config.train.optim", "config.train.lr", "config.train.max_grad_norm", "timing.global_steps")},
         "measured": measured, "source": source, "close": (1 / CLOSE_RATIO, CLOSE_RATIO), "vocab": vocab_timing(results_dir),
         "cutoffs": joined([r for r in records if head_label(r) == "adaptive"], "config.loss.cutoffs"),
@@ -213,9 +278,18 @@ def summarise(results_dir: str | Path = "results") -> dict[str, Any]:
         "m": joined([r for r in records if head_label(r).startswith("sampled")], "config.loss.num_samples"),
         "seeds": seeds_of(records), "rows": head_rows(summary, measured),
         "summaries": {LSTM: summary, **{model: summarize(rs) for model, rs in others.items()}},
-        "sections": [model_section(model, rs, records) for model, rs in others.items()], "decided": decision,
+        "sections": [*(model_section(model, rs, records) for model, rs in others.items()),
+                     *(model_section(model, rs, earlier_lstm, earlier=True) for model, rs in earlier.items())],
+        "decided": decision, "sampler_powers": joined([r for r in records if "unigram" in head_label(r)], "config.loss.sampler.power"),
         "claims": claims(records, decision, measured),
     }
+
+
+def diagnostic(results_dir: str | Path) -> dict[str, Any]:
+    """The uniform-sampler diagnostic the flags link to: its page (relative to the results folder) and the V it ran at."""
+    path = Path(results_dir) / DIAGNOSTIC
+    measured = json.loads(path.with_suffix(".json").read_text(encoding="utf-8")) if path.with_suffix(".json").is_file() else {}
+    return {"page": DIAGNOSTIC, "vocab": get(measured, "config.vocab_size")}
 
 
 def vocab_timing(results_dir: str | Path) -> dict[str, Any]:
