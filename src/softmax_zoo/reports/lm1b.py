@@ -34,7 +34,7 @@ RECORDS = "lm1b_regularised"  # the rows' records: configs/experiment/_lm1b.yaml
 EARLIER = "lm1b"  # the records of the earlier cpu settings (min_count 1, no dropout, the last weights evaluated)
 DIAGNOSTIC = "diagnostics/sampled_uniform_check.md"  # under results_dir: why uniform q ends near a uniform guess (with its .json)
 ABLATIONS = ("sampled (uniform",)  # head labels kept as an ablation, not a baseline
-HEADLINES = {EXPERIMENT: "lm1b-adaptive-speed-ppl"}  # README.md's status table: the row heading the experiment
+HEADLINES = {RECORDS: "lm1b-adaptive-speed-ppl"}  # README.md's status table: the row heading the records of the rows
 CLOSE_RATIO = 1.10  # "close to that of the full softmax", two-sided: test perplexity ratio within (1/1.10, 1.10)
 CLOSE = Comparison("softmax", "adaptive", "log test ppl", Design.PAIRED_BY_SEED, margin=math.log(CLOSE_RATIO),
                    margin_source="ours: the abstract gives no number for \"close\"; 10% either way")
