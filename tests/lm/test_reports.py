@@ -412,12 +412,13 @@ def test_a_model_without_regularised_records_is_shown_from_the_earlier_settings(
         records.write_record(r, runs)
     earlier = [record(lm1b.EARLIER, "sq", "softmax", {"val/perplexity": 400.0, "test/perplexity": 400.0, "train/tokens_per_second": 50.0,
                                                      "train/tokens": 1000.0}, 0),
-               *sampled("su_t", "uniform", 2000.0, seeds=(0,), experiment=lm1b.EARLIER, model="transformer_lm")]
+               *sampled("su_t", "uniform", 2000.0, seeds=(0,), experiment=lm1b.EARLIER, model="transformer_lm"),
+               *sampled("su", "uniform", 1500.0, seeds=(0,), experiment=lm1b.EARLIER)]
     for r in earlier:
         records.write_record(r, runs)
     data = lm1b.summarise(tmp_path)
     (section,) = data["sections"]
     assert section["earlier"] and section["model"] == "transformer_lm" and section["min_count"] == 1
     (row,) = section["rows"]
-    assert row["trivial"] and row["lstm_test"] is None  # 2000 >= V; the earlier LSTM has no uniform head here
+    assert row["trivial"] and row["lstm_test"] == 1500.0 and row["lstm_trivial"]  # 2000 and the earlier LSTM's 1500 >= V
     assert [r["head"] for r in data["rows"]] == ["softmax", "adaptive", "sampled (quadratic, m=8)"]  # the rows: the regularised records

@@ -137,7 +137,8 @@ def head_rows(summary: dict[str, dict[str, Any]], measured: dict[str, Any] | Non
              "train_mins": [t / 60 for t in s["train_s"]], "evaluated_step": s["evaluated_step"], "steps": s["steps"],
              "output_parameters": output[head], "parameters": s["parameters"], "vocab": s["vocab"],
              "trivial": trivial(mean(s["test"]), s["vocab"]), "ablation": ablation(head),
-             "lstm_test": mean(lstm[head]["test"]) if lstm and head in lstm else None}
+             "lstm_test": mean(lstm[head]["test"]) if lstm and head in lstm else None,
+             "lstm_trivial": bool(lstm and head in lstm and trivial(mean(lstm[head]["test"]), lstm[head]["vocab"]))}
             for head, s in sorted(summary.items(), key=lambda kv: (kv[0] != "softmax", kv[0]))]
 
 
