@@ -1,7 +1,7 @@
 # Language modelling: One Billion Word head comparison and the kernel-sampler bias study.
-#   make reproduce-lm1b          softmax / adaptive / sampled (quadratic, uniform) LSTM LMs on lm1b -> results/lm1b.{md,png}
-#   make reproduce-lm1b-transformer   the same four heads on a transformer decoder (model=transformer_lm) -> results/lm1b.md
-#   make lm1b-speed              the four heads' training steps timed side by side, for the page's speed column
+#   make reproduce-lm1b          softmax / adaptive / sampled (quadratic, unigram, uniform) LSTM LMs on lm1b -> results/lm1b.{md,png}
+#   make reproduce-lm1b-transformer   the same five heads on a transformer decoder (model=transformer_lm) -> results/lm1b.md
+#   make lm1b-speed              the heads' training steps timed side by side, for the page's speed column
 #   make reproduce-kernel-bias   sampler x m sweep on Penn Treebank + full softmax -> results/kernel_bias.{md,png}
 #   make sampler-diagnostic CKPT=checkpoints/kernel_bias/ptb_full_softmax_cpu_seed0/checkpoint-400 (or CKPT=init)
 #                                KL, loss and gradient bias per sampler x m at that PTB checkpoint
@@ -13,7 +13,7 @@ LM_SCALE ?= cpu
 LM_SEEDS ?= 0
 # Extra overrides for every run, e.g. LM_ARGS="train.max_steps=500" on a busy machine.
 LM_ARGS ?=
-LM1B_EXPERIMENTS := lm1b_softmax,lm1b_adaptive,lm1b_sampled_quadratic,lm1b_sampled_uniform
+LM1B_EXPERIMENTS := lm1b_softmax,lm1b_adaptive,lm1b_sampled_quadratic,lm1b_sampled_unigram,lm1b_sampled_uniform
 # Where the task configs look for prepared data (task.data_dir), as softmax_zoo.data.prepare writes it.
 LM_DATA := $(or $(SOFTMAX_ZOO_DATA),data)
 

@@ -40,7 +40,7 @@ import logging
 import os
 import time
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
 import hydra
 import safetensors.torch
@@ -167,23 +167,47 @@ def dataset_sizes(task: Task) -> dict[str, int]:
     return sizes
 
 
-def make_trainer(task: Task, args: TrainingArguments, callbacks: list[TrainerCallback]) -> ZooTrainer:
-    """The Trainer of ``task``: bars without printouts on a terminal, nothing printed otherwise."""
-    trainer = ZooTrainer(model=task.model, args=args, train_dataset=task.train_dataset, data_collator=task.collator, callbacks=callbacks)
+def validator(task: Task, eval_datasets: dict[str, Any], subset: int | None = None) -> Callable[[torch.nn.Module], dict[str, float]]:
+    """What the Trainer validates with (``train.eval_steps > 0``): the task's evaluation of the validation
+    split as the run's final evaluation sees it, or of its first ``subset`` examples (``train.validation_subset``,
+    with ``task.subset``), its ``val/`` metrics only."""
+    if "validation" not in eval_datasets:
+        raise ValueError(f"train.eval_steps > 0 needs a validation split in task.eval_splits, got {sorted(eval_datasets)}")
+    dataset = evaluation_datasets(task, subset, {"validation": eval_datasets["validation"]}, "train.validation_subset")["validation"]
+
+    def validate(model: torch.nn.Module) -> dict[str, float]:
+        metrics = task.evaluate(model, "validation", dataset).metrics
+        return {k: v for k, v in metrics.items() if k.startswith("val/")}
+
+    return validate
+
+
+def make_trainer(task: Task, args: TrainingArguments, callbacks: list[TrainerCallback],
+                 eval_datasets: dict[str, Any] | None = None, validation_subset: int | None = None) -> ZooTrainer:
+    """The Trainer of ``task``: bars without printouts on a terminal, nothing printed otherwise; with
+    evaluation during training (``args.eval_strategy``), validating on ``eval_datasets``' validation split
+    (its first ``validation_subset`` examples unless None)."""
+    validate = validator(task, eval_datasets or {}, validation_subset) if args.eval_strategy != "no" else None
+    if validate is not None and args.world_size > 1:
+        raise ValueError("train.eval_steps > 0 validates on one process; under torchrun set train.eval_steps=0")
+    trainer = ZooTrainer(model=task.model, args=args, train_dataset=task.train_dataset, data_collator=task.collator, callbacks=callbacks,
+                         eval_dataset=(eval_datasets or {}).get("validation") if validate else None, validate=validate)
     trainer.remove_callback(PrinterCallback)
     if trainer.pop_callback(ProgressCallback) is not None:
         trainer.add_callback(BarsOnly)
     return trainer
 
 
-def evaluation_datasets(task: Task, subset: int | None) -> dict[str, Any]:
-    """The splits to evaluate: ``task.eval_datasets``, each cut to its first ``subset`` examples
-    (``train.eval_subset``, with ``task.subset``) unless ``subset`` is None."""
+def evaluation_datasets(task: Task, subset: int | None, datasets: dict[str, Any] | None = None,
+                        key: str = "train.eval_subset") -> dict[str, Any]:
+    """The splits to evaluate: ``datasets`` (default ``task.eval_datasets``), each cut to its first ``subset``
+    examples (``key``: ``train.eval_subset`` or ``train.validation_subset``, with ``task.subset``) unless ``subset`` is None."""
+    datasets = task.eval_datasets if datasets is None else datasets
     if subset is None:
-        return dict(task.eval_datasets)
+        return dict(datasets)
     if isinstance(subset, bool) or not isinstance(subset, int) or subset < 1:
-        raise ValueError(f"train.eval_subset must be an integer >= 1 or null, got {subset!r}")
-    return {split: task.subset(dataset, subset) for split, dataset in task.eval_datasets.items()}
+        raise ValueError(f"{key} must be an integer >= 1 or null, got {subset!r}")
+    return {split: task.subset(dataset, subset) for split, dataset in datasets.items()}
 
 
 def evaluate_splits(task: Task, model: torch.nn.Module, eval_datasets: dict[str, Any], on_main: bool,
@@ -332,7 +356,7 @@ def run(cfg: DictConfig, callbacks: Iterable[TrainerCallback] = ()) -> dict[str,
     extra += [EpochEval(task, eval_datasets, tracker)] if cfg.train.eval_each_epoch else []
     try:
         with on_request.catching_signals():
-            trainer = make_trainer(task, args, extra)
+            trainer = make_trainer(task, args, extra, eval_datasets, cfg.train.get("validation_subset"))
             wait_for_every_process()  # every rank's Trainer has made output_dir before any rank removes it
             remove_if_empty(Path(output_dir), created)  # made by the Trainer at once; the first checkpoint makes it again
             trainer.train(resume_from_checkpoint=checkpoint)
@@ -370,7 +394,7 @@ def run(cfg: DictConfig, callbacks: Iterable[TrainerCallback] = ()) -> dict[str,
         cfg,
         metrics=metrics,
         train_loss=records.train_loss_curve(trainer.state.log_history),
-        history=[h for h in trainer.state.log_history if any(k.startswith("val/") for k in h)],
+        history=[h for h in trainer.state.log_history if any(k.startswith(("val/", "eval_")) for k in h)],
         data={**task.data_meta, "read": data_read, "examples": dataset_sizes(task)},
         task_info=task.info,
         model=describe_model(model),
@@ -393,6 +417,7 @@ def run(cfg: DictConfig, callbacks: Iterable[TrainerCallback] = ()) -> dict[str,
         job=hydra_job(),
         wandb=tracking.run_info(tracker),
         git=provenance,
+        selection=selection(trainer.state, args),
     )
     return write_record(record, runs)
 
@@ -404,6 +429,15 @@ def interrupted(cfg: DictConfig, on_request: SaveOnRequest, output_dir: str) -> 
     checkpoint = str(folder) if folder.is_dir() else None
     return TrainingInterrupted(interrupted_message(on_request.signum, step, checkpoint, bool(cfg.resume)),
                                on_request.signum, step, checkpoint)
+
+
+def selection(state: transformers.TrainerState, args: TrainingArguments) -> dict[str, Any] | None:
+    """Which checkpoint the run evaluated when it chose one by validation (``train.eval_steps > 0``), else None:
+    ``{"metric", "greater_is_better", "step", "value", "last_step"}``, ``step`` the best checkpoint's optimiser step."""
+    if not args.load_best_model_at_end:
+        return None
+    return {"metric": args.metric_for_best_model, "greater_is_better": args.greater_is_better,
+            "step": state.best_global_step, "value": state.best_metric, "last_step": state.global_step}
 
 
 def write_record(record: RunRecord, runs: Path) -> dict[str, Any]:

@@ -7,7 +7,8 @@ path, id, group), git (commit, dirty flag, the changed and untracked files the r
 data (meta.json, and under ``data.read`` the sha256 of each prepared file read, checked against meta.json;
 ``data.examples`` per split), metrics, the heads as built
 and the parameter count, per-step training loss, timings (wall, train, examples/s for training
-and each evaluated split), device, versions and command line (:func:`make_record`). Per-example
+and each evaluated split), device, versions and command line, and for a run that evaluated the checkpoint it
+chose by validation (``train.eval_steps``) that choice (``selection``) (:func:`make_record`). Per-example
 rows of an evaluated split go beside it, ``<run_name>.<split>.predictions.jsonl``
 (:func:`predictions_path`). Reading: :func:`load_records` of a folder, :func:`find_records` of a
 folder, an experiment or a Hydra multirun folder, :func:`get` of a dotted key.
@@ -86,6 +87,7 @@ def make_record(
     job: dict[str, Any] | None = None,
     wandb: dict[str, Any] | None = None,
     git: dict[str, Any] | None = None,
+    selection: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Assemble a run record (JSON-serialisable; see the module docstring).
 
@@ -93,11 +95,12 @@ def make_record(
     ``job`` is the Hydra job (its overrides, and for a multirun the sweep folder and job number,
     :func:`softmax_zoo.config.hydra_job`); ``wandb`` the wandb run's path, id and group (None
     without wandb); ``git`` the code's commit as the run started (:func:`softmax_zoo.preflight.check_provenance`;
-    None: :func:`softmax_zoo.provenance.git_state` now).
+    None: :func:`softmax_zoo.provenance.git_state` now); ``selection`` the checkpoint a run chose by validation and evaluated
+    (:func:`softmax_zoo.engine.selection`; absent from a record that evaluated its last weights).
     """
     return RunRecord.of_config(cfg, metrics=metrics, train_loss=train_loss, history=history, data=data_meta, task_info=task_info,
                                model=model_info, timing=timing, device=device, command=command, choices=choices, job=job,
-                               wandb=wandb, git=git).to_dict()
+                               wandb=wandb, git=git, selection=selection).to_dict()
 
 
 def study_record(

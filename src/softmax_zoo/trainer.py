@@ -12,7 +12,7 @@ import os
 import signal
 import threading
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -50,7 +50,36 @@ class ZooTrainer(Trainer):
     refuses tensors shared under two names (a head tied to an embedding). Here such models are
     saved with ``safetensors.torch.save_model`` (each shared tensor stored once) and loaded back
     with ``safetensors.torch.load_model`` (strict: every parameter must be restored).
+
+    ``validate`` (model -> metrics such as ``{"val/perplexity": ...}``) is what :meth:`evaluate` runs
+    when ``train.eval_steps > 0`` (:func:`eval_flags`): the Trainer's own machinery then keeps the
+    checkpoint best by ``train.metric_for_best_model`` and loads it at the end of training.
     """
+
+    def __init__(self, *args: Any, validate: Callable[[torch.nn.Module], dict[str, float]] | None = None, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.validate = validate
+
+    def evaluate(self, eval_dataset=None, ignore_keys=None, metric_key_prefix: str = "eval") -> dict[str, float]:
+        """``validate``'s metrics as ``eval_<name>`` with ``eval_runtime`` (seconds), logged into ``state.log_history``.
+
+        The seconds are left out of the model's training tokens/second (``exclude_time``, where it has one);
+        callbacks get them in ``on_evaluate``'s metrics.
+        """
+        if self.validate is None:
+            return super().evaluate(eval_dataset, ignore_keys, metric_key_prefix)
+        model = self.accelerator.unwrap_model(self.model)
+        t0 = time.perf_counter()
+        metrics = {f"{metric_key_prefix}_{k}": v for k, v in self.validate(model).items()}
+        seconds = time.perf_counter() - t0
+        metrics[f"{metric_key_prefix}_runtime"] = seconds
+        if hasattr(model, "exclude_time"):
+            model.exclude_time(seconds)
+        log.info("validation at step %d (%.1f s): %s", self.state.global_step, seconds,
+                 ", ".join(f"{k}={v:.5g}" for k, v in metrics.items()))
+        self.log(metrics)
+        self.control = self.callback_handler.on_evaluate(self.args, self.state, self.control, metrics)
+        return metrics
 
     def _save(self, output_dir: str | None = None, state_dict: dict | None = None) -> None:
         if isinstance(self.accelerator.unwrap_model(self.model), PreTrainedModel):
@@ -440,6 +469,32 @@ def save_flags(save_steps: int | str) -> dict[str, Any]:
     return {"save_strategy": "steps" if save_steps > 0 else "no", "save_steps": save_steps if save_steps > 0 else 500}
 
 
+def eval_flags(train: DictConfig) -> dict[str, Any]:
+    """``train.eval_steps`` -> TrainingArguments' evaluation and best-checkpoint flags.
+
+    0: no evaluation during training (the run evaluates its last weights). N > 0: validation every N
+    optimiser steps and the checkpoint best by ``train.metric_for_best_model`` (``train.greater_is_better``)
+    loaded at the end of training, so that the run evaluates that one; ``train.save_steps`` must then
+    be a multiple of N (the Trainer keeps the best checkpoint beyond ``train.save_total_limit``).
+    """
+    steps = train.get("eval_steps", 0)
+    if isinstance(steps, bool) or not isinstance(steps, int) or steps < 0:
+        raise ValueError(f"train.eval_steps must be an integer >= 0, got {steps!r}")
+    if steps == 0:
+        return {"eval_strategy": "no"}
+    save = train.save_steps
+    if isinstance(save, bool) or not isinstance(save, int) or save <= 0 or save % steps:
+        raise ValueError(f"train.eval_steps={steps} needs train.save_steps a positive multiple of it (the best checkpoint "
+                         f"must be saved), got {save!r}")
+    return {
+        "eval_strategy": "steps",
+        "eval_steps": steps,
+        "load_best_model_at_end": True,
+        "metric_for_best_model": train.metric_for_best_model,
+        "greater_is_better": bool(train.greater_is_better),
+    }
+
+
 def training_arguments(cfg: DictConfig) -> TrainingArguments:
     """TrainingArguments from ``cfg.train`` (names as in transformers 5.x)."""
     t = cfg.train
@@ -463,7 +518,7 @@ def training_arguments(cfg: DictConfig) -> TrainingArguments:
         logging_strategy="steps",
         logging_steps=t.logging_steps,
         logging_nan_inf_filter=False,  # a NaN loss must reach NonFiniteLossGuard, not be averaged away
-        eval_strategy="no",  # evaluation is Task.evaluate, called by run()
+        **eval_flags(t),  # the final evaluation is Task.evaluate, called by run()
         **save_flags(t.save_steps),
         save_total_limit=t.save_total_limit,
         seed=cfg.seed,

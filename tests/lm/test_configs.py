@@ -12,19 +12,30 @@ import pytest
 
 from softmax_zoo import config
 
-LM1B = ("lm1b_softmax", "lm1b_adaptive", "lm1b_sampled_quadratic", "lm1b_sampled_uniform")
+LM1B = ("lm1b_softmax", "lm1b_adaptive", "lm1b_sampled_quadratic", "lm1b_sampled_unigram", "lm1b_sampled_uniform")
 
 
 @pytest.mark.parametrize("scale", ("cpu", "paper"))
 def test_lm1b_experiments_differ_only_in_the_head(scale):
     cfgs = [config.compose([f"experiment={e}", f"scale={scale}"]) for e in LM1B]
     assert len({c.run_name for c in cfgs}) == len(LM1B)
-    assert {c.experiment_name for c in cfgs} == {"lm1b"}
+    assert {c.experiment_name for c in cfgs} == {"lm1b_regularised"}
     for c in cfgs[1:]:  # same model, data and training: the comparison is fair
         assert c.model == cfgs[0].model and c.task == cfgs[0].task and c.train == cfgs[0].train
-    quadratic, uniform = cfgs[2].loss, cfgs[3].loss
-    assert quadratic.num_samples == uniform.num_samples == cfgs[0].task.num_samples
+    quadratic, unigram, uniform = cfgs[2].loss, cfgs[3].loss, cfgs[4].loss
+    assert quadratic.num_samples == unigram.num_samples == uniform.num_samples == cfgs[0].task.num_samples
+    assert unigram.sampler["_target_"].endswith("UnigramSampler") and unigram.sampler.power == 1.0
     assert cfgs[1].loss.cutoffs == list(cfgs[0].task.cutoffs)
+    assert cfgs[0].model.dropout == 0.25 and cfgs[0].task.min_count == 3  # regularised as the paper scale
+
+
+def test_lm1b_cpu_heads_are_evaluated_at_their_best_validation_checkpoint():
+    cfg = config.compose(["experiment=lm1b_softmax", "scale=cpu"])
+    assert (cfg.train.eval_steps, cfg.train.save_steps, cfg.train.metric_for_best_model) == (200, 200, "val/perplexity")
+    assert cfg.train.greater_is_better is False and cfg.train.max_steps == 1000
+    assert max(cfg.task.cutoffs) < 9606  # the cutoffs fit min_count 3's vocabulary (results/lm1b.md)
+    ptb = config.compose(["experiment=kernel_bias_full", "scale=cpu"])
+    assert (ptb.model.dropout, ptb.train.eval_steps) == (0.0, 0)  # the other cpu-scale LMs keep their settings
 
 
 def test_kernel_bias_grid_names_every_run_and_keeps_everything_else_fixed():

@@ -10,10 +10,12 @@ import pytest
 import torch
 from hydra.errors import InstantiationException
 from torch.utils.data import DataLoader
+from transformers import TrainerCallback
 
 from softmax_zoo import config, engine
 from softmax_zoo.data.prepare.generated import NUM_WORDS
 from softmax_zoo.data.tokenizers import WordVocab
+from softmax_zoo.trainer import training_arguments
 
 HEADS = {
     "softmax": ["loss=softmax"],
@@ -105,3 +107,59 @@ def test_validation_curve_points_carry_training_time_without_evaluation_time(lm_
     assert 30 <= second["val/curve_tokens"] < 30 + 4 * 5  # whole batches of 4 rows x bptt 5
     assert 0 <= first["train_wall_s"] < second["train_wall_s"]
     assert task.model.rate.pending_excluded > 0  # the point after step 2 is taken out of tokens/second
+
+
+class SpoilLastStep(TrainerCallback):
+    """Overwrites every weight with large noise at the last step, before that step's validation."""
+
+    def on_step_end(self, args, state, control, model=None, **kwargs):
+        if state.global_step == state.max_steps:
+            g = torch.Generator().manual_seed(0)
+            with torch.no_grad():
+                for p in model.parameters():
+                    p.copy_(10 * torch.randn(p.shape, generator=g))
+        return control
+
+
+def test_eval_steps_evaluates_the_checkpoint_best_on_validation(lm_corpus, tmp_path):
+    cfg = compose(lm_corpus, tmp_path, "train.max_steps=3", "train.eval_steps=1", "train.save_steps=1")
+    record = engine.run(cfg, callbacks=[SpoilLastStep()])
+    points = {h["step"]: h["eval_val/perplexity"] for h in record["history"] if "eval_val/perplexity" in h}
+    assert sorted(points) == [1, 2, 3]
+    best = min(points, key=points.get)
+    assert best < 3 and points[3] > 10 * points[best]  # the spoilt last weights are not the ones evaluated
+    assert record["selection"] == {"metric": "val/perplexity", "greater_is_better": False, "step": best,
+                                   "value": points[best], "last_step": 3}
+    assert record["metrics"]["val/perplexity"] == pytest.approx(points[best], rel=1e-6)
+
+
+def test_a_run_without_eval_steps_evaluates_its_last_weights_and_records_no_selection(lm_corpus, tmp_path):
+    record = engine.run(compose(lm_corpus, tmp_path, "train.max_steps=2"), callbacks=[SpoilLastStep()])
+    assert "selection" not in record and not any("eval_val/perplexity" in h for h in record["history"])
+    assert record["metrics"]["val/perplexity"] > 3 * (NUM_WORDS + 2)  # the spoilt weights
+
+
+@pytest.mark.parametrize("bad, match", [
+    (["train.eval_steps=2", "train.save_steps=3"], r"train.eval_steps=2 needs train.save_steps a positive multiple of it.*got 3"),
+    (["train.eval_steps=2", "train.save_steps=0"], r"got 0"),
+    (["train.eval_steps=-1"], r"train.eval_steps must be an integer >= 0, got -1"),
+])
+def test_eval_steps_that_cannot_keep_the_best_checkpoint_are_refused(lm_corpus, tmp_path, bad, match):
+    with pytest.raises(ValueError, match=match):
+        training_arguments(compose(lm_corpus, tmp_path, *bad))
+
+
+def test_validation_time_is_not_training_time_on_the_curve(lm_corpus, tmp_path):
+    task = engine.build_task(compose(lm_corpus, tmp_path, "task.curve_every=2", "task.curve_tokens=30"))
+    (curve,) = task.callbacks
+    curve.on_evaluate(None, None, None, metrics={"eval_val/perplexity": 9.0, "eval_runtime": 1.5})
+    assert curve.spent == 1.5 and curve.training_seconds(curve.start + 4.0) == pytest.approx(2.5)
+
+
+def test_validation_subset_validates_on_the_first_rows_and_the_final_evaluation_on_the_whole_split(lm_corpus, tmp_path):
+    cfg = compose(lm_corpus, tmp_path, "train.max_steps=2", "train.eval_steps=1", "train.save_steps=1", "train.validation_subset=4")
+    record = engine.run(cfg)
+    tokens = {h["eval_val/tokens"] for h in record["history"] if "eval_val/tokens" in h}
+    assert tokens == {4 * cfg.task.bptt}  # 4 rows of bptt tokens (one evaluation batch of 4 streams)
+    meta = json.loads((lm_corpus / "meta.json").read_text())
+    assert record["metrics"]["val/tokens"] == meta["splits"]["validation"]["tokens_with_eos"]

@@ -38,12 +38,14 @@ def test_main_writes_the_measurement(lm_corpus, tmp_path):
     assert lm_speed.main(argv) == 0
     saved = json.loads(out.read_text())
     assert [r["experiment"] for r in saved["rows"]] == lm_speed.EXPERIMENTS.split(",")
-    assert [r["choices"]["loss"] for r in saved["rows"]] == ["softmax", "adaptive_softmax", "sampled_softmax", "sampled_softmax"]
+    assert [r["choices"]["loss"] for r in saved["rows"]] == ["softmax", "adaptive_softmax", *["sampled_softmax"] * 3]
+    assert [r["choices"]["sampler"] for r in saved["rows"][2:]] == ["quadratic", "unigram", "uniform"]
     assert saved["rows"][0]["ratio"] == 1.0
     for row in saved["rows"]:
         assert row["q1_s"] <= row["median_s"] <= row["q3_s"]
         assert row["tokens_per_s"] == pytest.approx(row["tokens_per_step"] / row["median_s"])
     assert saved["settings"]["scale"] == "smoke" and saved["settings"]["repeats"] == 2
+    assert saved["settings"]["min_count"] == 1  # the page matches the measurement to the records on it (hence V)
     assert saved["torch_threads"] == torch.get_num_threads() and saved["command"].endswith(f"task.data_dir={lm_corpus}")
     assert set(saved["git"]) == {"commit", "dirty", "dirty_paths", "dirty_paths_more"}  # the speed names its code
 

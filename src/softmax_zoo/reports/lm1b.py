@@ -5,6 +5,12 @@ normalised distribution, and the speed-up over the full softmax from the side-by
 training steps (:data:`SPEED_FILE`) when it was made at the records' size, else from the runs' own tokens/second.
 "Close to the full softmax" is a TOST on log test perplexity, paired by seed. Records of another model get a table
 of their own; the speed measurement, the verdicts and the claims rows are the LSTM's. Words: templates/lm1b.md.j2.
+
+The rows come from :data:`RECORDS` (the cpu scale regularised as the paper scale: dropout, min_count 3, each head
+evaluated at its checkpoint of lowest validation perplexity); a model with no records there is shown from
+:data:`EARLIER` (the earlier cpu settings), beside the LSTM runs of those settings. Every head at or above a uniform
+guess's test perplexity (perplexity >= V, :func:`trivial`) is flagged, and the uniform sampler's arms are an ablation
+(:data:`ABLATIONS`): flagged, and not among the "standard approximations" adaptive is compared with.
 """
 
 from __future__ import annotations
@@ -16,20 +22,24 @@ from pathlib import Path
 from typing import Any
 
 from ..losses.registry import variant_label
-from ..records import runs_dir, seeds_of
-from ..run_record import RunRecord, load_runs
+from ..records import choice, get, group_by, load_records, runs_dir, seeds_of
 from ._compare import Comparison, Design, compare_values
 from ._pages import bench_group, commits, dirty_note, file_commit, line_plot, page_command, publish, shown_path, words
-from ._settings import joined, setting
+from ._settings import joined
 from ._stats import mean
 from ._verdicts import VerdictKind, too_few
 
-EXPERIMENT = "lm1b"
-HEADLINES = {EXPERIMENT: "lm1b-adaptive-speed-ppl"}  # README.md's status table: the row heading the experiment
+EXPERIMENT = "lm1b"  # the page, its claims and README's status row
+RECORDS = "lm1b_regularised"  # the rows' records: configs/experiment/_lm1b.yaml's experiment_name
+EARLIER = "lm1b"  # the records of the earlier cpu settings (min_count 1, no dropout, the last weights evaluated)
+DIAGNOSTIC = "diagnostics/sampled_uniform_check.md"  # under results_dir: why uniform q ends near a uniform guess (with its .json)
+ABLATIONS = ("sampled (uniform",)  # head labels kept as an ablation, not a baseline
+HEADLINES = {RECORDS: "lm1b-adaptive-speed-ppl"}  # README.md's status table: the row heading the records of the rows
 CLOSE_RATIO = 1.10  # "close to that of the full softmax", two-sided: test perplexity ratio within (1/1.10, 1.10)
 CLOSE = Comparison("softmax", "adaptive", "log test ppl", Design.PAIRED_BY_SEED, margin=math.log(CLOSE_RATIO),
                    margin_source="ours: the abstract gives no number for \"close\"; 10% either way")
-SPEEDUP_TARGET = 3.0  # the project's CPU target: an adaptive step >= 3x faster than full softmax, min_count 1
+SPEEDUP_TARGET = 3.0  # the project's CPU target: an adaptive step >= 3x faster than full softmax, at TARGET_MIN_COUNT
+TARGET_MIN_COUNT = 1  # the target's vocabulary: every training word
 SPEED_FILE = "diagnostics/lm1b_speed.json"  # written by python -m softmax_zoo.studies.lm_speed
 # Full against adaptive softmax time at several class counts: scripts/bench_cases/adaptive.py's VOCAB_GROUP groups
 VOCAB_GROUP = "adaptive softmax vs full softmax: time vs C"
@@ -37,71 +47,99 @@ VOCAB_COMMAND = 'python scripts/bench_losses.py --only "full softmax: time vs C"
 VOCAB_BENCH = "bench_losses_cpu_full-softmax--time-vs-c.json"  # under results_dir
 LSTM = "lstm_lm"  # the task's own model: the head comparison that the speed measurement and the claims are about
 MAKE_TARGETS = {LSTM: "make reproduce-lm1b", "transformer_lm": "make reproduce-lm1b-transformer"}
-BUDGET_KEYS = (("train", "max_steps"), ("train", "batch_size"), ("task", "bptt"))  # what fixes the training tokens
-SOFTMAX, ADAPTIVE, SAMPLED = "softmax", "adaptive_softmax", "sampled_softmax"  # the heads' loss choices (configs/loss/)
+BUDGET_KEYS = ("config.train.max_steps", "config.train.batch_size", "config.task.bptt")  # what fixes the training tokens
 LINESTYLES = ("-", "--", ":", "-.")  # one per model, the LSTM first
 FIGURE = words("_lm_figures.j2")  # lm1b.png's words
 METRICS = {"val": "val/perplexity", "test": "test/perplexity", "tps": "train/tokens_per_second", "tokens": "train/tokens"}
 
 
-def head_label(record: RunRecord) -> str:
+def head_label(record: dict[str, Any]) -> str:
     """"softmax", "adaptive", "sampled (quadratic, m=64)", ...: the registered label of the record's loss."""
-    return variant_label(record.choice("loss"), record.setting("loss"), record.choices)
+    return variant_label(choice(record, "loss"), get(record, "config.loss"), record.get("choices"))
 
 
-def head_of(summary: dict[str, dict[str, Any]], loss: str) -> str | None:
-    """The head (as :func:`summarize` keys it) whose loss choice is ``loss``; None without one."""
-    return next((head for head, s in summary.items() if s["loss"] == loss), None)
-
-
-def summarize(records: list[RunRecord]) -> dict[str, dict[str, Any]]:
-    """Per head: its loss and sampler choices, seeds, metric lists over seeds, and each run's validation curve of
-    (training tokens, perplexity)."""
+def summarize(records: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Per head: its seeds, metric lists over seeds, each run's training seconds, steps and evaluated step (the chosen
+    checkpoint's, else the last), vocabulary, width and parameters, and each run's validation curve of (training tokens,
+    perplexity)."""
     out: dict[str, dict[str, Any]] = {}
     for r in records:
-        s = out.setdefault(head_label(r), {"loss": r.choice("loss"), "sampler": r.choices.get("sampler"), "seeds": [], "train_s": [],
-                                           "curves": [], "curve_tokens": [], **{k: [] for k in METRICS}})
-        s["seeds"].append(r.seed)
-        s["train_s"].append(r.timing["train_s"])
+        s = out.setdefault(head_label(r), {"seeds": [], "train_s": [], "steps": [], "evaluated_step": [], "curves": [], "curve_tokens": [],
+                                           "vocab": r["task_info"]["vocab_size"], "width": get(r, "config.model.hidden_size"),
+                                           "bias": get(r, "config.loss.bias"), "parameters": r["task_info"]["parameters"],
+                                           **{k: [] for k in METRICS}})
+        s["seeds"].append(r["seed"])
+        s["train_s"].append(r["timing"]["train_s"])
+        s["steps"].append(r["timing"]["global_steps"])
+        s["evaluated_step"].append((r.get("selection") or {}).get("step", r["timing"]["global_steps"]))
         for key, metric in METRICS.items():
-            s[key].append(r.metrics.get(metric, math.nan))
-        history = r.history
+            s[key].append(r["metrics"].get(metric, math.nan))
+        history = r.get("history", [])
         s["curves"].append([(h["train/tokens"], h["val/curve_perplexity"]) for h in history if "val/curve_perplexity" in h])
         s["curve_tokens"] += [h["val/curve_tokens"] for h in history if "val/curve_tokens" in h][:1]
     return out
 
 
-def side_by_side(results_dir: str | Path, records: list[RunRecord]) -> tuple[dict[str, Any] | None, dict[str, Any]]:
+def side_by_side(results_dir: str | Path, records: list[dict[str, Any]]) -> tuple[dict[str, Any] | None, dict[str, Any]]:
     """(the side-by-side speed measurement, with ``code`` (its commit) and ``step_tps`` (head -> tokens/second of a step), if
-    made at the records' scale, embedding and LSTM sizes, else None; the speed-up's source ``{"file", "found", "theirs", "ours"}``)."""
+    made at the records' scale, embedding and LSTM sizes and min_count (hence vocabulary), else None; the speed-up's source
+    ``{"file", "found", "theirs", "ours"}``)."""
     path = Path(results_dir) / SPEED_FILE
     source: dict[str, Any] = {"file": SPEED_FILE, "found": path.is_file(), "theirs": None, "ours": None}
     if not path.is_file():
         return None, source
     measured = json.loads(path.read_text(encoding="utf-8"))
     st = measured["settings"]
-    ours = {(r.choices.get("scale"), r.setting("model", "embedding_dim"), r.setting("model", "hidden_size")) for r in records}
-    theirs = (st["scale"], st["embedding_dim"], st["hidden_size"])
+    keys = ("choices.scale", "config.model.embedding_dim", "config.model.hidden_size", "config.task.min_count")
+    ours = {tuple(get(r, k) for k in keys) for r in records}
+    theirs = (st["scale"], st["embedding_dim"], st["hidden_size"], st.get("min_count"))
     if ours != {theirs}:
         return None, source | {"theirs": theirs, "ours": sorted(ours, key=str)}
-    step_tps = {head_label(RunRecord.of_row(row)): row["tokens_per_s"] for row in measured["rows"]}
+    step_tps = {head_label(row): row["tokens_per_s"] for row in measured["rows"]}
     return measured | {"code": file_commit(measured), "step_tps": step_tps}, source
 
 
 def speedups(summary: dict[str, dict[str, Any]], measured: dict[str, Any] | None = None) -> dict[str, float]:
     """Each head's tokens/second over the full softmax's (nan if either is missing): ``measured`` side by side, else the runs'."""
     tps = measured["step_tps"] if measured else {head: mean(s["tps"]) for head, s in summary.items()}
-    return {head: tps.get(head, math.nan) / tps.get(head_of(summary, SOFTMAX), math.nan) for head in summary}
+    return {head: tps.get(head, math.nan) / tps.get("softmax", math.nan) for head in summary}
+
+
+def output_parameters(summary: dict[str, dict[str, Any]]) -> dict[str, int | None]:
+    """Each head's output-layer parameters: its model's less the body every head of the table shares, the body being the
+    full-softmax model less its V x d weights and V biases (None for every head without such a softmax run)."""
+    softmax = summary.get("softmax")
+    if softmax is None or not softmax["bias"]:
+        return {head: None for head in summary}
+    body = softmax["parameters"] - softmax["vocab"] * (softmax["width"] + 1)
+    return {head: s["parameters"] - body for head, s in summary.items()}
+
+
+def trivial(test_ppl: float, vocab: int) -> bool:
+    """At or above a uniform guess's score: a test perplexity >= V, what predicting 1/V for every word gets."""
+    return test_ppl >= vocab
+
+
+def ablation(head: str) -> bool:
+    """A head kept as an ablation (:data:`ABLATIONS`), not as a baseline."""
+    return head.startswith(ABLATIONS)
 
 
 def head_rows(summary: dict[str, dict[str, Any]], measured: dict[str, Any] | None = None,
               lstm: dict[str, dict[str, Any]] | None = None) -> list[dict[str, Any]]:
-    """The table's rows, softmax first; with ``lstm`` (another model's table) the LSTM's test perplexity of the head."""
+    """The table's rows, softmax first; with ``lstm`` (another model's table) the LSTM's test perplexity of the head.
+
+    Each row flags ``trivial`` (:func:`trivial` on its mean test perplexity) and ``ablation`` (:func:`ablation`)."""
     speed, step_tps = speedups(summary, measured), (measured["step_tps"] if measured else {})
+    output = output_parameters(summary)
     return [{"head": head, "val": s["val"], "test": s["test"], "step_tps": step_tps.get(head, math.nan), "speed": speed[head],
              "run_tps": mean(s["tps"]), "train_min": mean(s["train_s"]) / 60, "tokens": mean(s["tokens"]),
-             "lstm_test": mean(lstm[head]["test"]) if lstm and head in lstm else None}
-            for head, s in sorted(summary.items(), key=lambda kv: (kv[1]["loss"] != SOFTMAX, kv[0]))]
+             "train_mins": [t / 60 for t in s["train_s"]], "evaluated_step": s["evaluated_step"], "steps": s["steps"],
+             "output_parameters": output[head], "parameters": s["parameters"], "vocab": s["vocab"],
+             "trivial": trivial(mean(s["test"]), s["vocab"]), "ablation": ablation(head),
+             "lstm_test": mean(lstm[head]["test"]) if lstm and head in lstm else None,
+             "lstm_trivial": bool(lstm and head in lstm and trivial(mean(lstm[head]["test"]), lstm[head]["vocab"]))}
+            for head, s in sorted(summary.items(), key=lambda kv: (kv[0] != "softmax", kv[0]))]
 
 
 def plot(summaries: dict[str, dict[str, dict[str, Any]]], path: Path) -> None:
@@ -120,8 +158,7 @@ def plot(summaries: dict[str, dict[str, dict[str, Any]]], path: Path) -> None:
 def closeness(summary: dict[str, dict[str, Any]], speed: float, ratio: float) -> dict[str, Any]:
     """"Accuracy close to that of the full softmax", two-sided: TOST (:data:`CLOSE`) of Δ = log test ppl (adaptive) − log
     test ppl (softmax), paired by seed; the speed-up beside it, without a verdict."""
-    heads = (head_of(summary, SOFTMAX), head_of(summary, ADAPTIVE))
-    softmax, adaptive = (dict(zip(summary[h]["seeds"], map(math.log, summary[h]["test"]))) for h in heads)
+    softmax, adaptive = (dict(zip(summary[h]["seeds"], map(math.log, summary[h]["test"]))) for h in ("softmax", "adaptive"))
     compared = compare_values(CLOSE, softmax, adaptive)
     result = compared.equivalence()
     exp = lambda interval: tuple(math.exp(x) for x in interval)  # noqa: E731  (log ratio -> ratio)
@@ -131,20 +168,22 @@ def closeness(summary: dict[str, dict[str, Any]], speed: float, ratio: float) ->
 
 
 def approximations(summary: dict[str, dict[str, Any]], speed: dict[str, float]) -> dict[str, Any] | None:
-    """Adaptive against the sampled heads: per head how much faster adaptive is and how much higher the head's test
-    perplexity is, and from 3 seeds each head's verdict on log test perplexity (paired by seed)."""
-    sampled, adaptive = sorted(h for h, s in summary.items() if s["loss"] == SAMPLED), head_of(summary, ADAPTIVE)
+    """Adaptive against the sampled heads that are baselines (the ablations left out, :func:`ablation`): per head how much
+    faster adaptive is, how much higher the head's test perplexity is and whether it is :func:`trivial`, and from 3 seeds
+    each head's verdict on log test perplexity (paired by seed)."""
+    sampled = sorted(h for h in summary if h.startswith("sampled") and not ablation(h))
     if not sampled:
         return None
-    seeds = sorted(set(summary[adaptive]["seeds"]).intersection(*(summary[h]["seeds"] for h in sampled)))
-    per_head = {h: {"faster": speed[adaptive] / speed[h], "worse": mean(summary[h]["test"]) / mean(summary[adaptive]["test"])}
-                for h in sampled}
+    seeds = sorted(set(summary["adaptive"]["seeds"]).intersection(*(summary[h]["seeds"] for h in sampled)))
+    per_head = {h: {"faster": speed["adaptive"] / speed[h], "worse": mean(summary[h]["test"]) / mean(summary["adaptive"]["test"]),
+                    "trivial": trivial(mean(summary[h]["test"]), summary[h]["vocab"])} for h in sampled}
     out = {"heads": per_head, "seeds": seeds, "n": len(sampled), "kind": too_few(len(seeds)), "verdicts": {},
+           "ablations": sorted(h for h in summary if ablation(h)),
            "faster": sum(p["faster"] > 1 for p in per_head.values()), "lower": sum(p["worse"] > 1 for p in per_head.values())}
     if out["kind"] is None:
-        log_ppl = {h: dict(zip(summary[h]["seeds"], map(math.log, summary[h]["test"]))) for h in (adaptive, *sampled)}
-        out["verdicts"] = {h: compare_values(Comparison(adaptive, h, "log test ppl", Design.PAIRED_BY_SEED),
-                                             log_ppl[adaptive], log_ppl[h]).verdict(direction=+1) for h in sampled}
+        log_ppl = {h: dict(zip(summary[h]["seeds"], map(math.log, summary[h]["test"]))) for h in ("adaptive", *sampled)}
+        out["verdicts"] = {h: compare_values(Comparison("adaptive", h, "log test ppl", Design.PAIRED_BY_SEED),
+                                             log_ppl["adaptive"], log_ppl[h]).verdict(direction=+1) for h in sampled}
         kinds = {v.kind for v in out["verdicts"].values()}
         out["kind"] = (VerdictKind.CONTRADICTS if VerdictKind.CONTRADICTS in kinds else
                        VerdictKind.SUPPORTED if kinds == {VerdictKind.SUPPORTED} and out["faster"] == len(sampled) else
@@ -152,81 +191,107 @@ def approximations(summary: dict[str, dict[str, Any]], speed: dict[str, float]) 
     return out
 
 
-def model_section(model: str, records: list[RunRecord], lstm_records: list[RunRecord]) -> dict[str, Any]:
-    """A model other than the LSTM: its description, seeds, rows beside the LSTM's test perplexity, ratios to the LSTM."""
+def model_section(model: str, records: list[dict[str, Any]], lstm_records: list[dict[str, Any]], earlier: bool = False) -> dict[str, Any]:
+    """A model other than the LSTM: its description, seeds, rows beside the LSTM's test perplexity (``lstm_records``, of
+    the same settings), ratios to the LSTM; ``earlier``: its records are :data:`EARLIER`'s."""
     lstm, summary = summarize(lstm_records), summarize(records)
-    first = min(records, key=lambda r: r.choice("loss") != SOFTMAX)  # the softmax run's parameter count if there is one
-    m, lstm0 = first.setting("model"), lstm_records[0]
-    softmax, adaptive = head_of(summary, SOFTMAX), head_of(summary, ADAPTIVE)
+    first = min(records, key=lambda r: head_label(r) != "softmax")  # the softmax run's parameter count if there is one
+    m, lstm0 = get(first, "config.model"), lstm_records[0]
     return {
-        "model": model, "command": MAKE_TARGETS.get(model),
+        "model": model, "command": MAKE_TARGETS.get(model), "earlier": earlier, "commits": commits(records),
+        "vocab": first["task_info"]["vocab_size"], "min_count": first["task_info"]["min_count"],
         "seeds": seeds_of(records), "rows": head_rows(summary, lstm=lstm),
-        "transformer": model == "transformer_lm", "m": m, "head": head_label(first), "parameters": first.info("parameters"),
-        "bptt": first.setting("task", "bptt"), "same_width": m["hidden_size"] == lstm0.setting("model", "hidden_size"),
-        "budget": [first.setting(*k) for k in BUDGET_KEYS], "lstm_budget": [lstm0.setting(*k) for k in BUDGET_KEYS],
+        "transformer": model == "transformer_lm", "m": m, "head": head_label(first), "parameters": first["task_info"].get("parameters"),
+        "bptt": get(first, "config.task.bptt"), "same_width": m["hidden_size"] == get(lstm0, "config.model.hidden_size"),
+        "budget": [get(first, k) for k in BUDGET_KEYS], "lstm_budget": [get(lstm0, k) for k in BUDGET_KEYS],
         "ratios": {h: mean(s["test"]) / mean(lstm[h]["test"]) for h, s in sorted(summary.items()) if h in lstm},
-        "adaptive_ratio": (mean(summary[adaptive]["test"]) / mean(summary[softmax]["test"])
-                           if softmax and adaptive else None),
+        "adaptive_ratio": (mean(summary["adaptive"]["test"]) / mean(summary["softmax"]["test"])
+                           if "softmax" in summary and "adaptive" in summary else None),
     }
 
 
-def decided(summary: dict[str, dict[str, Any]], measured: dict[str, Any] | None) -> dict[str, Any]:
+def decided(summary: dict[str, dict[str, Any]], measured: dict[str, Any] | None, min_count: int | None = None) -> dict[str, Any]:
     """The LSTM's comparisons: speed-ups, the "close" test, adaptive against the sampled heads, the kernel sampler's cost."""
     speed, test = speedups(summary, measured), {h: mean(s["test"]) for h, s in summary.items()}
-    kernel = [[v for h, v in speed.items() if summary[h]["sampler"] == name] for name in ("quadratic", "uniform")]
-    softmax, adaptive = head_of(summary, SOFTMAX), head_of(summary, ADAPTIVE)
-    return {"speed": speed, "trade_off": closeness(summary, speed[adaptive], test[adaptive] / test[softmax]),
-            "tokens": mean(summary[adaptive]["tokens"]), "approximations": approximations(summary, speed),
-            "sampled": {h: test[h] / test[softmax] for h in sorted(summary) if summary[h]["loss"] == SAMPLED},
-            "adaptive_test": test[adaptive], "met": speed[adaptive] >= SPEEDUP_TARGET,
+    kernel = [[v for h, v in speed.items() if h.startswith(f"sampled ({name}")] for name in ("quadratic", "uniform")]
+    return {"speed": speed, "trade_off": closeness(summary, speed["adaptive"], test["adaptive"] / test["softmax"]),
+            "tokens": mean(summary["adaptive"]["tokens"]), "approximations": approximations(summary, speed),
+            "sampled": {h: test[h] / test["softmax"] for h in sorted(summary) if h.startswith("sampled")},
+            "adaptive_test": test["adaptive"], "met": speed["adaptive"] >= SPEEDUP_TARGET,
+            "target_setting": min_count in (None, TARGET_MIN_COUNT), "target_min_count": TARGET_MIN_COUNT,
             "kernel": (kernel[0][0], kernel[1][0]) if all(kernel) and not math.isnan(kernel[0][0] / kernel[1][0]) else None}
 
 
-def claims(records: list[RunRecord], decision: dict[str, Any] | None, measured: dict[str, Any] | None) -> list[dict[str, Any]]:
+def claims(records: list[dict[str, Any]], decision: dict[str, Any] | None, measured: dict[str, Any] | None) -> list[dict[str, Any]]:
     """The ledger's rows, each with the dirty note of the records (or the speed measurement) its numbers come from."""
-    behind: dict[str, list[Any]] = {}  # a decided row -> what its numbers come from: records, or the speed measurement
+    behind: dict[str, list[dict[str, Any]]] = {}  # a decided row -> what its numbers come from
     if decision:
-        pair = [r for r in records if r.choice("loss") in (SOFTMAX, ADAPTIVE) and r.seed in decision["trade_off"]["seeds"]]
+        pair = runs_of(records, ("softmax", "adaptive"), decision["trade_off"]["seeds"])
         behind = {"lm1b-adaptive-speed-ppl": pair, "lm1b-cpu-speedup-3x": [measured] if measured else pair}
         if a := decision["approximations"]:
-            behind["lm1b-adaptive-vs-approximations"] = [r for r in records if (r.choice("loss") == ADAPTIVE or head_label(r) in a["heads"])
-                                                         and r.seed in a["seeds"]]
+            behind["lm1b-adaptive-vs-approximations"] = runs_of(records, ("adaptive", *a["heads"]), a["seeds"])
     ids = [*behind, *["lm1b-adaptive-43.9"] * bool(decision), "lm1b-adaptive-gpu", "lm1b-adaptive-cutoffs", "lm1b-europarl",
            "lm1b-vocabulary-cost"]
     return [{"id": i, "source": EXPERIMENT, "dirty": dirty_note(behind.get(i, []))} for i in ids]
 
 
+def runs_of(records: list[dict[str, Any]], heads: tuple[str, ...], seeds: list[int]) -> list[dict[str, Any]]:
+    """The records of ``heads`` at ``seeds``."""
+    return [r for r in records if head_label(r) in heads and r["seed"] in seeds]
+
+
+def by_model(records: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], dict[str, list[dict[str, Any]]]]:
+    """(the LSTM's records, every other model's by name); a record that keeps no model ran the LSTM."""
+    lstm = [r for r in records if get(r, "choices.model") in (None, LSTM)]
+    return lstm, {model: rs for (model,), rs in group_by(records, ["choices.model"]).items() if model not in (None, LSTM)}
+
+
 def summarise(results_dir: str | Path = "results") -> dict[str, Any]:
     """The page's data: the LSTM runs' setting, rows, speed source, decisions, other models' sections, claims."""
     runs = runs_dir(results_dir)
-    every = load_runs(runs, EXPERIMENT)
-    records = [r for r in every if r.choices.get("model") in (None, LSTM)]  # a record that keeps no model ran the LSTM
+    every = load_records(runs, RECORDS)
+    records, others = by_model(every)
     if not records:
-        raise FileNotFoundError(f"no {'LSTM ' if every else ''}records in {runs / EXPERIMENT}; run `make reproduce-lm1b` first")
-    others: dict[str, list[RunRecord]] = {}
-    for r in every:
-        if r.choices.get("model") not in (None, LSTM):
-            others.setdefault(r.choices["model"], []).append(r)
+        raise FileNotFoundError(f"no {'LSTM ' if every else ''}records in {runs / RECORDS}; run `make reproduce-lm1b` first")
+    earlier_lstm, earlier = by_model(load_records(runs, EARLIER) if (runs / EARLIER).is_dir() else [])
+    earlier = {model: rs for model, rs in earlier.items() if model not in others and earlier_lstm}
     summary = summarize(records)
     measured, source = side_by_side(results_dir, records)
-    decision = decided(summary, measured) if head_of(summary, SOFTMAX) and head_of(summary, ADAPTIVE) else None
-    first = records[0]
+    decision = decided(summary, measured, records[0]["task_info"]["min_count"]) if {"softmax", "adaptive"} <= set(summary) else None
     return {
-        "make": MAKE_TARGETS[LSTM], "folder": shown_path(runs / EXPERIMENT), "commits": commits(every),
+        "make": MAKE_TARGETS[LSTM], "folder": shown_path(runs / RECORDS), "commits": commits(every),
+        "earlier_folder": shown_path(runs / EARLIER), "diagnostic": diagnostic(results_dir),
+        "earlier_vocab": sorted({r["task_info"]["vocab_size"] for r in earlier_lstm}),
+        "earlier_min_count": sorted({r["task_info"]["min_count"] for r in earlier_lstm}),
+        "steps": sorted({r["timing"]["global_steps"] for r in records}),
+        "selection": sorted({(get(r, "selection.metric"), get(r, "config.train.eval_steps"), get(r, "config.train.validation_subset"))
+                             for r in records}, key=str),
+        "validation_tokens": sorted({int(h["eval_val/tokens"]) for r in records for h in r.get("history", []) if "eval_val/tokens" in h}),
+        "dropout": joined(records, lambda r: get(r, "config.model.dropout")),
         "command": page_command(EXPERIMENT, results_dir),
-        "facts": {"vocab_size": first.info("vocab_size"), "min_count": first.info("min_count"),
-                  **{name: first.setting(group, name) for group, name in (("model", "hidden_size"), ("model", "embedding_dim"),
-                     ("task", "bptt"), ("train", "batch_size"), ("train", "optim"), ("train", "lr"), ("train", "max_grad_norm"))},
-                  "global_steps": first.timing.get("global_steps")},
+        "facts": {k.rsplit(".", 1)[-1]: get(records[0], k) for k in (
+            "task_info.vocab_size", "task_info.min_count", "task_info.unk_train_tokens", "config.model.hidden_size",
+            "config.model.embedding_dim", "config.task.bptt", "data.splits.train.tokens_with_eos",
+            "config.train.batch_size", "config.train.optim", "config.train.lr", "config.train.max_grad_norm", "timing.global_steps")},
         "measured": measured, "source": source, "close": (1 / CLOSE_RATIO, CLOSE_RATIO), "vocab": vocab_timing(results_dir),
-        "cutoffs": joined([r for r in records if r.choice("loss") == ADAPTIVE], setting("loss", "cutoffs")),
-        "div": joined(records, setting("loss", "div_value")),
-        "m": joined([r for r in records if r.choice("loss") == SAMPLED], setting("loss", "num_samples")),
+        "cutoffs": joined([r for r in records if head_label(r) == "adaptive"], lambda r: get(r, "config.loss.cutoffs")),
+        "div": joined(records, lambda r: get(r, "config.loss.div_value")),
+        "m": joined([r for r in records if head_label(r).startswith("sampled")], lambda r: get(r, "config.loss.num_samples")),
         "seeds": seeds_of(records), "rows": head_rows(summary, measured),
         "summaries": {LSTM: summary, **{model: summarize(rs) for model, rs in others.items()}},
-        "sections": [model_section(model, rs, records) for model, rs in others.items()], "decided": decision,
+        "sections": [*(model_section(model, rs, records) for model, rs in others.items()),
+                     *(model_section(model, rs, earlier_lstm, earlier=True) for model, rs in earlier.items())],
+        "decided": decision,
+        "sampler_powers": joined([r for r in records if "unigram" in head_label(r)], lambda r: get(r, "config.loss.sampler.power")),
         "claims": claims(records, decision, measured),
     }
+
+
+def diagnostic(results_dir: str | Path) -> dict[str, Any]:
+    """The uniform-sampler diagnostic the flags link to: its page (relative to the results folder) and the V it ran at."""
+    path = Path(results_dir) / DIAGNOSTIC
+    measured = json.loads(path.with_suffix(".json").read_text(encoding="utf-8")) if path.with_suffix(".json").is_file() else {}
+    return {"page": DIAGNOSTIC, "vocab": get(measured, "config.vocab_size")}
 
 
 def vocab_timing(results_dir: str | Path) -> dict[str, Any]:

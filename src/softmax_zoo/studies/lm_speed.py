@@ -1,7 +1,7 @@
 """Training-step speed of the lm1b heads, measured side by side in one process.
 
     python -m softmax_zoo.studies.lm_speed [scale=cpu] [repeats=100] [warmup=5] [batches=8] [threads=N]
-        [experiments=lm1b_softmax,lm1b_adaptive,lm1b_sampled_quadratic,lm1b_sampled_uniform]
+        [experiments=lm1b_softmax,lm1b_adaptive,lm1b_sampled_quadratic,lm1b_sampled_unigram,lm1b_sampled_uniform]
         [out=results/diagnostics/lm1b_speed.json] [<override> ...]
 
 The throughput in a run's record (``train/tokens_per_second``) is that run's alone: runs made at
@@ -50,7 +50,7 @@ from ..timing import load_average, machine, time_interleaved, utc_now
 
 log = logging.getLogger(__name__)
 
-EXPERIMENTS = "lm1b_softmax,lm1b_adaptive,lm1b_sampled_quadratic,lm1b_sampled_uniform"
+EXPERIMENTS = "lm1b_softmax,lm1b_adaptive,lm1b_sampled_quadratic,lm1b_sampled_unigram,lm1b_sampled_uniform"
 COMMAND = "python -m softmax_zoo.studies.lm_speed"
 PARSER = Parser(COMMAND, [
     Option("scale", "cpu", "scale of every model"),
@@ -152,7 +152,7 @@ def measure(experiments: Sequence[str], *, scale: str, repeats: int, warmup: int
         "settings": {
             "scale": scale, "repeats": repeats, "warmup": warmup, "batches": len(data),
             "batch_size": c.train.batch_size, "bptt": c.task.bptt,
-            "embedding_dim": c.model.embedding_dim, "hidden_size": c.model.hidden_size,
+            "embedding_dim": c.model.embedding_dim, "hidden_size": c.model.hidden_size, "min_count": c.task.min_count,
             "optim": c.train.optim, "lr": c.train.lr, "max_grad_norm": c.train.max_grad_norm,
             "overrides": list(extra),
         },

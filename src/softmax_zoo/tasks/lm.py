@@ -139,9 +139,10 @@ class ValidationCurve(TrainerCallback):
 
     Each point goes into the Trainer's ``log_history`` (hence the run record's ``history``) as
     ``{"step", "train_wall_s", "train/tokens", "val/curve_perplexity", "val/curve_tokens"}``;
-    ``train_wall_s`` is training time so far without the time spent on these evaluations, which
-    is also taken out of the model's tokens/second; a resumed run counts on from the checkpoint's
-    (:meth:`resume_state`). Evaluated on the main process only.
+    ``train_wall_s`` is training time so far without the time spent on these evaluations (nor on
+    the Trainer's validations of ``train.eval_steps``), which is also taken out of the model's
+    tokens/second; a resumed run counts on from the checkpoint's (:meth:`resume_state`).
+    Evaluated on the main process only.
     """
 
     def __init__(self, stream: LMStream, every: int, tokens: int) -> None:
@@ -189,6 +190,10 @@ class ValidationCurve(TrainerCallback):
     def on_step_end(self, args, state, control, model=None, **kwargs):
         if state.is_world_process_zero and state.global_step % self.every == 0:
             self.point(state, model)
+        return control
+
+    def on_evaluate(self, args, state, control, metrics=None, **kwargs):
+        self.spent += (metrics or {}).get("eval_runtime", 0.0)  # the Trainer's validation (train.eval_steps) is not training
         return control
 
 
