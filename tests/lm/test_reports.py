@@ -374,7 +374,7 @@ def test_a_head_at_or_above_a_uniform_guess_is_flagged_and_the_uniform_arm_is_an
     more = lm1b_records(seeds=(0, 1, 2)) + sampled("su", "uniform", 500.0) + sampled("sg", "unigram", float(V))
     for r in more:
         records.write_record(r, records.runs_dir(tmp_path))
-    records.write_text(tmp_path / lm1b.SPEED_FILE, json.dumps(speed_measurement()))
+    files.write_text(tmp_path / lm1b.SPEED_FILE, json.dumps(speed_measurement()))
     lm1b.build(tmp_path)
     text = (tmp_path / "lm1b.md").read_text()
     why = f"[why]({lm1b.DIAGNOSTIC})"

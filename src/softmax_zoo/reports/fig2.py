@@ -22,7 +22,7 @@ from omegaconf import OmegaConf
 from ..config import CONFIG_DIR
 from ..losses.registry import variant_title
 from ..records import runs_dir, seeds_of
-from ..run_record import RunRecord, load_runs
+from ..run_record import GitState, RunRecord, load_runs
 from ._compare import Comparison, Design, Grid, compare, compare_values, per_seed
 from ._pages import bench_group, commits, page_command, publish, pyplot, save_figure, shown_path, words
 from ._settings import NOT_STATED, SPARSE, Setting, pretrained_name, seeds, setting, settings_data, shown, sparse_ks, values
@@ -195,7 +195,7 @@ def step_claim(results_dir: str | Path) -> dict[str, Any]:
             continue
         report = json.loads(path.read_text(encoding="utf-8"))
         runs.append({"file": name, "command": report["command"], "date": report["date"],
-                     "load": report.get("load_average", {}).get("start"), "commit": report.get("git", {}).get("commit")})
+                     "load": report.get("load_average", {}).get("start"), "commit": GitState.of_file(report).commit})
         for group in report["groups"]:
             rows = {r["variant"]: r for r in group["rows"]}
             softmax = next((rows[v] for v in STEP_SOFTMAX_ROWS if v in rows), None)
