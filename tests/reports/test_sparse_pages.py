@@ -97,7 +97,7 @@ def test_committed_step_row_is_the_committed_pages_ratios():
     sizes = fig2.step_claim(RESULTS)["sizes"]
     assert {s["c"] for s in sizes} >= {151, 119, 134, 30_522, 32_000}
     assert all(f"({s['speedup']:.2f}x" in claim["ours"] for s in sizes)
-    assert claim["verdict"].startswith("single run (one benchmark run per page")
+    assert claim["verdict"].startswith("single measurement (one benchmark run per page")
 
 
 def test_a_setting_equal_to_the_papers_says_so_and_another_gives_its_reason():
