@@ -79,6 +79,14 @@ def linear_into(out: torch.Tensor, h: torch.Tensor, w: torch.Tensor, b: torch.Te
     return torch.addmm(b, h, w.t(), out=out)
 
 
+def unit_row_weight(row_weight: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """(row_weight / s, s), s its largest magnitude (1 where it is 0 or there are no rows): the gradient G is cast to the
+    matmul dtype at row weights of magnitude at most 1, and the backward multiplies s back in."""
+    scale = row_weight.abs().max() if row_weight.numel() else row_weight.new_ones(())
+    scale = torch.where(scale > 0, scale, 1.0)
+    return row_weight / scale, scale
+
+
 def chunked_pass(loss_and_grad, target, keep, hidden, weight, bias, row_weight, chunk_rows):
     """Per-row loss of ``hidden @ weight.T + bias`` and, if ``row_weight`` is given, the gradients.
 
@@ -101,9 +109,7 @@ def chunked_pass(loss_and_grad, target, keep, hidden, weight, bias, row_weight, 
     n, d, num_classes = hidden.shape[0], hidden.shape[1], weight.shape[0]
     grads = row_weight is not None
     if grads:  # G is cast to ``mm`` with row weights of largest magnitude 1: 1/N in float16 would flush it to 0
-        scale = row_weight.abs().max() if n else row_weight.new_ones(())
-        scale = torch.where(scale > 0, scale, 1.0)
-        row_weight = row_weight / scale
+        row_weight, scale = unit_row_weight(row_weight)
     with torch.autocast(hidden.device.type, enabled=False):
         h, w = hidden.to(mm), weight.to(mm)
         b = None if bias is None else bias.to(mm)

@@ -57,7 +57,7 @@ import torch.nn.functional as F
 from torch.autograd.function import once_differentiable
 
 from ._core import check_reduction, check_target_dtype, check_target_range, matmul_dtypes, reduce_loss, reduction_scale
-from .chunked import _addmm_, auto_chunk_size, check_chunk_size, linear_into
+from .chunked import _addmm_, auto_chunk_size, check_chunk_size, linear_into, unit_row_weight
 from .memory import chunk_logits
 from .stable_kd import far_apart
 
@@ -349,9 +349,7 @@ def kd_pass(spec: Spec, hidden, weight, bias, row_weight):
     t2 = spec.temperature**2
     grads = row_weight is not None
     if grads:  # G is cast to ``mm`` with row weights of largest magnitude 1, as chunked.chunked_pass
-        scale = row_weight.abs().max() if n else row_weight.new_ones(())
-        scale = torch.where(scale > 0, scale, 1.0)
-        row_weight = row_weight / scale
+        row_weight, scale = unit_row_weight(row_weight)
     with torch.autocast(hidden.device.type, enabled=False):
         h, w = hidden.to(mm), weight.to(mm)
         b = None if bias is None else bias.to(mm)
