@@ -40,7 +40,7 @@ EXPERIMENTS = [
     "fig2_softmax", "fig2", "fig2_finetune_softmax", "fig2_finetune",
     "kernel_bias_full", "kernel_bias_sampled", "kernel_bias_paper_full", "kernel_bias_paper_sampled",
     "stable_kd_ptb_teacher", "stable_kd_ptb",
-    "lm1b_softmax", "lm1b_adaptive", "lm1b_sampled_uniform", "lm1b_sampled_quadratic",
+    "lm1b_softmax", "lm1b_adaptive", "lm1b_sampled_uniform", "lm1b_sampled_quadratic", "lm1b_sampled_unigram",
 ]  # fmt: skip
 # Arms beside the paper's: a setting that makes an arm fit where the paper's does not.
 VARIANTS = {"lm1b_sampled_quadratic": [["+loss.sampler.leaf_size=1024"]]}
