@@ -225,7 +225,8 @@ def test_autocast_as_close_as_the_dense_path(dtype, chunk_size):
         sparse, dense = _step(head, head, h, t), _step(_dense(head), head, h, t)
     for got, ref, want in zip(sparse[1:], dense[1:], exact[1:]):
         error, dense_error = ((x.float() - want).norm() / want.norm() for x in (got, ref))
-        assert error <= max(dense_error, 1e-3), f"sparse {error:.2e}, dense {dense_error:.2e}"
+        # within the dense path's own error, with 10% slack: the two sum the same products in another order
+        assert error <= max(1.1 * dense_error, 1e-3), f"sparse {error:.2e}, dense {dense_error:.2e}"
         assert dense_error < 0.05
     assert_close(sparse[0], dense[0], rtol=1.6e-2, atol=1e-5)
 
