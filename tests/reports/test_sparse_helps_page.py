@@ -79,6 +79,8 @@ def test_the_study_builds_its_page_and_ledger_rows(tmp_path):
     setting = study.Setting(**{**TINY.__dict__, "levels": (0.3, 0.6, 0.95)})
     study.run_all(tmp_path / "runs" / study.EXPERIMENT, seeds=3, setting=setting)
     (tmp_path / "claims.md").write_text("")
+    data = page.summarise(tmp_path)
+    assert 0 < data["cpu_slowest"] <= data["cpu_minutes"] * 60  # the records' CPU seconds, summed and their maximum
     page.build(tmp_path)
     text = (tmp_path / "sparse_helps.md").read_text()
     assert (tmp_path / "sparse_helps.png").is_file() and "### sparse k=5 against softmax" in text

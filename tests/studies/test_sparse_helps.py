@@ -55,6 +55,8 @@ def test_study_writes_one_record_per_run_and_resumes(tmp_path):
     assert m["test/log_likelihood"] < 0 and 0 <= m["test/target_in_top2"] <= m["test/target_in_top5"] <= 1
     assert m["test/logits_near_kth_share_k5"] == pytest.approx(m["test/logits_near_kth_k5"] / TINY.classes)
     assert 1 <= m["test/logits_near_kth_k5"] <= TINY.classes
+    timing = record["timing"]
+    assert 0 < timing["cpu_s"] and 0 < timing["wall_s"]  # CPU seconds recorded beside wall seconds
 
 
 def test_bad_settings_are_named(capsys):

@@ -267,6 +267,8 @@ def summarise(results_dir: str | Path = "results") -> dict[str, Any]:
     trends = [trend(c, name) for name in TRENDS for c in curves if c["start"] == "cold"]
     placed, unplaced = real_runs(results_dir, by_key)
     walls = [r.timing["wall_s"] for r in records]
+    cpus = [r.timing.get("cpu_s") for r in records]
+    cpu = {"cpu_minutes": sum(cpus) / 60, "cpu_slowest": max(cpus)} if None not in cpus else {}
     thresholds = [c | {"id": f"sparse-helps-threshold-k{c['k']}" + ("-init" if c["start"] == "init" else ""), "form": "threshold"}
                   for c in curves]
     real_row = {"id": "sparse-helps-real-runs", "form": "descriptive", "placed": placed, "unplaced": unplaced}
@@ -274,7 +276,7 @@ def summarise(results_dir: str | Path = "results") -> dict[str, Any]:
     return data | {
         "provenance": provenance(EXPERIMENT, records, results_dir), "setting": setting, "near": records[0].setting("near"),
         "seeds": seeds_of(records), "levels": sorted({r.choices.get("level") for r in records}), "runs": len(records),
-        "minutes": sum(walls) / 60, "slowest": max(walls),
+        "minutes": sum(walls) / 60, "slowest": max(walls), **cpu,
         "study_args": sorted({" ".join(a for a in shlex.split(r.command)[3:] if not a.startswith("out=")) for r in records}),
         "threads": sorted({r.setting("torch_threads") for r in records}), "curves": curves, "trends": trends,
         "placed": placed, "unplaced": unplaced, "dial_k": DIAL_K, "min_seeds": MIN_SEEDS,

@@ -213,14 +213,15 @@ def run_one(spec: dict[str, Any], s: Setting, teacher: Teacher, tau: float, soft
 
 
 def record_of(spec: dict[str, Any], s: Setting, tau: float, teacher_mass: dict[str, float], result: dict[str, Any],
-              seconds: float, command: list[str], experiment: str) -> dict[str, Any]:
+              timing: dict[str, float], command: list[str], experiment: str) -> dict[str, Any]:
     """The run's record: ``choices`` its arm (loss, k, start) and level, ``config`` the spec, τ, the crowd's distance
-    and the :class:`Setting`, ``metrics`` the test metrics and the teacher's own on the test set (``teacher/…``)."""
+    and the :class:`Setting`, ``metrics`` the test metrics and the teacher's own on the test set (``teacher/…``),
+    ``timing`` its wall and CPU seconds (``wall_s``, ``cpu_s``)."""
     return study_record(
         experiment=experiment, run_name=run_name(spec), seed=spec["seed"],
         choices={"level": spec["level"], "loss": spec["loss"], "k": spec["k"], "start": spec["start"]},
         config={**spec, "temperature": tau, "near": NEAR, "setting": asdict(s), "torch_threads": torch.get_num_threads()},
-        metrics={**result["final"], **teacher_mass}, history=result["curve"], timing={"wall_s": seconds}, command=command,
+        metrics={**result["final"], **teacher_mass}, history=result["curve"], timing=timing, command=command,
     )
 
 
@@ -244,15 +245,17 @@ def run_all(out: Path, seeds: int, setting: Setting = Setting(), command: list[s
         tau = taus.setdefault(level, temperature(teacher, level, setting))
         if spec["start"] == "init" and (level, seed) not in starts:
             starts[(level, seed)], _ = run_one({**spec, "loss": "softmax", "k": None, "start": "cold"}, setting, teacher, tau, None)
-        t0 = time.perf_counter()
+        t0, cpu0 = time.perf_counter(), time.process_time()
         student, result = run_one(spec, setting, teacher, tau, starts.get((level, seed)))
-        seconds = time.perf_counter() - t0
+        # CPU seconds beside wall seconds: on a shared machine the wall time overstates one thread's cost.
+        timing = {"wall_s": time.perf_counter() - t0, "cpu_s": time.process_time() - cpu0}
         if spec["start"] == "cold" and spec["loss"] == "softmax":
             starts[(level, seed)] = student
-        record = record_of(spec, setting, tau, teacher_metrics(teacher, tau, setting), result, seconds,
+        record = record_of(spec, setting, tau, teacher_metrics(teacher, tau, setting), result, timing,
                            command or COMMAND.split(), out.name)
         write_record(record, out.parent)
-        print(f"{run_name(spec)}: {seconds:.1f} s, accuracy {result['final']['test/mode_accuracy']:.3f}, "
+        print(f"{run_name(spec)}: {timing['wall_s']:.1f} s ({timing['cpu_s']:.1f} s CPU), "
+              f"accuracy {result['final']['test/mode_accuracy']:.3f}, "
               f"targets in Ω_{setting.dial_k} {result['final'][f'test/target_in_top{setting.dial_k}']:.3f}", flush=True)
         written.append(path)
     return written
