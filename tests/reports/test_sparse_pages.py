@@ -214,6 +214,6 @@ def test_committed_seq2seq_rows_carry_their_regime_caveats():
     for cid, r in decided.items():  # the page's own caveat travels with each row whose outputs are mostly degenerate
         shares = [float(x) for x in re.findall(r"([\d.]+)%", r["ours"].split("degenerate outputs at beam")[1].split(";")[0])]
         assert ("the deltas say little" in r["verdict"]) == (max(shares) > 50), cid
-    assert "the deltas say little" in ledger["table5_cpu_beam1_rouge1"]["verdict"]
+    assert "the deltas say little" in ledger["table3_cpu+init_bleu1"]["verdict"]  # 87% of its sparse outputs loop on a word
     table5 = (RESULTS / "table5.md").read_text()
     assert table5.index("## scale=cpu+init (the headline setting") < table5.index("## scale=cpu (the cold-start ablation")

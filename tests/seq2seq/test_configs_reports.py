@@ -198,6 +198,8 @@ def test_stutters_flags_a_word_three_times_in_a_row():
     assert not stutters("the cat and the dog the end")  # repeated, but never in a row
     assert not stutters("sri sri lanka") and stutters("sri sri lanka", run=2)
     assert not stutters("")
+    assert not stutters("profits rose # # # percent") and not stutters("1 1 1 , , ,")  # numbers and marks are not words
+    assert stutters("# to to to #") and stutters("été été été")
 
 
 def test_constraint_shares_need_the_new_fields_and_are_given_per_system():

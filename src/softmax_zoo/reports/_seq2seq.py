@@ -108,8 +108,9 @@ def regime(pairs: list[Pair]) -> dict[str, Any] | None:
 
 
 def stutters(text: str, run: int = 3) -> bool:
-    """Whether some word appears ``run`` or more times in a row ("the the the"): a degenerate output."""
-    return re.search(rf"(?<!\S)(\S+)(?:\s+\1(?!\S)){{{run - 1}}}", text) is not None
+    """Whether some word appears ``run`` or more times in a row ("the the the"): a degenerate output. A word holds a
+    letter: the digit masks and punctuation a tokenizer splits off ("# # #" for a 3-digit number) are not repeats."""
+    return re.search(rf"(?<!\S)(\S*[^\W\d_]\S*)(?:\s+\1(?!\S)){{{run - 1}}}", text) is not None
 
 
 def output_shares(rows: dict[str, list[Row]], beams: list[int]) -> dict[str, Any]:
