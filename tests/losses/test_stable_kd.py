@@ -156,3 +156,27 @@ def test_loss_non_negative(gen):
 def test_bad_input(student, teacher, kwargs, match):
     with pytest.raises(ValueError, match=match):
         stable_kd_loss(student, teacher, **kwargs)
+
+
+@pytest.mark.parametrize("reduction", REDUCTIONS)
+def test_without_the_zero_sum_correction_gradcheck_float64(reduction, gen):
+    """Σu is 0 in exact arithmetic, so the rewrite alone is the same gradient: gradcheck and the reference agree."""
+    student, teacher = kd_inputs(5, 6, gen)
+    inputs = (student.requires_grad_(True), teacher.requires_grad_(True))
+    fn = lambda s, t: stable_kd_loss(s, t, temperature=2.0, reduction=reduction, zero_sum_correction=False)  # noqa: E731
+    assert torch.autograd.gradcheck(fn, inputs)
+    ours = values_and_grads(stable_kd_loss, student, teacher, temperature=2.0, reduction=reduction, zero_sum_correction=False)
+    ref = values_and_grads(kd_ref, student, teacher, temperature=2.0, reduction=reduction)
+    for a, b in zip(ours, ref):
+        torch.testing.assert_close(a, b, rtol=1e-12, atol=1e-14)
+
+
+def test_the_zero_sum_correction_shrinks_the_row_sums_in_float32(gen):
+    """Rows of the corrected float32 gradient sum closer to 0 than the rewrite alone's (the correction's purpose)."""
+    teacher = torch.randn(64, 2000, generator=gen) * 3
+    student = teacher + torch.randn(64, 2000, generator=gen)
+    violation = {}
+    for correction in (True, False):
+        _, gs, _ = values_and_grads(stable_kd_loss, student, teacher, reduction="sum", zero_sum_correction=correction)
+        violation[correction] = gs.double().sum(1).abs().mean().item()
+    assert violation[True] < violation[False]

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from softmax_zoo import provenance, records
 from softmax_zoo.records import RECORD_SCHEMA
 from softmax_zoo.reports import stable as page
@@ -12,7 +14,7 @@ from softmax_zoo.studies.stable import Setting, main, run_all
 
 TINY = Setting(modulus=11, embed=8, hidden=16, collapse_steps=20, teacher_steps=20, distill_steps=10, generalise_steps=10,
                saturate_steps=10, log_every=5, eval_every=10)
-RUNS_PER_SEED = 5 + 10 + 10 + 3  # collapse, cancellation (equal, fresh), generalise (CE, KD), saturate
+RUNS_PER_SEED = 5 + 11 + 10 + 3  # collapse, cancellation (equal, fresh, fresh rewrite-only), generalise (CE, KD), saturate
 
 
 def test_study_resumes_and_builds_its_page(tmp_path):
@@ -31,6 +33,10 @@ def test_study_resumes_and_builds_its_page(tmp_path):
                 "stable-cancellation-bfloat16-rewrite", "stable-generalise-ce", "stable-generalise-kd"):
         assert f"| {row} |" in claims
     assert "| stable-kd-ptb |" in claims and "not tested" in claims
+    kd = next(r for r in page.summarise(tmp_path)["claims"] if r["id"] == "stable-zero-sum-kd")
+    assert kd["parts"]["rewrite"]["seeds"] == kd["parts"]["correction"]["seeds"] == [0, 1]  # three arms, paired by seed
+    if kd["share"]:
+        assert kd["share"]["rewrite"] + kd["share"]["correction"] == pytest.approx(1)  # log10 ratios add up
 
 
 def test_records_use_the_training_records_schema(tmp_path):

@@ -39,7 +39,7 @@ class _StableKD(torch.autograd.Function):
     """
 
     @staticmethod
-    def forward(ctx, student, teacher, temperature):
+    def forward(ctx, student, teacher, temperature, zero_sum_correction):
         t = temperature
         dtype = compute_dtype(student.dtype)
         need_s, need_t = ctx.needs_input_grad[:2]
@@ -62,14 +62,17 @@ class _StableKD(torch.autograd.Function):
         kl = -ps.sum(dim=1, keepdim=True)  # (N, 1) KL(p‖q) = −Σ p·s
         loss = (sum_u + kl).squeeze(1)  # (N,) Σ p·(expm1(s) − s)
         grad_t = torch.addcmul(ps, p, kl).mul_(-t) if need_t else None  # −T·p·(s + KL)
-        grad_s = u.mul_(1.0 - sum_u).sub_(p.mul_(sum_u)).mul_(t) if need_s else None  # T·(u − q·Σu), q = p + u
+        if need_s and zero_sum_correction:
+            grad_s = u.mul_(1.0 - sum_u).sub_(p.mul_(sum_u)).mul_(t)  # T·(u − q·Σu), q = p + u
+        else:
+            grad_s = u.mul_(t) if need_s else None  # T·u: the rewrite alone
         ctx.save_for_backward(grad_s, grad_t)
         ctx.dtypes = (student.dtype, teacher.dtype)
         return loss * t**2
 
     @staticmethod
     def backward(ctx, grad_loss):
-        return (*scaled_row_grads(ctx, grad_loss), None)
+        return (*scaled_row_grads(ctx, grad_loss), None, None)
 
 
 def far_apart(dtype: torch.dtype) -> float:
@@ -96,6 +99,7 @@ def stable_kd_loss(
     *,
     temperature: float = 1.0,
     reduction: str = "mean",
+    zero_sum_correction: bool = True,
 ) -> torch.Tensor:
     """Distillation loss T²·KL(softmax(z_T/T) ‖ softmax(z_S/T)) with the stable gradient.
 
@@ -104,6 +108,9 @@ def stable_kd_loss(
         teacher_logits: (N, C) teacher scores z_T; gets its true gradient if it requires grad.
         temperature: T > 0.
         reduction: "mean" over the N rows (KL's "batchmean"), "sum", or "none" -> (N,).
+        zero_sum_correction: subtract q·Σu from the student gradient (the paper's correction). Σu is 0 in exact
+            arithmetic, so False gives the same gradient up to rounding: it is there to measure what the correction
+            buys over the expm1 rewrite alone.
 
     Returns:
         The loss, in float32 for float16/bfloat16 logits; gradients have the logits' dtype.
@@ -123,7 +130,7 @@ def stable_kd_loss(
         raise ValueError(f"teacher_logits are on {teacher_logits.device} but student_logits on {student_logits.device}")
     if not temperature > 0:
         raise ValueError(f"temperature must be > 0, got {temperature}")
-    loss = _StableKD.apply(student_logits, teacher_logits, float(temperature))
+    loss = _StableKD.apply(student_logits, teacher_logits, float(temperature), bool(zero_sum_correction))
     if reduction == "none":
         return loss
     return loss.sum() if reduction == "sum" else loss.mean()

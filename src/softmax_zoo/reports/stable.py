@@ -211,9 +211,23 @@ def claims(records) -> list[dict[str, Any]]:
     for loss, study, match in (("ce", "saturate", {}), ("kd", "cancellation", {"start": "fresh"})):
         std, stb = (group(records, study=study, dtype="float32", form=f, **match) for f in ("standard", "stable"))
         if std and stb:
-            rows.append({"id": f"stable-zero-sum-{loss}", "std": finals(std, "zero_sum_violation"), "dirty": dirty_note(std + stb),
-                         "stb": finals(stb, "zero_sum_violation"), "ratio": ratio(std, stb, "zero_sum_violation")})
+            rew = group(records, study=study, dtype="float32", form="rewrite", **match)
+            rows.append({"id": f"stable-zero-sum-{loss}", "std": finals(std, "zero_sum_violation"), "dirty": dirty_note(std + stb + rew),
+                         "stb": finals(stb, "zero_sum_violation"), "ratio": ratio(std, stb, "zero_sum_violation"),
+                         **(zero_sum_parts(std, rew, stb) if rew else {})})
     return rows
+
+
+def zero_sum_parts(std, rew, stb) -> dict[str, Any]:
+    """The KD violation in three arms: standard, the expm1 rewrite alone and rewrite + correction. The verdict is on
+    the correction (rewrite alone against rewrite + correction); ``share`` is each part's share of log10(standard /
+    stable), the mean over common seeds (None where a ratio is not on log10)."""
+    parts = {"rewrite": ratio(std, rew, "zero_sum_violation"), "correction": ratio(rew, stb, "zero_sum_violation")}
+    total = ratio(std, stb, "zero_sum_violation")
+    logs = {name: mean([math.log10(a / b) for a, b in r["pairs"]]) for name, r in (*parts.items(), ("total", total))
+            if r and r["on"] == "log10"}
+    share = {name: logs[name] / logs["total"] for name in parts if name in logs} if logs.get("total") else None
+    return {"rew": finals(rew, "zero_sum_violation"), "parts": parts, "share": share}
 
 
 def kd_ptb(results_dir: str | Path) -> dict[str, Any]:

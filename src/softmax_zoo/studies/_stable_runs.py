@@ -9,7 +9,9 @@ model in float64). The loss "form" is one of :data:`FORMS`:
 - ``cast``: the same standard formula on the logits cast to float32 first. For bfloat16 logits it
   separates the effect of computing in float32 from the effect of the rewritten formula;
 - ``stable``: the package's rewritten loss (softplus form for CE, expm1 form for KD), which
-  computes in float32 for bfloat16 logits.
+  computes in float32 for bfloat16 logits;
+- ``rewrite`` (KD only): the expm1 form without the zero-sum correction g_i = u_i − q_i Σ_j u_j, to
+  credit the rewrite and the correction each with its share.
 
 Each *regime* (:data:`REGIMES`) fixes a run's optimiser and budget (:func:`collapse_schedule`,
 :func:`distill_schedule`): ``memorise`` (Adam, no weight decay: the training set is fitted and
@@ -30,9 +32,11 @@ from torch import nn
 
 from ..losses.distill import kd_loss
 from ..losses.stable import stable_cross_entropy
+from ..losses.stable_kd import stable_kd_loss
 
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float64": torch.float64}
 FORMS = ("standard", "cast", "stable")
+KD_FORMS = (*FORMS, "rewrite")
 REGIMES = ("memorise", "generalise", "saturate")
 
 
@@ -154,8 +158,10 @@ def distill_loss(z_student: torch.Tensor, z_teacher: torch.Tensor, form: str) ->
     """Pure KD, T = 1, in the ``form`` of :data:`FORMS`; "cast" is the standard KL on float32 logits."""
     if form == "cast":
         return kd_loss(z_student.float(), z_teacher.float(), temperature=1.0, form="standard")
+    if form == "rewrite":
+        return stable_kd_loss(z_student, z_teacher.detach(), zero_sum_correction=False)
     if form not in FORMS:
-        raise ValueError(f"KL form must be one of {FORMS}, got {form!r}")
+        raise ValueError(f"KL form must be one of {KD_FORMS}, got {form!r}")
     return kd_loss(z_student, z_teacher, temperature=1.0, form=form)
 
 

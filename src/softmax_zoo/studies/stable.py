@@ -13,7 +13,8 @@ that exist, so an interrupted study resumes). The studies (``only=``):
   logits, so every arm is measured alike), the parameter-gradient norm, train and test accuracy.
 - ``cancellation`` (memorise): distil a student from a teacher (trained here with weight decay)
   with pure KD (α = 1, T = 1), the KL in each form, starting equal to the teacher (``equal``:
-  self-distillation at identical logits) or fresh. Per logged step: the norm of the logit
+  self-distillation at identical logits) or fresh; a fresh float32 arm with the expm1 rewrite but no
+  zero-sum correction (form "rewrite") credits the rewrite and the correction each with its share. Per logged step: the norm of the logit
   gradient, the parameter drift ‖θ − θ_0‖, max |z_S − z_T|, the KL (float64) and test accuracy.
 - ``generalise``: the collapse comparison and the fresh-student distillation with AdamW (weight
   decay 1), where test accuracy rises to near 100%.
@@ -75,6 +76,7 @@ def plan(seeds: int) -> list[dict[str, Any]]:
         runs += [{"study": "collapse", "form": f, "dtype": d, "seed": k} for f, d in arms()]
         runs += [{"study": "cancellation", "start": st, "form": f, "dtype": d, "seed": k}
                  for st in ("equal", "fresh") for f, d in arms()]
+        runs += [{"study": "cancellation", "start": "fresh", "form": "rewrite", "dtype": "float32", "seed": k}]
         runs += [{"study": "generalise", "loss": loss, "form": f, "dtype": d, "seed": k} for loss in ("ce", "kd") for f, d in arms()]
         runs += [{"study": "saturate", "form": f, "dtype": d, "seed": k}
                  for f, d in (("standard", "float32"), ("stable", "float32"), ("standard", "float64"))]
