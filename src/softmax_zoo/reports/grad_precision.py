@@ -55,6 +55,20 @@ def claim_row(table: dict, precision: str, probs: list[float], where: str) -> di
                      "better": "lower", "arms": [STANDARD, *STABLE], "roundoff": roundoff}}
 
 
+HALF_TINY = 2.0 ** -24  # float16's smallest subnormal
+
+
+def half_tail(table: dict, probs: list[float], classes: int) -> dict[str, Any] | None:
+    """Where a tail entry's mean gradient, (1 − p_t) / (C − 1), is first below float16's smallest subnormal: that p_t,
+    the mean, and the stable head's float16 median target and row errors there (None when it never is)."""
+    p = next((p for p in sorted(probs) if (1 - p) / (classes - 1) < HALF_TINY), None)
+    if p is None:
+        return None
+    cell = table["stable_softmax", "float16", p]
+    return {"p": p, "mean": (1 - p) / (classes - 1), "tiny": HALF_TINY, "target": cell["target"]["median"],
+            "row": cell["row"]["median"]}
+
+
 def summarise(results_dir: str | Path = "results") -> dict[str, Any]:
     """The page's data: settings, provenance, per path and precision the errors at each p_t, the claims rows."""
     path = Path(results_dir) / MEASUREMENT
@@ -62,7 +76,7 @@ def summarise(results_dir: str | Path = "results") -> dict[str, Any]:
         raise FileNotFoundError(f"no {shown_path(path)}; run `make precision` first")
     m = json.loads(path.read_text(encoding="utf-8"))
     table, probs = cells(m), m["settings"]["target_probs"]
-    where = f"torch {m['versions']['torch'].split('+')[0]}, CPU ({m['cpu']['capability']}), autocast"
+    where = f"torch {m['versions']['torch'].split('+')[0]}, CPU ({m['cpu']['capability']})"
     return {
         "command": page_command(PAGE, results_dir), "measurement": shown_path(path), "study_command": m["command"],
         "commit": file_commit(m), "date": m["date"], "machine": m["machine"], "cpu": m["cpu"], "s": m["settings"],
@@ -72,9 +86,7 @@ def summarise(results_dir: str | Path = "results") -> dict[str, Any]:
                  for precision in m["precisions"] for name in m["paths"] for p in probs],
         "claims": [claim_row(table, precision, probs, where) for precision in m["precisions"]],
         "sparse_top": {precision: table["sparse_softmax", precision, max(probs)]["target"]["median"] for precision in m["precisions"]},
-        "tail_mean": {p: (1 - p) / (m["settings"]["classes"] - 1) for p in probs}, "half_tiny": 2.0 ** -24,
-        "row_above": {p: all(table[name, "float16", p]["row"]["median"] > table[name, "float16", p]["target"]["median"]
-                             for name in m["paths"]) for p in probs},
+        "half_tail": half_tail(table, probs, m["settings"]["classes"]),
     }
 
 
