@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import json
 import math
+import os
+import subprocess
+import sys
 
 import pytest
 import torch
@@ -97,3 +100,17 @@ def test_the_command_writes_its_measurement_with_provenance(tmp_path):
 def test_the_command_refuses_a_bad_value_by_name(capsys):
     assert study.main(["target_probs=0.5,2"]) == 2
     assert "target_probs must be in (0, 1), got 2.0" in capsys.readouterr().err
+
+
+def test_the_command_runs_on_a_cpu_without_native_bfloat16(tmp_path):
+    """ATEN_CPU_CAPABILITY=avx2 (no AVX512-BF16 kernels): CPU autocast emulates bfloat16 and float16, the study still runs."""
+    out = tmp_path / "gp.json"
+    env = {**os.environ, "ATEN_CPU_CAPABILITY": "avx2", "OMP_NUM_THREADS": "1"}
+    args = ["classes=64", "rows=2", "seeds=1", "k=5", "target_probs=0.9,0.9999", f"out={out}"]
+    done = subprocess.run([sys.executable, "-m", "softmax_zoo.studies.grad_precision", *args], env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    m = json.loads(out.read_text(encoding="utf-8"))
+    assert m["cpu"]["capability"] == "AVX2"
+    assert {r["precision"] for r in m["rows"]} == {"float32", "bfloat16", "float16"}
+    assert all(math.isfinite(e) for r in m["rows"] for e in r["target_rel"] + r["row_rel"])
