@@ -3,6 +3,7 @@
 Modules::
 
     stable              softmax collapse and cancellation measured in training (-> reports.stable)
+    grad_precision      cross-entropy's logit gradient against float64 per head, precision and p_t (-> reports.grad_precision)
     lm_speed            training-step speed of the lm1b heads, side by side in one process
     kernel_bias_paper   Blanc & Rendle 2018's bias study in a paper-like setting (ours), chained and resumable
     sparse_regime       the sparse-softmax regime study's runs, chained and resumable
