@@ -144,16 +144,6 @@ def sweep(argv: Sequence[str]) -> int:
     return 0
 
 
-def first_clause(text: str) -> str:
-    """``text`` up to its first "; " outside parentheses (a verdict cell's decision, without its caveats)."""
-    depth = 0
-    for i, ch in enumerate(text):
-        depth += (ch == "(") - (ch == ")")
-        if depth == 0 and text.startswith("; ", i):
-            return text[:i]
-    return text
-
-
 def status_rows(results_dir: str | Path = "results") -> list[dict[str, Any]]:
     """One row per experiment of :func:`headlines` that has records: its runs, scales, seeds, headline claim and page."""
     runs, ledger = runs_dir(results_dir), read_claims(Path(results_dir) / CLAIMS_FILE)
@@ -164,7 +154,7 @@ def status_rows(results_dir: str | Path = "results") -> list[dict[str, Any]]:
             rows.append({"experiment": experiment, "page": page, "runs": len(records), "claim_id": claim_id,
                          "scales": sorted(map(str, values(records, setting("scale", "name")))),
                          "seeds": sorted(values(records, lambda r: r.seed)),
-                         "claim": claim.get("claim", ""), "verdict": first_clause(claim["verdict"]) if "verdict" in claim else None})
+                         "claim": claim.get("claim", ""), "verdict": claim.get("verdict")})
     return rows
 
 
