@@ -2,6 +2,7 @@
 #   make reproduce-lm1b          softmax / adaptive / sampled (quadratic, unigram, uniform) LSTM LMs on lm1b -> results/lm1b.{md,png}
 #   make reproduce-lm1b-transformer   the same five heads on a transformer decoder (model=transformer_lm) -> results/lm1b.md
 #   make lm1b-speed              the heads' training steps timed side by side, for the page's speed column
+#   make lm1b-unigram-baseline   the unigram frequency predictor's perplexity, the floor the page flags heads against
 #   make reproduce-kernel-bias   sampler x m sweep on Penn Treebank + full softmax -> results/kernel_bias.{md,png}
 #   make sampler-diagnostic CKPT=checkpoints/kernel_bias/ptb_full_softmax_cpu_seed0/checkpoint-400 (or CKPT=init)
 #                                KL, loss and gradient bias per sampler x m at that PTB checkpoint
@@ -20,7 +21,7 @@ LM_DATA := $(or $(SOFTMAX_ZOO_DATA),data)
 # Options of the diagnostic, e.g. DIAG_ARGS="--draws 32 --batches 4 --out /tmp/diag" (python -m softmax_zoo.studies.sampler_bias --help).
 DIAG_ARGS ?=
 
-.PHONY: reproduce-lm1b reproduce-lm1b-transformer reproduce-kernel-bias reproduce-kernel-bias-paper sampler-diagnostic lm1b-speed
+.PHONY: reproduce-lm1b reproduce-lm1b-transformer lm1b-unigram-baseline reproduce-kernel-bias reproduce-kernel-bias-paper sampler-diagnostic lm1b-speed
 
 $(LM_DATA)/%/meta.json:
 	$(MAKE) data TASK=$*
@@ -35,6 +36,9 @@ LM1B_TRANSFORMER_THREADS ?= 1
 reproduce-lm1b-transformer: setup $(LM_DATA)/lm1b/meta.json  ## One Billion Word heads on a transformer decoder, the LSTM rows' steps and batches -> results/lm1b.md
 	$(if $(LM1B_TRANSFORMER_THREADS),OMP_NUM_THREADS=$(LM1B_TRANSFORMER_THREADS)) $(BIN)/python -m softmax_zoo.train -m experiment=$(LM1B_EXPERIMENTS) model=transformer_lm scale=$(LM_SCALE) seed=$(LM_SEEDS) $(LM_ARGS)
 	$(BIN)/python -m softmax_zoo.reports lm1b results_dir=$(call results_for,$(LM_SCALE))
+
+lm1b-unigram-baseline: setup $(LM_DATA)/lm1b/meta.json  ## the unigram frequency predictor's lm1b perplexity -> results/diagnostics/lm1b_unigram_baseline.json (the lm1b page's floor)
+	$(BIN)/python -m softmax_zoo.studies.unigram_baseline data_dir=$(LM_DATA)/lm1b
 
 lm1b-speed: setup $(LM_DATA)/lm1b/meta.json  ## lm1b heads' training steps timed side by side -> results/diagnostics/lm1b_speed.json (the lm1b page's speed column)
 	$(BIN)/python -m softmax_zoo.studies.lm_speed

@@ -388,6 +388,24 @@ def test_a_head_at_or_above_a_uniform_guess_is_flagged_and_the_uniform_arm_is_an
     assert heads["sampled (unigram, m=8)"]["trivial"] and not heads["sampled (quadratic, m=8)"]["trivial"]
 
 
+@pytest.mark.parametrize("floor_vocab, flagged", [(V, True), (V + 1, False)])
+def test_a_head_at_or_above_the_unigram_frequency_predictor_is_flagged(tmp_path, floor_vocab, flagged):
+    """The unigram predictor's test perplexity (its diagnostic, at the runs' V only) flags every head at or above it."""
+    for r in lm1b_records(seeds=(0, 1, 2)) + sampled("su", "uniform", 500.0):
+        records.write_record(r, records.runs_dir(tmp_path))
+    files.write_text(tmp_path / lm1b.SPEED_FILE, json.dumps(speed_measurement()))
+    floor = {"vocab_size": floor_vocab, "splits": {"test": {"tokens": 10, "perplexity": 230.0}},
+             "command": "python -m softmax_zoo.studies.unigram_baseline", "git": {"commit": "abcdef0123", "dirty": False}}
+    files.write_text(tmp_path / lm1b.UNIGRAM, json.dumps(floor))
+    data = lm1b.summarise(tmp_path)
+    rows = {r["head"]: r["below_floor"] for r in data["rows"]}
+    assert rows["sampled (quadratic, m=8)"] is flagged and rows["sampled (uniform, m=8)"] is flagged  # 231 and 500 >= 230
+    assert not rows["softmax"] and not rows["adaptive"]
+    assert data["decided"]["approximations"]["heads"]["sampled (quadratic, m=8)"]["below_floor"] is flagged
+    lm1b.build(tmp_path)
+    assert ("worse than the unigram frequency predictor" in (tmp_path / "lm1b.md").read_text()) is flagged
+
+
 @pytest.mark.parametrize("ppl, flagged", [(999.9, False), (1000.0, True), (5000.0, True)])
 def test_trivial_is_a_perplexity_at_or_above_the_vocabulary(ppl, flagged):
     assert lm1b.trivial(ppl, V) is flagged

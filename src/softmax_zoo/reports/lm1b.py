@@ -9,7 +9,8 @@ of their own; the speed measurement, the verdicts and the claims rows are the LS
 The rows come from :data:`RECORDS` (the cpu scale regularised as the paper scale: dropout, min_count 3, each head
 evaluated at its checkpoint of lowest validation perplexity); a model with no records there is shown from
 :data:`EARLIER` (the earlier cpu settings), beside the LSTM runs of those settings. Every head at or above a uniform
-guess's test perplexity (perplexity >= V, :func:`trivial`) is flagged, and the uniform sampler's arms are an ablation
+guess's test perplexity (perplexity >= V, :func:`trivial`) is flagged, so is every head at or above the unigram
+frequency predictor's (:data:`UNIGRAM`, :func:`unigram_floor`), and the uniform sampler's arms are an ablation
 (:data:`ABLATIONS`): flagged, and not among the "standard approximations" adaptive is compared with.
 """
 
@@ -33,6 +34,7 @@ EXPERIMENT = "lm1b"  # the page, its claims and README's status row
 RECORDS = "lm1b_regularised"  # the rows' records: configs/experiment/_lm1b.yaml's experiment_name
 EARLIER = "lm1b"  # the records of the earlier cpu settings (min_count 1, no dropout, the last weights evaluated)
 DIAGNOSTIC = "diagnostics/sampled_uniform_check.md"  # under results_dir: why uniform q ends near a uniform guess (with its .json)
+UNIGRAM = "diagnostics/lm1b_unigram_baseline.json"  # under results_dir: the context-free frequency predictor's perplexities
 ABLATIONS = ("sampled (uniform",)  # head labels kept as an ablation, not a baseline
 HEADLINES = {RECORDS: "lm1b-adaptive-speed-ppl"}  # README.md's status table: the row heading the records of the rows
 CLOSE_RATIO = 1.10  # "close to that of the full softmax", two-sided: test perplexity ratio within (1/1.10, 1.10)
@@ -120,16 +122,33 @@ def trivial(test_ppl: float, vocab: int) -> bool:
     return test_ppl >= vocab
 
 
+def unigram_floor(results_dir: str | Path, vocab: int) -> dict[str, Any] | None:
+    """The unigram frequency predictor's test perplexity (:data:`UNIGRAM`, written by
+    ``python -m softmax_zoo.studies.unigram_baseline``) and its command; None without it or when it scored another V."""
+    path = Path(results_dir) / UNIGRAM
+    measured = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
+    if measured.get("vocab_size") != vocab or "test" not in measured.get("splits", {}):
+        return None
+    return {"test": measured["splits"]["test"]["perplexity"], "command": measured["command"], "file": UNIGRAM,
+            "commit": measured["git"]["commit"][:7], "dirty": measured["git"]["dirty"]}
+
+
+def below_floor(test_ppl: float, floor: dict[str, Any] | None) -> bool:
+    """At or above the unigram frequency predictor's test perplexity: the head learnt less than a frequency count."""
+    return floor is not None and test_ppl >= floor["test"]
+
+
 def ablation(head: str) -> bool:
     """A head kept as an ablation (:data:`ABLATIONS`), not as a baseline."""
     return head.startswith(ABLATIONS)
 
 
 def head_rows(summary: dict[str, dict[str, Any]], measured: dict[str, Any] | None = None,
-              lstm: dict[str, dict[str, Any]] | None = None) -> list[dict[str, Any]]:
+              lstm: dict[str, dict[str, Any]] | None = None, floor: dict[str, Any] | None = None) -> list[dict[str, Any]]:
     """The table's rows, softmax first; with ``lstm`` (another model's table) the LSTM's test perplexity of the head.
 
-    Each row flags ``trivial`` (:func:`trivial` on its mean test perplexity) and ``ablation`` (:func:`ablation`)."""
+    Each row flags ``trivial`` (:func:`trivial` on its mean test perplexity), ``below_floor`` (:func:`below_floor`) and
+    ``ablation`` (:func:`ablation`)."""
     speed, step_tps = speedups(summary, measured), (measured["step_tps"] if measured else {})
     output = output_parameters(summary)
     return [{"head": head, "val": s["val"], "test": s["test"], "step_tps": step_tps.get(head, math.nan), "speed": speed[head],
@@ -137,6 +156,7 @@ def head_rows(summary: dict[str, dict[str, Any]], measured: dict[str, Any] | Non
              "train_mins": [t / 60 for t in s["train_s"]], "evaluated_step": s["evaluated_step"], "steps": s["steps"],
              "output_parameters": output[head], "parameters": s["parameters"], "vocab": s["vocab"],
              "trivial": trivial(mean(s["test"]), s["vocab"]), "ablation": ablation(head),
+             "below_floor": below_floor(mean(s["test"]), floor),
              "lstm_test": mean(lstm[head]["test"]) if lstm and head in lstm else None,
              "lstm_trivial": bool(lstm and head in lstm and trivial(mean(lstm[head]["test"]), lstm[head]["vocab"]))}
             for head, s in sorted(summary.items(), key=lambda kv: (kv[0] != "softmax", kv[0]))]
@@ -167,7 +187,8 @@ def closeness(summary: dict[str, dict[str, Any]], speed: float, ratio: float) ->
             "kind": compared.verdict().kind}
 
 
-def approximations(summary: dict[str, dict[str, Any]], speed: dict[str, float]) -> dict[str, Any] | None:
+def approximations(summary: dict[str, dict[str, Any]], speed: dict[str, float],
+                   floor: dict[str, Any] | None = None) -> dict[str, Any] | None:
     """Adaptive against the sampled heads that are baselines (the ablations left out, :func:`ablation`): per head how much
     faster adaptive is, how much higher the head's test perplexity is and whether it is :func:`trivial`, and from 3 seeds
     each head's verdict on log test perplexity (paired by seed)."""
@@ -176,7 +197,8 @@ def approximations(summary: dict[str, dict[str, Any]], speed: dict[str, float]) 
         return None
     seeds = sorted(set(summary["adaptive"]["seeds"]).intersection(*(summary[h]["seeds"] for h in sampled)))
     per_head = {h: {"faster": speed["adaptive"] / speed[h], "worse": mean(summary[h]["test"]) / mean(summary["adaptive"]["test"]),
-                    "trivial": trivial(mean(summary[h]["test"]), summary[h]["vocab"])} for h in sampled}
+                    "trivial": trivial(mean(summary[h]["test"]), summary[h]["vocab"]),
+                    "below_floor": below_floor(mean(summary[h]["test"]), floor)} for h in sampled}
     out = {"heads": per_head, "seeds": seeds, "n": len(sampled), "kind": too_few(len(seeds)), "verdicts": {},
            "ablations": sorted(h for h in summary if ablation(h)),
            "faster": sum(p["faster"] > 1 for p in per_head.values()), "lower": sum(p["worse"] > 1 for p in per_head.values())}
@@ -210,12 +232,13 @@ def model_section(model: str, records: list[dict[str, Any]], lstm_records: list[
     }
 
 
-def decided(summary: dict[str, dict[str, Any]], measured: dict[str, Any] | None, min_count: int | None = None) -> dict[str, Any]:
+def decided(summary: dict[str, dict[str, Any]], measured: dict[str, Any] | None, min_count: int | None = None,
+            floor: dict[str, Any] | None = None) -> dict[str, Any]:
     """The LSTM's comparisons: speed-ups, the "close" test, adaptive against the sampled heads, the kernel sampler's cost."""
     speed, test = speedups(summary, measured), {h: mean(s["test"]) for h, s in summary.items()}
     kernel = [[v for h, v in speed.items() if h.startswith(f"sampled ({name}")] for name in ("quadratic", "uniform")]
     return {"speed": speed, "trade_off": closeness(summary, speed["adaptive"], test["adaptive"] / test["softmax"]),
-            "tokens": mean(summary["adaptive"]["tokens"]), "approximations": approximations(summary, speed),
+            "tokens": mean(summary["adaptive"]["tokens"]), "approximations": approximations(summary, speed, floor),
             "sampled": {h: test[h] / test["softmax"] for h in sorted(summary) if h.startswith("sampled")},
             "adaptive_test": test["adaptive"], "met": speed["adaptive"] >= SPEEDUP_TARGET,
             "target_setting": min_count in (None, TARGET_MIN_COUNT), "target_min_count": TARGET_MIN_COUNT,
@@ -257,7 +280,9 @@ def summarise(results_dir: str | Path = "results") -> dict[str, Any]:
     earlier = {model: rs for model, rs in earlier.items() if model not in others and earlier_lstm}
     summary = summarize(records)
     measured, source = side_by_side(results_dir, records)
-    decision = decided(summary, measured, records[0]["task_info"]["min_count"]) if {"softmax", "adaptive"} <= set(summary) else None
+    floor = unigram_floor(results_dir, records[0]["task_info"]["vocab_size"])
+    decision = (decided(summary, measured, records[0]["task_info"]["min_count"], floor)
+                if {"softmax", "adaptive"} <= set(summary) else None)
     return {
         "make": MAKE_TARGETS[LSTM], "folder": shown_path(runs / RECORDS), "commits": commits(every),
         "earlier_folder": shown_path(runs / EARLIER), "diagnostic": diagnostic(results_dir),
@@ -277,7 +302,7 @@ def summarise(results_dir: str | Path = "results") -> dict[str, Any]:
         "cutoffs": joined([r for r in records if head_label(r) == "adaptive"], lambda r: get(r, "config.loss.cutoffs")),
         "div": joined(records, lambda r: get(r, "config.loss.div_value")),
         "m": joined([r for r in records if head_label(r).startswith("sampled")], lambda r: get(r, "config.loss.num_samples")),
-        "seeds": seeds_of(records), "rows": head_rows(summary, measured),
+        "seeds": seeds_of(records), "rows": head_rows(summary, measured, floor=floor), "unigram": floor,
         "summaries": {LSTM: summary, **{model: summarize(rs) for model, rs in others.items()}},
         "sections": [*(model_section(model, rs, records) for model, rs in others.items()),
                      *(model_section(model, rs, earlier_lstm, earlier=True) for model, rs in earlier.items())],
