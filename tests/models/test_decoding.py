@@ -149,6 +149,8 @@ def test_blocked_top1_at_beam1_falls_through_to_the_best_allowed_token_and_is_co
     soft = decode(model, ids, mask, DecodeConfig(beam=1, max_len=4, ngram_block=1, banned=BANNED), mask_id=MASK, eos_id=SEP)
     assert [o.ids for o in soft] == [o.ids for o in outs]  # at beam 1 sparse top-1 + fall-through = constrained greedy
     assert all(o.constraint_steps == 0 and o.ended_by_constraint for o in soft)  # the full distribution needs no fall-through
+    # Word 4, the full distribution's best at every step, is forbidden at steps 1, 2 and 3 in both arms alike.
+    assert [o.blocked_steps for o in soft] == [o.blocked_steps for o in outs] == [3] * len(SOURCES)
 
 
 @torch.no_grad()

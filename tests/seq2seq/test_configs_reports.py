@@ -213,6 +213,11 @@ def test_constraint_shares_need_the_new_fields_and_are_given_per_system():
     shares = output_shares(rows, [1])
     assert shares["altered"] == {"softmax": [0.0], "sparse": [0.5]}  # 0 of 2, 2 of 4
     assert shares["ended"] == {"softmax": [0.5], "sparse": [0.25]}  # 1 of 2, 1 of 4
+    assert shares["blocked"] is None  # rows without the count made alike in both arms
+    for arm, blocked in (("softmax", (1, 0)), ("sparse", (1, 1, 0, 0))):
+        for r, n in zip(rows[arm], blocked):
+            r["beam1"]["blocked_steps"] = n
+    assert output_shares(rows, [1])["blocked"] == {"softmax": [0.5], "sparse": [0.5]}  # counted alike in both arms
 
 
 def test_init_runs_of_every_seed_form_one_setting_though_each_starts_from_its_own_seeds_run():

@@ -56,11 +56,15 @@ class Decoded:
         ended_by_constraint: the output did not end by choosing the end token within the step's
             top-k: the end was forced at ``max_len``, came from the fall-through, or nothing at
             all was allowed.
+        blocked_steps: steps of the output (its end step included) at which a search constraint
+            forbade the full distribution's best token: counted alike with and without ``topk``,
+            so it compares how often the constraints steered two heads' searches.
     """
 
     ids: list[int]
     constraint_steps: int = 0
     ended_by_constraint: bool = False
+    blocked_steps: int = 0
 
 
 @dataclass
@@ -192,6 +196,7 @@ def decode(
     scores[:, 0] = 0.0  # one live hypothesis at the start
     seqs: list[list[int]] = [[] for _ in range(b * k)]
     forced: list[int] = [0] * (b * k)  # per hypothesis: tokens taken by the fall-through so far
+    blocked: list[int] = [0] * (b * k)  # per hypothesis: steps whose full-distribution best token a constraint forbade
     finished: list[list[tuple[float, Decoded]]] = [[] for _ in range(b)]
     done = [False] * b
     banned = torch.tensor(list(cfg.banned), dtype=torch.long, device=dev)
@@ -219,6 +224,7 @@ def decode(
         forbid = search_constraints(seqs, t, cfg, ignore, full.shape[1], eos_id, dev)  # (B*K, V)
         logp = logp.masked_fill(forbid, -math.inf)
         fell = fall_through(logp, full, forbid).tolist()  # (B*K,)
+        stop = forbid.gather(1, full.argmax(1, keepdim=True)).squeeze(1).tolist()  # (B*K,) best token forbidden
         vocab = logp.shape[1]
         cand = (scores.reshape(-1, 1) + logp).reshape(b, k * vocab)  # (B, K*V)
         top_scores, top_idx = cand.topk(min(2 * k, k * vocab), dim=1)
@@ -232,14 +238,14 @@ def decode(
                         break
                     r, tok = i * k + idx // vocab, idx % vocab
                     if tok == eos_id:
-                        out = Decoded(seqs[r], forced[r] + fell[r], fell[r] or t == cfg.max_len - 1)
+                        out = Decoded(seqs[r], forced[r] + fell[r], fell[r] or t == cfg.max_len - 1, blocked[r] + stop[r])
                         finished[i].append((sc / length_penalty(t + 1, cfg.length_penalty), out))
                     else:
                         live.append((sc, r, tok))
                 best_done = max((f[0] for f in finished[i]), default=-math.inf)
                 bound = live[0][0] / length_penalty(cfg.max_len, cfg.length_penalty) if live else -math.inf
                 if not live and not finished[i]:  # the constraints forbid the whole vocabulary: end here
-                    out = Decoded(seqs[i * k], forced[i * k], True)
+                    out = Decoded(seqs[i * k], forced[i * k], True, blocked[i * k])
                     finished[i].append((float(scores[i, 0]) / length_penalty(t, cfg.length_penalty), out))
                 done[i] = not live or (bool(finished[i]) and best_done >= bound)
             if done[i]:
@@ -255,6 +261,7 @@ def decode(
         cache.select(sel)
         seqs = [seqs[r] + [tok] for r, tok in zip(new_rows, new_tok)]
         forced = [forced[r] + fell[r] for r in new_rows]
+        blocked = [blocked[r] + stop[r] for r in new_rows]
         prev = torch.tensor(new_tok, device=dev)
         scores = torch.tensor(new_scores, device=dev).reshape(b, k)
     return [max(f, key=lambda x: x[0])[1] if f else Decoded([], 0, True) for f in finished]

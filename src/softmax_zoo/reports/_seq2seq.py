@@ -115,14 +115,17 @@ def stutters(text: str, run: int = 3) -> bool:
 
 def output_shares(rows: dict[str, list[Row]], beams: list[int]) -> dict[str, Any]:
     """Per arm and beam, the shares of test outputs that are degenerate (:func:`stutters`) and, where the prediction rows
-    say how the search constraints shaped them, altered and ended by a constraint (else None)."""
+    say how the search constraints shaped them, altered and ended by a constraint (else None), and blocked: a constraint
+    forbade the full distribution's best token at some step, counted alike in both arms (None for rows without it)."""
     def shares(test: Callable[[Row], bool]) -> dict[str, list[float]]:
         return {arm: [float(np.mean([test(r[f"beam{b}"]) for r in recs])) for b in beams] for arm, recs in rows.items()}
 
     constrained = all("constraint_steps" in r[f"beam{b}"] for recs in rows.values() for r in recs for b in beams)
     return {"degenerate": shares(lambda o: stutters(o["prediction"])),
             "altered": shares(lambda o: o["constraint_steps"] > 0) if constrained else None,
-            "ended": shares(lambda o: bool(o["ended_by_constraint"])) if constrained else None}
+            "ended": shares(lambda o: bool(o["ended_by_constraint"])) if constrained else None,
+            "blocked": shares(lambda o: o["blocked_steps"] > 0) if all(
+                "blocked_steps" in r[f"beam{b}"] for recs in rows.values() for r in recs for b in beams) else None}
 
 
 # .paper: task -> setting -> Sun et al. 2021's §4, as its text states it; .why*: why ours; .ours: ours in words

@@ -29,7 +29,7 @@ from ._stats import mean_ci
 # counts, throughput, and the counts of outputs the decoding constraints changed or ended (softmax_zoo.tasks.seq2seq).
 DIAGNOSTIC = re.compile(
     r"/(target_in_topk|median_target_rank|logits_near_kth|diagnostics_k|diagnostic_targets|tokens|tokens_per_second"
-    r"|examples_per_s\w*|altered_by_constraint\w*|ended_by_constraint\w*)$"
+    r"|examples_per_s\w*|altered_by_constraint\w*|ended_by_constraint\w*|blocked_by_constraint\w*)$"
 )
 FIGURE = words("_sweep_figure.j2")  # the plot's words
 

@@ -11,8 +11,9 @@ output head is ``cfg.loss`` tied to the word embeddings (``cfg.model``, e.g.
 (:mod:`softmax_zoo.models.decoding`) and reports, for each beam b, ``<split>/<metric>_beam<b>``
 (ROUGE-1/2/L; BLEU-1..4 too for question generation), ``<split>/examples_per_s_beam<b>``
 (decoding throughput, batches sorted by source length) and ``<split>/altered_by_constraint_beam<b>``,
-``<split>/ended_by_constraint_beam<b>`` (shares of outputs the search constraints changed or
-ended, :class:`~softmax_zoo.models.decoding.Decoded`); and, once per split, where the target
+``<split>/ended_by_constraint_beam<b>``, ``<split>/blocked_by_constraint_beam<b>`` (shares of outputs the
+search constraints changed, ended, or steered away from the full distribution's best token,
+:class:`~softmax_zoo.models.decoding.Decoded`); and, once per split, where the target
 tokens sit among the logits, teacher-forced as decoding sees them (``<split>/target_in_topk``,
 ``median_target_rank``, ``logits_near_kth`` for k = the sparse head's k or ``task.diagnostics_k``:
 :mod:`softmax_zoo.diagnostics.topk`). It returns the predictions, per-example
@@ -196,6 +197,7 @@ def constraint_shares(outs: list[Decoded], prefix: str, suffix: str) -> dict[str
     return {
         f"{prefix}altered_by_constraint{suffix}": sum(o.constraint_steps > 0 for o in outs) / n,
         f"{prefix}ended_by_constraint{suffix}": sum(o.ended_by_constraint for o in outs) / n,
+        f"{prefix}blocked_by_constraint{suffix}": sum(o.blocked_steps > 0 for o in outs) / n,
     }
 
 
@@ -225,6 +227,7 @@ def _evaluate(model: UniLM, split: str, dataset: Seq2SeqDataset, t: DictConfig, 
             row[f"beam{beam}"] = {
                 "prediction": hyp, **dict(zip(per_example, scores)),
                 "constraint_steps": out.constraint_steps, "ended_by_constraint": out.ended_by_constraint,
+                "blocked_steps": out.blocked_steps,
             }
         if refs_bleu is not None:
             stats = [M.bleu_stats(bleu_text(tokenizer, h), r) for h, r in zip(hyps, refs_bleu)]
