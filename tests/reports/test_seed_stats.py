@@ -21,8 +21,14 @@ from softmax_zoo.reports._stats import (
 )
 from softmax_zoo.reports._verdicts import (
     MIN_SEEDS,
+    Form,
     VerdictKind,
+    by_construction,
     claimed_direction,
+    deterministic,
+    equivalence_verdict,
+    grid_verdict,
+    no_interval_verdict,
     not_tested,
     trend_verdict,
     verdict,
@@ -202,6 +208,23 @@ def test_claimed_direction_and_not_tested():
         claimed_direction(0.0)
     v = not_tested("needs scale=paper")
     assert v.kind is VerdictKind.NOT_TESTED and said(v) == "not tested: needs scale=paper"
+
+
+def test_every_form_has_its_words_and_a_verdict_none_of_its_own():
+    """said() words a verdict of each form by that form's macro (a rule without an interval: no_interval, with the
+    page's result); str() of a verdict is an error, so a template cannot print one unworded."""
+    d, trend = fixed([1.0, 1.2, 1.1]), LinearTrend((1.0, 2.0, 3.0), (0.0, 1.0, 2.1))
+    grid = grid_verdict({5: VerdictKind.SUPPORTED}, "seeds 0, 1, 2", method="paired t over seeds (n=3)")
+    made = [verdict(d, +1), equivalence_verdict(d, 5.0, "ours"), grid, trend_verdict(trend, [3, 3, 3], +1, unit="per k"),
+            not_tested("why"), deterministic("0 vs 0", True, where="CPU"), by_construction("how", "tests/a.py::test_b")]
+    assert {v.form for v in made} == set(Form) - {Form.NO_INTERVAL}
+    for v in made:
+        assert said(v).startswith(v.kind.value)
+        with pytest.raises(TypeError, match="said"):
+            str(v)
+    lone = no_interval_verdict([0])
+    assert lone.kind is VerdictKind.SINGLE_RUN
+    assert str(words("_verdicts.j2").no_interval(lone, "ratio 2x")) == "single run (seed 0): ratio 2x"
 
 
 def seed_summary(d) -> str:
