@@ -12,9 +12,9 @@ from softmax_zoo import files, records
 from softmax_zoo.models.build import head_factory
 from softmax_zoo.models.lstm_lm import LSTMLanguageModel
 from softmax_zoo.reports import kernel_bias, lm1b
-from softmax_zoo.reports._pages import read_claims
-from softmax_zoo.reports._verdicts import VerdictKind
-from softmax_zoo.run_record import typed
+from softmax_zoo.reports._pages import dirty_note, read_claims
+from softmax_zoo.reports._verdicts import VerdictKind, no_interval_verdict
+from softmax_zoo.run_record import RunRecord, typed
 
 BODY = 1000  # the hand-made models' parameters outside the output layer
 V = 1000  # the hand-made vocabulary: every hand-made perplexity below it but those of the tests of the flags
@@ -216,43 +216,56 @@ def kernel_records(quadratic_gaps: dict[int, float], seeds=(0,)):
     return out
 
 
-@pytest.mark.parametrize("quadratic_gaps, verdict, ratio", [
+def kernel_page(tmp_path, runs) -> dict:
+    """kernel_bias's data (summarise) from ``runs``; the page and its claims rows built too (their words are checked by
+    rebuilding the committed pages identically)."""
+    for r in runs:
+        records.write_record(r, records.runs_dir(tmp_path))
+    kernel_bias.build(tmp_path)
+    d = kernel_bias.summarise(tmp_path)
+    assert (tmp_path / "kernel_bias.png").stat().st_size > 0 and set(read_claims(tmp_path / "claims.md")) == {c["id"] for c in d["claims"]}
+    return d
+
+
+def finding(d: dict, id_: str) -> dict:
+    return next(c for c in d["claims"] if c["id"] == id_)
+
+
+@pytest.mark.parametrize("quadratic_gaps, best, m_best, unreached", [
     # reaches uniform's m=256 gap at m=8, but one run per arm decides nothing
-    ({8: 0.19, 16: 0.1, 64: 0.05, 256: 0.01}, "single run (seed 0): largest ratio 32.0x, at or above the paper's 10x",
-     "32.0x (uniform m=256)"),
-    ({8: 0.9, 16: 0.6, 64: 0.15, 256: 0.05}, "single run (seed 0): largest ratio 4.0x, below the paper's 10x", "4.0x (uniform m=256)"),
-    ({8: 1.5, 16: 1.2, 64: 0.9, 256: 0.7}, "single run (seed 0): largest ratio 0.1x, below", "0.1x (uniform m=8)"),  # reached only at m=64
+    ({8: 0.19, 16: 0.1, 64: 0.05, 256: 0.01}, 32.0, 256, []),
+    ({8: 0.9, 16: 0.6, 64: 0.15, 256: 0.05}, 4.0, 256, []),
+    ({8: 1.5, 16: 1.2, 64: 0.9, 256: 0.7}, 0.125, 8, [64, 256]),  # reached only at m=64: 8 / 64
 ])
-def test_kernel_bias_report(tmp_path, quadratic_gaps, verdict, ratio):
-    for r in kernel_records(quadratic_gaps):
-        records.write_record(r, records.runs_dir(tmp_path))
-    kernel_bias.build(tmp_path)
-    text = (tmp_path / "kernel_bias.md").read_text()
-    assert "| uniform | 6.000 (+1.000; n=1) | 5.800 (+0.800; n=1) | 5.500 (+0.500; n=1) | 5.200 (+0.200; n=1) |" in text
-    assert "| full softmax | 5.000 (n=1) |" in text
-    assert "largest gap over m is 0.010 nats" in text
-    row = read_claims(tmp_path / "claims.md")["kernel-bias-10-100x"]
-    assert row["verdict"].startswith(verdict) and "supported" not in row["verdict"]
-    assert ratio in row["ours"] and row["ours"].endswith(", seed 0")
-    if quadratic_gaps[256] > 0.2:
-        assert "uniform's gap at m=64, 256 is not reached by quadratic" in text
-    assert (tmp_path / "kernel_bias.png").stat().st_size > 0
+def test_kernel_bias_report(tmp_path, quadratic_gaps, best, m_best, unreached):
+    d = kernel_page(tmp_path, kernel_records(quadratic_gaps))
+    (section,) = d["sections"]
+    assert section["full"] == [5.0] and section["ms"] == [8, 16, 64, 256] and section["seeds"] == [0]
+    assert dict(section["rows"])["uniform"] == [(6.0, 1), (5.8, 1), (5.5, 1), (5.2, 1)]
+    assert section["oracle_gap"] == pytest.approx(0.01)  # the softmax sampler's largest gap over m
+    row = finding(d, "kernel-bias-10-100x")
+    assert (row["best"], row["m_best"], row["ratio"], row["seeds"]) == (pytest.approx(best), m_best, 10.0, [0])
+    assert row["decided"] is None and no_interval_verdict(row["seeds"]).kind is VerdictKind.SINGLE_RUN  # one run per arm
+    assert row["unreached"] == unreached  # uniform's gaps quadratic does not reach
 
 
-@pytest.mark.parametrize("seeds, quadratic_gaps, verdict", [
-    ((0, 1), {8: 0.19, 16: 0.1, 64: 0.05, 256: 0.01}, "too few seeds (seeds 0, 1; a verdict needs 3): largest ratio 32.0x"),
+@pytest.mark.parametrize("seeds, quadratic_gaps, kind, pairs", [
+    ((0, 1), {8: 0.19, 16: 0.1, 64: 0.05, 256: 0.01}, VerdictKind.TOO_FEW_SEEDS, None),
     # from 3 seeds a kernel cell and the uniform cell with >= 10x its samples decide, over seeds
-    ((0, 1, 2), {8: 0.19, 16: 0.1, 64: 0.05, 256: 0.01},
-     "supported (seeds 0, 1, 2): quadratic m=8 against uniform m=256 (32x the samples), Δ uniform − quadratic validation loss: "
-     "supported (seeds 0, 1, 2): Δ +0.010"),
-    ((0, 1, 2), {8: 1.5, 16: 1.2, 64: 0.9, 256: 0.7}, "contradicts (seeds 0, 1, 2): quadratic m=8 against uniform m=256"),
+    ((0, 1, 2), {8: 0.19, 16: 0.1, 64: 0.05, 256: 0.01}, VerdictKind.SUPPORTED,
+     {(8, 256): (VerdictKind.SUPPORTED, 0.01), (16, 256): (VerdictKind.SUPPORTED, 0.1)}),
+    ((0, 1, 2), {8: 1.5, 16: 1.2, 64: 0.9, 256: 0.7}, VerdictKind.CONTRADICTS,
+     {(8, 256): (VerdictKind.CONTRADICTS, -1.3), (16, 256): (VerdictKind.CONTRADICTS, -1.0)}),
 ])
-def test_kernel_bias_verdict_names_its_seeds(tmp_path, seeds, quadratic_gaps, verdict):
-    for r in kernel_records(quadratic_gaps, seeds):
-        records.write_record(r, records.runs_dir(tmp_path))
-    kernel_bias.build(tmp_path)
-    row = read_claims(tmp_path / "claims.md")["kernel-bias-10-100x"]
-    assert row["verdict"].startswith(verdict) and row["ours"].endswith(f", seeds {', '.join(map(str, seeds))}")
+def test_kernel_bias_verdict_names_its_seeds(tmp_path, seeds, quadratic_gaps, kind, pairs):
+    row = finding(kernel_page(tmp_path, kernel_records(quadratic_gaps, seeds)), "kernel-bias-10-100x")
+    assert row["seeds"] == list(seeds)
+    if pairs is None:  # no m with 3 seeds: the rule without an interval, which decides nothing
+        assert row["decided"] is None and no_interval_verdict(row["seeds"]).kind is kind
+        return
+    assert row["decided"]["kind"] is kind and row["decided"]["seeds"] == list(seeds)
+    found = {(m_k, m_u): (v.kind, v.data["d"].delta) for m_k, m_u, v in row["decided"]["pairs"]}  # Δ = uniform − quadratic
+    assert found == {key: (k, pytest.approx(delta)) for key, (k, delta) in pairs.items()}
 
 
 def test_kernel_rows_name_the_dirty_records_behind_them(tmp_path):
@@ -261,19 +274,15 @@ def test_kernel_rows_name_the_dirty_records_behind_them(tmp_path):
     runs = kernel_records({8: 0.19, 16: 0.1, 64: 0.05, 256: 0.01}, seeds=(0, 1, 2))
     dirty, = [r for r in runs if r["run_name"] == "quadratic_m8_seed0"]
     dirty["git"] = {"commit": "abc1234", "dirty": True, "dirty_paths": ["src/softmax_zoo/losses/sampled.py"], "dirty_paths_more": 0}
-    for r in runs:
-        records.write_record(r, records.runs_dir(tmp_path))
-    kernel_bias.build(tmp_path)
-    rows = read_claims(tmp_path / "claims.md")
+    d = kernel_page(tmp_path, runs)
     # the full softmax (3), quadratic (4 m x 3 seeds) and uniform (4 m x 3 seeds) runs
-    assert rows["kernel-bias-10-100x"]["verdict"].endswith(
-        "; rests on 1 of 27 records made with uncommitted changes (src/softmax_zoo/losses/sampled.py)")
-    assert "uncommitted" not in rows["kernel-bias-m10-50"]["verdict"]
-    assert rows["kernel-bias-m10-50"]["verdict"].startswith("contradicts (seeds 0, 1, 2): m=[16] not equivalent")
+    assert finding(d, "kernel-bias-10-100x")["dirty"] == dirty_note([dirty] + [RunRecord()] * 26)
+    m10_50 = finding(d, "kernel-bias-m10-50")
+    assert m10_50["dirty"] == "" and m10_50["ms"] == [16]
+    assert m10_50["verdict"].kind is VerdictKind.CONTRADICTS and m10_50["verdict"].data["keys"] == [16]  # not equivalent
     del dirty["git"]
     records.write_record(dirty, records.runs_dir(tmp_path))
-    kernel_bias.build(tmp_path)
-    assert not [id_ for id_, row in read_claims(tmp_path / "claims.md").items() if "uncommitted" in row["verdict"]]
+    assert not [c["id"] for c in kernel_bias.summarise(tmp_path)["claims"] if c.get("dirty")]
 
 
 def test_reports_without_records_say_what_to_run(tmp_path):
