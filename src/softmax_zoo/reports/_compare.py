@@ -85,9 +85,9 @@ class Grid:
         holm = dict(zip(tests, holm_intervals(list(tests.values())))) if min(t.n for t in tests.values()) > 1 else None
         first = next(iter(self.compared.values()))
         if all(c.spec.margin is not None for c in self.compared.values()):
-            verdicts = {key: c.verdict() for key, c in self.compared.items()}
-            kinds = {key: v.kind for key, v in verdicts.items()}
-            about = {"method": verdicts[next(iter(verdicts))].data["eq"].method, "margin": first.spec.margin,
+            verdicts = {key: c.verdict() for key, c in self.compared.items()}  # each TOST, by the one path
+            kinds = {key: v.kind for key, v in verdicts.items()}  # type: ignore[union-attr]  (a margin: never None)
+            about = {"method": first.verdict().data["eq"].method, "margin": first.spec.margin,  # type: ignore[union-attr]
                      "source": first.spec.margin_source}
         elif direction is None:
             raise ValueError("a grid claim without a margin needs the claimed direction")
