@@ -5,13 +5,16 @@ unit imports only units of lower layers (any import form, at module level or ins
 read with ``ast``, nothing imported). So the building blocks (losses, data, models) never import
 the layers built on them, diagnostics/ measures below the tasks that report its numbers, reports/
 turn records into pages without the training stack, and studies/ sit on top, running the engine
-and reading the pages' public modules. Beside the layers: no cycle between units, and no module
+and reading the pages' public modules. Beside the layers: no cycle between units, none between
+modules (:func:`module_graph`: every import, at module level, in a function or under
+``TYPE_CHECKING``, so a cycle inside one unit, such as reports/, fails too), and no module
 imports another package's underscore module (``softmax_zoo.reports._pages`` from studies/).
 Scripts (scripts/) build on the package only: one that imports from ``tests`` fails the test.
 """
 
 from __future__ import annotations
 
+import ast
 import graphlib
 from pathlib import Path
 
@@ -82,6 +85,43 @@ def cycle(graph: dict[str, set[str]]) -> list[str] | None:
     return None
 
 
+def module_name(path: Path) -> str:
+    """The dotted name of the module at ``path``: ``softmax_zoo.reports._pages``; a package's ``__init__`` is the package."""
+    parts = path.relative_to(PACKAGE).with_suffix("").parts
+    return ".".join(("softmax_zoo", *(parts[:-1] if parts[-1] == "__init__" else parts)))
+
+
+def module_imports(path: Path, source: str, modules: set[str]) -> set[str]:
+    """The modules of ``modules`` that ``source`` (read as the file ``path``) imports, by every import statement in it.
+
+    ``import a.b`` and ``from a import name`` import the longest module ``a.b`` / ``a`` names; ``from a import b``
+    where ``a.b`` is a module imports ``a.b`` (a package's own submodule does not re-run the package)."""
+    def longest(name: str) -> str | None:
+        parts = name.split(".")
+        while parts and ".".join(parts) not in modules:
+            parts.pop()
+        return ".".join(parts) or None
+
+    found: set[str | None] = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            found |= {longest(alias.name) for alias in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            base = _package_of(path).rsplit(".", node.level - 1)[0] if node.level else ""
+            module = ".".join(p for p in (base, node.module) if p)
+            found |= {f"{module}.{a.name}" if f"{module}.{a.name}" in modules else longest(module) for a in node.names}
+    return {name for name in found if name is not None} - {module_name(path)}
+
+
+def module_graph(sources: dict[Path, str] | None = None) -> dict[str, set[str]]:
+    """Module -> the package's modules it imports, over every file of the package (``sources``: a file read as this text)."""
+    files = sorted(PACKAGE.rglob("*.py"))
+    modules = {module_name(path) for path in files}
+    sources = sources or {}
+    return {module_name(path): module_imports(path, sources.get(path) or path.read_text(encoding="utf-8"), modules)
+            for path in files}
+
+
 def upward_imports(path: Path, source: str | None = None) -> list[str]:
     own = LAYER[unit_of(path)]
     return sorted({f"{path.relative_to(PACKAGE)} imports {name}" for unit, name in imports_of(path, source) if LAYER[unit] >= own})
@@ -112,6 +152,29 @@ def test_no_cycle_between_units():
     assert set(graph) == units()
     found = cycle(graph)
     assert found is None, f"import cycle: {' -> '.join(found)}"
+
+
+def test_no_cycle_between_modules():
+    graph = module_graph()
+    assert "softmax_zoo.reports._verdicts" in graph["softmax_zoo.reports._pages"]
+    found = cycle(graph)
+    assert found is None, f"import cycle: {' -> '.join(found)}"
+
+
+@pytest.mark.parametrize("module, source", [
+    ("_verdicts.py", "def words():\n    from ._pages import words\n"),  # a function-local import
+    ("_stats.py", "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from ._verdicts import VerdictKind\n"),
+])
+def test_the_module_graph_sees_a_cycle_inside_a_unit(module, source):
+    found = cycle(module_graph({PACKAGE / "reports" / module: source}))
+    assert found is not None and f"softmax_zoo.reports.{module.removesuffix('.py')}" in found
+
+
+def test_a_package_importing_its_own_submodules_is_no_cycle():
+    path, modules = PACKAGE / "losses" / "sparse.py", {"softmax_zoo.losses", "softmax_zoo.losses.registry"}
+    assert module_imports(path, "from . import registry\n", modules) == {"softmax_zoo.losses.registry"}
+    assert module_imports(path, "from . import registry, SoftmaxHead\n", modules) == {"softmax_zoo.losses.registry", "softmax_zoo.losses"}
+    assert module_imports(path, "import softmax_zoo.losses.registry.x\n", modules) == {"softmax_zoo.losses.registry"}
 
 
 def test_no_import_of_another_packages_private_modules():

@@ -12,9 +12,9 @@ from softmax_zoo import files, records
 from softmax_zoo.models.build import head_factory
 from softmax_zoo.models.lstm_lm import LSTMLanguageModel
 from softmax_zoo.reports import kernel_bias, lm1b
-from softmax_zoo.reports._pages import read_claims
-from softmax_zoo.reports._verdicts import VerdictKind
-from softmax_zoo.run_record import typed
+from softmax_zoo.reports._pages import dirty_note, read_claims
+from softmax_zoo.reports._verdicts import VerdictKind, no_interval_verdict
+from softmax_zoo.run_record import RunRecord, typed
 
 BODY = 1000  # the hand-made models' parameters outside the output layer
 V = 1000  # the hand-made vocabulary: every hand-made perplexity below it but those of the tests of the flags
@@ -58,32 +58,44 @@ def lm1b_records(seeds=(0, 1)):
     return out
 
 
-def test_lm1b_report(tmp_path):
-    for r in lm1b_records():
+def lm1b_page(tmp_path, seeds=(0, 1), speed: dict | None = None) -> dict:
+    """lm1b's data (summarise) from hand-made records of ``seeds``, with ``speed`` as its side-by-side measurement; the
+    page and its claims rows built too (their words are checked by rebuilding the committed pages identically)."""
+    for r in lm1b_records(seeds):
         records.write_record(r, records.runs_dir(tmp_path))
+    if speed is not None:
+        files.write_text(tmp_path / lm1b.SPEED_FILE, json.dumps(speed))
     lm1b.build(tmp_path)
-    text = (tmp_path / "lm1b.md").read_text()
-    assert "| output-layer params | model params | run tokens/s (own record) | speed-up vs softmax (separate runs) |" in text
+    d = lm1b.summarise(tmp_path)
+    assert (tmp_path / "lm1b.png").stat().st_size > 0 and set(read_claims(tmp_path / "claims.md")) == {c["id"] for c in d["claims"]}
+    return d
+
+
+def test_lm1b_report(tmp_path):
+    d = lm1b_page(tmp_path)
+    rows = {r["head"]: r for r in d["rows"]}
+    assert list(rows) == ["softmax", "adaptive", "sampled (quadratic, m=8)"]  # softmax first
     # output layer: softmax V x (d + 1), adaptive its own; each seed's minutes and evaluated (best-validation) step
-    assert "| adaptive | 210.5 ± 6.4 (n=2) | 211.0 ± 12.7 (n=2) | 3,000 | 4,000 | 500 | 5.00x | 1.0 / 1.0 | 5 / 10 of 10 | 1e+03 |" in text
-    assert "| softmax | 200.5 ± 6.4 (n=2) | 201.0 ± 12.7 (n=2) | 9,000 | 10,000 |" in text
-    assert "dropout 0.25; min_count 3, so V = 1,000 words" in text and "validated every 5 steps on the first 20 validation tokens" in text
-    assert "the same 10 optimiser steps of 4 x 5 tokens for every head" in text and "worse than a uniform guess" not in text
-    assert "| sampled (quadratic, m=8) |" in text
-    assert "processed 5.00x the full softmax's training tokens per second (in separate runs; the ratio of the runs' own mean" in text
-    assert "no diagnostics/lm1b_speed.json" in text
-    assert (tmp_path / "lm1b.png").stat().st_size > 0
-    claims = read_claims(tmp_path / "claims.md")
-    # the target is set at min_count 1; these records have min_count 3
-    assert claims["lm1b-cpu-speedup-3x"]["verdict"].startswith(
-        "not tested at the target's setting: the target is for min_count 1, these runs have min_count 3 (V = 1,000)")
-    assert "the measured 5.00x would meet it (the ratio of the runs' own mean" in claims["lm1b-cpu-speedup-3x"]["verdict"]
+    a = rows["adaptive"]
+    assert (a["val"], a["test"]) == ([210.0, 211.0], [210.0, 212.0])
+    assert (a["output_parameters"], a["parameters"], a["run_tps"]) == (3000, 4000, 500.0)
+    assert a["speed"] == 5.0 and math.isnan(a["step_tps"])  # separate runs: 500 / 100 tokens/s
+    assert a["train_mins"] == pytest.approx([1.0, 61 / 60]) and a["evaluated_step"] == [5, 10] and a["steps"] == [10, 10]
+    assert (rows["softmax"]["output_parameters"], rows["softmax"]["parameters"]) == (V * 9, BODY + V * 9)
+    assert not any(r["trivial"] or r["ablation"] for r in rows.values())  # no head worse than a uniform guess
+    assert d["dropout"] == "0.25" and (d["facts"]["min_count"], d["facts"]["vocab_size"]) == (3, V)
+    assert d["selection"] == [("val/perplexity", 5, None)] and d["validation_tokens"] == [20]
+    assert d["steps"] == [10] and (d["facts"]["batch_size"], d["facts"]["bptt"]) == (4, 5)
+    assert d["measured"] is None and d["source"] == {"file": lm1b.SPEED_FILE, "found": False, "theirs": None, "ours": None}
+    decided = d["decided"]
+    # the target is set at min_count 1; these records have min_count 3: not tested there, though 5.00x would meet it
+    assert (decided["target_setting"], decided["target_min_count"], decided["met"]) == (False, lm1b.TARGET_MIN_COUNT, True)
     # 211/201 = 1.05 lies within the margin, but two seeds give no verdict; the speed-up has none
-    verdict = claims["lm1b-adaptive-speed-ppl"]["verdict"]
-    assert verdict.startswith("too few seeds (seeds 0, 1): test ppl ratio adaptive / full 1.05") and "paired t over seeds (n=2)" in verdict
-    assert "speed-up 5.00x reported without a verdict" in verdict
-    assert claims["lm1b-europarl"]["verdict"].startswith("not tested: the project has no EuroParl data")
-    assert claims["lm1b-vocabulary-cost"]["verdict"].startswith("not tested: no timing against the vocabulary size")
+    trade_off = decided["trade_off"]
+    assert trade_off["kind"] is VerdictKind.TOO_FEW_SEEDS and trade_off["seeds"] == [0, 1] and trade_off["speed"] == 5.0
+    assert trade_off["geo"] == pytest.approx(math.sqrt(210 / 200 * 212 / 202)) and trade_off["verdict"].data["eq"].method.endswith("(n=2)")
+    assert decided["approximations"]["kind"] is VerdictKind.TOO_FEW_SEEDS and decided["approximations"]["verdicts"] == {}
+    assert {"lm1b-europarl", "lm1b-vocabulary-cost"} <= {c["id"] for c in d["claims"]} and not d["vocab"]["rows"]  # no timing against V
 
 
 @pytest.mark.parametrize("adaptive, kind, side", [
@@ -105,7 +117,7 @@ def test_close_to_the_full_softmax_is_two_sided(adaptive, kind, side):
     assert (low >= 1.1) - (high <= 1 / 1.1) == side
     assert decided["test"].delta == pytest.approx(sum(math.log(a / b) for a, b in zip(adaptive, softmax)) / len(seeds))
     assert decided["geo"] == pytest.approx(math.exp(decided["test"].delta))
-    assert decided["margin"] == (pytest.approx(1 / 1.1), 1.1) and decided["test"].margin_source == lm1b.CLOSE.margin_source
+    assert decided["margin"] == (pytest.approx(1 / 1.1), 1.1) and decided["verdict"].data["source"] == lm1b.CLOSE.margin_source
 
 
 def test_lm1b_heads_of_one_seed_share_the_body_initialisation():
@@ -135,20 +147,13 @@ def speed_measurement(hidden_size: int = 8) -> dict:
 
 
 def test_lm1b_report_takes_the_speed_from_the_side_by_side_measurement(tmp_path):
-    for r in lm1b_records():
-        records.write_record(r, records.runs_dir(tmp_path))
-    files.write_text(tmp_path / lm1b.SPEED_FILE, json.dumps(speed_measurement()))
-    lm1b.build(tmp_path)
-    text = (tmp_path / "lm1b.md").read_text()
-    assert "| step tokens/s (side by side) | speed-up vs softmax (side by side) | run tokens/s (own record) |" in text
-    assert "| adaptive | 210.5 ± 6.4 (n=2) | 211.0 ± 12.7 (n=2) | 3,000 | 4,000 | 4000 | 4.00x | 500 |" in text
-    assert "| sampled (quadratic, m=8) | 230.5 ± 6.4 (n=2) | 231.0 ± 12.7 (n=2) | 9,000 | 10,000 | 500 | 0.50x | 300 |" in text
-    assert "load average 1.00 1.00 1.00 before the timing, 1.10 1.00 1.00 at its end" in text
-    assert "processed 4.00x the full softmax's training tokens per second (in a side-by-side measurement" in text
-    claims = read_claims(tmp_path / "claims.md")
-    assert claims["lm1b-cpu-speedup-3x"]["ours"] == (
-        "4.00x (training-step tokens/s measured side by side, load average 1.00 1.00 1.00, seeds 0, 1)")
-    assert claims["lm1b-cpu-speedup-3x"]["verdict"].startswith("not tested at the target's setting")
+    d = lm1b_page(tmp_path, speed=speed_measurement())
+    rows = {r["head"]: r for r in d["rows"]}
+    assert (rows["adaptive"]["step_tps"], rows["adaptive"]["speed"], rows["adaptive"]["run_tps"]) == (4000.0, 4.0, 500.0)
+    assert (rows["sampled (quadratic, m=8)"]["step_tps"], rows["sampled (quadratic, m=8)"]["speed"]) == (500.0, 0.5)
+    assert d["source"]["found"] and d["measured"]["step_tps"]["adaptive"] == 4000.0
+    assert (d["measured"]["load_average_start"], d["measured"]["load_average_end"]) == ("1.00 1.00 1.00", "1.10 1.00 1.00")
+    assert d["decided"]["trade_off"]["speed"] == 4.0 and d["decided"]["target_setting"] is False
 
 
 def test_the_speed_target_is_decided_at_its_own_min_count(tmp_path):
@@ -164,17 +169,17 @@ def test_the_speed_target_is_decided_at_its_own_min_count(tmp_path):
 def test_lm1b_verdicts_from_three_seeds(tmp_path):
     """From 3 seeds "close" is decided two-sided (paired by seed) and the adaptive-vs-sampled row on log test
     perplexity; the speed-up is named as one measurement, without a verdict."""
-    for r in lm1b_records(seeds=(0, 1, 2)):
-        records.write_record(r, records.runs_dir(tmp_path))
-    files.write_text(tmp_path / lm1b.SPEED_FILE, json.dumps(speed_measurement()))
-    lm1b.build(tmp_path)
-    claims = read_claims(tmp_path / "claims.md")
-    trade_off = claims["lm1b-adaptive-speed-ppl"]["verdict"]
+    decided = lm1b_page(tmp_path, seeds=(0, 1, 2), speed=speed_measurement())["decided"]
+    trade_off = decided["trade_off"]
     # adaptive / softmax 210/200, 212/202, 214/204: about 1.05 each, well inside (1/1.10, 1.10)
-    assert trade_off.startswith("supported (seeds 0, 1, 2): test ppl ratio adaptive / full 1.05")
-    assert trade_off.endswith("(median of 40 rounds in one process), not repeated: no interval)")
+    assert trade_off["kind"] is VerdictKind.SUPPORTED and trade_off["seeds"] == [0, 1, 2] and trade_off["speed"] == 4.0
+    assert 1 / 1.1 < trade_off["tost"][0] < trade_off["geo"] < trade_off["tost"][1] < 1.1
+    assert trade_off["geo"] == pytest.approx(1.05, abs=0.002)
     # adaptive (4000 tokens/s) is faster than the quadratic head (500) and its test ppl 210-214 below 230-234
-    assert claims["lm1b-adaptive-vs-approximations"]["verdict"].startswith("supported (seeds 0, 1, 2): sampled (quadratic, m=8)")
+    approximations = decided["approximations"]
+    assert approximations["kind"] is VerdictKind.SUPPORTED and approximations["seeds"] == [0, 1, 2]
+    assert (approximations["faster"], approximations["lower"], approximations["n"]) == (1, 1, 1)
+    assert {h: v.kind for h, v in approximations["verdicts"].items()} == {"sampled (quadratic, m=8)": VerdictKind.SUPPORTED}
 
 
 def test_lm1b_report_ignores_a_measurement_of_another_model(tmp_path):
@@ -211,43 +216,56 @@ def kernel_records(quadratic_gaps: dict[int, float], seeds=(0,)):
     return out
 
 
-@pytest.mark.parametrize("quadratic_gaps, verdict, ratio", [
+def kernel_page(tmp_path, runs) -> dict:
+    """kernel_bias's data (summarise) from ``runs``; the page and its claims rows built too (their words are checked by
+    rebuilding the committed pages identically)."""
+    for r in runs:
+        records.write_record(r, records.runs_dir(tmp_path))
+    kernel_bias.build(tmp_path)
+    d = kernel_bias.summarise(tmp_path)
+    assert (tmp_path / "kernel_bias.png").stat().st_size > 0 and set(read_claims(tmp_path / "claims.md")) == {c["id"] for c in d["claims"]}
+    return d
+
+
+def finding(d: dict, id_: str) -> dict:
+    return next(c for c in d["claims"] if c["id"] == id_)
+
+
+@pytest.mark.parametrize("quadratic_gaps, best, m_best, unreached", [
     # reaches uniform's m=256 gap at m=8, but one run per arm decides nothing
-    ({8: 0.19, 16: 0.1, 64: 0.05, 256: 0.01}, "single run (seed 0): largest ratio 32.0x, at or above the paper's 10x",
-     "32.0x (uniform m=256)"),
-    ({8: 0.9, 16: 0.6, 64: 0.15, 256: 0.05}, "single run (seed 0): largest ratio 4.0x, below the paper's 10x", "4.0x (uniform m=256)"),
-    ({8: 1.5, 16: 1.2, 64: 0.9, 256: 0.7}, "single run (seed 0): largest ratio 0.1x, below", "0.1x (uniform m=8)"),  # reached only at m=64
+    ({8: 0.19, 16: 0.1, 64: 0.05, 256: 0.01}, 32.0, 256, []),
+    ({8: 0.9, 16: 0.6, 64: 0.15, 256: 0.05}, 4.0, 256, []),
+    ({8: 1.5, 16: 1.2, 64: 0.9, 256: 0.7}, 0.125, 8, [64, 256]),  # reached only at m=64: 8 / 64
 ])
-def test_kernel_bias_report(tmp_path, quadratic_gaps, verdict, ratio):
-    for r in kernel_records(quadratic_gaps):
-        records.write_record(r, records.runs_dir(tmp_path))
-    kernel_bias.build(tmp_path)
-    text = (tmp_path / "kernel_bias.md").read_text()
-    assert "| uniform | 6.000 (+1.000; n=1) | 5.800 (+0.800; n=1) | 5.500 (+0.500; n=1) | 5.200 (+0.200; n=1) |" in text
-    assert "| full softmax | 5.000 (n=1) |" in text
-    assert "largest gap over m is 0.010 nats" in text
-    row = read_claims(tmp_path / "claims.md")["kernel-bias-10-100x"]
-    assert row["verdict"].startswith(verdict) and "supported" not in row["verdict"]
-    assert ratio in row["ours"] and row["ours"].endswith(", seed 0")
-    if quadratic_gaps[256] > 0.2:
-        assert "uniform's gap at m=64, 256 is not reached by quadratic" in text
-    assert (tmp_path / "kernel_bias.png").stat().st_size > 0
+def test_kernel_bias_report(tmp_path, quadratic_gaps, best, m_best, unreached):
+    d = kernel_page(tmp_path, kernel_records(quadratic_gaps))
+    (section,) = d["sections"]
+    assert section["full"] == [5.0] and section["ms"] == [8, 16, 64, 256] and section["seeds"] == [0]
+    assert dict(section["rows"])["uniform"] == [(6.0, 1), (5.8, 1), (5.5, 1), (5.2, 1)]
+    assert section["oracle_gap"] == pytest.approx(0.01)  # the softmax sampler's largest gap over m
+    row = finding(d, "kernel-bias-10-100x")
+    assert (row["best"], row["m_best"], row["ratio"], row["seeds"]) == (pytest.approx(best), m_best, 10.0, [0])
+    assert row["decided"] is None and no_interval_verdict(row["seeds"]).kind is VerdictKind.SINGLE_RUN  # one run per arm
+    assert row["unreached"] == unreached  # uniform's gaps quadratic does not reach
 
 
-@pytest.mark.parametrize("seeds, quadratic_gaps, verdict", [
-    ((0, 1), {8: 0.19, 16: 0.1, 64: 0.05, 256: 0.01}, "too few seeds (seeds 0, 1; a verdict needs 3): largest ratio 32.0x"),
+@pytest.mark.parametrize("seeds, quadratic_gaps, kind, pairs", [
+    ((0, 1), {8: 0.19, 16: 0.1, 64: 0.05, 256: 0.01}, VerdictKind.TOO_FEW_SEEDS, None),
     # from 3 seeds a kernel cell and the uniform cell with >= 10x its samples decide, over seeds
-    ((0, 1, 2), {8: 0.19, 16: 0.1, 64: 0.05, 256: 0.01},
-     "supported (seeds 0, 1, 2): quadratic m=8 against uniform m=256 (32x the samples), Δ uniform − quadratic validation loss: "
-     "supported (seeds 0, 1, 2): Δ +0.010"),
-    ((0, 1, 2), {8: 1.5, 16: 1.2, 64: 0.9, 256: 0.7}, "contradicts (seeds 0, 1, 2): quadratic m=8 against uniform m=256"),
+    ((0, 1, 2), {8: 0.19, 16: 0.1, 64: 0.05, 256: 0.01}, VerdictKind.SUPPORTED,
+     {(8, 256): (VerdictKind.SUPPORTED, 0.01), (16, 256): (VerdictKind.SUPPORTED, 0.1)}),
+    ((0, 1, 2), {8: 1.5, 16: 1.2, 64: 0.9, 256: 0.7}, VerdictKind.CONTRADICTS,
+     {(8, 256): (VerdictKind.CONTRADICTS, -1.3), (16, 256): (VerdictKind.CONTRADICTS, -1.0)}),
 ])
-def test_kernel_bias_verdict_names_its_seeds(tmp_path, seeds, quadratic_gaps, verdict):
-    for r in kernel_records(quadratic_gaps, seeds):
-        records.write_record(r, records.runs_dir(tmp_path))
-    kernel_bias.build(tmp_path)
-    row = read_claims(tmp_path / "claims.md")["kernel-bias-10-100x"]
-    assert row["verdict"].startswith(verdict) and row["ours"].endswith(f", seeds {', '.join(map(str, seeds))}")
+def test_kernel_bias_verdict_names_its_seeds(tmp_path, seeds, quadratic_gaps, kind, pairs):
+    row = finding(kernel_page(tmp_path, kernel_records(quadratic_gaps, seeds)), "kernel-bias-10-100x")
+    assert row["seeds"] == list(seeds)
+    if pairs is None:  # no m with 3 seeds: the rule without an interval, which decides nothing
+        assert row["decided"] is None and no_interval_verdict(row["seeds"]).kind is kind
+        return
+    assert row["decided"]["kind"] is kind and row["decided"]["seeds"] == list(seeds)
+    found = {(m_k, m_u): (v.kind, v.data["d"].delta) for m_k, m_u, v in row["decided"]["pairs"]}  # Δ = uniform − quadratic
+    assert found == {key: (k, pytest.approx(delta)) for key, (k, delta) in pairs.items()}
 
 
 def test_kernel_rows_name_the_dirty_records_behind_them(tmp_path):
@@ -256,19 +274,15 @@ def test_kernel_rows_name_the_dirty_records_behind_them(tmp_path):
     runs = kernel_records({8: 0.19, 16: 0.1, 64: 0.05, 256: 0.01}, seeds=(0, 1, 2))
     dirty, = [r for r in runs if r["run_name"] == "quadratic_m8_seed0"]
     dirty["git"] = {"commit": "abc1234", "dirty": True, "dirty_paths": ["src/softmax_zoo/losses/sampled.py"], "dirty_paths_more": 0}
-    for r in runs:
-        records.write_record(r, records.runs_dir(tmp_path))
-    kernel_bias.build(tmp_path)
-    rows = read_claims(tmp_path / "claims.md")
+    d = kernel_page(tmp_path, runs)
     # the full softmax (3), quadratic (4 m x 3 seeds) and uniform (4 m x 3 seeds) runs
-    assert rows["kernel-bias-10-100x"]["verdict"].endswith(
-        "; rests on 1 of 27 records made with uncommitted changes (src/softmax_zoo/losses/sampled.py)")
-    assert "uncommitted" not in rows["kernel-bias-m10-50"]["verdict"]
-    assert rows["kernel-bias-m10-50"]["verdict"].startswith("contradicts (seeds 0, 1, 2): m=[16] not equivalent")
+    assert finding(d, "kernel-bias-10-100x")["dirty"] == dirty_note([dirty] + [RunRecord()] * 26)
+    m10_50 = finding(d, "kernel-bias-m10-50")
+    assert m10_50["dirty"] == "" and m10_50["ms"] == [16]
+    assert m10_50["verdict"].kind is VerdictKind.CONTRADICTS and m10_50["verdict"].data["keys"] == [16]  # not equivalent
     del dirty["git"]
     records.write_record(dirty, records.runs_dir(tmp_path))
-    kernel_bias.build(tmp_path)
-    assert not [id_ for id_, row in read_claims(tmp_path / "claims.md").items() if "uncommitted" in row["verdict"]]
+    assert not [c["id"] for c in kernel_bias.summarise(tmp_path)["claims"] if c.get("dirty")]
 
 
 def test_reports_without_records_say_what_to_run(tmp_path):
@@ -320,7 +334,6 @@ def test_lm1b_vocabulary_cost_row_reads_the_timing_against_c(tmp_path):
 def test_kernel_comparable_to_full_softmax_is_two_sided():
     """"Comparable to full softmax" at m ≈ 10–50: TOST on the paired Δ validation loss against ±ln 1.10 per m, and one
     verdict by the engine's rule that every m is equivalent (one m not equivalent contradicts the claim)."""
-    from softmax_zoo.reports._stats import EquivalenceKind
     from softmax_zoo.reports.kernel_bias import cells, comparable
 
     full = [record("kernel_bias", "full", "softmax", {"val/loss": 5.0 + s / 10}, s) for s in range(3)]
@@ -335,7 +348,8 @@ def test_kernel_comparable_to_full_softmax_is_two_sided():
     assert both["verdict"].kind is VerdictKind.CONTRADICTS
     (far_test, n16), (close_test, n32) = both["tests"][16], both["tests"][32]
     assert n16 == n32 == 3 and far_test.delta == pytest.approx(0.501) and close_test.delta == pytest.approx(0.011)
-    assert far_test.verdict is EquivalenceKind.NOT_EQUIVALENT and close_test.verdict is EquivalenceKind.EQUIVALENT
+    assert far_test.interval[0] >= far_test.margin  # not equivalent
+    assert -close_test.margin < close_test.tost_interval[0] < close_test.tost_interval[1] < close_test.margin  # equivalent
     assert far_test.margin == pytest.approx(math.log(1.10))
     assert comparable(cells(typed(full[:1] + close[:1])), [32])["verdict"].kind is VerdictKind.SINGLE_RUN
 

@@ -9,7 +9,8 @@ import pytest
 from scipy import stats
 
 from softmax_zoo.reports._compare import Comparison, Design, Grid, compare, compare_values, per_seed
-from softmax_zoo.reports._verdicts import VerdictKind
+from softmax_zoo.reports._pages import said
+from softmax_zoo.reports._verdicts import Form, VerdictKind
 
 
 def runs(values: dict[int, float]) -> list[dict]:
@@ -62,9 +63,10 @@ def test_no_design_decides_by_overlap_of_the_arms_intervals():
     b = {s: v + 0.6 + 0.05 * s for s, v in A.items()}
     paired = compare(Comparison("A", "B", "test/ppl", Design.PAIRED_BY_SEED), runs(A), runs(b))
     assert paired.delta.interval[0] > 0 and paired.verdict(direction=1).kind is VerdictKind.SUPPORTED
-    assert "(paired t)" in str(paired.verdict(direction=1))
+    assert paired.verdict(direction=1).data["d"].method.startswith("paired t")
     unpaired = compare(Comparison("A", "B", "test/ppl", Design.UNPAIRED), runs(A), runs(b))
-    assert unpaired.verdict(direction=1).kind is VerdictKind.INCONCLUSIVE and "(Welch)" in str(unpaired.verdict(direction=1))
+    welch = unpaired.verdict(direction=1)
+    assert welch.kind is VerdictKind.INCONCLUSIVE and welch.data["d"].method.startswith("Welch")
 
 
 def test_paired_by_seed_pairs_the_seeds_both_arms_have():
@@ -73,7 +75,7 @@ def test_paired_by_seed_pairs_the_seeds_both_arms_have():
     assert found.delta.seeds == (1, 2) and found.delta.deltas == pytest.approx((1.0, 1.0))
     assert found.verdict(direction=1).kind is VerdictKind.TOO_FEW_SEEDS
     one = compare(spec, runs(A), runs({0: 11.0}))
-    assert one.verdict(direction=1).kind is VerdictKind.SINGLE_RUN and "nan" not in str(one.verdict(direction=1))
+    assert one.verdict(direction=1).kind is VerdictKind.SINGLE_RUN and "nan" not in said(one.verdict(direction=1))
 
 
 def test_compared_delta_is_paired_t_or_welch():
@@ -92,18 +94,20 @@ def test_a_margin_makes_a_two_sided_equivalence_claim_decided_by_tost():
     close = {s: v + 0.05 * (-1) ** s for s, v in A.items()}  # Δ per seed -0.05, +0.05, -0.05
     spec = Comparison("a", "b", "test/ppl", Design.PAIRED_BY_SEED, margin=0.5, margin_source="the paper's own tolerance")
     found = compare(spec, runs(A), runs(close)).verdict()
-    assert found.kind is VerdictKind.SUPPORTED and "margin: the paper's own tolerance" in str(found) and "TOST" in str(found)
+    assert found.kind is VerdictKind.SUPPORTED and found.form is Form.EQUIVALENCE and found.data["source"] == "the paper's own tolerance"
+    assert found.data["eq"].margin == 0.5 and found.data["eq"].method.startswith("TOST")
     # one-sidedly "close" is not close: Δ = +2 per seed, far outside ±0.5
     far = compare(spec, runs(A), runs({s: v + 2.0 + 0.01 * s for s, v in A.items()})).verdict()
     assert far.kind is VerdictKind.CONTRADICTS
     wide = compare(spec, runs(A), runs(B)).verdict()  # Δ 3, 2.5, 2.5 ± wide: not inside ±0.5, 95% interval not wholly outside
     assert wide.kind in (VerdictKind.CONTRADICTS, VerdictKind.INCONCLUSIVE)
     welch = compare_values(Comparison("a", "b", "ppl", Design.UNPAIRED, margin=0.5, margin_source="ours"), A, close).verdict()
-    assert "TOST at α=0.05 on Welch" in str(welch) and welch.kind is VerdictKind.INCONCLUSIVE  # unpaired: seed spread stays in
+    assert welch.data["eq"].method.startswith("TOST at α=0.05 on Welch")
+    assert welch.kind is VerdictKind.INCONCLUSIVE  # unpaired: seed spread stays in
     with pytest.raises(ValueError, match="name its source"):
         Comparison("a", "b", "ppl", Design.PAIRED_BY_SEED, margin=0.5)
-    with pytest.raises(ValueError, match="declares no margin"):
-        compare(Comparison("a", "b", "test/ppl", Design.PAIRED_BY_SEED), runs(A), runs(B)).equivalence()
+    no_margin = compare(Comparison("a", "b", "test/ppl", Design.PAIRED_BY_SEED), runs(A), runs(B))
+    assert no_margin.verdict() is None and no_margin.verdict(direction=1).form is Form.SIGN  # no margin: no TOST
 
 
 def test_a_grid_reports_holm_adjusted_intervals_beside_the_raw_and_decides_on_them():
@@ -121,9 +125,9 @@ def test_a_grid_reports_holm_adjusted_intervals_beside_the_raw_and_decides_on_th
     adjusted_apart = [k for k in arms if holm[k].interval[0] > 0]
     assert set(adjusted_apart) <= set(raw_apart)
     expected = VerdictKind.SUPPORTED if len(adjusted_apart) == len(arms) else VerdictKind.INCONCLUSIVE
-    assert found.kind is expected and "Holm-adjusted over 3 comparisons" in str(found)
+    assert found.kind is expected and found.form is Form.GRID and found.data["m"] == 3 and "margin" not in found.data
     down, _ = Grid({5: grid.compared[5], 99: compare(spec, runs(base), runs({s: v - 3 for s, v in base.items()}))}).decide(+1)
-    assert down.kind is VerdictKind.CONTRADICTS and "k=[99]" in str(down)
+    assert down.kind is VerdictKind.CONTRADICTS and down.data["keys"] == [99]
     with pytest.raises(ValueError, match="direction"):
         grid.decide()
 
@@ -133,7 +137,8 @@ def test_a_grid_of_equivalence_claims_needs_every_one():
     near = {s: v + 0.1 * (-1) ** s for s, v in A.items()}
     far = {s: v + 5 + 0.1 * s for s, v in A.items()}
     found, _ = Grid({5: compare(spec, runs(A), runs(near)), 50: compare(spec, runs(A), runs(far))}).decide()
-    assert found.kind is VerdictKind.CONTRADICTS and "k=[50]" in str(found) and "margin ±1 (ours)" in str(found)
+    assert found.kind is VerdictKind.CONTRADICTS and found.data["keys"] == [50]
+    assert (found.data["margin"], found.data["source"]) == (1.0, "ours") and found.data["method"].startswith("TOST")
     found, _ = Grid({5: compare(spec, runs(A), runs(near))}).decide()
     assert found.kind is VerdictKind.SUPPORTED
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from softmax_zoo.reports._pages import read_claims
+from softmax_zoo.reports._pages import read_claims, said
 from softmax_zoo.reports._verdicts import VerdictKind, by_construction, deterministic
 from softmax_zoo.reports.kernel_bias import (
     DESIGN_IDS,
@@ -31,11 +31,11 @@ LEDGER = REPO / "results" / "claims.md"
 
 def test_deterministic_and_by_construction_verdicts():
     v = deterministic("0 vs 0", True, where="torch 2.0, CPU, float32")
-    assert v.kind is VerdictKind.DETERMINISTIC and str(v) == (
+    assert v.kind is VerdictKind.DETERMINISTIC and said(v) == (
         "deterministic (no training, no seed; torch 2.0, CPU, float32): matches the paper: 0 vs 0")
-    assert "differs from the paper" in str(deterministic("1 vs 0", False, where="x"))
+    assert "differs from the paper" in said(deterministic("1 vs 0", False, where="x"))
     b = by_construction("reads h and w", "tests/a.py::test_b")
-    assert b.kind is VerdictKind.BY_CONSTRUCTION and str(b) == "by construction: reads h and w; checked by tests/a.py::test_b"
+    assert b.kind is VerdictKind.BY_CONSTRUCTION and said(b) == "by construction: reads h and w; checked by tests/a.py::test_b"
     with pytest.raises(ValueError, match="pytest node id"):
         by_construction("reads h and w", "a test somewhere")
 

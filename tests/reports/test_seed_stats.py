@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from softmax_zoo.reports._pages import ENV
+from softmax_zoo.reports._pages import said, words
 from softmax_zoo.reports._stats import (
     DeltaInterval,
     LinearTrend,
@@ -21,11 +21,15 @@ from softmax_zoo.reports._stats import (
 )
 from softmax_zoo.reports._verdicts import (
     MIN_SEEDS,
+    Form,
     VerdictKind,
+    by_construction,
     claimed_direction,
-    detectability,
+    deterministic,
+    equivalence_verdict,
+    grid_verdict,
+    no_interval_verdict,
     not_tested,
-    seed_summary,
     trend_verdict,
     verdict,
 )
@@ -137,7 +141,7 @@ def test_min_detectable_delta_by_hand():
     assert min_detectable_delta(math.sqrt(2) * 1.0, power=0.5) == pytest.approx(2.771808, rel=1e-6)
     assert math.isnan(min_detectable_delta(math.nan))
     # the page note states the numbers the code computes
-    note = ENV.globals["SEED_INTERVAL_NOTE"]
+    note = words("_verdicts.j2").SEED_INTERVAL_NOTE
     assert f"{min_detectable_delta(1.0):.2f}" in note and f"t = {stats.t.ppf(0.975, 1):.1f}" in note
 
 
@@ -164,21 +168,21 @@ def test_verdict_needs_three_seeds():
     assert two.interval[0] > 0
     for direction in (1, -1):
         v = verdict(two, direction)
-        assert v.kind is VerdictKind.TOO_FEW_SEEDS and "seeds 0, 1" in str(v) and "supported" not in str(v)
+        assert v.kind is VerdictKind.TOO_FEW_SEEDS and "seeds 0, 1" in said(v) and "supported" not in said(v)
 
 
 def test_verdict_by_direction_with_three_seeds():
     up = fixed([1.0, 1.2, 1.1])
     v = verdict(up, +1)
-    assert v.kind is VerdictKind.SUPPORTED and str(v).startswith("supported (seeds 0, 1, 2): Δ +1.10 [")
+    assert v.kind is VerdictKind.SUPPORTED and said(v).startswith("supported (seeds 0, 1, 2): Δ +1.10 [")
     assert verdict(up, -1).kind is VerdictKind.CONTRADICTS
     down = fixed([-1.0, -1.2, -1.1])
     assert verdict(down, -1).kind is VerdictKind.SUPPORTED and verdict(down, +1).kind is VerdictKind.CONTRADICTS
-    assert str(verdict(down, +1)).startswith("contradicts (seeds 0, 1, 2): Δ -1.10 [")
+    assert said(verdict(down, +1)).startswith("contradicts (seeds 0, 1, 2): Δ -1.10 [")
     across = fixed([-0.5, 0.2, 0.6])
     for direction in (1, -1):
         v = verdict(across, direction)
-        assert v.kind is VerdictKind.INCONCLUSIVE and str(v).startswith("inconclusive (seeds 0, 1, 2)")
+        assert v.kind is VerdictKind.INCONCLUSIVE and said(v).startswith("inconclusive (seeds 0, 1, 2)")
     with pytest.raises(ValueError, match="direction"):
         verdict(up, 0)
 
@@ -186,16 +190,16 @@ def test_verdict_by_direction_with_three_seeds():
 def test_single_run_gives_its_item_interval():
     v = verdict(one_seed(), claimed_direction(0.67))
     assert v.kind is VerdictKind.SINGLE_RUN
-    assert str(v) == "single run (seed 0): Δ -0.54 [-0.97, -0.06] over test items"
+    assert said(v) == "single run (seed 0): Δ -0.54 [-0.97, -0.06] over test items"
     lone = verdict(unpaired({0: 1.0}, {0: 1.5}), -1)
-    assert lone.kind is VerdictKind.SINGLE_RUN and str(lone) == "single run (seed 0): Δ +0.50 (no interval)"
+    assert lone.kind is VerdictKind.SINGLE_RUN and said(lone) == "single run (seed 0): Δ +0.50 (no interval)"
 
 
 def test_unpaired_verdict():
     a = {s: v for s, v in enumerate([10.0, 10.2, 10.1])}
     b = {s: v for s, v in enumerate([9.0, 9.1, 9.2])}
     v = verdict(unpaired(a, b), -1)
-    assert v.kind is VerdictKind.SUPPORTED and "seeds 0, 1, 2" in str(v)
+    assert v.kind is VerdictKind.SUPPORTED and "seeds 0, 1, 2" in said(v)
 
 
 def test_claimed_direction_and_not_tested():
@@ -203,7 +207,32 @@ def test_claimed_direction_and_not_tested():
     with pytest.raises(ValueError, match="sign"):
         claimed_direction(0.0)
     v = not_tested("needs scale=paper")
-    assert v.kind is VerdictKind.NOT_TESTED and str(v) == "not tested: needs scale=paper"
+    assert v.kind is VerdictKind.NOT_TESTED and said(v) == "not tested: needs scale=paper"
+
+
+def test_every_form_has_its_words_and_a_verdict_none_of_its_own():
+    """said() words a verdict of each form by that form's macro (a rule without an interval: no_interval, with the
+    page's result); str() of a verdict is an error, so a template cannot print one unworded."""
+    d, trend = fixed([1.0, 1.2, 1.1]), LinearTrend((1.0, 2.0, 3.0), (0.0, 1.0, 2.1))
+    grid = grid_verdict({5: VerdictKind.SUPPORTED}, "seeds 0, 1, 2", method="paired t over seeds (n=3)")
+    made = [verdict(d, +1), equivalence_verdict(d, 5.0, "ours"), grid, trend_verdict(trend, [3, 3, 3], +1, unit="per k"),
+            not_tested("why"), deterministic("0 vs 0", True, where="CPU"), by_construction("how", "tests/a.py::test_b")]
+    assert {v.form for v in made} == set(Form) - {Form.NO_INTERVAL}
+    for v in made:
+        assert said(v).startswith(v.kind.value)
+        with pytest.raises(TypeError, match="said"):
+            str(v)
+    lone = no_interval_verdict([0])
+    assert lone.kind is VerdictKind.SINGLE_RUN
+    assert str(words("_verdicts.j2").no_interval(lone, "ratio 2x")) == "single run (seed 0): ratio 2x"
+
+
+def seed_summary(d) -> str:
+    return str(words("_verdicts.j2").seed_summary(d))
+
+
+def detectability(d, paper: float) -> str:
+    return str(words("_verdicts.j2").detectability(d, paper))
 
 
 def test_seed_summary():
@@ -243,9 +272,9 @@ def test_trend_verdict_needs_three_points_and_three_seeds_behind_each():
     rising = LinearTrend((40.0, 45.0, 50.0, 55.0), (-1.0, -0.4, 0.1, 0.8))
     assert trend_verdict(rising, [3, 3, 3, 3], +1, unit="per point").kind is VerdictKind.SUPPORTED
     assert trend_verdict(rising, [3, 3, 3, 3], -1, unit="per point").kind is VerdictKind.CONTRADICTS
-    assert trend_verdict(rising, [3, 1, 3, 3], +1, unit="per point").text.startswith("single run (the fewest seeds behind a point: 1")
+    assert said(trend_verdict(rising, [3, 1, 3, 3], +1, unit="per point")).startswith("single run (the fewest seeds behind a point: 1")
     assert trend_verdict(rising, [3, 2, 3, 3], +1, unit="per point").kind is VerdictKind.TOO_FEW_SEEDS
     flat = LinearTrend((40.0, 45.0, 50.0), (0.3, -0.2, 0.25))
-    assert trend_verdict(flat, [3, 3, 3], +1, unit="per point").text.startswith("inconclusive: slope")
+    assert said(trend_verdict(flat, [3, 3, 3], +1, unit="per point")).startswith("inconclusive: slope")
     two = LinearTrend((40.0, 50.0), (0.0, 1.0))
-    assert trend_verdict(two, [3, 3], +1, unit="per point").text.startswith("too few points (2; a verdict needs 3)")
+    assert said(trend_verdict(two, [3, 3], +1, unit="per point")).startswith("too few points (2; a verdict needs 3)")

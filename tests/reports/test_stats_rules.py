@@ -8,16 +8,16 @@ import numpy as np
 import pytest
 from scipy import stats
 
+from softmax_zoo.reports._compare import Comparison, Design
 from softmax_zoo.reports._stats import (
     DeltaInterval,
-    EquivalenceKind,
-    equivalence,
     holm,
     holm_intervals,
     over_seeds,
+    tost,
     unpaired,
 )
-from softmax_zoo.reports._verdicts import VerdictKind, decide, verdict
+from softmax_zoo.reports._verdicts import Form, VerdictKind, decide, equivalence_verdict, verdict
 
 RNG = np.random.default_rng(11)
 A, B = RNG.normal(1.0, 1.0, 6), RNG.normal(0.0, 2.0, 5)
@@ -71,38 +71,39 @@ def test_welch_is_scipy_and_the_unpaired_delta():
 
 
 @pytest.mark.parametrize(("d", "kind"), [
-    ((0.0, 0.1, -0.1, 0.05, -0.05), EquivalenceKind.EQUIVALENT),
-    ((5.0, 5.1, 4.9), EquivalenceKind.NOT_EQUIVALENT),
-    ((-5.0, -5.1, -4.9), EquivalenceKind.NOT_EQUIVALENT),
-    ((0.0, 2.0, -2.0), EquivalenceKind.INCONCLUSIVE),
-    ((0.9, 1.0, 1.1), EquivalenceKind.INCONCLUSIVE),  # the 90% interval crosses +margin and the 95% one reaches inside it
+    ((0.0, 0.1, -0.1, 0.05, -0.05), VerdictKind.SUPPORTED),  # equivalent
+    ((5.0, 5.1, 4.9), VerdictKind.CONTRADICTS),  # not equivalent
+    ((-5.0, -5.1, -4.9), VerdictKind.CONTRADICTS),
+    ((0.0, 2.0, -2.0), VerdictKind.INCONCLUSIVE),
+    ((0.9, 1.0, 1.1), VerdictKind.INCONCLUSIVE),  # the 90% interval crosses +margin and the 95% one reaches inside it
     ((0.0, 0.1), VerdictKind.TOO_FEW_SEEDS),
     ((0.0,), VerdictKind.SINGLE_RUN),
 ])
 def test_equivalence_verdicts(d, kind):
-    e = equivalence(deltas(*d), 1.0, "the paper's own seed spread")
-    assert e.verdict is kind and e.margin == 1.0 and e.margin_source == "the paper's own seed spread"
-    assert e.method == f"TOST at α=0.05 on paired t over seeds (n={len(d)})"
+    v = equivalence_verdict(deltas(*d), 1.0, "the paper's own seed spread")
+    assert v.kind is kind and v.form is Form.EQUIVALENCE and v.data["source"] == "the paper's own seed spread"
+    e = v.data["eq"]
+    assert e.margin == 1.0 and e.method == f"TOST at α=0.05 on paired t over seeds (n={len(d)})"
 
 
 def test_tost_is_two_one_sided_scipy_tests_and_the_90_percent_interval():
     x = RNG.normal(0.1, 0.3, 8)
     r = deltas(*x)
     for margin in np.linspace(0.05, 1.0, 40):
-        e = equivalence(r, margin, "hand-picked", alpha=0.05)
+        e = tost(r, margin, alpha=0.05)
         lower = stats.ttest_1samp(x, -margin, alternative="greater").pvalue
         upper = stats.ttest_1samp(x, margin, alternative="less").pvalue
         assert e.p_value == pytest.approx(max(lower, upper), rel=1e-9)
         assert e.tost_interval == pytest.approx(tuple(stats.ttest_1samp(x, 0).confidence_interval(0.90)), rel=1e-10)
         assert e.interval == pytest.approx((r.low, r.high), rel=1e-12)
-        assert (e.verdict is EquivalenceKind.EQUIVALENT) == (e.p_value < 0.05)
+        assert (equivalence_verdict(r, margin, "hand-picked").kind is VerdictKind.SUPPORTED) == (e.p_value < 0.05)
 
 
 def test_equivalence_needs_a_margin_and_its_source():
-    with pytest.raises(ValueError, match="margin > 0"):
-        equivalence(deltas(0.0, 0.1, 0.2), 0.0, "paper")
+    with pytest.raises(ValueError, match="to be > 0"):
+        Comparison("a", "b", "ppl", Design.PAIRED_BY_SEED, margin=0.0, margin_source="paper")
     with pytest.raises(ValueError, match="its source"):
-        equivalence(deltas(0.0, 0.1, 0.2), 0.5, " ")
+        Comparison("a", "b", "ppl", Design.PAIRED_BY_SEED, margin=0.5, margin_source=" ")
 
 
 def test_holm_by_hand():
@@ -142,8 +143,8 @@ def test_holm_intervals_exclude_0_exactly_when_holm_rejects():
 ])
 def test_decide_agrees_with_the_ledger(interval, direction, kind):
     row = DeltaInterval(sum(interval) / 2, *interval, math.nan, 1.0, 2, 3, 0.95, "paired t over seeds (n=3)", seeds=(0, 1, 2))
-    assert decide(interval, direction, 3) is kind is verdict(row, direction).kind
-    assert str(verdict(row, direction)).startswith(f"{kind.value} (seeds 0, 1, 2): Δ ")
+    v = verdict(row, direction)
+    assert decide(interval, direction, 3) is kind is v.kind and v.form is Form.SIGN and v.data["d"] is row
 
 
 def test_decide_refuses_too_few_seeds_and_bad_input():

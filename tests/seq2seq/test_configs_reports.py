@@ -1,5 +1,7 @@
 """The experiment configs compose as the papers' settings say; report statistics on known inputs."""
 
+import math
+
 import numpy as np
 import pytest
 
@@ -7,11 +9,11 @@ from softmax_zoo import config, records
 from softmax_zoo.metrics import bleu_stats
 from softmax_zoo.reports import table5
 from softmax_zoo.reports._compare import Compared, Comparison, Design
-from softmax_zoo.reports._pages import read_claims
+from softmax_zoo.reports._pages import dirty_note, read_claims
 from softmax_zoo.reports._seq2seq import SOFTMAX, SPARSE, corpus_bootstrap, output_shares, paired_runs, stutters
 from softmax_zoo.reports._stats import over_seeds
 from softmax_zoo.reports._verdicts import VerdictKind
-from softmax_zoo.run_record import RunRecord
+from softmax_zoo.run_record import GitState, RunRecord
 
 
 @pytest.mark.parametrize("scale", ["cpu", "paper"])
@@ -132,47 +134,52 @@ def table5_records(runs, shifts: dict[int, float], lone: dict[int, str] = {}, st
         write(loss, seed, np.random.default_rng(seed).uniform(10, 30, N_ITEMS))
 
 
-@pytest.mark.parametrize("shifts, lone, kind, seeds", [
-    ({0: 2.0}, {}, "single run", "seed 0"),  # an item interval far from 0, still one run
-    ({0: 2.0, 1: 2.5, 2: 1.8}, {}, "supported", "seeds 0, 1, 2"),
-    ({0: -2.0, 1: -2.5, 2: -1.8}, {}, "contradicts", "seeds 0, 1, 2"),
-    ({0: 2.0, 1: -2.5, 2: 1.8}, {}, "inconclusive", "seeds 0, 1, 2"),
-    ({0: 2.0, 1: 2.5}, {3: SOFTMAX}, "too few seeds", "seeds 0, 1"),  # seed 3 has one arm: left out
-])
-def test_table5_page_verdicts_over_seeds(tmp_path, shifts, lone, kind, seeds):
-    table5_records(records.runs_dir(tmp_path), shifts, lone)
+def table5_page(tmp_path) -> dict:
+    """table5's data (summarise) from the records under ``tmp_path``; the page and its claims rows built too (their
+    words are checked by rebuilding the committed pages identically)."""
     table5.build(tmp_path)
-    claims = read_claims(tmp_path / "claims.md")
-    rows = [r for cid, r in claims.items() if cid.startswith("table5_cpu_")]
-    assert len(rows) == 4  # R-1 and R-2 at beams 1 and 5
+    d = table5.summarise(tmp_path)
+    assert (tmp_path / "table5.md").is_file() and set(read_claims(tmp_path / "claims.md")) == {c["id"] for c in d["claims"]}
+    return d
+
+
+@pytest.mark.parametrize("shifts, lone, kind", [
+    ({0: 2.0}, {}, VerdictKind.SINGLE_RUN),  # an item interval far from 0, still one run
+    ({0: 2.0, 1: 2.5, 2: 1.8}, {}, VerdictKind.SUPPORTED),
+    ({0: -2.0, 1: -2.5, 2: -1.8}, {}, VerdictKind.CONTRADICTS),
+    ({0: 2.0, 1: -2.5, 2: 1.8}, {}, VerdictKind.INCONCLUSIVE),
+    ({0: 2.0, 1: 2.5}, {3: SOFTMAX}, VerdictKind.TOO_FEW_SEEDS),  # seed 3 has one arm: left out
+])
+def test_table5_page_verdicts_over_seeds(tmp_path, shifts, lone, kind):
+    table5_records(records.runs_dir(tmp_path), shifts, lone)
+    d = table5_page(tmp_path)
+    (section,) = d["sections"]
+    assert section["scale"] == "cpu" and section["cold_start"] and section["regime"] is None  # targets in Ω_k not measured
+    assert section["seeds"] == sorted(shifts) and section["lone"] == lone
+    assert section["dirty"] == "" and section["outputs"]["degenerate"]["sparse_softmax"] == [0.0, 0.0]
+    rows = [c for c in d["claims"] if c["id"].startswith("table5_cpu_")]
+    assert len(rows) == 4 and {r["key"] for r in rows} == {"beam1_rouge1", "beam1_rouge2", "beam5_rouge1", "beam5_rouge2"}
     for row in rows:
-        assert row["verdict"].startswith(f"{kind} ({seeds}"), row["verdict"]
-        assert f"({seeds})" in row["ours"] and "smallest Δ one run per arm detects" in row["ours"]
-    assert all(r["verdict"] == "not tested: needs scale=paper" for cid, r in claims.items() if cid.startswith("table5_paper_"))
-    text = (tmp_path / "table5.md").read_text()
-    assert f"## scale=cpu (the cold-start ablation, a fresh LM head): paired {seeds}" in text and "Student-t interval over seeds" in text
-    assert ("(seed 3: softmax arm only, left out)" in text) == bool(lone)
-    n = len(shifts)
-    table_rows = [line for line in text.splitlines() if line.startswith("| 1 | rouge1 |")]
-    assert len(table_rows) == 1 and table_rows[0].count(f"(n={n})") >= 4  # every cell of numbers names its seed count
-    if n >= 2:
-        assert "between-seed SD" in rows[0]["ours"] and "item standard error" in rows[0]["ours"]
-    assert all("cold-start ablation; regime: targets in Ω_k not measured" in r["ours"] for r in rows)
-    assert all("degenerate outputs at beam" in r["ours"] and "uncommitted" not in r["verdict"] for r in rows)
+        assert row["verdict"].kind is kind and row["delta"].seeds == tuple(sorted(shifts)) and row["delta"].n == len(shifts)
+        assert row["verdict"].data["d"] is row["delta"] and row["delta"].n_items == (N_ITEMS,) * len(shifts)
+        assert math.isnan(row["delta"].sd) == (len(shifts) == 1)  # the between-seed SD beside the item standard error
+    assert section["counts"] == {kind.value: 4}
+    paper = [c for c in d["claims"] if c["id"].startswith("table5_paper_")]
+    assert paper and all(c["untested"] and c["verdict"].kind is VerdictKind.NOT_TESTED for c in paper)
+    assert all(c["verdict"].data["reason"] == "needs scale=paper" for c in paper)
 
 
 def test_table5_rows_keep_the_degenerate_caveat_and_count_their_records_made_with_changes(tmp_path):
     table5_records(records.runs_dir(tmp_path), {0: -2.0, 1: -2.5, 2: -1.8}, stutter=0.6,
                    dirty={0: {"commit": "abc1234", "dirty": True}, 1: {"commit": "abc1234", "dirty": True, "dirty_paths": ["src/x.py"]}})
-    table5.build(tmp_path)
-    row = read_claims(tmp_path / "claims.md")["table5_cpu_beam1_rouge1"]
-    assert row["verdict"].startswith("contradicts (seeds 0, 1, 2)")
-    assert ("; over half of the sparse arm's outputs at beam 1 are degenerate (60.0%): the models are undertrained and the "
-            "deltas say little") in row["verdict"]
-    assert "rests on 4 of 6 records made with uncommitted changes (src/x.py; changed files not recorded)" in row["verdict"]
-    assert "degenerate outputs at beam 1 softmax 0.0%, sparse 60.0%" in row["ours"]
-    text = (tmp_path / "table5.md").read_text()
-    assert "4 of 6 records made with uncommitted changes" in text and "each row rests on 4 of 6 records" in text
+    d = table5_page(tmp_path)
+    row = next(c for c in d["claims"] if c["id"] == "table5_cpu_beam1_rouge1")
+    assert row["verdict"].kind is VerdictKind.CONTRADICTS and row["delta"].seeds == (0, 1, 2)
+    # over half of the sparse arm's outputs degenerate at beam 1: the row keeps the caveat (templates/_seq2seq.md.j2)
+    assert row["section"]["outputs"]["degenerate"] == {"softmax": [0.0, 0.0], "sparse_softmax": [0.6, 0.6]}
+    # the section's note counts its records: 4 of 6 (seeds 0 and 1, both arms) made with changes, one naming its file
+    changed = [RunRecord(git=GitState(dirty=True))] * 2 + [RunRecord(git=GitState(dirty=True, dirty_paths=["src/x.py"]))] * 2
+    assert row["section"]["dirty"] == dirty_note(changed + [RunRecord()] * 2) != ""
 
 
 def test_the_between_seed_sd_is_set_beside_the_item_standard_error(tmp_path):

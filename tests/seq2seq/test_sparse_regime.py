@@ -8,7 +8,7 @@ import pytest
 from softmax_zoo import config, engine, trainer
 from softmax_zoo.data.prepare.generated import summaries, write_pairs
 from softmax_zoo.reports import sparse_regime as page
-from softmax_zoo.reports._pages import read_claims
+from softmax_zoo.reports._pages import read_claims, said
 from softmax_zoo.run_record import RunRecord
 from softmax_zoo.studies import _jobs
 from softmax_zoo.studies import sparse_regime as study
@@ -179,7 +179,7 @@ def test_claim_takes_the_seeds_of_the_strongest_start_together(deltas, verdict):
     pts += [regime_point(4, seed, d, 0.50 + seed / 100) for seed, d in deltas.items()]
     row = page.per_k(page.per_start(pts))[0]
     top, first = row["top"], row["first"]
-    assert str(top["verdict"]).startswith(verdict) and row["k"] == 20
+    assert said(top["verdict"]).startswith(verdict) and row["k"] == 20
     label = "seed 0" if len(deltas) == 1 else "seeds 0, 1, 2"
     assert top["share"] == pytest.approx(0.50 + (len(deltas) - 1) / 200)  # the strongest start: its seeds' mean share
     assert top["delta"].deltas == pytest.approx(tuple(deltas.values()))

@@ -12,8 +12,8 @@ from enum import Enum
 from typing import Any
 
 from ..run_record import RunRecord, typed
-from ._stats import DeltaInterval, Equivalence, equivalence, holm_intervals, over_seeds, paired_seed_deltas, seeds_label, unpaired
-from ._verdicts import Verdict, claimed_direction, decide, equivalence_kind, equivalence_verdict, grid_verdict, verdict
+from ._stats import DeltaInterval, holm_intervals, over_seeds, paired_seed_deltas, seeds_label, unpaired
+from ._verdicts import Verdict, claimed_direction, decide, equivalence_verdict, grid_verdict, verdict
 
 Records = Sequence[RunRecord]
 
@@ -55,16 +55,11 @@ class Compared:
     def method(self) -> str:
         return self.spec.design.value
 
-    def equivalence(self, alpha: float = 0.05) -> Equivalence:
-        """TOST of |Δ| < the spec's margin (a spec without one is an error)."""
-        if self.spec.margin is None:
-            raise ValueError(f"comparison {self.spec.a} vs {self.spec.b} declares no margin for an equivalence test")
-        return equivalence(self.delta, self.spec.margin, self.spec.margin_source, alpha)
-
     def verdict(self, paper: float | None = None, *, direction: int | None = None, digits: int = 2) -> Verdict | None:
-        """The verdict on |Δ| < margin (TOST) given a margin, else on Δ having the sign of ``paper`` or ``direction`` (None without)."""
+        """The verdict on |Δ| < margin (TOST, its numbers in the verdict's ``data["eq"]``) given a margin, else on Δ having
+        the sign of ``paper`` or ``direction`` (None without): the one way a page decides a comparison."""
         if self.spec.margin is not None:
-            return equivalence_verdict(self.equivalence(), self.delta.label, digits=digits)
+            return equivalence_verdict(self.delta, self.spec.margin, self.spec.margin_source, digits=digits)
         if direction is None and paper is None:
             return None
         return verdict(self.delta, claimed_direction(paper) if direction is None else direction, digits=digits)
@@ -90,8 +85,10 @@ class Grid:
         holm = dict(zip(tests, holm_intervals(list(tests.values())))) if min(t.n for t in tests.values()) > 1 else None
         first = next(iter(self.compared.values()))
         if all(c.spec.margin is not None for c in self.compared.values()):
-            kinds = {key: equivalence_kind(c.equivalence()) for key, c in self.compared.items()}
-            about = {"method": first.equivalence().method, "margin": first.spec.margin, "source": first.spec.margin_source}
+            verdicts = {key: c.verdict() for key, c in self.compared.items()}  # each TOST, by the one path
+            kinds = {key: v.kind for key, v in verdicts.items()}  # type: ignore[union-attr]  (a margin: never None)
+            about = {"method": first.verdict().data["eq"].method, "margin": first.spec.margin,  # type: ignore[union-attr]
+                     "source": first.spec.margin_source}
         elif direction is None:
             raise ValueError("a grid claim without a margin needs the claimed direction")
         else:

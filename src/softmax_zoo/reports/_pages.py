@@ -24,7 +24,7 @@ from ..provenance import REPO_ROOT
 from ..records import changed, changed_files
 from ..run_record import GitState, RunRecord, typed
 from ._stats import format_mean_ci, seeds_label
-from ._verdicts import MIN_SEEDS, by_construction, detectability, deterministic, not_tested, seed_summary
+from ._verdicts import MIN_SEEDS, Verdict, by_construction, deterministic, not_tested
 
 CLAIMS_FILE = "claims.md"
 COMMAND = "python -m softmax_zoo.reports"
@@ -52,15 +52,13 @@ FILTERS = {
     "table": lambda rows, header: markdown_table(header, rows).rstrip("\n"),
     "prefixed": lambda items, prefix: [f"{prefix}{x}" for x in items],  # table headers: "ours: " + column
     "seeds": seeds_label, "mean_ci": format_mean_ci, "sci": partial(format_mean_ci, notation="e"),  # "1.12e-08 ± 5.1e-09 (n=3)"
-    "seed_summary": seed_summary, "detectability": detectability,
     "label": variant_label,  # a loss choice's registered label: "sparse_softmax" -> "sparse"
 }
 ENV = jinja2.Environment(loader=jinja2.PackageLoader("softmax_zoo.reports", "templates"), undefined=jinja2.StrictUndefined,
                          trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True, autoescape=False)
 ENV.filters.update(FILTERS)
+# verdicts a template decides itself (as data: its words are templates/_verdicts.j2's said())
 ENV.globals.update(MIN_SEEDS=MIN_SEEDS, by_construction=by_construction, deterministic=deterministic, not_tested=not_tested)
-RULES = ENV.get_template("_verdicts.j2").make_module()  # the vocabulary's rules, which the pages print
-ENV.globals.update({note: getattr(RULES, note) for note in ("VERDICT_RULES", "NON_SEED_RULES", "SEED_INTERVAL_NOTE")})
 
 
 def render(template: str, **data: Any) -> str:
@@ -81,6 +79,11 @@ def words(template: str, **data: Any) -> Any:
 
 
 PROVENANCE = words("_provenance.md.j2")  # the macros that word a page's provenance
+
+
+def said(verdict: Verdict) -> str:
+    """``verdict`` in the ledger's words: templates/_verdicts.j2's ``said``, as a page's template prints it."""
+    return str(words("_verdicts.j2").said(verdict))
 
 
 def shown_path(path: str | Path) -> str:

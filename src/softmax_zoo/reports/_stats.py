@@ -6,14 +6,10 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from enum import Enum
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 from scipy import stats
-
-if TYPE_CHECKING:
-    from ._verdicts import VerdictKind  # that module builds its texts on this one
 
 
 def mean_ci(values: Sequence[float], confidence: float = 0.95) -> tuple[float, float, int]:
@@ -128,6 +124,11 @@ class DeltaInterval:
         return half / float(stats.norm.ppf((1 + self.confidence) / 2))
 
     @property
+    def detectable_factor(self) -> float:
+        """The smallest Δ one run per arm detects per unit of between-seed SD: :func:`min_detectable_delta` of 1 (2.80 at 95%)."""
+        return min_detectable_delta(1.0, self.confidence)
+
+    @property
     def min_detectable_delta(self) -> float:
         """:func:`min_detectable_delta` of the between-seed SD (95%, power 0.8: 2.80 · SD); nan for one seed."""
         return min_detectable_delta(self.sd, self.confidence)
@@ -212,43 +213,26 @@ class LinearTrend:
         return _t_interval(self.slope, float(stats.linregress(self.x, self.y).stderr), self.n_points - 2, self.confidence)
 
 
-class EquivalenceKind(Enum):
-    EQUIVALENT = "equivalent"
-    NOT_EQUIVALENT = "not equivalent"
-    INCONCLUSIVE = "inconclusive"
-
-
 @dataclass(frozen=True)
-class Equivalence:
-    """A two-sided "comparable" / "close" claim: |Δ| < margin, tested by TOST at ``alpha``."""
+class Tost:
+    """Two one-sided tests of |Δ| < ``margin`` at ``alpha``: the numbers an equivalence verdict is decided on."""
 
-    verdict: EquivalenceKind | VerdictKind  # below MIN_SEEDS seeds: VerdictKind.SINGLE_RUN / TOO_FEW_SEEDS
     delta: float  # the estimate of Δ
-    tost_interval: tuple[float, float]  # at 1 − 2α
-    interval: tuple[float, float]  # at 1 − α
-    p_value: float  # TOST: the larger of the two one-sided p-values
+    tost_interval: tuple[float, float]  # at 1 − 2α: inside ±margin is equivalence
+    interval: tuple[float, float]  # at 1 − α: wholly outside ±margin is non-equivalence
+    p_value: float  # the larger of the two one-sided p-values
     margin: float
-    margin_source: str  # where the margin comes from, printed with it
     alpha: float
     method: str
 
 
-def equivalence(delta: DeltaInterval, margin: float, margin_source: str, alpha: float = 0.05) -> Equivalence:
-    """TOST of |Δ| < ``margin`` at ``alpha``: EQUIVALENT iff the 1 − 2α interval lies inside ±margin, NOT_EQUIVALENT
-    when the 1 − α interval lies outside it."""
-    if not margin > 0 or not margin_source.strip():
-        raise ValueError(f"an equivalence claim needs a margin > 0 and its source, got {margin} from {margin_source!r}")
-    tost, two_sided = delta.at(1 - 2 * alpha), delta.at(1 - alpha)
+def tost(delta: DeltaInterval, margin: float, alpha: float = 0.05) -> Tost:
+    """TOST of |Δ| < ``margin`` (> 0: :class:`._compare.Comparison` validates it with its source) at ``alpha``."""
+    tost_interval, two_sided = delta.at(1 - 2 * alpha), delta.at(1 - alpha)
     with np.errstate(divide="ignore"):  # se = 0: t = ±inf, p = 0 or 1
         low_t, high_t = (np.float64(delta.delta) + margin) / delta.se, (np.float64(delta.delta) - margin) / delta.se
     p = max(float(stats.t.sf(low_t, delta.df)), float(stats.t.cdf(high_t, delta.df)))
-    from ._verdicts import too_few  # the vocabulary's rule on seeds; that module builds on this one
-
-    kind = too_few(delta.n) or (
-        EquivalenceKind.EQUIVALENT if -margin < tost[0] and tost[1] < margin
-        else EquivalenceKind.NOT_EQUIVALENT if two_sided[0] >= margin or two_sided[1] <= -margin
-        else EquivalenceKind.INCONCLUSIVE)
-    return Equivalence(kind, delta.delta, tost, two_sided, p, margin, margin_source, alpha, f"TOST at α={alpha:g} on {delta.method}")
+    return Tost(delta.delta, tost_interval, two_sided, p, margin, alpha, f"TOST at α={alpha:g} on {delta.method}")
 
 
 def holm(p_values: Sequence[float]) -> tuple[float, ...]:

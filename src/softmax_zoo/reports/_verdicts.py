@@ -1,18 +1,20 @@
-"""The claims ledger's verdict vocabulary, defined once: what a delta over seeds lets a row say.
+"""The claims ledger's verdicts, decided once: what a delta over seeds lets a row say.
 
-This module decides each :class:`VerdictKind`; the words, and the rules they follow (``VERDICT_RULES``,
-``NON_SEED_RULES``), are templates/_verdicts.j2's. A :class:`Verdict` prints as its text.
+A :class:`Verdict` is data: its :class:`VerdictKind`, the :class:`Form` of the test that decided it, and the numbers
+behind it. It has no text: templates/_verdicts.j2's ``said(verdict)`` words it, by the macro its form names, and states
+the rules they follow (``VERDICT_RULES``, ``NON_SEED_RULES``). A new form is a :class:`Form` member, the function here
+that decides its kind, and the macro of that name.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
 
-from ._stats import DeltaInterval, Equivalence, EquivalenceKind, LinearTrend, min_detectable_delta, seeds_label
+from ._stats import DeltaInterval, LinearTrend, tost
 
 MIN_SEEDS = 3  # seeds a verdict of supported / contradicts / inconclusive needs
 
@@ -28,24 +30,29 @@ class VerdictKind(Enum):
     BY_CONSTRUCTION = "by construction"
 
 
+class Form(Enum):
+    """The test a verdict was decided by; its value names the macro of templates/_verdicts.j2 that words it."""
+
+    SIGN = "sign"  # Δ has the claimed sign: its interval over seeds excludes 0 on the claim's side
+    EQUIVALENCE = "equivalence"  # |Δ| < a stated margin: TOST
+    GRID = "grid"  # every member of a grid: Holm-adjusted intervals, or each member's TOST
+    TREND = "trend"  # a slope has the claimed sign
+    NO_INTERVAL = "no_interval"  # a rule with no interval over seeds, which decides nothing
+    NOT_TESTED = "not_tested"
+    DETERMINISTIC = "deterministic"  # a computation without training or seeds
+    BY_CONSTRUCTION = "by_construction"  # a design property and the test that checks it
+
+
 @dataclass(frozen=True)
 class Verdict:
+    """A row's verdict as data: ``kind``, the ``form`` that decided it and ``data``, the keyword arguments of its macro."""
+
     kind: VerdictKind
-    text: str  # the ledger's verdict cell; starts with kind.value
+    form: Form
+    data: Mapping[str, Any] = field(default_factory=dict)
 
     def __str__(self) -> str:
-        return self.text
-
-
-def _words(macro: str, *args: Any, **data: Any) -> str:
-    """templates/_verdicts.j2's ``macro`` filled with ``args`` and ``data``."""
-    from ._pages import words  # _pages builds its filters on this module
-
-    return str(getattr(words("_verdicts.j2"), macro)(*args, **data))
-
-
-def _say(kind: VerdictKind, macro: str, *args: Any, **data: Any) -> Verdict:
-    return Verdict(kind, _words(macro, kind.value, *args, **data))
+        raise TypeError(f"a verdict has no text of its own: templates/_verdicts.j2's said() words it ({self.kind}, {self.form})")
 
 
 def too_few(n: int) -> VerdictKind | None:
@@ -76,40 +83,30 @@ def claimed_direction(paper_delta: float) -> int:
 
 def not_tested(reason: str) -> Verdict:
     """"not tested: <reason>", e.g. reason "needs scale=paper"."""
-    return _say(VerdictKind.NOT_TESTED, "not_tested", reason)
+    return Verdict(VerdictKind.NOT_TESTED, Form.NOT_TESTED, {"reason": reason})
 
 
 def deterministic(result: str, matches: bool, *, where: str) -> Verdict:
     """A computation without training or seeds, and ``where`` it ran (e.g. "torch 2.13.0, CPU, float32")."""
-    return _say(VerdictKind.DETERMINISTIC, "deterministic", result, matches, where)
+    return Verdict(VerdictKind.DETERMINISTIC, Form.DETERMINISTIC, {"result": result, "matches": matches, "where": where})
 
 
 def by_construction(how: str, test: str) -> Verdict:
     """A design property, ``how``, and ``test``, the pytest node id that checks it."""
     if "::test_" not in test:
         raise ValueError(f"test must be a pytest node id (path::test_name), got {test!r}")
-    return _say(VerdictKind.BY_CONSTRUCTION, "by_construction", how, test)
+    return Verdict(VerdictKind.BY_CONSTRUCTION, Form.BY_CONSTRUCTION, {"how": how, "test": test})
 
 
-def no_interval_verdict(seeds: Sequence[int], result: str, *, single: str = "", many: str = "") -> Verdict:
-    """The verdict of a rule with no interval over seeds (a ratio of mean gaps, a reach), which decides nothing."""
-    kind = too_few(len(seeds)) or VerdictKind.INCONCLUSIVE
-    return _say(kind, "no_interval", seeds_label(seeds), result, single=single, many=many)
+def no_interval_verdict(seeds: Sequence[int]) -> Verdict:
+    """The verdict of a rule with no interval over ``seeds`` (a ratio of mean gaps, a reach), which decides nothing;
+    the template words its result."""
+    return Verdict(too_few(len(seeds)) or VerdictKind.INCONCLUSIVE, Form.NO_INTERVAL, {"seeds": list(seeds)})
 
 
 def verdict(delta: DeltaInterval, direction: int, *, digits: int = 2) -> Verdict:
     """The verdict on a claim that Δ has sign ``direction`` (:func:`claimed_direction` of the paper's Δ)."""
-    return _say(decide(delta.interval, direction, delta.n), "verdict", delta, digits)
-
-
-def seed_summary(delta: DeltaInterval, *, digits: int = 2) -> str:
-    """The "ours" cell of a paired claim: Δ per seed, its interval over seeds, the between-seed SD and item standard error."""
-    return _words("seed_summary", delta, digits)
-
-
-def detectability(delta: DeltaInterval, paper_delta: float, *, digits: int = 2) -> str:
-    """What one run per arm detects (:func:`._stats.min_detectable_delta` of our between-seed SD) beside the paper's Δ."""
-    return _words("detectability", delta, paper_delta, digits, min_detectable_delta(1.0, delta.confidence))
+    return Verdict(decide(delta.interval, direction, delta.n), Form.SIGN, {"d": delta, "digits": digits})
 
 
 def trend_verdict(trend: LinearTrend, seeds_per_point: Sequence[int], direction: int, *, unit: str, digits: int = 3,
@@ -118,20 +115,18 @@ def trend_verdict(trend: LinearTrend, seeds_per_point: Sequence[int], direction:
     ``label`` (e.g. "seeds 0, 1, 2") names the seeds behind each point after the kind."""
     fewest = min(seeds_per_point)
     kind = decide(trend.interval, direction, fewest if trend.n_points >= MIN_SEEDS else MIN_SEEDS - 1)
-    return _say(kind, "trend_verdict", trend, unit, digits, fewest, label)
+    return Verdict(kind, Form.TREND, {"t": trend, "unit": unit, "digits": digits, "fewest": fewest, "label": label})
 
 
-def equivalence_kind(eq: Equivalence) -> VerdictKind:
-    """The ledger's kind of a TOST result: supported when equivalent, contradicts when not, else inconclusive."""
-    if isinstance(eq.verdict, VerdictKind):
-        return eq.verdict
-    return {EquivalenceKind.EQUIVALENT: VerdictKind.SUPPORTED, EquivalenceKind.NOT_EQUIVALENT: VerdictKind.CONTRADICTS,
-            EquivalenceKind.INCONCLUSIVE: VerdictKind.INCONCLUSIVE}[eq.verdict]
-
-
-def equivalence_verdict(eq: Equivalence, label: str, span: str | None = None, *, digits: int = 2) -> Verdict:
-    """The verdict on a "close" claim, |Δ| < margin, by :func:`equivalence_kind`; ``span`` replaces Δ and its interval."""
-    return _say(equivalence_kind(eq), "equivalence_verdict", label, eq, span, digits)
+def equivalence_verdict(delta: DeltaInterval, margin: float, source: str, alpha: float = 0.05, *, digits: int = 2) -> Verdict:
+    """The verdict on a "close" claim, |Δ| < ``margin`` (from ``source``), by TOST at ``alpha``: supported when the 1 − 2α
+    interval lies inside ±margin, contradicts when the 1 − α interval lies outside it, else inconclusive."""
+    test = tost(delta, margin, alpha)
+    kind = too_few(delta.n) or (
+        VerdictKind.SUPPORTED if -margin < test.tost_interval[0] and test.tost_interval[1] < margin
+        else VerdictKind.CONTRADICTS if test.interval[0] >= margin or test.interval[1] <= -margin
+        else VerdictKind.INCONCLUSIVE)
+    return Verdict(kind, Form.EQUIVALENCE, {"label": delta.label, "eq": test, "source": source, "digits": digits})
 
 
 def grid_verdict(kinds: Mapping[Any, VerdictKind], label: str, *, name: str = "k", **about: Any) -> Verdict:
@@ -140,4 +135,5 @@ def grid_verdict(kinds: Mapping[Any, VerdictKind], label: str, *, name: str = "k
     found = set(kinds.values())
     order = (VerdictKind.SINGLE_RUN, VerdictKind.TOO_FEW_SEEDS, VerdictKind.CONTRADICTS, VerdictKind.INCONCLUSIVE)
     kind = next((k for k in order if k in found), VerdictKind.SUPPORTED)
-    return _say(kind, "grid", label, name, [key for key, k in kinds.items() if k is kind], len(kinds), **about)
+    keys = [key for key, k in kinds.items() if k is kind]
+    return Verdict(kind, Form.GRID, {"label": label, "name": name, "keys": keys, "m": len(kinds), **about})

@@ -166,7 +166,8 @@ def task_claims(task: str, groups: Groups, *, finetuned: bool = False) -> list[d
                      "k20": mean_ci(metric(k20, F1)), "seeds": best.seeds, "deltas": deltas, "verdict": found})
         stable = Grid({k: compare(STABLE, k20, sparse[k]) for k in others})
         rows.append({"kind": "stable-k", "id": f"fig2-{tag}stable-k-{task}", "seeds": stable.seeds, "margin": STABLE.margin,
-                     "tost": {k: c.equivalence() for k, c in stable.compared.items()}, "verdict": stable.decide()[0]})
+                     "tost": {k: c.verdict().data["eq"] for k, c in stable.compared.items()},
+                     "verdict": stable.decide()[0]})
     if k20 and task in PAPER_F1:
         in_scope = metric(k20, "test/in_scope_accuracy")
         rows.append({"kind": "f1", "id": f"fig2-{tag}{task}-f1", "paper": PAPER_F1[task], "k20": mean(metric(k20, F1)),

@@ -180,11 +180,12 @@ def closeness(summary: dict[str, dict[str, Any]], speed: float, ratio: float) ->
     test ppl (softmax), paired by seed; the speed-up beside it, without a verdict."""
     softmax, adaptive = (dict(zip(summary[h]["seeds"], map(math.log, summary[h]["test"]))) for h in ("softmax", "adaptive"))
     compared = compare_values(CLOSE, softmax, adaptive)
-    result = compared.equivalence()
+    decided = compared.verdict()
+    result = decided.data["eq"]  # CLOSE has a margin: a TOST
     exp = lambda interval: tuple(math.exp(x) for x in interval)  # noqa: E731  (log ratio -> ratio)
     return {"seeds": list(compared.delta.seeds), "speed": speed, "ratio": ratio, "test": result, "geo": math.exp(result.delta),
             "tost": exp(result.tost_interval), "interval": exp(result.interval), "margin": (1 / CLOSE_RATIO, CLOSE_RATIO),
-            "kind": compared.verdict().kind}
+            "verdict": decided, "kind": decided.kind}
 
 
 def approximations(summary: dict[str, dict[str, Any]], speed: dict[str, float],
