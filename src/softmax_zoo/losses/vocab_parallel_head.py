@@ -50,6 +50,7 @@ from .vocab_parallel import (
     linear_call,
     linear_loss,
     reduce_from_shards,
+    refuse_loss_options,
     shard_row_loss,
 )
 from .vocab_parallel_sampled import check_sampler, draw_negatives
@@ -68,12 +69,10 @@ def _refusal(head) -> Exception | None:
             check_sampler(head.sampler)
         except TypeError as refused:
             return refused
-    given = head.options.given(head.class_weight)
-    if given:
-        return ValueError(
-            f"{type(head).__name__} with {', '.join(given)} has no vocabulary-parallel form yet: those options "
-            "need the log-normaliser and the prediction across every shard; build the head without them"
-        )
+    try:
+        refuse_loss_options(head, type(head).__name__)
+    except ValueError as refused:
+        return refused
     return None
 
 
