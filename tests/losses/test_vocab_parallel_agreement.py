@@ -85,6 +85,13 @@ def check_one_bad_rank_raises_on_every_rank(rank, world_size):
         h, part, t, shard, C, chunk_size=4 if last else None), r"disagree on chunk_size \(0: None")
     _same_error_everywhere(lambda: vocab_parallel_linear_cross_entropy(
         h, part, t, shard, C, chunk_size=0 if last else 3), "chunk_size must be >= 1")
+    # a bad variant name or keyword on one rank: read before the group agrees
+    _same_error_everywhere(lambda: vocab_parallel_linear_cross_entropy(
+        h, part, t, shard, C, loss="sparse_softmax", k=0 if last else 3), "k must be >= 1, got 0")
+    _same_error_everywhere(lambda: vocab_parallel_cross_entropy(
+        h @ part.T, t, shard, C, loss="nope" if last else "softmax"), "no loss variant 'nope' is registered")
+    _same_error_everywhere(lambda: vocab_parallel_cross_entropy(
+        h @ part.T, t, shard, C, **({"z_loss": 1e-4} if last else {})), "loss='softmax' with z_loss has no vocabulary-parallel")
     z = h @ part.T
     _same_error_everywhere(lambda: vocab_parallel_stable_kd_loss(z, z.float() if last else z, shard),
                            "teacher_logits .* must match student_logits")
