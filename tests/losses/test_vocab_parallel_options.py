@@ -122,13 +122,22 @@ def test_the_logits_function_refuses_a_linear_argument(shard, argument):
         vocab_parallel_cross_entropy(h @ w.T, t, shard, C, **{argument: 3})
 
 
-def test_the_linear_functions_share_their_defaults():
-    """``loss``, ``chunk_size`` ("auto": sized from the global C, the same on every rank), ``ignore_index``, ``reduction``."""
-    one = inspect.signature(losses.linear_cross_entropy).parameters
-    split = inspect.signature(vocab_parallel_linear_cross_entropy).parameters
-    for name in ("bias", "loss", "chunk_size", "ignore_index", "reduction"):
-        assert split[name].default == one[name].default, name
-    assert split["chunk_size"].default == "auto"
+@pytest.mark.parametrize("one, split", [
+    (losses.linear_cross_entropy, vocab_parallel_linear_cross_entropy),
+    (losses.linear_kd_loss, losses.vocab_parallel_linear_kd_loss),
+    (losses.stable_kd_loss, losses.vocab_parallel_stable_kd_loss),
+], ids=lambda f: f.__name__)
+def test_each_vocabulary_parallel_function_takes_its_one_process_keywords_and_defaults(one, split):
+    """The same keyword-only arguments with the same defaults (``chunk_size="auto"``, sized from the
+    global C, the same on every rank), and the variant's keywords for the cross-entropy."""
+    def keywords(f):
+        return {n: p.default for n, p in inspect.signature(f).parameters.items() if p.kind in (p.KEYWORD_ONLY, p.VAR_KEYWORD)}
+
+    assert keywords(split) == keywords(one)
+
+
+def test_the_functions_default_to_the_softmax_in_auto_chunks():
+    assert inspect.signature(vocab_parallel_linear_cross_entropy).parameters["chunk_size"].default == "auto"
     assert inspect.signature(vocab_parallel_cross_entropy).parameters["loss"].default == "softmax"
 
 
