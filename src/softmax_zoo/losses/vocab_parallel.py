@@ -25,7 +25,7 @@ identity backward). The weight shard's gradient is G_r^T h, its own rows only.
 
 No call leaves a rank waiting: before its first collective, each call checks its arguments on
 every rank and the group agrees in one all_reduce (:func:`agree`: any rank's error, a
-disagreement on N or on the chunking), so a bad argument, shard (:meth:`VocabShard.check`) or
+disagreement on N, on the loss and its options or on the chunking), so a bad argument, shard (:meth:`VocabShard.check`) or
 refused head on one rank raises the same error on every rank. ``chunk_size="auto"`` is sized from
 the global C and the least budget of the group's devices, so every rank cuts the same chunks.
 
@@ -39,6 +39,7 @@ ties, as the single-process heads do.
 from __future__ import annotations
 
 import warnings
+import zlib
 from dataclasses import dataclass
 
 import torch
@@ -517,6 +518,20 @@ def variant_rows(loss, num_classes: int, options: dict) -> RowLoss:
     return head.row_loss()
 
 
+#: How :func:`agree` names the loss the ranks compare (:func:`loss_fingerprint`).
+SAME_LOSS = "the loss (a CRC of its row loss's class and options)"
+
+
+def loss_fingerprint(rows: RowLoss | None) -> int:
+    """A CRC of a single-process row loss's class and options, which the ranks compare
+    (:func:`agree`, :data:`SAME_LOSS`) so that a variant or an option that differs from rank to
+    rank is an error on every rank, not collectives that do not match; 0 for None (a rank whose
+    arguments failed, whose error ``agree`` raises first)."""
+    if rows is None:
+        return 0
+    return zlib.crc32(repr((type(rows).__qualname__, sorted(vars(rows).items()))).encode())
+
+
 def _unset(value) -> bool:
     """Whether an option is off: None, False or 0 (an option the sharded forms do not know is then harmless)."""
     return value is None or (isinstance(value, (bool, int, float)) and not value)
@@ -557,13 +572,15 @@ def vocab_parallel_cross_entropy(
     Raises:
         ValueError: on every rank of the group, when any rank's arguments are bad (:func:`agree`).
     """
-    rows, error = None, None
+    base, rows, error = None, None, None
     try:
-        rows = shard_row_loss(variant_rows(loss, num_classes, variant_options), shard, num_classes)
+        base = variant_rows(loss, num_classes, variant_options)
+        rows = shard_row_loss(base, shard, num_classes)
         keep, safe = rows.check_inputs(logits, target, ignore_index, reduction)
     except (ValueError, TypeError) as bad:
         error = bad
-    agree(shard.group, logits.device, error, same={"the number of rows N": _num_rows(logits)})
+    agree(shard.group, logits.device, error,
+          same={"the number of rows N": _num_rows(logits), SAME_LOSS: loss_fingerprint(base)})
     return rows.reduced(logits, safe, keep, reduction)
 
 
@@ -597,10 +614,11 @@ def _check_linear(hidden, weight, bias, target, shard: VocabShard, chunk_size, r
 
 
 def linear_call(hidden, weight, bias, target, shard: VocabShard, num_classes: int, *, chunk_size, ignore_index: int,
-                reduction: str, error: Exception | None = None, path: int = 0) -> LinearCall:
+                reduction: str, error: Exception | None = None, path: int = 0, loss_id: int = 0) -> LinearCall:
     """This rank's checks of a linear call's arguments, then the group's agreement (:func:`agree`):
     any rank's error is raised on every rank, and so is a disagreement on N, on ``path`` (the
-    caller's branch, e.g. sampled training or not) or on ``chunk_size``.
+    caller's branch, e.g. sampled training or not), on ``loss_id`` (:func:`loss_fingerprint`) or
+    on ``chunk_size``.
 
     ``chunk_size="auto"`` cuts the rows as one process would for all C classes on the device with
     the least budget of the group (``memory.chunk_logits`` of a (C, d) weight, the least over the
@@ -622,6 +640,7 @@ def linear_call(hidden, weight, bias, target, shard: VocabShard, num_classes: in
         auto = auto_chunk_size(hidden.shape[0], num_classes, chunk_logits(hidden.device, num_classes * d))
     agreed = agree(shard.group, hidden.device, error,
                    same={"the number of rows N": _num_rows(hidden), "the call's path": path,
+                         SAME_LOSS: loss_id,
                          "chunk_size (0: None, 1: rows, 2: auto)": mode, "chunk_size's rows": fixed},
                    least={"auto": auto})
     return LinearCall(keep, safe, {0: None, 1: fixed, 2: agreed["auto"]}[mode])
@@ -673,11 +692,12 @@ def vocab_parallel_linear_cross_entropy(
     Raises:
         ValueError: on every rank of the group, when any rank's arguments are bad (:func:`agree`).
     """
-    rows, error = None, None
+    base, rows, error = None, None, None
     try:
-        rows = shard_row_loss(variant_rows(loss, num_classes, variant_options), shard, num_classes)
+        base = variant_rows(loss, num_classes, variant_options)
+        rows = shard_row_loss(base, shard, num_classes)
     except (ValueError, TypeError) as bad:
         error = bad
     call = linear_call(hidden, weight, bias, target, shard, num_classes, chunk_size=chunk_size,
-                       ignore_index=ignore_index, reduction=reduction, error=error)
+                       ignore_index=ignore_index, reduction=reduction, error=error, loss_id=loss_fingerprint(base))
     return linear_loss(rows, hidden, weight, bias, call, reduction)

@@ -49,6 +49,7 @@ from .vocab_parallel import (
     copy_to_shards,
     linear_call,
     linear_loss,
+    loss_fingerprint,
     reduce_from_shards,
     refuse_loss_options,
     shard_row_loss,
@@ -123,15 +124,17 @@ class VocabParallelHead(OutputHead):
         except ValueError as bad:
             error = bad
         sampled = isinstance(self.head, SampledSoftmaxHead) and self.training
-        rows = None
+        base = rows = None
         if not sampled and error is None:
             try:
-                rows = shard_row_loss(self._train_rows(), self.shard, self.num_classes)
+                base = self._train_rows()
+                rows = shard_row_loss(base, self.shard, self.num_classes)
             except ValueError as bad:
                 error = bad
         call = linear_call(h, self.weight, self.bias, t, self.shard, self.num_classes,
                            chunk_size=None if sampled else getattr(self.head, "chunk_size", None),
-                           ignore_index=self.ignore_index, reduction=self.reduction, error=error, path=int(sampled))
+                           ignore_index=self.ignore_index, reduction=self.reduction, error=error, path=int(sampled),
+                           loss_id=loss_fingerprint(base))
         if sampled:
             loss = self._sampled_loss(h, call)
         else:
