@@ -8,15 +8,14 @@ import torch
 import torch.distributed as dist
 from torch.testing import assert_close
 
-from softmax_zoo.losses import stable_kd_loss
+from softmax_zoo.losses import softmax_cross_entropy, sparse_softmax_cross_entropy, stable_cross_entropy, stable_kd_loss
 from softmax_zoo.losses.softmax import SoftmaxRows
-from softmax_zoo.losses.sparse import SparseRows
-from softmax_zoo.losses.stable import StableRows
 from softmax_zoo.losses.vocab_parallel import (
     VocabShard,
     copy_to_shards,
     reduce_from_shards,
     shard_row_loss,
+    vocab_parallel_cross_entropy,
     vocab_parallel_linear_cross_entropy,
 )
 from softmax_zoo.losses.vocab_parallel_kd import vocab_parallel_stable_kd_loss
@@ -24,11 +23,13 @@ from softmax_zoo.losses.vocab_parallel_kd import vocab_parallel_stable_kd_loss
 from .ranks import single_process_group
 
 C, D, N = 7, 3, 5
-ROW_LOSSES = {
-    "softmax": lambda: SoftmaxRows(0.1),
-    "stable": lambda: StableRows(0.1),
-    "sparse": lambda: SparseRows(3, 0.1),
-    "sparse-options": lambda: SparseRows(3, 0.1, smoothing_over="all", target_in_support=True),
+# case -> (the variant's name, its plain function on logits, the keywords both take)
+VARIANTS = {
+    "softmax": ("softmax", softmax_cross_entropy, {"label_smoothing": 0.1}),
+    "stable": ("stable_softmax", stable_cross_entropy, {"label_smoothing": 0.1}),
+    "sparse": ("sparse_softmax", sparse_softmax_cross_entropy, {"k": 3, "label_smoothing": 0.1}),
+    "sparse-options": ("sparse_softmax", sparse_softmax_cross_entropy,
+                       {"k": 3, "label_smoothing": 0.1, "smoothing_over": "all", "target_in_support": True}),
 }
 
 
@@ -49,23 +50,30 @@ def _inputs():
 
 
 @pytest.mark.parametrize("chunk_size", [None, 2])
-@pytest.mark.parametrize("name", ROW_LOSSES)
-def test_sharded_row_losses(group, name, chunk_size):
+@pytest.mark.parametrize("case", VARIANTS)
+def test_sharded_row_losses(group, case, chunk_size):
+    """The variant by its name and keywords, the plain function's names: gradcheck, and values and
+    gradients equal to that function's on the whole logits."""
+    name, plain, options = VARIANTS[case]
     h, w, b, t = _inputs()
     shard = VocabShard(0, C)
 
     def sharded(h, w, b, reduction="sum"):
-        return vocab_parallel_linear_cross_entropy(h, w, t, shard, C, bias=b, loss=ROW_LOSSES[name](),
-                                                   chunk_size=chunk_size, reduction=reduction)
+        return vocab_parallel_linear_cross_entropy(h, w, t, shard, C, bias=b, loss=name, chunk_size=chunk_size,
+                                                   reduction=reduction, **options)
 
     assert torch.autograd.gradcheck(sharded, (h, w, b))
     logits = torch.nn.functional.linear(h, w, b)
-    expected = ROW_LOSSES[name]().on_logits(logits, t, reduction="none")
+    expected = plain(logits, t, reduction="none", **options)
     got = sharded(h, w, b, reduction="none")
     assert_close(got, expected)
     upstream = torch.arange(1.0, N + 1, dtype=torch.float64)
     assert_close(torch.autograd.grad((got * upstream).sum(), (h, w, b)),
                  torch.autograd.grad((expected * upstream).sum(), (h, w, b)))
+    z = logits.detach().requires_grad_(True)  # on given logits
+    assert torch.autograd.gradcheck(lambda z: vocab_parallel_cross_entropy(z, t, shard, C, loss=name, reduction="sum",
+                                                                           **options), (z,))
+    assert_close(vocab_parallel_cross_entropy(z, t, shard, C, loss=name, reduction="none", **options), expected)
 
 
 @pytest.mark.parametrize("scale", [1.0, 500.0])  # 500: centred differences past ln(largest float64), the log-space rows

@@ -36,6 +36,12 @@ Vocabulary-parallel (each rank holds rows [start, stop) of the output weight; to
     VocabParallelHead(head, VocabShard(start, stop, group)), vocab_parallel_cross_entropy,
     vocab_parallel_linear_cross_entropy, vocab_parallel_stable_kd_loss, vocab_parallel_linear_kd_loss
 
+Every entry point names a variant and sets it the same way: its registered name and its head's
+keywords (``SparseSoftmaxHead(d, C, k=20)``, ``sparse_softmax_cross_entropy(logits, target, k=20)``,
+``linear_cross_entropy(..., loss="sparse_softmax", k=20)``,
+``vocab_parallel_linear_cross_entropy(hidden, weight_rows, target, shard, C, loss="sparse_softmax", k=20)``);
+the row-loss classes behind them are internal.
+
 The registry of variants (:mod:`softmax_zoo.losses.registry`; a head registers where it is
 defined, under its loss config's name)::
 

@@ -25,7 +25,7 @@ identity backward). The weight shard's gradient is G_r^T h, its own rows only.
 
 No call leaves a rank waiting: before its first collective, each call checks its arguments on
 every rank and the group agrees in one all_reduce (:func:`agree`: any rank's error, a
-disagreement on N or on the chunking), so a bad argument, shard (:meth:`VocabShard.check`) or
+disagreement on N, on the loss and its options or on the chunking), so a bad argument, shard (:meth:`VocabShard.check`) or
 refused head on one rank raises the same error on every rank. ``chunk_size="auto"`` is sized from
 the global C and the least budget of the group's devices, so every rank cuts the same chunks.
 
@@ -38,6 +38,8 @@ ties, as the single-process heads do.
 
 from __future__ import annotations
 
+import warnings
+import zlib
 from dataclasses import dataclass
 
 import torch
@@ -54,8 +56,9 @@ from ._core import (
 )
 from .chunked import _ChunkedLinearLoss, auto_chunk_size, check_chunk_size, chunked_pass
 from .memory import chunk_logits
+from .registry import variant
 from .row_loss import RowLoss, SparseGrad
-from .softmax import SoftmaxRows
+from .softmax import SoftmaxHead, SoftmaxRows
 from .sparse import SparseRows
 from .stable import StableRows, _sigmoid
 from .streaming import topk_lowest_index
@@ -453,6 +456,82 @@ def shard_row_loss(row_loss: RowLoss, shard: VocabShard, num_classes: int) -> Sh
     return cls(shard, num_classes, **{k: options[k] for k in cls.options})
 
 
+#: The variant name of each single-process row loss with a sharded form (the deprecated ``loss=<RowLoss>`` form's).
+ROW_LOSS_VARIANTS: dict[type, str] = {SoftmaxRows: "softmax", StableRows: "stable_softmax", SparseRows: "sparse_softmax"}
+
+#: A head's arguments that are not options of a loss on given logits.
+NOT_LOSS_OPTIONS = ("weight", "bias", "chunk_size")
+
+
+def refuse_loss_options(head: SoftmaxHead, what: str) -> None:
+    """Raise ``ValueError`` naming the loss options (``options.py``) set on ``head``: none has a
+    vocabulary-parallel form yet. ``what``: the call or head they were given to, for the message."""
+    given = head.options.given(head.class_weight)
+    if given:
+        raise ValueError(
+            f"{what} with {', '.join(given)} has no vocabulary-parallel form yet: those options need the "
+            "log-normaliser and the prediction across every shard; leave them out"
+        )
+
+
+def variant_rows(loss, num_classes: int, options: dict) -> RowLoss:
+    """The row loss of the variant named ``loss`` with its keyword ``options`` (``k=20``,
+    ``label_smoothing=0.1``, ...): its head's ``row_loss()``, so that a name and its keywords mean
+    here what they mean in the head, ``linear_cross_entropy`` and ``use_head`` (sparse at k = C is
+    the softmax; a bad or unknown option is the head's error). The vocabulary-parallel functions'
+    one reading of their ``loss`` and keywords.
+
+    Deprecated forms, still run, with a ``DeprecationWarning`` at the caller's call: ``loss=None``
+    (the softmax) and a row-loss object, ``loss=SparseRows(k, eps, smoothing_over, target_in_support)``.
+    """
+    if loss is None or isinstance(loss, RowLoss):
+        name = "softmax" if loss is None else ROW_LOSS_VARIANTS.get(type(loss), "<variant name>")
+        given = "" if loss is None else "".join(f", {k}={v!r}" for k, v in vars(loss).items())
+        old = "loss=None" if loss is None else f"loss={type(loss).__name__}(...)"
+        if options:
+            raise ValueError(f"{old} takes no keywords {sorted(options)}: pass loss={name!r} with them")
+        warnings.warn(
+            f"{old} is deprecated: pass the variant's name and its keywords, loss={name!r}{given}, "
+            "as linear_cross_entropy and the heads take them", DeprecationWarning, stacklevel=3,
+        )
+        return SoftmaxRows() if loss is None else loss
+    if not isinstance(loss, str):
+        raise TypeError(f"loss must be a variant name, one of {sorted(ROW_LOSS_VARIANTS.values())}, got {loss!r}")
+    try:
+        cls = variant(loss).head
+    except KeyError as unknown:
+        raise ValueError(unknown.args[0]) from None
+    if not issubclass(cls, SoftmaxHead):
+        raise ValueError(
+            f"loss {loss!r} is not a logit-level variant (a SoftmaxHead); the vocabulary-parallel functions take "
+            f"{sorted(ROW_LOSS_VARIANTS.values())}, and a sampled head splits as VocabParallelHead(SampledSoftmaxHead(...), shard)"
+        )
+    for name in NOT_LOSS_OPTIONS:
+        if name in options:
+            raise TypeError(f"{name}= is not an option of loss {loss!r} on given logits; the loss options are the head's")
+    try:  # the head's own checks of its options; its logits never exist, its weight is a (C, 1) meta tensor
+        weight = torch.empty(max(int(num_classes), 0), 1, device="meta")  # num_classes < 2: the head says so
+        head = cls(1, num_classes, weight=weight, bias=False, **options)
+    except TypeError as bad:  # a keyword the head does not take, or one it needs
+        raise TypeError(f"loss={loss!r}: {bad}") from None
+    refuse_loss_options(head, f"loss={loss!r}")
+    return head.row_loss()
+
+
+#: How :func:`agree` names the loss the ranks compare (:func:`loss_fingerprint`).
+SAME_LOSS = "the loss (a CRC of its row loss's class and options)"
+
+
+def loss_fingerprint(rows: RowLoss | None) -> int:
+    """A CRC of a single-process row loss's class and options, which the ranks compare
+    (:func:`agree`, :data:`SAME_LOSS`) so that a variant or an option that differs from rank to
+    rank is an error on every rank, not collectives that do not match; 0 for None (a rank whose
+    arguments failed, whose error ``agree`` raises first)."""
+    if rows is None:
+        return 0
+    return zlib.crc32(repr((type(rows).__qualname__, sorted(vars(rows).items()))).encode())
+
+
 def _unset(value) -> bool:
     """Whether an option is off: None, False or 0 (an option the sharded forms do not know is then harmless)."""
     return value is None or (isinstance(value, (bool, int, float)) and not value)
@@ -469,9 +548,10 @@ def vocab_parallel_cross_entropy(
     shard: VocabShard,
     num_classes: int,
     *,
-    loss: RowLoss | None = None,
+    loss: str = "softmax",
     ignore_index: int = -100,
     reduction: str = "mean",
+    **variant_options,
 ) -> torch.Tensor:
     """The loss of this rank's logits (N, C_r) of a vocabulary split over ``shard.group``.
 
@@ -479,8 +559,12 @@ def vocab_parallel_cross_entropy(
         logits: (N, stop − start), the columns [start, stop) of the (N, C) logits.
         target: (N,) global class ids, the same on every rank; ``ignore_index`` rows count for nothing.
         shard: this rank's :class:`VocabShard`. num_classes: C.
-        loss: the single-process row loss whose sharded form to run (default: the softmax,
-            ``SoftmaxRows()``), e.g. ``StableRows(0.1)``, ``SparseRows(k=20)``.
+        loss: the variant's registered name, as in :func:`~softmax_zoo.losses.linear_cross_entropy`:
+            "softmax", "stable_softmax" or "sparse_softmax" (a variant whose row loss has a sharded form).
+        **variant_options: its head's own arguments, with the head's names: ``label_smoothing``,
+            and for "sparse_softmax" ``k``, ``smoothing_over``, ``target_in_support``. The loss
+            options (``z_loss``, ``softcap``, ...) are refused by name: they have no sharded form yet.
+            (A row-loss object, ``loss=SparseRows(20)``, is deprecated: :func:`variant_rows`.)
 
     Returns:
         The loss, the same on every rank; gradients flow to this rank's logits.
@@ -488,13 +572,15 @@ def vocab_parallel_cross_entropy(
     Raises:
         ValueError: on every rank of the group, when any rank's arguments are bad (:func:`agree`).
     """
-    rows, error = None, None
+    base, rows, error = None, None, None
     try:
-        rows = shard_row_loss(loss if loss is not None else SoftmaxRows(), shard, num_classes)
+        base = variant_rows(loss, num_classes, variant_options)
+        rows = shard_row_loss(base, shard, num_classes)
         keep, safe = rows.check_inputs(logits, target, ignore_index, reduction)
     except (ValueError, TypeError) as bad:
         error = bad
-    agree(shard.group, logits.device, error, same={"the number of rows N": _num_rows(logits)})
+    agree(shard.group, logits.device, error,
+          same={"the number of rows N": _num_rows(logits), SAME_LOSS: loss_fingerprint(base)})
     return rows.reduced(logits, safe, keep, reduction)
 
 
@@ -528,10 +614,11 @@ def _check_linear(hidden, weight, bias, target, shard: VocabShard, chunk_size, r
 
 
 def linear_call(hidden, weight, bias, target, shard: VocabShard, num_classes: int, *, chunk_size, ignore_index: int,
-                reduction: str, error: Exception | None = None, path: int = 0) -> LinearCall:
+                reduction: str, error: Exception | None = None, path: int = 0, loss_id: int = 0) -> LinearCall:
     """This rank's checks of a linear call's arguments, then the group's agreement (:func:`agree`):
     any rank's error is raised on every rank, and so is a disagreement on N, on ``path`` (the
-    caller's branch, e.g. sampled training or not) or on ``chunk_size``.
+    caller's branch, e.g. sampled training or not), on ``loss_id`` (:func:`loss_fingerprint`) or
+    on ``chunk_size``.
 
     ``chunk_size="auto"`` cuts the rows as one process would for all C classes on the device with
     the least budget of the group (``memory.chunk_logits`` of a (C, d) weight, the least over the
@@ -553,6 +640,7 @@ def linear_call(hidden, weight, bias, target, shard: VocabShard, num_classes: in
         auto = auto_chunk_size(hidden.shape[0], num_classes, chunk_logits(hidden.device, num_classes * d))
     agreed = agree(shard.group, hidden.device, error,
                    same={"the number of rows N": _num_rows(hidden), "the call's path": path,
+                         SAME_LOSS: loss_id,
                          "chunk_size (0: None, 1: rows, 2: auto)": mode, "chunk_size's rows": fixed},
                    least={"auto": auto})
     return LinearCall(keep, safe, {0: None, 1: fixed, 2: agreed["auto"]}[mode])
@@ -579,21 +667,24 @@ def vocab_parallel_linear_cross_entropy(
     num_classes: int,
     *,
     bias: torch.Tensor | None = None,
-    loss: RowLoss | None = None,
-    chunk_size=None,
+    loss: str = "softmax",
+    chunk_size="auto",
     ignore_index: int = -100,
     reduction: str = "mean",
+    **variant_options,
 ) -> torch.Tensor:
     """The loss of hidden @ weight.T + bias with the weight's rows split over ``shard.group``.
 
     Args:
         hidden: (N, d), the same on every rank; its gradient is the full one on every rank.
         weight: (stop − start, d) this rank's rows. bias: (stop − start,) or None.
-        target: (N,) global class ids. shard, num_classes, loss: as :func:`vocab_parallel_cross_entropy`.
-        chunk_size: None: this rank's whole (N, C_r) logits at once; an int or "auto": ``chunk_size``
-            rows at a time through ``chunked.py``. "auto" cuts the rows as one process would for all
-            C classes (``memory.chunk_logits`` logits a chunk, the least budget of the group's
-            devices), so every rank cuts the same chunks and holds 1/P of one process's chunk.
+        target: (N,) global class ids. shard, num_classes, loss, **variant_options: as
+            :func:`vocab_parallel_cross_entropy`.
+        chunk_size: as :func:`~softmax_zoo.losses.linear_cross_entropy`'s, "auto" by default: rows
+            per chunk through ``chunked.py``, "auto" or an int; None: this rank's whole (N, C_r)
+            logits at once. "auto" cuts the rows as one process would for all C classes
+            (``memory.chunk_logits`` logits a chunk, the least budget of the group's devices), so
+            every rank cuts the same chunks and holds 1/P of one process's chunk.
 
     Returns:
         The loss, the same on every rank ("none": (N,)).
@@ -601,11 +692,12 @@ def vocab_parallel_linear_cross_entropy(
     Raises:
         ValueError: on every rank of the group, when any rank's arguments are bad (:func:`agree`).
     """
-    rows, error = None, None
+    base, rows, error = None, None, None
     try:
-        rows = shard_row_loss(loss if loss is not None else SoftmaxRows(), shard, num_classes)
+        base = variant_rows(loss, num_classes, variant_options)
+        rows = shard_row_loss(base, shard, num_classes)
     except (ValueError, TypeError) as bad:
         error = bad
     call = linear_call(hidden, weight, bias, target, shard, num_classes, chunk_size=chunk_size,
-                       ignore_index=ignore_index, reduction=reduction, error=error)
+                       ignore_index=ignore_index, reduction=reduction, error=error, loss_id=loss_fingerprint(base))
     return linear_loss(rows, hidden, weight, bias, call, reduction)

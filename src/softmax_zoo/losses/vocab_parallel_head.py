@@ -49,7 +49,9 @@ from .vocab_parallel import (
     copy_to_shards,
     linear_call,
     linear_loss,
+    loss_fingerprint,
     reduce_from_shards,
+    refuse_loss_options,
     shard_row_loss,
 )
 from .vocab_parallel_sampled import check_sampler, draw_negatives
@@ -68,12 +70,10 @@ def _refusal(head) -> Exception | None:
             check_sampler(head.sampler)
         except TypeError as refused:
             return refused
-    given = head.options.given(head.class_weight)
-    if given:
-        return ValueError(
-            f"{type(head).__name__} with {', '.join(given)} has no vocabulary-parallel form yet: those options "
-            "need the log-normaliser and the prediction across every shard; build the head without them"
-        )
+    try:
+        refuse_loss_options(head, type(head).__name__)
+    except ValueError as refused:
+        return refused
     return None
 
 
@@ -124,15 +124,17 @@ class VocabParallelHead(OutputHead):
         except ValueError as bad:
             error = bad
         sampled = isinstance(self.head, SampledSoftmaxHead) and self.training
-        rows = None
+        base = rows = None
         if not sampled and error is None:
             try:
-                rows = shard_row_loss(self._train_rows(), self.shard, self.num_classes)
+                base = self._train_rows()
+                rows = shard_row_loss(base, self.shard, self.num_classes)
             except ValueError as bad:
                 error = bad
         call = linear_call(h, self.weight, self.bias, t, self.shard, self.num_classes,
                            chunk_size=None if sampled else getattr(self.head, "chunk_size", None),
-                           ignore_index=self.ignore_index, reduction=self.reduction, error=error, path=int(sampled))
+                           ignore_index=self.ignore_index, reduction=self.reduction, error=error, path=int(sampled),
+                           loss_id=loss_fingerprint(base))
         if sampled:
             loss = self._sampled_loss(h, call)
         else:
