@@ -190,11 +190,12 @@ def check_kd_equals_one_process(rank, world_size):
     student, teacher = torch.randn(N, C, dtype=torch.float64, generator=g), torch.randn(N, C, dtype=torch.float64, generator=g)
     student[::2] *= 500  # every other row far apart: centred differences past ln(largest float64), the log-space rows
     teacher[::2] *= 500
-    for reduction in ("mean", "sum", "none"):
+    for reduction, correction in (("mean", True), ("sum", True), ("none", True), ("mean", False)):
         full_s, full_t = student.clone().requires_grad_(), teacher.clone().requires_grad_()
         part_s, part_t = student[:, start:stop].clone().requires_grad_(), teacher[:, start:stop].clone().requires_grad_()
-        loss = stable_kd_loss(full_s, full_t, temperature=2.0, reduction=reduction)
-        part = vocab_parallel_stable_kd_loss(part_s, part_t, shard, temperature=2.0, reduction=reduction)
+        loss = stable_kd_loss(full_s, full_t, temperature=2.0, reduction=reduction, zero_sum_correction=correction)
+        part = vocab_parallel_stable_kd_loss(part_s, part_t, shard, temperature=2.0, reduction=reduction,
+                                             zero_sum_correction=correction)
         assert_close(part, loss)
         upstream = torch.arange(1.0, N + 1, dtype=torch.float64) if reduction == "none" else 1.0
         (loss * upstream).sum().backward()

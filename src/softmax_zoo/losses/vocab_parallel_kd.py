@@ -26,7 +26,7 @@ class _ShardStableKD(torch.autograd.Function):
     """Per-row T²·KL(p‖q) (N,) from this rank's columns of the student and teacher logits."""
 
     @staticmethod
-    def forward(ctx, student, teacher, temperature, group):
+    def forward(ctx, student, teacher, temperature, group, zero_sum_correction=True):
         t = temperature
         dtype = compute_dtype(student.dtype)
         need_s, need_t = ctx.needs_input_grad[:2]
@@ -54,14 +54,17 @@ class _ShardStableKD(torch.autograd.Function):
         sum_u, kl = sums[:, :1], sums[:, 1:]  # (N, 1) Σ u, KL(p‖q)
         loss = (sum_u + kl).squeeze(1)
         grad_t = torch.addcmul(ps, p, kl).mul_(-t) if need_t else None  # −T·p·(s + KL)
-        grad_s = u.mul_(1.0 - sum_u).sub_(p.mul_(sum_u)).mul_(t) if need_s else None  # T·(u − q·Σu)
+        if need_s and zero_sum_correction:
+            grad_s = u.mul_(1.0 - sum_u).sub_(p.mul_(sum_u)).mul_(t)  # T·(u − q·Σu)
+        else:
+            grad_s = u.mul_(t) if need_s else None  # T·u: the rewrite alone
         ctx.save_for_backward(grad_s, grad_t)
         ctx.dtypes = (student.dtype, teacher.dtype)
         return loss * t**2
 
     @staticmethod
     def backward(ctx, grad_loss):
-        return (*scaled_row_grads(ctx, grad_loss), None, None)
+        return (*scaled_row_grads(ctx, grad_loss), None, None, None)
 
 
 def _check_kd(student_logits, teacher_logits, shard: VocabShard, temperature: float, reduction: str) -> None:
@@ -88,6 +91,7 @@ def vocab_parallel_stable_kd_loss(
     *,
     temperature: float = 1.0,
     reduction: str = "mean",
+    zero_sum_correction: bool = True,
 ) -> torch.Tensor:
     """:func:`~softmax_zoo.losses.stable_kd_loss` of logits whose columns are split over ``shard.group``.
 
@@ -96,6 +100,7 @@ def vocab_parallel_stable_kd_loss(
             columns of z_T (its gradient, if it requires one, is this rank's columns').
         shard: this rank's :class:`~softmax_zoo.losses.vocab_parallel.VocabShard`.
         temperature: T > 0. reduction: "mean" over the N rows, "sum", or "none" -> (N,).
+        zero_sum_correction: as :func:`~softmax_zoo.losses.stable_kd_loss`'s (False: the expm1 rewrite alone).
 
     Returns:
         The loss, the same on every rank.
@@ -110,7 +115,7 @@ def vocab_parallel_stable_kd_loss(
         error = bad
     agree(shard.group, student_logits.device, error,
           same={"the number of rows N": student_logits.shape[0] if student_logits.dim() else -1})
-    loss = _ShardStableKD.apply(student_logits, teacher_logits, float(temperature), shard.group)
+    loss = _ShardStableKD.apply(student_logits, teacher_logits, float(temperature), shard.group, bool(zero_sum_correction))
     if reduction == "none":
         return loss
     return loss.sum() if reduction == "sum" else loss.mean()
