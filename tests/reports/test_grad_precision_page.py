@@ -8,6 +8,7 @@ import statistics
 import pytest
 
 from softmax_zoo.reports import grad_precision as page
+from softmax_zoo.reports._forms import ClaimKind
 from softmax_zoo.reports._pages import read_claims
 from softmax_zoo.studies import grad_precision as study
 from tests.studies.test_grad_precision import TINY
@@ -43,7 +44,7 @@ def test_summarise_gives_every_cell_and_one_claims_row_per_precision(measured):
     assert cell["target"]["n"] == TINY["rows"] * TINY["seeds"]
     f32 = data["claims"][0]
     assert list(f32["pairs"]) == [0.9999] and f32["holds"]  # the members: p_t >= 0.999 only
-    assert f32["form"]["kind"] == "deterministic check" and f32["form"]["members"] == [0.9999]
+    assert f32["form"].kind is ClaimKind.DETERMINISTIC and list(f32["form"].members) == [0.9999]
     assert data["sparse_backward"] == "sparse" and data["torch_lce"] is True
 
 
@@ -55,7 +56,7 @@ def test_claims_row_fails_where_the_stable_form_is_worse_and_outside_the_roundin
     assert page.claim_row(table(0.1, 0.01), "bfloat16", [0.9999], "here")["holds"]  # below the standard
     assert page.claim_row(table(1e-3, 2e-3), "bfloat16", [0.9999], "here")["holds"]  # within bfloat16's 2^-8
     row = page.claim_row(table(1e-2, 2e-2), "bfloat16", [0.9, 0.9999], "here")
-    assert not row["holds"] and row["failing"] == [0.9999] and row["form"]["members"] == [0.9999]
+    assert not row["holds"] and row["failing"] == [0.9999] and list(row["form"].members) == [0.9999]
 
 
 def test_build_writes_the_page_its_figure_and_rows_with_their_form(measured, tmp_path):

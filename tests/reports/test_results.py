@@ -92,7 +92,8 @@ def test_markdown_table():
 
 
 def claim(cid: str, ours: str, source: str) -> dict:
-    return {"id": cid, "claim": "k=20 | best", "paper": "60.7", "ours": ours, "verdict": "supported", "source": source}
+    return {"id": cid, "claim": "k=20 | best", "paper": "60.7", "ours": ours, "verdict": "supported", "source": source,
+            "form": {"kind": "superiority", "cue": "best"}}
 
 
 def test_claims_ledger_rows_are_keyed_by_id(tmp_path):
@@ -221,7 +222,7 @@ def test_committed_claims_decide_only_from_three_seeds_and_name_them(source):
 def test_committed_claims_quote_the_papers(row_id):
     row = read_claims(COMMITTED_CLAIMS)[row_id]
     assert row["claim"].startswith('"'), f"{row_id} does not quote its paper"
-    kinds = ("supported", "contradicts", "inconclusive", "too few seeds", "single run", "not tested", "equivalent", "not equivalent")
+    kinds = ("supported", "contradicts", "inconclusive", "too few seeds", "single run", "not tested", "equivalent", "not equivalent", "not comparable (regime)")
     assert row["verdict"].startswith(kinds) or re.match(r"(faster|m=\d+): ", row["verdict"]), row["verdict"]
 
 

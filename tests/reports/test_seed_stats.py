@@ -29,6 +29,7 @@ from softmax_zoo.reports._verdicts import (
     equivalence_verdict,
     grid_verdict,
     no_interval_verdict,
+    non_inferiority_verdict,
     not_tested,
     trend_verdict,
     verdict,
@@ -215,7 +216,8 @@ def test_every_form_has_its_words_and_a_verdict_none_of_its_own():
     page's result); str() of a verdict is an error, so a template cannot print one unworded."""
     d, trend = fixed([1.0, 1.2, 1.1]), LinearTrend((1.0, 2.0, 3.0), (0.0, 1.0, 2.1))
     grid = grid_verdict({5: VerdictKind.SUPPORTED}, "seeds 0, 1, 2", method="paired t over seeds (n=3)")
-    made = [verdict(d, +1), equivalence_verdict(d, 5.0, "ours"), grid, trend_verdict(trend, [3, 3, 3], +1, unit="per k"),
+    made = [verdict(d, +1), equivalence_verdict(d, 5.0, "ours"), non_inferiority_verdict(d, 5.0, "ours", "lower"), grid,
+            trend_verdict(trend, [3, 3, 3], +1, unit="per k"),
             not_tested("why"), deterministic("0 vs 0", True, where="CPU"), by_construction("how", "tests/a.py::test_b")]
     assert {v.form for v in made} == set(Form) - {Form.NO_INTERVAL}
     for v in made:

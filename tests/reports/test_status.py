@@ -31,7 +31,8 @@ def test_rows_count_runs_scales_and_seeds_and_take_the_headline_verdict(tmp_path
         records.write_record({"experiment": "table5", "run_name": f"r{seed}", "seed": seed,
                               "config": {"scale": {"name": "cpu"}}}, tmp_path / "runs")
     update_claims([{"id": "table5_cpu+init_beam1_rouge1", "claim": "c", "paper": "+0.67", "ours": "o",
-                    "verdict": "inconclusive (seeds 0, 2): Δ +0.1 [-1.0, +1.2]; a caveat", "source": "table5"}],
+                    "verdict": "inconclusive (seeds 0, 2): Δ +0.1 [-1.0, +1.2]; a caveat", "source": "table5",
+                    "form": {"kind": "superiority", "cue": "c"}}],
                   tmp_path / "claims.md")
     (row,) = status_rows(tmp_path)
     assert (row["experiment"], row["runs"], row["scales"], row["seeds"]) == ("table5", 2, ["cpu"], [0, 2])

@@ -13,7 +13,7 @@ from typing import Any
 
 from ..run_record import RunRecord, typed
 from ._stats import DeltaInterval, holm_intervals, over_seeds, paired_seed_deltas, seeds_label, unpaired
-from ._verdicts import Verdict, claimed_direction, decide, equivalence_verdict, grid_verdict, verdict
+from ._verdicts import Verdict, claimed_direction, decide, equivalence_verdict, grid_verdict, non_inferiority_verdict, verdict
 
 Records = Sequence[RunRecord]
 
@@ -28,7 +28,9 @@ class Design(Enum):
 
 @dataclass(frozen=True)
 class Comparison:
-    """Δ = metric(B) − metric(A) by ``design`` (of logs with ``log``); with a ``margin`` and its source, the claim |Δ| < margin (TOST)."""
+    """Δ = metric(B) − metric(A) by ``design`` (of logs with ``log``); with a ``margin`` and its source, the claim |Δ| <
+    margin (TOST), or with ``better`` too ("higher" or "lower": the better direction of the metric) the claim that B is no
+    worse than A by more than the margin (non-inferiority)."""
 
     a: str
     b: str
@@ -38,10 +40,13 @@ class Comparison:
     partial: bool = False  # runs without the metric are left out, not an error
     margin: float | None = None
     margin_source: str = ""
+    better: str = ""
 
     def __post_init__(self) -> None:
         if self.margin is not None and (not self.margin > 0 or not self.margin_source.strip()):
             raise ValueError(f"a margin needs to be > 0 and to name its source, got {self.margin} from {self.margin_source!r}")
+        if self.better and (self.better not in ("higher", "lower") or self.margin is None):
+            raise ValueError(f"better ({self.better!r}) must be 'higher' or 'lower', with a margin (got {self.margin})")
 
 
 @dataclass(frozen=True)
@@ -56,8 +61,12 @@ class Compared:
         return self.spec.design.value
 
     def verdict(self, paper: float | None = None, *, direction: int | None = None, digits: int = 2) -> Verdict | None:
-        """The verdict on |Δ| < margin (TOST, its numbers in the verdict's ``data["eq"]``) given a margin, else on Δ having
-        the sign of ``paper`` or ``direction`` (None without): the one way a page decides a comparison."""
+        """The verdict on B no worse than A by the margin given ``better`` (non-inferiority), on |Δ| < margin (TOST, its
+        numbers in the verdict's ``data["eq"]``) given a margin alone, else on Δ having the sign of ``paper`` or
+        ``direction`` (None without): the one way a page decides a comparison."""
+        if self.spec.better:
+            return non_inferiority_verdict(self.delta, self.spec.margin, self.spec.margin_source,  # type: ignore[arg-type]
+                                           self.spec.better, digits=digits)
         if self.spec.margin is not None:
             return equivalence_verdict(self.delta, self.spec.margin, self.spec.margin_source, digits=digits)
         if direction is None and paper is None:
@@ -85,16 +94,30 @@ class Grid:
         holm = dict(zip(tests, holm_intervals(list(tests.values())))) if min(t.n for t in tests.values()) > 1 else None
         first = next(iter(self.compared.values()))
         if all(c.spec.margin is not None for c in self.compared.values()):
-            verdicts = {key: c.verdict() for key, c in self.compared.items()}  # each TOST, by the one path
+            verdicts = {key: c.verdict() for key, c in self.compared.items()}  # each TOST or one-sided test, by the one path
             kinds = {key: v.kind for key, v in verdicts.items()}  # type: ignore[union-attr]  (a margin: never None)
-            about = {"method": first.verdict().data["eq"].method, "margin": first.spec.margin,  # type: ignore[union-attr]
-                     "source": first.spec.margin_source}
+            method = (f"one-sided at α={first.verdict().data['alpha']:g} on {first.delta.method}"  # type: ignore[union-attr]
+                      if first.spec.better else first.verdict().data["eq"].method)  # type: ignore[union-attr]
+            about = {"method": method, "margin": first.spec.margin, "source": first.spec.margin_source,
+                     **({"better": first.spec.better} if first.spec.better else {})}
         elif direction is None:
             raise ValueError("a grid claim without a margin needs the claimed direction")
         else:
             kinds = {key: decide(holm[key].interval if holm else t.interval, direction, t.n) for key, t in tests.items()}
             about = {"method": first.delta.method}
         return grid_verdict(kinds, seeds_label(self.seeds), name=self.name, **about), holm  # type: ignore[arg-type]
+
+
+    def every(self, members: Sequence[Any], direction: int) -> Verdict:
+        """The verdict that Δ has sign ``direction`` at every key of ``members``, a set declared before the results were
+        read, each by its own 95% interval: an intersection-union test, which needs no adjustment for multiplicity."""
+        if not members or any(m not in self.compared for m in members):
+            raise ValueError(f"every-member claim needs members among the grid's {list(self.compared)}, got {list(members)}")
+        deltas = {m: self.compared[m].delta for m in members}
+        kinds = {m: decide(d.interval, direction, d.n) for m, d in deltas.items()}
+        seeds = sorted({s for d in deltas.values() for s in d.seeds})
+        return grid_verdict(kinds, seeds_label(seeds), name=self.name, method=next(iter(deltas.values())).method,
+                            members=list(members))
 
 
 def per_seed(records: Records, metric: str | Callable[[RunRecord], float | None], log: bool = False,

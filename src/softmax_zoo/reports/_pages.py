@@ -23,13 +23,14 @@ from ..markdown import markdown_table
 from ..provenance import REPO_ROOT
 from ..records import changed, changed_files
 from ..run_record import GitState, RunRecord, typed
+from ._forms import declared
 from ._stats import format_mean_ci, seeds_label
 from ._verdicts import MIN_SEEDS, Verdict, by_construction, deterministic, not_tested
 
 CLAIMS_FILE = "claims.md"
 COMMAND = "python -m softmax_zoo.reports"
 DEFAULT_RESULTS = "results"  # the committed pages' results_dir
-CLAIMS_HEADER = ("id", "claim", "paper", "ours", "verdict", "source")
+CLAIMS_HEADER = ("id", "claim", "paper", "ours", "verdict", "source")  # claims.md's columns, besides each row's form
 
 
 def variant_label(loss: str) -> str:
@@ -66,11 +67,12 @@ def render(template: str, **data: Any) -> str:
     return ENV.get_template(template).render(**data)
 
 
-def render_page(template: str, data: dict[str, Any]) -> tuple[str, list[dict[str, str]]]:
-    """(the page, its ledger rows): ``template`` filled with ``data``, ``data["claims"]`` in its macros claim, paper, ours, verdict."""
+def render_page(template: str, data: dict[str, Any]) -> tuple[str, list[dict[str, Any]]]:
+    """(the page, its ledger rows): ``template`` filled with ``data``, ``data["claims"]`` in its macros claim, paper, ours,
+    verdict, each row with the form its claim declares (:func:`._forms.declared`, as data)."""
     page, macros = words(template, **data), ("claim", "paper", "ours", "verdict")
-    return str(page), [{"id": c["id"], "source": c["source"], **{m: str(getattr(page, m)(c)) for m in macros}}
-                       for c in data.get("claims", ())]
+    return str(page), [{"id": c["id"], "source": c["source"], "form": declared(c).data(),
+                        **{m: str(getattr(page, m)(c)) for m in macros}} for c in data.get("claims", ())]
 
 
 def words(template: str, **data: Any) -> Any:
@@ -185,17 +187,18 @@ def read_claims(path: str | Path) -> dict[str, dict[str, str]]:
     return json.loads(data.read_text(encoding="utf-8")) if data.is_file() else {}
 
 
-def update_claims(rows: Iterable[dict[str, str]], path: str | Path = "results/claims.md") -> Path:
-    """Add or replace claims by id (dicts with the keys of :data:`CLAIMS_HEADER`) in the ledger at ``path``, leaving
-    every other row as it is: its data (:func:`ledger_data`), and the page that templates/claims.md.j2 makes of it."""
+def update_claims(rows: Iterable[dict[str, Any]], path: str | Path = "results/claims.md") -> Path:
+    """Add or replace claims by id (dicts with the keys of :data:`CLAIMS_HEADER` and ``form``, a
+    :meth:`._forms.ClaimForm.data`) in the ledger at ``path``, leaving every other row as it is: its data
+    (:func:`ledger_data`), and the page that templates/claims.md.j2 makes of it."""
     ledger = read_claims(path)
     for row in rows:
-        if missing := [k for k in CLAIMS_HEADER if k not in row]:
+        if missing := [k for k in (*CLAIMS_HEADER, "form") if k not in row]:
             raise ValueError(f"claim row {row.get('id', row)} lacks {missing}")
-        ledger[str(row["id"])] = {k: str(row[k]) for k in CLAIMS_HEADER}
+        ledger[str(row["id"])] = {**{k: str(row[k]) for k in CLAIMS_HEADER}, "form": dict(row["form"])}
     ledger = dict(sorted(ledger.items()))
     write_text(ledger_data(path), json.dumps(ledger, ensure_ascii=False, indent=1) + "\n")
-    return write_text(path, render("claims.md.j2", header=CLAIMS_HEADER, rows=[[r[k] for k in CLAIMS_HEADER] for r in ledger.values()]))
+    return write_text(path, render("claims.md.j2", header=CLAIMS_HEADER, rows=list(ledger.values())))
 
 
 def bench_group(path: Path, title: str) -> tuple[dict[str, Any], dict[str, Any]]:

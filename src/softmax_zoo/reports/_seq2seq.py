@@ -23,7 +23,9 @@ from ..metrics import bleu_from_stats
 from ..records import read_predictions, runs_dir
 from ..run_record import RunRecord, load_runs
 from ._compare import Comparison, Design, compare, per_seed
+from ._forms import ClaimForm, ClaimKind
 from ._pages import commits, dirty_note, page_command, publish, shown_path, words
+from ._regime import DEGENERATE, failures, gated
 from ._settings import (
     NOT_RECORDED,
     NOT_STATED,
@@ -186,6 +188,7 @@ class Table:
     unilm: dict[str, float]  # metric -> UniLM's published score at beam unilm_beam (the page's column beside ours)
     unilm_beam: int
     claim_key: str  # a claims row's id after "<experiment>_<setting>_", formatted with its beam and metric
+    claim: str  # the paper's words that the rows' Δ test
 
     def row(self, pairs: list[Pair], rows: Outputs, beam: int, metric: str) -> dict[str, Any]:
         """One table row: each arm's metric per seed, Δ over seeds paired by test item within each seed (BLEU-n as corpus
@@ -205,7 +208,11 @@ class Table:
         """One setting's section: who ran, from where, its rows and what the template says of them."""
         by_seed = outputs(pairs, runs)
         beams = sorted(int(b) for b in pairs[0][0].setting("task", "decode", "beams"))
+        shares = output_shares({arm: [r for a_b in by_seed.values() for r in a_b[i]] for i, arm in enumerate(ARMS)}, beams)
         rows = [self.row(pairs, by_seed, beam, metric) for beam in beams for metric in self.metrics]
+        for r in rows:  # the regime gate: more than half of an arm's outputs at the row's beam degenerate
+            degenerate = {arm: by_beam[beams.index(r["beam"])] for arm, by_beam in shares["degenerate"].items()}
+            r["verdict"] = r["verdict"] and gated(r["verdict"], failures(DEGENERATE, degenerate))
         verdicts = [r["verdict"] for r in rows if r["verdict"] is not None]
         spread = [r["delta"].sd > r["delta"].item_se for r in rows if r["paper"] is not None and r["delta"].n > 1]
         return {
@@ -214,11 +221,24 @@ class Table:
             "inits": sorted({str(i) for p in pairs for r in p if (i := r.setting("init_from"))}),  # their checkpoints
             "cold_start": all(bool(r.info("fresh_weights")) and not r.setting("init_from") for p in pairs for r in p),
             "throughput": {arm: [arm_means(pairs, f"test/examples_per_s_beam{b}")[arm] for b in beams] for arm in ARMS},
-            "outputs": output_shares({arm: [r for a_b in by_seed.values() for r in a_b[i]] for i, arm in enumerate(ARMS)}, beams),
+            "outputs": shares,
             "counts": {kind.value: n for kind in VerdictKind if (n := sum(v.kind is kind for v in verdicts))},
             "n_verdicts": len(verdicts), "sd_above_item_se": sum(spread), "n_spread": len(spread),
-            "dirty": dirty_note([r for p in pairs for r in p]),
+            "dirty": dirty_note([r for p in pairs for r in p]), "gap": self.gap(rows),
         }
+
+    def gap(self, rows: list[dict[str, Any]]) -> dict[str, Any] | None:
+        """How far this setting is from the paper's: our softmax arm's mean on UniLM's first published metric at UniLM's
+        beam beside UniLM's score (None where this setting did not decode that beam)."""
+        metric = next(iter(self.unilm))
+        row = next((r for r in rows if r["beam"] == self.unilm_beam and r["metric"] == metric), None)
+        return row and {"metric": metric, "beam": self.unilm_beam, "ours": sum(row["a"]) / len(row["a"]),
+                        "unilm": self.unilm[metric]}
+
+    def form(self, row: dict[str, Any]) -> ClaimForm:
+        """A row's claim, the paper's table: sparse-softmax above softmax on the row's metric at its beam (superiority)."""
+        return ClaimForm(ClaimKind.SUPERIORITY, f"{self.claim} ({row['metric']}, beam {row['beam']})",
+                         measure=f"{row['metric']} at beam {row['beam']}, sparse-softmax − softmax", better="higher")
 
     def summarise(self, results_dir: str | Path = "results") -> dict[str, Any]:
         """The page's data: per setting its section; a claims row per row with a paper Δ, also untested at scale=paper without its pairs."""
@@ -230,7 +250,8 @@ class Table:
                                     f"run `make reproduce-{self.experiment}`")
         sections = [self.section(scale, pairs, runs, lone.get(scale, {})) for scale, pairs in by_setting.items()]
         claims = [r | {"key": (key := self.claim_key.format(**r)), "id": f"{self.experiment}_{s['scale']}_{key}", "section": s,
-                       "source": self.experiment, "untested": False} for s in sections for r in s["rows"] if r["paper"] is not None]
+                       "source": self.experiment, "untested": False, "form": self.form(r)}
+                  for s in sections for r in s["rows"] if r["paper"] is not None]
         untested = {c["key"]: c | {"id": f"{self.experiment}_paper_{c['key']}", "verdict": not_tested("needs scale=paper"),
                                    "untested": True} for c in claims if "paper" not in by_setting}
         columns = {f"scale={setting}": [r for pair in pairs for r in pair] for setting, pairs in by_setting.items()}

@@ -26,6 +26,7 @@ class VerdictKind(Enum):
     TOO_FEW_SEEDS = "too few seeds"
     SINGLE_RUN = "single run"
     NOT_TESTED = "not tested"
+    NOT_COMPARABLE = "not comparable (regime)"  # the setting failed a regime gate (_regime.py): the test decides nothing
     DETERMINISTIC = "deterministic"
     BY_CONSTRUCTION = "by construction"
 
@@ -35,6 +36,7 @@ class Form(Enum):
 
     SIGN = "sign"  # Δ has the claimed sign: its interval over seeds excludes 0 on the claim's side
     EQUIVALENCE = "equivalence"  # |Δ| < a stated margin: TOST
+    NON_INFERIORITY = "non_inferiority"  # Δ no worse than a stated margin: one one-sided test
     GRID = "grid"  # every member of a grid: Holm-adjusted intervals, or each member's TOST
     TREND = "trend"  # a slope has the claimed sign
     NO_INTERVAL = "no_interval"  # a rule with no interval over seeds, which decides nothing
@@ -127,6 +129,26 @@ def equivalence_verdict(delta: DeltaInterval, margin: float, source: str, alpha:
         else VerdictKind.CONTRADICTS if test.interval[0] >= margin or test.interval[1] <= -margin
         else VerdictKind.INCONCLUSIVE)
     return Verdict(kind, Form.EQUIVALENCE, {"label": delta.label, "eq": test, "source": source, "digits": digits})
+
+
+def non_inferiority_verdict(delta: DeltaInterval, margin: float, source: str, better: str, alpha: float = 0.05, *,
+                            digits: int = 2) -> Verdict:
+    """The verdict on a "no worse than" claim: Δ is not worse than ``margin`` (from ``source``) in the direction that is
+    not ``better`` ("higher" or "lower"), by a one-sided test at ``alpha``: supported when the worse bound of the 1 − 2α
+    interval lies inside the margin, contradicts when its better bound lies beyond it, else inconclusive. Being better
+    supports it; the data say whether Δ is better beyond the margin too (``beyond``), a sign to look at the baseline."""
+    if better not in ("higher", "lower"):
+        raise ValueError(f"better must be 'higher' or 'lower', got {better!r}")
+    if not margin > 0:
+        raise ValueError(f"a non-inferiority margin must be > 0, got {margin}")
+    interval = delta.at(1 - 2 * alpha)
+    worse = (lambda x: x) if better == "lower" else (lambda x: -x)  # Δ as "how much worse"
+    worst, best = sorted(map(worse, interval), reverse=True)
+    kind = too_few(delta.n) or (
+        VerdictKind.SUPPORTED if worst < margin else VerdictKind.CONTRADICTS if best > margin else VerdictKind.INCONCLUSIVE)
+    return Verdict(kind, Form.NON_INFERIORITY, {"d": delta, "interval": interval, "alpha": alpha, "margin": margin,
+                                                "better": better, "source": source, "digits": digits,
+                                                "superior": worst < 0, "beyond": worst < -margin})
 
 
 def grid_verdict(kinds: Mapping[Any, VerdictKind], label: str, *, name: str = "k", **about: Any) -> Verdict:

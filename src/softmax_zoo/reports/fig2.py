@@ -24,10 +24,11 @@ from ..losses.registry import variant_title
 from ..records import runs_dir, seeds_of
 from ..run_record import GitState, RunRecord, load_runs
 from ._compare import Comparison, Design, Grid, compare, compare_values, per_seed
+from ._forms import WIDE_K_RULE, ClaimForm, ClaimKind, up_to_quarter
 from ._pages import bench_group, commits, page_command, publish, pyplot, save_figure, shown_path, words
 from ._settings import NOT_STATED, SPARSE, Setting, pretrained_name, seeds, setting, settings_data, shown, sparse_ks, values
 from ._stats import DeltaInterval, mean, mean_ci
-from ._verdicts import MIN_SEEDS, VerdictKind
+from ._verdicts import MIN_SEEDS, VerdictKind, not_tested
 
 Groups = dict[tuple, list[RunRecord]]  # arm, (SOFTMAX, None) or (SPARSE, k) -> its records, one per seed
 SOFTMAX = "softmax"  # configs/loss/ name of the full-softmax arm
@@ -151,9 +152,11 @@ def task_claims(task: str, groups: Groups, *, finetuned: bool = False) -> list[d
     rows = []
     if soft and sparse:
         grid = Grid({k: compare(VS_SOFTMAX, soft, runs) for k, runs in sparse.items()})
-        found, deltas = grid_rows(grid)
+        _, deltas = grid_rows(grid)
+        wide = up_to_quarter(list(sparse), classes := int(soft[0].task_info["num_classes"]))
         rows.append({"kind": "robust-k", "id": f"fig2-{tag}robust-k-{task}", "ks": list(sparse), "means": means, "deltas": deltas,
-                     "seeds": grid.seeds, "verdict": found})
+                     "seeds": grid.seeds, "members": wide, "classes": classes,
+                     "verdict": grid.every(wide, +1) if wide else not_tested(f"no k of the grid within {WIDE_K_RULE}")})
         if k20:
             c = grid.compared[PAPER_K]
             rows.append({"kind": "k20-vs-softmax", "id": f"fig2-{tag}k20-vs-softmax-{task}", "delta": c.delta, "method": c.method,
@@ -161,9 +164,10 @@ def task_claims(task: str, groups: Groups, *, finetuned: bool = False) -> list[d
             rows.append({"kind": "convergence", "id": f"fig1-{tag}convergence-{task}", "seeds": list(c.delta.seeds),
                          "faster": convergence(FASTER, soft, k20, +1), "smoother": smoother(soft, k20)})
     if k20 and others:
-        found, deltas = grid_rows(best := Grid({k: compare(VS_K20, sparse[k], k20) for k in others}))
+        _, deltas = grid_rows(best := Grid({k: compare(VS_K20, sparse[k], k20) for k in others}))
         rows.append({"kind": "k20-best", "id": f"fig2-{tag}k20-best-{task}", "best": best_k(groups), "means": means,
-                     "k20": mean_ci(metric(k20, F1)), "seeds": best.seeds, "deltas": deltas, "verdict": found})
+                     "k20": mean_ci(metric(k20, F1)), "seeds": best.seeds, "deltas": deltas, "members": others,
+                     "verdict": best.every(others, +1)})
         stable = Grid({k: compare(STABLE, k20, sparse[k]) for k in others})
         rows.append({"kind": "stable-k", "id": f"fig2-{tag}stable-k-{task}", "seeds": stable.seeds, "margin": STABLE.margin,
                      "tost": {k: c.verdict().data["eq"] for k, c in stable.compared.items()},
@@ -342,8 +346,41 @@ def summarise(results_dir: str | Path = "results") -> dict[str, Any]:
             "settings": settings(summary, tuned), "tasks": tasks, "tuned": tuned_tasks,
             "headline": headline(tasks), "seeds": seeds_of(records), "speed": speed, "step": step,
             "fig1": {task_name(t): fig1_data(summary[t]) for t in sorted(summary)},
-            "claims": [c for t in tasks + tuned_tasks for c in t["claims"].values()] + [speed, step]
-            + [{"kind": kind, "id": id_, "source": "fig2"} for kind, id_ in TEXT_CLAIMS]}
+            "claims": [c | {"form": form_of(c)} for c in [c for t in tasks + tuned_tasks for c in t["claims"].values()]
+                       + [speed, step] + [{"kind": kind, "id": id_, "source": "fig2"} for kind, id_ in TEXT_CLAIMS]]}
+
+
+FORMS = {  # each ledger row's form (reports/_forms.py) by its kind; robust-k's and k20-best's by form_of
+    "k20-vs-softmax": ClaimForm(ClaimKind.SUPERIORITY, "performance improvement against traditional softmax (k=20)",
+                                measure="test micro-F1, k=20 − softmax", better="higher"),
+    "convergence": ClaimForm(ClaimKind.SUPERIORITY, "converges faster and more smoothly",
+                             measure="validation micro-F1 after epoch 1; the declared smoothness measures", better="higher"),
+    "f1": ClaimForm(ClaimKind.DESCRIPTIVE, "the paper's micro-F1 at k=20", measure="test micro-F1"),
+    "speed": ClaimForm(ClaimKind.DESCRIPTIVE, "Faster (the loss on given logits)", measure="ms per call, one timing"),
+    "speed-step": ClaimForm(ClaimKind.DESCRIPTIVE, "Faster (the output layer's training step)", measure="ms per step, one benchmark"),
+    "rcv1": ClaimForm(ClaimKind.NOT_TESTED, "converges faster and more smoothly (RCV1-v2)"),
+    "margin": ClaimForm(ClaimKind.NOT_TESTED, "margin log(n − 1)"),
+    "sota": ClaimForm(ClaimKind.NOT_TESTED, "state-of-the-art"),
+    "simpler": ClaimForm(ClaimKind.BY_CONSTRUCTION, "Simpler"),
+}
+
+
+def form_of(claim: dict[str, Any]) -> ClaimForm:
+    """A fig2 ledger row's form: "a wide range of k" is every k ≤ C/4 of the grid (:func:`._forms.up_to_quarter`), "k=20
+    best" every other k of the grid; the rest by kind (:data:`FORMS`)."""
+    kind = claim["kind"]
+    if kind == "robust-k":
+        return ClaimForm(ClaimKind.EVERY_MEMBER, "a wide range of k can give us statistical consistent guarantees",
+                         measure="test micro-F1, sparse k − softmax", better="higher", members=claim["members"],
+                         rule=f"{WIDE_K_RULE}, C = {claim['classes']}", grid=claim["ks"])
+    if kind == "k20-best":
+        return ClaimForm(ClaimKind.EVERY_MEMBER, "k=20 gives the best performance", measure="test micro-F1, k=20 − k",
+                         better="higher", members=claim["members"], rule="every other k of the grid")
+    if kind == "stable-k":
+        return ClaimForm(ClaimKind.EVERY_MEMBER, "our procedure is stable in its hyperparameter k", measure="test micro-F1, k − k=20",
+                         margin=STABLE.margin, margin_source=STABLE.margin_source, members=list(claim["tost"]),
+                         rule="every k of the grid other than 20")
+    return FORMS[kind]
 
 
 def build(results_dir: str | Path = "results", out: str | Path | None = None) -> None:

@@ -13,8 +13,8 @@ import statistics
 from pathlib import Path
 from typing import Any
 
-from ..files import write_text
-from ._pages import CLAIMS_FILE, file_commit, ledger_data, page_command, publish, pyplot, read_claims, save_figure, shown_path, words
+from ._forms import ClaimForm, ClaimKind
+from ._pages import file_commit, page_command, publish, pyplot, save_figure, shown_path, words
 
 PAGE = "grad_precision"
 MEASUREMENT = Path("diagnostics") / f"{PAGE}.json"
@@ -51,8 +51,9 @@ def claim_row(table: dict, precision: str, probs: list[float], where: str) -> di
     failing = [p for p, v in pairs.items() if not (v["stable"] < v["standard"] or v["stable"] <= roundoff)]
     return {"id": f"grad-precision-{precision}", "source": PAGE, "precision": precision, "pairs": pairs,
             "failing": failing, "holds": not failing, "where": where,
-            "form": {"kind": "deterministic check", "members": members, "measure": "median target-gradient relative error",
-                     "better": "lower", "arms": [STANDARD, *STABLE], "roundoff": roundoff}}
+            "form": ClaimForm(ClaimKind.DETERMINISTIC, "producing a zero gradient even though the true gradient is nonzero",
+                              measure="median target-gradient relative error", better="lower", members=members,
+                              extra={"arms": [STANDARD, *STABLE], "roundoff": roundoff})}
 
 
 HALF_TINY = 2.0 ** -24  # float16's smallest subnormal
@@ -124,18 +125,9 @@ def plot(data: dict[str, Any], out: Path) -> None:
 FLOOR = 1e-9  # errors drawn at no less than this (an exact 0 has no place on a log axis)
 
 
-def forms(claims: list[dict[str, Any]], ledger: Path) -> Path:
-    """Add each claims row's form (the ledger's ``form`` field, as data) to its row of ``ledger``'s data."""
-    rows = read_claims(ledger)
-    for c in claims:
-        rows[c["id"]]["form"] = c["form"]
-    return write_text(ledger_data(ledger), json.dumps(rows, ensure_ascii=False, indent=1) + "\n")
-
-
 def build(results_dir: str | Path = "results", out: str | Path | None = None) -> None:
     """Write grad_precision.md, grad_precision.png and the grad-precision-* rows of claims.md into ``out``."""
     data = summarise(results_dir)
     out = Path(out or results_dir)
     plot(data, out)
     publish(out, PAGE, data)
-    forms(data["claims"], out / CLAIMS_FILE)

@@ -18,6 +18,7 @@ from scipy import stats
 from ..records import runs_dir, seeds_of
 from ..run_record import RunRecord, load_runs
 from ._compare import Comparison, Design, compare, per_seed
+from ._forms import ClaimForm, ClaimKind
 from ._pages import dirty_note, page_command, provenance, publish, pyplot, save_figure, shown_path, words
 from ._stats import LinearTrend, mean, mean_ci, seeds_label
 from ._verdicts import MIN_SEEDS, VerdictKind, too_few, trend_verdict
@@ -130,6 +131,16 @@ def threshold_kind(pts: list[dict[str, Any]], seeds: list[int], by_seed: dict[in
     return (VerdictKind.SUPPORTED if any(p["accuracy"].low > 0 for p in above) else VerdictKind.INCONCLUSIVE), below, above
 
 
+FORMS = {  # each ledger row's form (reports/_forms.py), by its shape (a trend's by its name); our findings, not the paper's
+    "threshold": ClaimForm(ClaimKind.THRESHOLD, "sparse gains only when the share of targets in Ω_k exceeds s*",
+                           measure="Δ accuracy, sparse − softmax, paired by seed", better="higher"),
+    "crowding": ClaimForm(ClaimKind.TREND, "the tail crowds at the k-th logit as more targets fall outside Ω_k",
+                          measure="the sparse arm's share of C within 0.1 of the k-th logit"),
+    "loss": ClaimForm(ClaimKind.TREND, "sparse-softmax loses accuracy in proportion to the share of targets outside Ω_k",
+                      measure="Δ accuracy, sparse − softmax"),
+    "descriptive": ClaimForm(ClaimKind.DESCRIPTIVE, "which real runs fall inside the prediction band"),
+    "explanation": ClaimForm(ClaimKind.NOT_TESTED, "greedy choices inside the crowd favour the most frequent targets"),
+}
 TRENDS = {  # name -> (y of a level, the claimed sign of the slope against the share of targets outside Ω_k, its unit)
     "crowding": (lambda p: 100 * p["sparse_crowd_share"], +1, "points of C per point of targets outside Ω_k"),
     "loss": (lambda p: 100 * p["accuracy"].delta, -1, "points of Δ accuracy per point of targets outside Ω_k"),
@@ -144,7 +155,7 @@ def trend(curve: dict[str, Any], name: str) -> dict[str, Any]:
     x, y = tuple(100 * (1 - p["share"]) for p in pts), tuple(y_of(p) for p in pts)
     verdict = trend_verdict(LinearTrend(x, y), [len(p["seeds"]) for p in pts], direction, label=seeds_label(curve["seeds"]),
                             unit=unit) if len(set(x)) > 1 else None
-    return {"id": f"sparse-helps-{name}-k{curve['k']}", "form": "trend", "trend": name, "k": curve["k"], "points": pts,
+    return {"id": f"sparse-helps-{name}-k{curve['k']}", "shape": "trend", "trend": name, "k": curve["k"], "points": pts,
             "verdict": verdict, "dirty": curve["dirty"]}
 
 
@@ -269,10 +280,10 @@ def summarise(results_dir: str | Path = "results") -> dict[str, Any]:
     walls = [r.timing["wall_s"] for r in records]
     cpus = [r.timing.get("cpu_s") for r in records]
     cpu = {"cpu_minutes": sum(cpus) / 60, "cpu_slowest": max(cpus)} if None not in cpus else {}
-    thresholds = [c | {"id": f"sparse-helps-threshold-k{c['k']}" + ("-init" if c["start"] == "init" else ""), "form": "threshold"}
+    thresholds = [c | {"id": f"sparse-helps-threshold-k{c['k']}" + ("-init" if c["start"] == "init" else ""), "shape": "threshold"}
                   for c in curves]
-    real_row = {"id": "sparse-helps-real-runs", "form": "descriptive", "placed": placed, "unplaced": unplaced}
-    frequent_row = {"id": "sparse-helps-frequent-choice", "form": "explanation", "curve": by_key.get((DIAL_K, "cold"))}
+    real_row = {"id": "sparse-helps-real-runs", "shape": "descriptive", "placed": placed, "unplaced": unplaced}
+    frequent_row = {"id": "sparse-helps-frequent-choice", "shape": "explanation", "curve": by_key.get((DIAL_K, "cold"))}
     return data | {
         "provenance": provenance(EXPERIMENT, records, results_dir), "setting": setting, "near": records[0].setting("near"),
         "seeds": seeds_of(records), "levels": sorted({r.choices.get("level") for r in records}), "runs": len(records),
@@ -280,7 +291,8 @@ def summarise(results_dir: str | Path = "results") -> dict[str, Any]:
         "study_args": sorted({" ".join(a for a in shlex.split(r.command)[3:] if not a.startswith("out=")) for r in records}),
         "threads": sorted({r.setting("torch_threads") for r in records}), "curves": curves, "trends": trends,
         "placed": placed, "unplaced": unplaced, "dial_k": DIAL_K, "min_seeds": MIN_SEEDS,
-        "claims": [c | {"source": EXPERIMENT} for c in (*thresholds, *trends, real_row, frequent_row)],
+        "claims": [c | {"source": EXPERIMENT, "form": FORMS[c["trend"] if c["shape"] == "trend" else c["shape"]]}
+                   for c in (*thresholds, *trends, real_row, frequent_row)],
     }
 
 

@@ -21,6 +21,7 @@ from ..diagnostics import loss_forms
 from ..records import runs_dir, seeds_of
 from ..run_record import RunRecord, load_runs
 from ._compare import Comparison, Design, compare_values, per_seed
+from ._forms import ClaimForm, ClaimKind
 from ._pages import commits, dirty_note, page_command, publish, pyplot, save_figure, shown_path, words
 from ._stats import mean
 from ._verdicts import Verdict, verdict
@@ -174,6 +175,30 @@ def peak_share(runs) -> dict[int, float]:
     return {r.seed: max(p.get("zero_target_grad_share", 0.0) for p in r.history) for r in runs}
 
 
+def _higher(cue: str, measure: str, better: str = "lower") -> ClaimForm:
+    return ClaimForm(ClaimKind.SUPERIORITY, cue, measure=measure, better=better)
+
+
+FORMS = {  # each ledger row's form (reports/_forms.py), by id
+    "stable-collapse": _higher("only the stable formulation preserves the small nonzero gradient",
+                               "share of rows whose target gradient is exactly 0", "lower"),
+    "stable-collapse-training": _higher("trains differently (its final loss is higher)", "final train loss"),
+    "stable-collapse-bfloat16-rewrite": _higher("the rewritten form lowers the final train loss", "final train loss"),
+    "stable-cancellation-bfloat16-rewrite": _higher("the rewritten form lowers the drift", "drift at identical logits"),
+    "stable-cancellation": _higher("catastrophic cancellation", "drift at identical logits"),
+    "stable-generalise-ce": _higher("reaches a higher test accuracy", "test accuracy", "higher"),
+    "stable-generalise-kd": _higher("reaches a higher test accuracy", "test accuracy", "higher"),
+    "stable-zero-sum-ce": _higher("violating the zero-sum gradient property", "mean |Σ_j ∂L_i/∂z_ij|"),
+    "stable-zero-sum-kd": _higher("to reduce floating-point violations of the zero-sum gradient property",
+                                  "mean |Σ_j ∂L_i/∂z_ij|"),
+    "stable-kd-ptb": _higher("the stable form's student reaches a lower test perplexity", "log test perplexity"),
+    "stable-example-collapse": ClaimForm(ClaimKind.DETERMINISTIC, "only the stable formulation preserves the small nonzero gradient"),
+    "stable-example-cancellation": ClaimForm(ClaimKind.DETERMINISTIC, "the stable formulation produces zero gradient"),
+    "stable-equivalence": ClaimForm(ClaimKind.DETERMINISTIC, "mathematically equivalent"),
+    "stable-kd-equivalence": ClaimForm(ClaimKind.DETERMINISTIC, "mathematically equivalent to the original gradient"),
+}
+
+
 def claims(records) -> list[dict[str, Any]]:
     """The stable-* claims rows of the toy study as data, each with the dirty note of the runs it shows."""
     rows: list[dict[str, Any]] = []
@@ -291,7 +316,8 @@ def summarise(results_dir: str | Path = "results") -> dict[str, Any]:
                         "generalise_ce": comparison(records, "generalise", "loss", loss="ce"),
                         "generalise_kd": comparison(records, "generalise", "kl", loss="kd")},
         "accuracy": {loss: accuracy(records, "generalise", loss=loss) for loss in ("ce", "kd")},
-        "forms": WORDS.forms, "kd_ptb": ptb, "claims": [c | {"source": EXPERIMENT} for c in (*claims(records), *example, ptb)],
+        "forms": WORDS.forms, "kd_ptb": ptb,
+        "claims": [c | {"source": EXPERIMENT, "form": FORMS[c["id"]]} for c in (*claims(records), *example, ptb)],
     }
 
 

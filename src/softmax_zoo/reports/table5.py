@@ -9,6 +9,7 @@ TABLE5 = Table(
     paper={1: {"rouge1": 0.67, "rouge2": 0.79}, 5: {"rouge1": 0.28, "rouge2": 0.55}},
     # UniLM v1 (Dong et al. 2019) Gigaword-10k test, beam 5: github.com/microsoft/unilm, unilm-v1/README.md, its Gigaword (10K) table.
     unilm={"rouge1": 34.21, "rouge2": 15.28, "rougeL": 31.54}, unilm_beam=5,
+    claim="Table 5 of Sun et al.: sparse-softmax above softmax",
     claim_key="beam{beam}_{metric}",
 )
 summarise, build = TABLE5.summarise, TABLE5.build
