@@ -79,3 +79,16 @@ def versions() -> dict[str, str]:
     }
 
 
+
+
+def measurement_provenance(command: str, argv: list[str]) -> dict[str, Any]:
+    """What a measurement file (not a run record) says of where it was made: machine, CPU, versions, torch threads,
+    date, the command line that made it and the code's commit (``git``)."""
+    import shlex
+
+    import torch
+
+    from .timing import machine, utc_now
+
+    return {"machine": machine(), "cpu": cpu_info(), "versions": versions(), "torch_threads": torch.get_num_threads(),
+            "date": utc_now(), "command": shlex.join([*command.split(), *argv]), "git": git_state()}

@@ -222,7 +222,8 @@ def test_committed_claims_decide_only_from_three_seeds_and_name_them(source):
 def test_committed_claims_quote_the_papers(row_id):
     row = read_claims(COMMITTED_CLAIMS)[row_id]
     assert row["claim"].startswith('"'), f"{row_id} does not quote its paper"
-    kinds = ("supported", "contradicts", "inconclusive", "too few seeds", "single run", "not tested", "equivalent", "not equivalent", "not comparable (regime)")
+    kinds = ("supported", "contradicts", "inconclusive", "too few seeds", "single run", "not tested", "equivalent", "not equivalent",
+             "not comparable (regime)")
     assert row["verdict"].startswith(kinds) or re.match(r"(faster|m=\d+): ", row["verdict"]), row["verdict"]
 
 

@@ -22,7 +22,7 @@ from softmax_zoo.reports.kernel_bias import (
     gaps_by_m,
     spearman,
 )
-from softmax_zoo.reports.stable import examples
+from softmax_zoo.reports.stable import examples, loss_forms
 from softmax_zoo.run_record import RunRecord
 
 REPO = Path(__file__).resolve().parents[2]
@@ -41,8 +41,10 @@ def test_deterministic_and_by_construction_verdicts():
 
 
 def test_the_fix_papers_examples_become_deterministic_rows():
-    rows = {r["id"]: r for r in examples()}
-    assert set(rows) == {"stable-example-collapse", "stable-example-cancellation", "stable-equivalence", "stable-kd-equivalence"}
+    rows = {r["id"]: r for r in examples(loss_forms(REPO / "results"))}
+    assert set(rows) == {"stable-example-collapse", "stable-example-cancellation", "stable-equivalence", "stable-kd-equivalence",
+                         "stable-kd-nearly-identical"}
+    assert rows["stable-kd-nearly-identical"]["shown"] and rows["stable-kd-nearly-identical"]["deltas"] == [1e-3, 1e-4, 1e-5]
     assert rows["stable-example-collapse"]["matches"] and rows["stable-example-cancellation"]["zero"]
     assert rows["stable-example-cancellation"]["residual"] and rows["stable-equivalence"]["within"]
     assert rows["stable-kd-equivalence"]["off"] == []  # every (scale, T) within the tolerance
@@ -110,7 +112,7 @@ def test_committed_ledger_has_the_review_rows_and_marks_unverified_numbers():
     rows = read_claims(LEDGER)
     kinds = {
         "stable-example-collapse": "deterministic", "stable-example-cancellation": "deterministic", "stable-equivalence": "deterministic",
-        "stable-kd-equivalence": "deterministic",
+        "stable-kd-equivalence": "deterministic", "stable-kd-nearly-identical": "deterministic",
         "kernel-design-last-hidden-layer": "by construction", "kernel-design-sampling-only": "by construction",
         "kernel-design-partition-function": "by construction", "kernel-bias-vs-unigram-paper-like": "not tested",
         "kernel-bias-diminishing-returns-paper-like": "inconclusive", "kernel-bias-deviation-paper-like": "single run",

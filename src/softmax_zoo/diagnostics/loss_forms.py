@@ -8,7 +8,9 @@
 - :func:`cancellation_example`: the KD student gradient where student = teacher, which should be
   exactly 0;
 - :func:`equivalence` and :func:`kd_equivalence`: the largest errors of each form against float64
-  references over logits from a soft softmax to a saturated one.
+  references over logits from a soft softmax to a saturated one;
+- :func:`near_identical`: the KD student gradient's relative error where student and teacher logits
+  are nearly identical, the case the paper says cancels catastrophically.
 
 The results depend only on the torch version and the CPU's float arithmetic.
 """
@@ -110,3 +112,33 @@ def reference_kd(student: torch.Tensor, teacher: torch.Tensor, *, temperature: f
     """T²·KL(softmax(z_T/T) ‖ softmax(z_S/T)), mean over rows, by ``F.kl_div`` (autograd for the gradients)."""
     log_q, log_p = F.log_softmax(student / temperature, -1), F.log_softmax(teacher / temperature, -1)
     return temperature**2 * F.kl_div(log_q, log_p, log_target=True, reduction="batchmean")
+
+
+NEAR_DELTAS = (1e-1, 1e-2, 1e-3, 1e-4, 1e-5)  # student = teacher + δ·ε, ε ~ N(0, 1): from distinct to nearly identical
+NEAR_SHAPE = (256, 32)  # rows x classes per δ and dtype
+NEAR_DTYPES = ("float32", "bfloat16")
+
+
+def near_identical() -> dict[str, dict[float, dict[str, float]]]:
+    """dtype -> δ -> form -> relative error ‖g − g*‖₂ / ‖g*‖₂ of the student gradient g = q − p where student and
+    teacher logits differ by δ·ε (teacher logits N(0, 1), T = 1). g* is the float64 gradient of the same logits as
+    rounded to the dtype, so the error is the arithmetic's alone. Forms: "standard" (autograd of the reference KD in
+    the dtype), "cast" (the same on the logits cast to float32; bfloat16 only), "stable" (:func:`stable_kd_loss`)."""
+    g = torch.Generator().manual_seed(EQUIVALENCE_INPUTS_SEED)
+    out: dict[str, dict[float, dict[str, float]]] = {dtype: {} for dtype in NEAR_DTYPES}
+    for delta in NEAR_DELTAS:
+        teacher = torch.randn(*NEAR_SHAPE, generator=g, dtype=torch.float64)  # (N, C)
+        student = teacher + delta * torch.randn(*NEAR_SHAPE, generator=g, dtype=torch.float64)
+        for name in NEAR_DTYPES:
+            dtype = getattr(torch, name)
+            s, t = student.to(dtype), teacher.to(dtype)
+            ref = _value_and_grads(reference_kd, s.double(), t.double(), temperature=1.0)[1][0]  # (N, C) student's
+            forms = {"standard": (reference_kd, s, t), "stable": (stable_kd_loss, s, t)}
+            if name != "float32":
+                forms["cast"] = (reference_kd, s.float(), t.float())
+            errors = {}
+            for form, (loss, a, b) in forms.items():
+                grad = _value_and_grads(loss, a, b, temperature=1.0)[1][0].double()
+                errors[form] = float((grad - ref).norm() / ref.norm())
+            out[name][delta] = errors
+    return out

@@ -4,12 +4,14 @@ Reads the toy study's records (``python -m softmax_zoo.studies.stable``, ``<resu
 self-distillation's (``runs/stable_kd_ptb/``). Two arms are compared seed by seed as the ratio of their final
 values, the verdict on log10(A/B) (on A − B where B is exactly 0) with a paired t interval over seeds: the arms of one
 seed share the model's initialisation and data (:func:`higher`). The fix paper's two FP32 minimal examples and its
-"mathematically equivalent", measured by ``diagnostics.loss_forms``, are deterministic rows (:func:`examples`).
+"mathematically equivalent" and its near-identical KD, measured by ``python -m softmax_zoo.studies.loss_forms``
+(results/diagnostics/loss_forms.json), are deterministic rows (:func:`examples`).
 Words: templates/stable.md.j2, _stable_figures.j2.
 """
 
 from __future__ import annotations
 
+import json
 import math
 from itertools import combinations
 from pathlib import Path
@@ -17,16 +19,18 @@ from typing import Any
 
 import torch
 
-from ..diagnostics import loss_forms
 from ..records import runs_dir, seeds_of
 from ..run_record import RunRecord, load_runs
 from ._compare import Comparison, Design, compare_values, per_seed
 from ._forms import ClaimForm, ClaimKind
-from ._pages import commits, dirty_note, page_command, publish, pyplot, save_figure, shown_path, words
+from ._pages import commits, dirty_note, file_commit, page_command, publish, pyplot, save_figure, shown_path, words
 from ._stats import mean
 from ._verdicts import Verdict, verdict
 
 EXPERIMENT, KD_PTB = "stable", "stable_kd_ptb"
+LOSS_FORMS = Path("diagnostics") / "loss_forms.json"  # python -m softmax_zoo.studies.loss_forms, under results_dir
+KD_ERRORS = ("loss rel", "student grad abs", "teacher grad abs")
+NEAR_FORMS = ("standard", "cast", "stable")
 # README.md's status table: experiment -> the claims-ledger row that heads it
 HEADLINES = {EXPERIMENT: "stable-collapse", KD_PTB: "stable-kd-ptb"}
 PAIRS = {"float32": [("standard", "stable")], "bfloat16": [("standard", "stable"), ("standard", "cast"), ("cast", "stable")]}
@@ -48,6 +52,8 @@ STYLE = {("standard", "float32"): ("tab:blue", "-", "o"), ("stable", "float32"):
 PAPER_COLLAPSE = {"standard": 0.0, "stable": -1.52e-8}  # its printed gradients
 KD_TOLERANCE = 1e-12  # ours: "equivalent" in float64 = every relative loss and absolute gradient error below this
 EQUIVALENT_ULPS = 8  # ours: "equivalent" = max abs gradient error within 8 float32 ulps of 1 (|∂L/∂z| <= 1)
+NEARLY_IDENTICAL = 1e-3  # ours: logits that differ by δ <= this are "nearly identical"
+CANCELLATION_FACTOR = 10  # ours: cancellation shown = the standard form's error >= 10x the stable form's at each such δ
 
 
 def arms(dtypes=("float32", "bfloat16")) -> list[tuple[str, str]]:
@@ -196,6 +202,8 @@ FORMS = {  # each ledger row's form (reports/_forms.py), by id
     "stable-example-cancellation": ClaimForm(ClaimKind.DETERMINISTIC, "the stable formulation produces zero gradient"),
     "stable-equivalence": ClaimForm(ClaimKind.DETERMINISTIC, "mathematically equivalent"),
     "stable-kd-equivalence": ClaimForm(ClaimKind.DETERMINISTIC, "mathematically equivalent to the original gradient"),
+    "stable-kd-nearly-identical": ClaimForm(ClaimKind.DETERMINISTIC, "nearly identical",
+                                            extra={"nearly_identical": NEARLY_IDENTICAL, "factor": CANCELLATION_FACTOR}),
 }
 
 
@@ -270,23 +278,38 @@ def kd_ptb(results_dir: str | Path) -> dict[str, Any]:
             "folder": shown_path(runs_dir(results_dir) / KD_PTB), "commits": commits(teachers + every)}
 
 
-def examples() -> list[dict[str, Any]]:
-    """The claims rows of the two minimal examples and of the equivalence check, as data."""
-    c, k = loss_forms.collapse_example(), loss_forms.cancellation_example()
-    e, kd, seed = loss_forms.equivalence(), loss_forms.kd_equivalence(), loss_forms.EQUIVALENCE_INPUTS_SEED
+def loss_forms(results_dir: str | Path) -> dict[str, Any]:
+    """The measurements of ``python -m softmax_zoo.studies.loss_forms`` (:data:`LOSS_FORMS` under ``results_dir``)."""
+    path = Path(results_dir) / LOSS_FORMS
+    if not path.is_file():
+        raise FileNotFoundError(f"no {shown_path(path)}; run `python -m softmax_zoo.studies.loss_forms` first")
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+def examples(m: dict[str, Any]) -> list[dict[str, Any]]:
+    """The claims rows of the two minimal examples, the equivalence checks and near-identical KD, from :func:`loss_forms`."""
+    c, k, e, s = m["collapse"], m["cancellation"], m["equivalence"], m["settings"]
+    kd = {(r["scale"], r["temperature"]): {key: r[key] for key in KD_ERRORS} for r in m["kd_equivalence"]}
+    near: dict[str, dict[float, dict[str, float]]] = {}
+    for r in m["near_identical"]:
+        near.setdefault(r["dtype"], {})[r["delta"]] = {form: r[form] for form in NEAR_FORMS if form in r}
+    close = [d for d in s["near_deltas"] if d <= NEARLY_IDENTICAL]
     bound = EQUIVALENT_ULPS * torch.finfo(torch.float32).eps
-    where = {dtype: f"torch {torch.__version__.split('+')[0]}, CPU, {dtype}" for dtype in ("float32", "float64")}  # what the rows depend on
+    cpu = f"torch {m['versions']['torch'].split('+')[0]}, CPU ({m['cpu']['capability']})"
+    where = {dtype: f"{cpu}, {dtype}" for dtype in ("float32", "float64", "float32 and bfloat16")}  # what the rows depend on
     return [
         {"id": "stable-example-collapse", "grads": c, "paper": PAPER_COLLAPSE, "where": where["float32"],
          "matches": c["paper standard"] == 0.0 and f"{c['paper stable']:.2e}" == f"{PAPER_COLLAPSE['stable']:.2e}"},
         {"id": "stable-example-cancellation", "grads": k, "where": where["float32"],
          "zero": all(v == 0 for v in k["paper stable"] + k["stable_kd_loss"]), "residual": any(v != 0 for v in k["standard (autograd)"])},
         {"id": "stable-equivalence", "errors": e, "where": where["float32"], "bound": bound, "ulps": EQUIVALENT_ULPS,
-         "shape": loss_forms.EQUIVALENCE_SHAPE, "scales": loss_forms.EQUIVALENCE_SCALES, "seed": seed,
-         "within": e["stable"]["grad abs"] <= bound},
+         "shape": s["equivalence_shape"], "scales": s["scales"], "seed": s["seed"], "within": e["stable"]["grad abs"] <= bound},
         {"id": "stable-kd-equivalence", "errors": kd, "where": where["float64"], "tolerance": KD_TOLERANCE,
-         "shape": loss_forms.KD_SHAPE, "scales": loss_forms.EQUIVALENCE_SCALES, "temperatures": loss_forms.KD_TEMPERATURES,
-         "seed": seed, "off": [case for case, e in kd.items() if not max(e.values()) <= KD_TOLERANCE]},  # (scale, T) outside the tolerance
+         "shape": s["kd_shape"], "scales": s["scales"], "temperatures": s["temperatures"],
+         "seed": s["seed"], "off": [case for case, e in kd.items() if not max(e.values()) <= KD_TOLERANCE]},  # (scale, T) off it
+        {"id": "stable-kd-nearly-identical", "errors": near, "where": where["float32 and bfloat16"], "deltas": close,
+         "shape": s["near_shape"], "seed": s["seed"], "bound": NEARLY_IDENTICAL, "factor": CANCELLATION_FACTOR,
+         "shown": all(e[d]["standard"] >= CANCELLATION_FACTOR * e[d]["stable"] for e in near.values() for d in close)},
     ]
 
 
@@ -297,9 +320,12 @@ def summarise(results_dir: str | Path = "results") -> dict[str, Any]:
     if not records:
         raise FileNotFoundError(f"no records in {folder}; run `make reproduce-stable` first")
     threads = [r.setting("torch_threads") for r in records]
-    ptb, example = kd_ptb(results_dir), examples()
+    ptb, forms = kd_ptb(results_dir), loss_forms(results_dir)
+    example = examples(forms)
     return {
         "records": records, "folder": shown_path(folder), "command": page_command(EXPERIMENT, results_dir),
+        "loss_forms": {"file": shown_path(Path(results_dir) / LOSS_FORMS), "command": forms["command"],
+                       "commit": file_commit(forms), "cpu": forms["cpu"]},
         "commits": commits(records), "seeds": seeds_of(records),
         "threads": sorted(set(threads) - {None}), "no_threads": threads.count(None),
         "minutes": {s: sum(r.timing["wall_s"] for r in group(records, study=s)) / 60 for s in STUDIES},

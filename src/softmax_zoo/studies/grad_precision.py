@@ -33,7 +33,6 @@ from __future__ import annotations
 import json
 import logging
 import math
-import shlex
 import sys
 from collections.abc import Callable, Sequence
 from contextlib import nullcontext
@@ -47,8 +46,7 @@ from ..cli_args import ArgumentError, Option, Parser, fail
 from ..files import write_text
 from ..losses import linear_cross_entropy
 from ..losses.sparse import SparseSoftmaxHead
-from ..provenance import cpu_info, git_state, versions
-from ..timing import machine, utc_now
+from ..provenance import measurement_provenance
 
 log = logging.getLogger(__name__)
 
@@ -220,10 +218,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         result = measure(**options)
     except (ArgumentError, ValueError) as e:
         return fail(PARSER, ArgumentError(str(e)))
-    result.update({
-        "machine": machine(), "cpu": cpu_info(), "versions": versions(), "torch_threads": torch.get_num_threads(),
-        "date": utc_now(), "command": shlex.join([*COMMAND.split(), *argv]), "git": git_state(),
-    })
+    result.update(measurement_provenance(COMMAND, argv))
     write_text(out, json.dumps(result, indent=1) + "\n")
     log.info("wrote %s (%d cells, sparse backward: %s)", out, len(result["rows"]), result["sparse_backward"])
     return 0
