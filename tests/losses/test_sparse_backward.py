@@ -232,25 +232,29 @@ def test_autocast_as_close_as_the_dense_path(dtype, chunk_size):
 
 
 def check_vocab_parallel_sparse_backward(rank, world_size):
-    """Each rank's sparse gradient of the chunked vocabulary-parallel head: the global top-k's members it owns."""
+    """Each rank's sparse gradient of the vocabulary-parallel head, plain (one chunk of all N rows) and
+    chunked: the global top-k's members it owns, equal to one process's dense path."""
     calls = []
     real = chunked_module.sparse_linear_grads
     chunked_module.sparse_linear_grads = lambda *a: calls.append(1) or real(*a)
     start, stop = [(0, 3), (3, C)][rank]  # one shard narrower than k
     gen = torch.Generator().manual_seed(0)
     h, t = _inputs(gen)
-    for options in ({}, {"label_smoothing": 0.2, "target_in_support": True}):
-        for reduction in REDUCTIONS:
-            upstream = torch.linspace(-1.0, 2.0, N, dtype=torch.float64) if reduction == "none" else None
-            head = _head(options, 4, reduction)
-            want = _step(_dense(head), head, h, t, upstream)
-            vp = VocabParallelHead(_head(options, 4, reduction), VocabShard(start, stop))
-            got = _step(vp, vp, h, t, upstream)
-            assert_close(got[0], want[0], rtol=1e-12, atol=1e-14)
-            assert_close(got[1], want[1], rtol=1e-12, atol=1e-14)
-            assert_close(got[2], want[2][start:stop], rtol=1e-12, atol=1e-14)
-            assert_close(got[3], want[3][start:stop], rtol=1e-12, atol=1e-14)
-    assert calls
+    for chunk_size in (None, 4):
+        for options in ({}, {"label_smoothing": 0.2, "target_in_support": True}):
+            for reduction in REDUCTIONS:
+                upstream = torch.linspace(-1.0, 2.0, N, dtype=torch.float64) if reduction == "none" else None
+                head = _head(options, chunk_size, reduction)
+                want = _step(_dense(head), head, h, t, upstream)
+                vp = VocabParallelHead(_head(options, chunk_size, reduction), VocabShard(start, stop))
+                calls.clear()
+                got = _step(vp, vp, h, t, upstream)
+                passes = 2 if reduction == "none" else 1  # unequal row weights: the backward reruns the pass
+                assert len(calls) == passes * (1 if chunk_size is None else -(-N // chunk_size))
+                assert_close(got[0], want[0], rtol=1e-12, atol=1e-14)
+                assert_close(got[1], want[1], rtol=1e-12, atol=1e-14)
+                assert_close(got[2], want[2][start:stop], rtol=1e-12, atol=1e-14)
+                assert_close(got[3], want[3][start:stop], rtol=1e-12, atol=1e-14)
     dist.barrier()
 
 

@@ -14,8 +14,9 @@ torch.distributed's collectives, a few (N,)-sized tensors a call:
 Every rank then holds the same loss, and its gradient with respect to its own logits is local:
 the variant's :class:`~softmax_zoo.losses.row_loss.RowLoss` formula on z_r, with the global sums
 in place of the local ones. So the plain path (the whole (N, C_r) logits through the row loss's
-Function) and the chunked path (``chunked.py``, chunk after chunk of rows) run the same sharded
-row loss, and no (N, C) tensor exists on any rank.
+Function; for a sparse gradient one chunk of all N rows, so the backward is a gather and a scatter of
+the members of Ω_k ∪ {t} the rank owns) and the chunked path (``chunked.py``, chunk after chunk of
+rows) run the same sharded row loss, and no (N, C) tensor exists on any rank.
 
 Gradient semantics (Megatron's "f" and "g" operators): the loss is replicated, so d loss / d z_r
 is what the rank computes; hidden enters through :func:`copy_to_shards` (identity forward,
@@ -648,15 +649,20 @@ def linear_call(hidden, weight, bias, target, shard: VocabShard, num_classes: in
 
 def linear_loss(rows: ShardRows, hidden, weight, bias, call: LinearCall, reduction: str) -> torch.Tensor:
     """The loss of an agreed :class:`LinearCall`: hidden (N, d) through :func:`copy_to_shards`, this
-    rank's logits whole or ``call.chunk_rows`` rows at a time (``chunked.py``)."""
+    rank's logits whole or ``call.chunk_rows`` rows at a time (``chunked.py``). The plain path of a
+    sparse gradient (:attr:`~softmax_zoo.losses.row_loss.RowLoss.has_sparse_grad`) is one chunk of
+    all N rows, so its backward gathers and scatters the shard's members of Ω_k ∪ {t}, no GEMM."""
     h = copy_to_shards(hidden, rows.shard.group)
     t, keep = call.target, call.keep
-    if call.chunk_rows is None:
+    chunk_rows = call.chunk_rows
+    if chunk_rows is None and rows.has_sparse_grad:
+        chunk_rows = max(1, h.shape[0])
+    if chunk_rows is None:
         return rows.reduced(F.linear(h, weight, bias), t, keep, reduction)
     params = (h, weight, bias)
     if torch.is_grad_enabled() and any(p is not None and p.requires_grad for p in params):
-        return _ChunkedLinearLoss.apply(rows.loss_and_grad, t, keep, reduction, call.chunk_rows, None, *params)[0]
-    return reduce_loss(chunked_pass(rows.loss_and_grad, t, keep, *params, None, call.chunk_rows)[0], keep, reduction)
+        return _ChunkedLinearLoss.apply(rows.loss_and_grad, t, keep, reduction, chunk_rows, None, *params)[0]
+    return reduce_loss(chunked_pass(rows.loss_and_grad, t, keep, *params, None, chunk_rows)[0], keep, reduction)
 
 
 def vocab_parallel_linear_cross_entropy(
