@@ -67,7 +67,8 @@ def test_records_and_predictions_get_a_plain_writes_mode(tmp_path):
 
 def test_pages_claims_figures_and_sweeps_get_a_plain_writes_mode(tmp_path):
     expected = plain_write_mode(tmp_path)
-    write_page(tmp_path, "page", "# A page\n", [{"id": "c", "claim": "x", "paper": "1", "ours": "1", "verdict": "holds", "source": "page"}])
+    write_page(tmp_path, "page", "# A page\n", [{"id": "c", "claim": "x", "paper": "1", "ours": "1", "verdict": "holds", "source": "page",
+                                             "form": {"kind": "descriptive", "cue": "x"}}])
     with line_plot(tmp_path / "figure.png", xlabel="x", ylabel="y", title="t") as ax:
         ax.plot([0, 1], [0, 1], label="line")
     folder = tmp_path / "runs" / "sweep"

@@ -174,8 +174,10 @@ def test_table5_rows_keep_the_degenerate_caveat_and_count_their_records_made_wit
                    dirty={0: {"commit": "abc1234", "dirty": True}, 1: {"commit": "abc1234", "dirty": True, "dirty_paths": ["src/x.py"]}})
     d = table5_page(tmp_path)
     row = next(c for c in d["claims"] if c["id"] == "table5_cpu_beam1_rouge1")
-    assert row["verdict"].kind is VerdictKind.CONTRADICTS and row["delta"].seeds == (0, 1, 2)
-    # over half of the sparse arm's outputs degenerate at beam 1: the row keeps the caveat (templates/_seq2seq.md.j2)
+    # over half of the sparse arm's outputs degenerate at beam 1: the degenerate gate makes the row not comparable, the
+    # test's own verdict kept beside it
+    assert row["verdict"].kind is VerdictKind.NOT_COMPARABLE and row["delta"].seeds == (0, 1, 2)
+    assert row["verdict"].data["test"].kind is VerdictKind.CONTRADICTS
     assert row["section"]["outputs"]["degenerate"] == {"softmax": [0.0, 0.0], "sparse_softmax": [0.6, 0.6]}
     # the section's note counts its records: 4 of 6 (seeds 0 and 1, both arms) made with changes, one naming its file
     changed = [RunRecord(git=GitState(dirty=True))] * 2 + [RunRecord(git=GitState(dirty=True, dirty_paths=["src/x.py"]))] * 2

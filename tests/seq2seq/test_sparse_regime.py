@@ -9,6 +9,7 @@ from softmax_zoo import config, engine, trainer
 from softmax_zoo.data.prepare.generated import summaries, write_pairs
 from softmax_zoo.reports import sparse_regime as page
 from softmax_zoo.reports._pages import read_claims, said
+from softmax_zoo.reports._verdicts import VerdictKind
 from softmax_zoo.run_record import RunRecord
 from softmax_zoo.studies import _jobs
 from softmax_zoo.studies import sparse_regime as study
@@ -110,7 +111,7 @@ def test_regime_chain_at_smoke_scale_builds_the_page(tmp_path, monkeypatch):
     assert [t["k"] for t in data["per_k"]] == [20, 50] and [len(s) for s in shares] == [4, 4] and all(s == sorted(s) for s in shares)
     assert "- k=20: Δ R-1 " in text and "What the curve says" in text
     row = read_claims(tmp_path / "scratch" / "claims.md")["sparse-regime-gigaword-beam1"]
-    assert "the paper's regime not tested here (needs scale=paper)" in row["verdict"] and row["ours"].startswith("k=20: Δ R-1")
+    assert "a weaker regime than the paper's (needs scale=paper)" in row["verdict"] and row["ours"].startswith("k=20: Δ R-1")
     assert "degenerate outputs at beam 1 softmax" in row["ours"]
     assert (tmp_path / "scratch" / "sparse_regime.png").stat().st_size > 0
     rows = page.per_start(pts)
@@ -141,21 +142,33 @@ def test_save_steps_takes_epoch_or_a_count():
         trainer.save_flags("daily")
 
 
-def regime_point(start: int, seed: int, delta: float, share: float, dirty: bool = False) -> dict:
+def regime_point(start: int, seed: int, delta: float, share: float, dirty: bool = False, degenerate: float = 0.4) -> dict:
+    """One (start, seed) point; the sparse arm's degenerate share at start 4 is ``degenerate`` (the gate fails above 0.5)."""
     def record(arm: str) -> RunRecord:
         return RunRecord.of({"run_name": f"{arm}_e{start}_seed{seed}", "git": {"commit": "abc1234", "dirty": dirty}})
 
     return {"scale": "cpu", "start": start, "seed": seed, "k": 20, "share": share, "share_k": 20, "n": 500, "rank": 30,
             "softmax": {"rouge1": 20.0},
             "rouge1": {"delta": delta, "low": delta - 0.5, "high": delta + 0.5},
-            "degenerate": {"softmax": 0.2, "sparse_softmax": 0.6 if start == 4 else 0.1}, "records": [record("softmax"), record("sparse")]}
+            "degenerate": {"softmax": 0.2, "sparse_softmax": degenerate if start == 4 else 0.1},
+            "records": [record("softmax"), record("sparse")]}
+
+
+def test_a_sparse_arm_over_half_degenerate_makes_the_claim_not_comparable():
+    """The degenerate gate: the strongest start's sparse arm over 50% degenerate decides nothing; the test stays beside it."""
+    deltas = {0: 0.4, 1: 0.5, 2: 0.45}
+    pts = [regime_point(1, seed, -1.0, 0.40) for seed in deltas]
+    pts += [regime_point(4, seed, d, 0.50, degenerate=0.6) for seed, d in deltas.items()]
+    top = page.per_k(page.per_start(pts))[0]["top"]
+    assert top["verdict"].kind is VerdictKind.NOT_COMPARABLE and top["verdict"].data["test"].kind is VerdictKind.SUPPORTED
+    assert said(top["verdict"]).startswith("not comparable (regime): the sparse arm fails the degenerate gate: 60.0% of its outputs")
 
 
 def test_the_claim_carries_the_strongest_starts_degenerate_shares_and_its_records_made_with_changes():
     pts = [regime_point(1, seed, -1.0, 0.40) for seed in (0, 1, 2)]
     pts += [regime_point(4, seed, 0.4, 0.50, dirty=seed == 0) for seed in (0, 1, 2)]
     top = page.per_k(page.per_start(pts))[0]["top"]
-    assert top["degenerate"] == pytest.approx({"softmax": 0.2, "sparse_softmax": 0.6})  # the strongest start's, not the weakest's
+    assert top["degenerate"] == pytest.approx({"softmax": 0.2, "sparse_softmax": 0.4})  # the strongest start's, not the weakest's
     assert top["dirty"] == "rests on 2 of 6 records made with uncommitted changes (changed files not recorded)"
     clean = page.per_k(page.per_start([regime_point(4, seed, 0.4, 0.50) for seed in (0, 1, 2)]))[0]
     assert clean["top"]["dirty"] == ""

@@ -10,6 +10,7 @@ from softmax_zoo import provenance, records
 from softmax_zoo.records import RECORD_SCHEMA
 from softmax_zoo.reports import stable as page
 from softmax_zoo.run_record import RunRecord
+from softmax_zoo.studies import loss_forms
 from softmax_zoo.studies.stable import Setting, main, run_all
 
 TINY = Setting(modulus=11, embed=8, hidden=16, collapse_steps=20, teacher_steps=20, distill_steps=10, generalise_steps=10,
@@ -25,6 +26,7 @@ def test_study_resumes_and_builds_its_page(tmp_path):
     equal = [json.loads(p.read_text()) for p in runs.glob("cancellation_equal_stable_*.json")]
     assert all(p["logit_grad_norm"] == 0 and p["drift"] == 0 and p["identical_logits"] for r in equal for p in r["history"])
     (tmp_path / "claims.md").write_text("")
+    assert loss_forms.main([f"out={tmp_path / page.LOSS_FORMS}"]) == 0  # the deterministic rows' measurement
     page.build(tmp_path)
     text = (tmp_path / "stable.md").read_text()
     assert "## Softmax collapse" in text and (tmp_path / "stable_drift.png").is_file()

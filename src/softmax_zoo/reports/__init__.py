@@ -21,6 +21,8 @@ Modules::
     _compare        the comparison engine: arms, metric, design -> Δ, interval, method; margins (TOST), grids (Holm)
     _stats          Student-t intervals over seeds, paired bootstraps over items, paired t, Welch, TOST, Holm
     _verdicts       the claims ledger's verdicts: kind, form and numbers (templates/_verdicts.j2 words them)
+    _forms          each claim's logical form (non-inferiority, equivalence, every member of a set...), which fixes its test
+    _regime         regime gates: a verdict from a setting out of the claim's regime is "not comparable (regime)"
     _sweep          any sweep as a table and a plot (``python -m softmax_zoo.reports sweep ...``)
     _settings       a page's table of the paper's stated settings beside ours (read from the records) and why
     _seq2seq        the UniLM pages (table5, table3) as declarations of one :class:`Table`, and their settings beside Sun et al. 2021's

@@ -186,7 +186,8 @@ def review_claims(records: list[RunRecord], experiment: str) -> list[dict[str, A
 
 def comparable(by: Cells, ms: list[int]) -> dict[str, Any]:
     """"Comparable to full softmax" at every m of ``ms``: per m the non-inferiority test (:data:`COMPARABLE`) of Δ =
-    quadratic − full softmax validation loss, paired by seed, and one verdict that every m is equivalent (:meth:`._compare.Grid.decide`)."""
+    quadratic − full softmax validation loss, paired by seed, and one verdict that every m is non-inferior
+    (:meth:`._compare.Grid.decide`)."""
     grid = Grid({m: compare(COMPARABLE, by[None][0], by["quadratic"][m]) for m in ms}, name="m")
     return {"verdict": grid.decide()[0], "tests": {m: (c.verdict().data, c.delta.n) for m, c in grid.compared.items()},
             "dirty": dirty_note(by[None][0] + [r for m in ms for r in by["quadratic"][m]])}

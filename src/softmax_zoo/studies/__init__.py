@@ -4,6 +4,7 @@ Modules::
 
     stable              softmax collapse and cancellation measured in training (-> reports.stable)
     grad_precision      cross-entropy's logit gradient against float64 per head, precision and p_t (-> reports.grad_precision)
+    loss_forms          the stable forms' precision (the fix paper's examples, near-identical KD) into a file (-> reports.stable)
     lm_speed            training-step speed of the lm1b heads, side by side in one process
     unigram_baseline    the unigram frequency predictor's perplexity on an LM corpus (the floor lm1b's heads must beat)
     kernel_bias_paper   Blanc & Rendle 2018's bias study in a paper-like setting (ours), chained and resumable
