@@ -57,7 +57,8 @@ SWEPT = ("loss.k", "seed")  # the sweep dimensions of configs/experiment/fig2_*.
 METRICS = (F1, "val/micro_f1", "test/in_scope_accuracy", "test/target_in_topk")  # per arm, in points
 # The claims of the paper's text that no fig2 run decides: (kind, ledger id); templates/fig2.md.j2 words them.
 TEXT_CLAIMS = (("rcv1", "fig1-convergence-rcv1"), ("margin", "sparse-margin-log-n-1"), ("sota", "sparse-sota-k20"),
-               ("simpler", "sparse-simpler"))
+               ("simpler", "sparse-simpler"), ("full-support", "sparse-full-support-weakness"),
+               ("perturbed", "sparse-less-perturbed"), ("decoding-cost", "sparse-decoding-cost"))
 SMOOTH = 25  # moving-average window (steps) of the bold fig1 curves
 WORDS = words("_fig2_figures.j2", paper_k=PAPER_K, smooth=SMOOTH)
 
@@ -362,6 +363,9 @@ FORMS = {  # each ledger row's form (reports/_forms.py) by its kind; robust-k's 
     "margin": ClaimForm(ClaimKind.NOT_TESTED, "margin log(n − 1)"),
     "sota": ClaimForm(ClaimKind.NOT_TESTED, "state-of-the-art"),
     "simpler": ClaimForm(ClaimKind.BY_CONSTRUCTION, "Simpler"),
+    "full-support": ClaimForm(ClaimKind.BY_CONSTRUCTION, "always has full support"),
+    "perturbed": ClaimForm(ClaimKind.NOT_TESTED, "less likely perturbed and more likely to converge"),
+    "decoding-cost": ClaimForm(ClaimKind.NOT_TESTED, "classify over 25,731 categories ... over 256 categories"),
 }
 
 

@@ -33,6 +33,7 @@ PAPER_SETTING = "kernel_bias_paper"  # the paper-like setting's experiment (ours
 HEADLINES = {EXPERIMENT: "kernel-bias-10-100x", PAPER_SETTING: "kernel-bias-10-100x-paper-like"}
 SAMPLERS = ("uniform", "unigram", "quadratic", "quadratic_centred", "softmax")  # the page's sampler order, others after
 KERNELS = ("quadratic", "quadratic_centred")
+STATIC = ("uniform", "unigram")  # the "simple sampling distributions" of the abstract: q fixed while the model trains
 DIAGNOSTICS = Path("diagnostics") / "sampler_bias"  # under results_dir: the fixed-checkpoint diagnostics' JSON files
 FEW_SAMPLES = (10, 50)  # the review's m ≈ 10–50
 FEWER_SAMPLES = 10.0  # the paper: one to two orders of magnitude (10-100x) fewer samples than uniform
@@ -47,7 +48,8 @@ COMPARABLE = Comparison("full softmax", "quadratic", VAL_LOSS, Design.PAIRED_BY_
                         margin_source="ours: the review gives no tolerance for \"comparable\"; perplexity at most 10% worse",
                         better="lower")
 FLAT_GAIN = 0.05  # nats per doubling of m: ours, about the exact softmax sampler's spread over m in our setting (0.06)
-DESIGN_IDS = ("kernel-design-last-hidden-layer", "kernel-design-sampling-only", "kernel-design-partition-function")
+DESIGN_IDS = ("kernel-design-last-hidden-layer", "kernel-design-sampling-only", "kernel-design-partition-function",
+              "kernel-design-dot-product-models", "kernel-design-no-full-softmax")
 ADAPTS = ("quadratic", "uniform")  # the samplers the adapts-low-bias row sets side by side
 Cells = dict[str | None, dict[int, list[RunRecord]]]  # sampler (None: the full softmax, m 0) -> m -> its records
 # The full-softmax learning rates compared for the paper-like setting's plain SGD (ours; 300 steps each); no record keeps
@@ -104,13 +106,18 @@ FORMS = {  # each ledger row's form (reports/_forms.py), by its kind (m10-50's m
     "adapts": ClaimForm(ClaimKind.DESCRIPTIVE, "adapts to the model as it is trained, thus resulting in low bias",
                         measure="KL(p ‖ q) of the kernel against uniform at checkpoints"),
     "design": ClaimForm(ClaimKind.BY_CONSTRUCTION, "relies only on the model's last hidden layer; the kernel only for sampling"),
+    "kernel-design-dot-product-models": ClaimForm(ClaimKind.BY_CONSTRUCTION, "applicable to any model with a dot-product final layer"),
+    "kernel-design-no-full-softmax": ClaimForm(ClaimKind.BY_CONSTRUCTION, "without requiring full softmax computation"),
+    "simple-samplers": ClaimForm(ClaimKind.DESCRIPTIVE, "simple sampling distributions that require a large sample size",
+                                 measure="gap to the full softmax's validation loss against m, uniform and unigram"),
 }
 
 
 def form_of(claim: dict[str, Any]) -> ClaimForm:
-    """The form of a kernel_bias ledger row: :data:`FORMS` by its kind; m10-50 is non-inferiority at every m in 10–50."""
+    """The form of a kernel_bias ledger row: :data:`FORMS` by its id, else by its kind; m10-50 is non-inferiority at every
+    m in 10–50."""
     if claim["kind"] != "m10-50":
-        return FORMS[claim["kind"]]
+        return FORMS.get(claim["id"]) or FORMS[claim["kind"]]
     return ClaimForm(ClaimKind.EVERY_MEMBER, "with minimal sampling (e.g., m ≈ 10–50) … comparable to full softmax",
                      measure="validation loss, quadratic − full softmax", better="lower", margin=COMPARABLE.margin,
                      margin_source=COMPARABLE.margin_source, members=claim.get("ms") or [FEW_SAMPLES[0]],
@@ -261,6 +268,17 @@ def diminishing_row(records: list[RunRecord], experiment: str) -> list[dict[str,
                 dirty=dirty_note([r for r in records if sampler_name(r) in (None, *gains)]))]
 
 
+def simple_samplers_row(records: list[RunRecord], experiment: str) -> list[dict[str, Any]]:
+    """The static samplers' (uniform, unigram) gap to the full softmax at each m of one setting ([] without them)."""
+    with_curves, gaps = gaps_by_m(records)
+    static = {name: gaps[name] for name in STATIC if name in gaps}
+    if not static:
+        return []
+    falls = [name for name, g in static.items() if all(b < a for a, b in zip(g.values(), list(g.values())[1:]))]
+    return [row("simple-samplers", "simple-samplers-large-m", experiment, with_curves=with_curves, gaps=static, falls=falls,
+                seeds=seeds_of(records), dirty=dirty_note([r for r in records if sampler_name(r) in (None, *static)]))]
+
+
 def spearman(x: list[float], y: list[float]) -> float:
     """Spearman's rank correlation (ties given their mean rank; nan when either is constant)."""
     return math.nan if len(set(x)) < 2 or len(set(y)) < 2 else float(stats.spearmanr(x, y).statistic)
@@ -341,7 +359,8 @@ def summarise(results_dir: str | Path = "results") -> dict[str, Any]:
     findings = [f for s in sections if s["complete"] for f in s["findings"]]
     reviewed = [row for e, records in found.items() for row in review_claims(records, e)]
     more = [row for e, records in found.items()
-            for row in diminishing_row(records, e) + deviation_row(results_dir, e) + adapts_row(results_dir, e)]
+            for row in diminishing_row(records, e) + simple_samplers_row(records, e) + deviation_row(results_dir, e)
+            + adapts_row(results_dir, e)]
     more += [{"kind": "design", "id": id_, "source": EXPERIMENT} for id_ in DESIGN_IDS]
     # the page's choices beside the review's (it states none): ours per setting, None where a row is not that setting's
     chosen = [Setting(name, NOT_STATED, lambda rs, name=name: str(WORDS.ours(name, ours(rs))) or None, why)
