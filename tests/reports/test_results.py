@@ -240,3 +240,16 @@ def test_log_time_claim_reads_the_benchmarks_tree_timing(tmp_path):
     row = log_time_claim(tmp_path)
     assert row["sizes"] == [(1_000, 100.0), (1_000_000, 200.0)]  # the first group's smallest and largest C
     assert row["log_grow"] == pytest.approx(2.0)  # log(1e6) / log(1e3)
+
+
+@pytest.mark.parametrize("values, digits, want", [
+    ((0.0019, -0.0002, 0.0040), 2, 4),  # -0.00 and +0.00 at 2 and 3 digits
+    ((2.97, 1.90, 4.05), 2, 2),  # already distinct and nonzero
+    ((0.00095, 0.00089, 0.00101), 2, 5),  # the bounds print alike until 5 digits
+    ((0.0, -0.5, 0.5), 2, 2),  # an exact 0 is no blur
+    ((1e-12, -1e-12, 2e-12), 2, 6),  # capped
+])
+def test_enough_digits(values, digits, want):
+    from softmax_zoo.reports._pages import enough_digits
+
+    assert enough_digits(values, digits) == want

@@ -10,6 +10,7 @@ number format's one home. Undefined names fail (StrictUndefined): a template can
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from functools import partial
@@ -40,6 +41,19 @@ def variant_label(loss: str) -> str:
     return label(loss)
 
 
+def enough_digits(values, digits: int = 2, most: int = 6) -> int:
+    """The fewest digits from ``digits`` (up to ``most``) at which no nonzero finite value of ``values`` prints as ±0
+    and distinct values print distinct: a Δ of +0.0019 [−0.0002, +0.0040] prints so, not as +0.00 [−0.00, +0.00]."""
+    shown = [v for v in values if math.isfinite(v)]
+
+    def blurred(d: int) -> bool:
+        return any(v != 0 and round(v, d) == 0 for v in shown) or len({round(v, d) for v in shown}) < len(set(shown))
+
+    while digits < most and blurred(digits):
+        digits += 1
+    return digits
+
+
 FILTERS = {
     "signed": lambda x, digits=2: f"{x:+.{digits}f}",  # "+0.67": a delta with its sign
     "fixed": lambda x, digits=2: f"{x:.{digits}f}",  # "15.42"
@@ -48,6 +62,7 @@ FILTERS = {
     "fmt": format,  # a format without a filter of its own: x | fmt(".3g")
     "pick": lambda row, keys: [row[k] for k in keys],  # the values of keys in a dict, as a table row
     "code": lambda text: f"`{text}`",  # a path or a name in code type
+    "enough_digits": enough_digits,  # (Δ, low, high) | enough_digits(2): the digits a Δ and its interval need
     "span": lambda interval, digits=2: "[{:+.{d}f}, {:+.{d}f}]".format(*interval, d=digits),  # "[-0.72, -0.40]"
     # a Markdown table (softmax_zoo.markdown.markdown_table) without its last newline (the template's line gives it)
     "table": lambda rows, header: markdown_table(header, rows).rstrip("\n"),
