@@ -154,3 +154,16 @@ def test_check_config_passes_every_loss_as_configured(loss):
 def test_the_size_checks_are_left_to_the_constructor():
     check_loss_options({"_target_": "softmax_zoo.losses.SparseSoftmaxHead", "k": 10**9})  # k <= C: known once built
     check_loss_options({"_target_": "collections.OrderedDict", "k": 0})  # not a head: left to build_head
+
+
+def test_importing_every_page_module_renders_no_template():
+    """Nothing at import but definitions: a page module's words (``_pages.words``) render on first use. The one
+    exception: ``_settings``'s three fixed cells (NOT_STATED, NOT_RECORDED, AS_THE_PAPER), imported by name."""
+    code = ("import jinja2, json; calls = []; real = jinja2.Environment.get_template\n"
+            "jinja2.Environment.get_template = lambda self, *a, **k: calls.append(a[0]) or real(self, *a, **k)\n"
+            "import importlib, pkgutil, softmax_zoo.reports as r\n"
+            "for m in pkgutil.iter_modules(r.__path__): importlib.import_module(f'softmax_zoo.reports.{m.name}')\n"
+            "print(json.dumps(calls))")
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "WANDB_MODE": "disabled"}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True)
+    assert json.loads(out.stdout.strip().splitlines()[-1]) == ["_settings.md.j2"]

@@ -90,9 +90,23 @@ def render_page(template: str, data: dict[str, Any]) -> tuple[str, list[dict[str
                         **{m: str(getattr(page, m)(c)) for m in macros}} for c in data.get("claims", ())]
 
 
-def words(template: str, **data: Any) -> Any:
-    """The variables and macros ``templates/<template>`` sets, given ``data``, as attributes: the words Python pairs with numbers."""
-    return ENV.get_template(template).make_module(data)
+class Words:
+    """The variables and macros ``templates/<template>`` sets, given ``data``, as attributes: the words Python pairs
+    with numbers. The template renders on the first attribute read, so a module's ``WORDS = words(...)`` does no work
+    at import."""
+
+    def __init__(self, template: str, data: dict[str, Any]) -> None:
+        self._template, self._data, self._module = template, data, None
+
+    def __getattr__(self, name: str) -> Any:
+        if self._module is None:
+            self._module = ENV.get_template(self._template).make_module(self._data)
+        return getattr(self._module, name)
+
+
+def words(template: str, **data: Any) -> Words:
+    """:class:`Words` of ``templates/<template>`` given ``data``."""
+    return Words(template, data)
 
 
 PROVENANCE = words("_provenance.md.j2")  # the macros that word a page's provenance
