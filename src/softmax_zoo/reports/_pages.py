@@ -98,10 +98,16 @@ class Words:
     def __init__(self, template: str, data: dict[str, Any]) -> None:
         self._template, self._data, self._module = template, data, None
 
-    def __getattr__(self, name: str) -> Any:
+    def _rendered(self) -> Any:
         if self._module is None:
             self._module = ENV.get_template(self._template).make_module(self._data)
-        return getattr(self._module, name)
+        return self._module
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._rendered(), name)
+
+    def __str__(self) -> str:
+        return str(self._rendered())  # the template's body
 
 
 def words(template: str, **data: Any) -> Words:
