@@ -41,8 +41,8 @@ BENCH_GROUP = "cross-entropy ("
 SPARSE_ROW, SOFTMAX_ROW, TORCH_ROW = "sparse_softmax_cross_entropy", "softmax_cross_entropy", "F.cross_entropy"
 # The output layer's training step (scripts/bench_cases/sparse_backward.py): the paper's sizes, then LM sizes; one
 # page each, by `python scripts/bench_losses.py --only "<its --only>"`; its groups' sparse row at the paper's k.
-STEP_BENCH_FILES = ("bench_losses_cpu_sparse-step.json", "bench_losses_cpu_sparse-backward-n-4096-c-32000.json",
-                    "bench_losses_cpu_sparse-backward-n-4096-c-128000.json")
+STEP_BENCH_FILES = ("bench_losses_cpu_sparse-step.json",
+                    *(f"bench_losses_cpu_sparse-backward-n-{n}-c-{c}.json" for n in (4096, 8192) for c in (32000, 128000)))
 STEP_SOFTMAX_ROWS = ("SoftmaxHead (plain)", 'SoftmaxHead (chunk_size="auto")')
 STEP_SPARSE_ROW = f"SparseSoftmaxHead (k={PAPER_K},"
 EXPERIMENT_PREFIX = "fig2_"
