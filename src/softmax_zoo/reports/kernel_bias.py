@@ -9,6 +9,7 @@ from the losses benchmark. templates/kernel_bias.md.j2 holds the page's words an
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 import re
@@ -48,8 +49,6 @@ COMPARABLE = Comparison("full softmax", "quadratic", VAL_LOSS, Design.PAIRED_BY_
                         margin_source="ours: the review gives no tolerance for \"comparable\"; perplexity at most 10% worse",
                         better="lower")
 FLAT_GAIN = 0.05  # nats per doubling of m: ours, about the exact softmax sampler's spread over m in our setting (0.06)
-DESIGN_IDS = ("kernel-design-last-hidden-layer", "kernel-design-sampling-only", "kernel-design-partition-function",
-              "kernel-design-dot-product-models", "kernel-design-no-full-softmax")
 ADAPTS = ("quadratic", "uniform")  # the samplers the adapts-low-bias row sets side by side
 Cells = dict[str | None, dict[int, list[RunRecord]]]  # sampler (None: the full softmax, m 0) -> m -> its records
 # The full-softmax learning rates compared for the paper-like setting's plain SGD (ours; 300 steps each); no record keeps
@@ -105,19 +104,28 @@ FORMS = {  # each ledger row's form (reports/_forms.py), by its kind (m10-50's m
                            measure="Spearman ρ of bias against KL(p ‖ q) over samplers"),
     "adapts": ClaimForm(ClaimKind.DESCRIPTIVE, "adapts to the model as it is trained, thus resulting in low bias",
                         measure="KL(p ‖ q) of the kernel against uniform at checkpoints"),
-    "design": ClaimForm(ClaimKind.BY_CONSTRUCTION, "relies only on the model's last hidden layer; the kernel only for sampling"),
-    "kernel-design-dot-product-models": ClaimForm(ClaimKind.BY_CONSTRUCTION, "applicable to any model with a dot-product final layer"),
-    "kernel-design-no-full-softmax": ClaimForm(ClaimKind.BY_CONSTRUCTION, "without requiring full softmax computation"),
     "simple-samplers": ClaimForm(ClaimKind.DESCRIPTIVE, "simple sampling distributions that require a large sample size",
                                  measure="gap to the full softmax's validation loss against m, uniform and unigram"),
 }
 
 
+_DESIGN = ClaimForm(ClaimKind.BY_CONSTRUCTION, "relies only on the model's last hidden layer; the kernel only for sampling")
+DESIGN_FORMS = {  # the design rows, each by construction, by id
+    "kernel-design-last-hidden-layer": _DESIGN, "kernel-design-sampling-only": _DESIGN,
+    "kernel-design-partition-function": _DESIGN,
+    "kernel-design-dot-product-models": ClaimForm(ClaimKind.BY_CONSTRUCTION, "applicable to any model with a dot-product final layer"),
+    "kernel-design-no-full-softmax": ClaimForm(ClaimKind.BY_CONSTRUCTION, "without requiring full softmax computation"),
+}
+DESIGN_IDS = tuple(DESIGN_FORMS)
+
+
 def form_of(claim: dict[str, Any]) -> ClaimForm:
-    """The form of a kernel_bias ledger row: :data:`FORMS` by its id, else by its kind; m10-50 is non-inferiority at every
-    m in 10–50."""
+    """The form of a kernel_bias ledger row: :data:`FORMS` by its kind, a design row's :data:`DESIGN_FORMS` by its id;
+    m10-50 is non-inferiority at every m in 10–50."""
+    if claim["kind"] == "design":
+        return DESIGN_FORMS[claim["id"]]
     if claim["kind"] != "m10-50":
-        return FORMS.get(claim["id"]) or FORMS[claim["kind"]]
+        return FORMS[claim["kind"]]
     return ClaimForm(ClaimKind.EVERY_MEMBER, "with minimal sampling (e.g., m ≈ 10–50) … comparable to full softmax",
                      measure="validation loss, quadratic − full softmax", better="lower", margin=COMPARABLE.margin,
                      margin_source=COMPARABLE.margin_source, members=claim.get("ms") or [FEW_SAMPLES[0]],
@@ -274,7 +282,7 @@ def simple_samplers_row(records: list[RunRecord], experiment: str) -> list[dict[
     static = {name: gaps[name] for name in STATIC if name in gaps}
     if not static:
         return []
-    falls = [name for name, g in static.items() if all(b < a for a, b in zip(g.values(), list(g.values())[1:]))]
+    falls = [name for name, g in static.items() if all(b < a for a, b in itertools.pairwise(g.values()))]
     return [row("simple-samplers", "simple-samplers-large-m", experiment, with_curves=with_curves, gaps=static, falls=falls,
                 seeds=seeds_of(records), dirty=dirty_note([r for r in records if sampler_name(r) in (None, *static)]))]
 
