@@ -34,6 +34,7 @@ LAYERS = (
     ("models",),
     # on models and heads: measurements, use_head, checks before a run (memory included), the vocabulary-parallel training setup
     ("diagnostics", "hf", "memory_plan", "preflight", "vocab_parallel_training"),
+    ("parallelism",),  # data- or vocabulary-parallel training as one strategy, on memory_plan and vocab_parallel_training
     ("tasks", "reports"),  # evaluation of a trained model; pages from records (never the training stack)
     ("trainer",),
     ("engine",),

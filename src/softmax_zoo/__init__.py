@@ -21,6 +21,7 @@ Modules::
     markdown      Markdown tables, shared by the pages and the studies
     memory_plan   a run's device memory by part (weights, optimiser state, the heads' buffers), checked on CUDA before training
     metrics       evaluation metrics, each named as the papers report it
+    parallelism   how a run spreads over processes: data-parallel or vocabulary-parallel, one strategy object
     preflight     checks before training: writable outputs, prepared data unchanged, the checkpoint to resume
     progress      progress bars: on at a terminal, off in logs and pipes
     provenance    where a run's numbers come from: the code's commit and changes, the CPU, the versions

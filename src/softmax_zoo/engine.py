@@ -40,7 +40,7 @@ import logging
 import os
 import time
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Iterable, NamedTuple
 
 import hydra
 import safetensors.torch
@@ -52,10 +52,9 @@ from transformers.trainer_callback import PrinterCallback, ProgressCallback
 from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR, get_last_checkpoint
 from transformers.utils import SAFE_WEIGHTS_NAME
 
-from . import memory_plan, preflight, progress, records, tracking, vocab_parallel_training
+from . import parallelism, preflight, progress, records, tracking, vocab_parallel_training
 from .config import command_line, hydra_choices, hydra_job
 from .losses import OutputHead
-from .losses.sampled import seed_samplers
 from .models.distill import maybe_distill
 from .provenance import cpu_info
 from .run_record import RunRecord
@@ -147,14 +146,6 @@ def initialise_from(model: torch.nn.Module, path: str) -> str:
     return str(weights)
 
 
-def prepared_data(cfg: DictConfig) -> dict[str, Any] | None:
-    """The prepared files the task reads, checked against meta.json (None for a generated task)."""
-    data_dir = cfg.task.get("data_dir")
-    if not data_dir:
-        return None
-    return preflight.verify_prepared(hydra.utils.to_absolute_path(data_dir), cfg.task.name)
-
-
 def dataset_sizes(task: Task) -> dict[str, int]:
     """Examples of each split as the task holds them (an unsized stream is left out)."""
     splits = {"train": task.train_dataset, **task.eval_datasets}
@@ -210,9 +201,17 @@ def evaluation_datasets(task: Task, subset: int | None, datasets: dict[str, Any]
     return {split: task.subset(dataset, subset) for split, dataset in datasets.items()}
 
 
+class Evaluated(NamedTuple):
+    """Every split's evaluation: the metrics of all splits, and per split its timing and (for tasks that keep them) its rows."""
+
+    metrics: dict[str, float]
+    timing: dict[str, Any]
+    rows: dict[str, Any]
+
+
 def evaluate_splits(task: Task, model: torch.nn.Module, eval_datasets: dict[str, Any], on_main: bool,
-                    subset: int | None = None) -> tuple[dict[str, float], dict[str, Any], dict[str, Any]] | None:
-    """Evaluate every split on the main process: ``(metrics, timing per split, rows per split)``.
+                    subset: int | None = None) -> Evaluated | None:
+    """Evaluate every split on the main process.
 
     Only the main process evaluates (under DDP the model is the same on every rank after training,
     so one evaluation gives every metric); the others return None at once. ``subset`` (the
@@ -233,7 +232,7 @@ def evaluate_splits(task: Task, model: torch.nn.Module, eval_datasets: dict[str,
         log.info("%s (%.1f s%s): %s", split, seconds, on, ", ".join(f"{k}={v:.4g}" for k, v in evaluation.metrics.items()))
         if evaluation.rows is not None:
             rows[split] = evaluation.rows
-    return metrics, timing, rows
+    return Evaluated(metrics, timing, rows)
 
 
 def training_timing(segments: list[dict[str, Any]], examples_per_step: int) -> dict[str, Any]:
@@ -285,6 +284,16 @@ def remove_if_empty(folder: Path, up_to: Path | None) -> None:
             return
 
 
+class Trained(NamedTuple):
+    """A finished training: the Trainer (its model, state and arguments), the run's segments
+    (:class:`~softmax_zoo.trainer.ResumeState`) and the splits to evaluate, cut to ``subset`` examples unless None."""
+
+    trainer: ZooTrainer
+    segments: list[dict[str, Any]]
+    eval_datasets: dict[str, Any]
+    subset: int | None
+
+
 def run(cfg: DictConfig, callbacks: Iterable[TrainerCallback] = ()) -> dict[str, Any] | None:
     """Train, evaluate and record one run of the composed config.
 
@@ -296,130 +305,142 @@ def run(cfg: DictConfig, callbacks: Iterable[TrainerCallback] = ()) -> dict[str,
         The record written (None on processes other than rank 0).
 
     Raises:
-        NonFiniteLossError: the loss became NaN/inf; no record is written.
-        TrainingInterrupted: SIGTERM or SIGINT during training: every process saved a checkpoint at
-            the next optimiser step and stopped there (:class:`~softmax_zoo.trainer.SaveOnRequest`); no
-            record is written, and ``resume=true`` continues from that checkpoint.
+        NonFiniteLossError, TrainingInterrupted: from :func:`fit`; no record is written.
         OSError: ``results_dir`` or ``output_dir`` is not writable (before any training).
         torch.OutOfMemoryError: on CUDA, the memory plan exceeds the free memory (before any training).
         ValueError: a reproduction from uncommitted code without ``allow_dirty=true``, the prepared
             data changed since ``make data``, or ``resume=true`` found a checkpoint of another
-            config (before any training).
+            config (before any training: :func:`softmax_zoo.preflight.check_run`).
     """
     start = time.perf_counter()
     preflight.check_config(cfg)
-    on_request = SaveOnRequest(cfg.train.save_minutes, can_save=not vocab_parallel_training.enabled(cfg))
-    progress.configure(cfg.train.progress)
-    transformers.utils.logging.disable_default_handler()
-    transformers.utils.logging.enable_propagation()  # the Trainer's warnings go to the run log too
-    log.info("run %s/%s: %s", cfg.experiment_name, cfg.run_name, " ".join(command_line()[3:]) or "(defaults)")
-    provenance = preflight.check_provenance(cfg)
-    data_read = prepared_data(cfg)
-    runs = records.runs_dir(hydra.utils.to_absolute_path(cfg.results_dir))
-    output_dir = str(Path(hydra.utils.to_absolute_path(cfg.output_dir)))
-    preflight.check_writable(results_dir=runs / cfg.experiment_name, output_dir=output_dir)
-    done = preflight.check_record(cfg, runs, provenance)
-    if done is not None:
+    mode = parallelism.of(cfg)
+    on_request = SaveOnRequest(cfg.train.save_minutes, can_save=mode.can_checkpoint)
+    start_run_log(cfg)
+    checked = preflight.check_run(cfg)
+    if checked.done is not None:
         log.info("done already: %s (the same config at commit %s); nothing was trained: overwrite=true runs it again",
-                 done.path, str(provenance.get("commit"))[:7])
-        return done.record
-    checkpoint = preflight.resume_checkpoint(cfg, output_dir)
-    created = first_missing(Path(output_dir))
-    if vocab_parallel_training.enabled(cfg):
-        vocab_parallel_training.start(cfg)
+                 checked.done.path, str(checked.git.get("commit"))[:7])
+        return checked.done.record
+    created = first_missing(checked.output_dir)
+    mode.start(cfg)
     transformers.set_seed(cfg.seed)
     task = build_task(cfg)
     if cfg.get("init_from"):
         initialise_from(task.model, cfg.init_from)
-    if vocab_parallel_training.enabled(cfg):
-        vocab_parallel_training.shard_heads(task.model)  # after init_from: each rank keeps its rows of the whole head
     args = training_arguments(cfg)
-    precision = "bf16" if args.bf16 else "fp16" if args.fp16 else "fp32"
-    if not vocab_parallel_training.enabled(cfg):  # a vocabulary-parallel head holds its rank's classes only
-        plan = memory_plan.check_run(task.model, cfg, args.device, precision)  # on CUDA: refused here, before any step
-        if plan is not None:
-            log.info("memory plan (%s rows per head per step): %s", f"{plan.rows:,}", plan.describe())
-    if not vocab_parallel_training.enabled(cfg) and args.world_size > 1:
-        # Data parallel: every rank starts from cfg.seed; its samplers draw with seed + rank, so that the
-        # ranks' negatives differ (a vocabulary-parallel head needs the same draws on every rank).
-        seed_samplers(task.model, cfg.seed + args.process_index, args.device)
+    mode.prepare(task.model, cfg, args, precision_of(args))
     choices = hydra_choices()
     tracker = tracking.start(cfg, choices, args.to_dict())
-    guard = NonFiniteLossGuard()
-    resume = ResumeState(resume_state_holders(task.model, task.callbacks), checkpoint, started=start)
-    # on_request before guard, whose step end may still cancel a save of non-finite weights
-    extra = [on_request, guard, resume, StepLog(tracker), SaveRunConfig(cfg), TrainingStepToHeads(task.model),
-             EpochToCollator(task.collator)]
-    extra += [*task.callbacks, *callbacks]
-    subset = cfg.train.get("eval_subset")
-    eval_datasets = evaluation_datasets(task, subset)
-    extra += [EpochEval(task, eval_datasets, tracker)] if cfg.train.eval_each_epoch else []
     try:
-        with on_request.catching_signals():
-            trainer = make_trainer(task, args, extra, eval_datasets, cfg.train.get("validation_subset"))
-            wait_for_every_process()  # every rank's Trainer has made output_dir before any rank removes it
-            remove_if_empty(Path(output_dir), created)  # made by the Trainer at once; the first checkpoint makes it again
-            trainer.train(resume_from_checkpoint=checkpoint)
-        segments = resume.segments(trainer.state.global_step)
-        log.info("trained in %s", segments_line(segments))
-        if guard.bad_step is None and on_request.stopped_at is not None:
-            wait_for_every_process()  # every rank's share of the checkpoint is written before any rank exits
-            raise interrupted(cfg, on_request, args.output_dir)
-        if guard.bad_step is not None:
-            last = get_last_checkpoint(args.output_dir) if os.path.isdir(args.output_dir) else None
-            raise NonFiniteLossError(
-                f"{guard.what} at optimiser step {guard.bad_step}: training stopped; last good checkpoint: "
-                f"{last or 'none (no checkpoint had been saved)'}. Try a lower train.lr or train.max_grad_norm, "
-                "train.precision=fp32, or loss=stable_softmax."
-            )
+        trained = fit(cfg, task, args, checked, tracker, on_request, list(callbacks), created, start)
         # Evaluation runs in float32 for every task: accelerate's autocast wrapper of the forward
         # (bf16/fp16 training) is removed, as the seq2seq and classification evaluations never used it.
-        model = trainer.accelerator.unwrap_model(trainer.model, keep_fp32_wrapper=False)
-        evaluated = evaluate_splits(task, model, eval_datasets, trainer.is_world_process_zero(), subset)
+        model = trained.trainer.accelerator.unwrap_model(trained.trainer.model, keep_fp32_wrapper=False)
+        evaluated = evaluate_splits(task, model, trained.eval_datasets, trained.trainer.is_world_process_zero(), trained.subset)
         if evaluated is not None:
-            metrics, eval_timing, rows = evaluated
-            for split, split_rows in rows.items() if vocab_parallel_training.is_writer() else ():
-                records.write_predictions(split_rows, runs, cfg.experiment_name, cfg.run_name, split)
-            tracking.log_metrics(tracker, metrics, trainer.state.global_step)
+            for split, split_rows in evaluated.rows.items() if vocab_parallel_training.is_writer() else ():
+                records.write_predictions(split_rows, checked.runs, cfg.experiment_name, cfg.run_name, split)
+            tracking.log_metrics(tracker, evaluated.metrics, trained.trainer.state.global_step)
     except BaseException:
         tracking.finish(tracker, exit_code=1)
         raise
     finally:
-        remove_if_empty(Path(output_dir), created)
+        remove_if_empty(checked.output_dir, created)
     tracking.finish(tracker)
     if evaluated is None or not vocab_parallel_training.is_writer():
         return None
+    record = run_record(cfg, task, model, trained, evaluated, checked, choices, tracker, wall_s=time.perf_counter() - start)
+    return write_record(record, checked.runs)
+
+
+def start_run_log(cfg: DictConfig) -> None:
+    """Progress bars as ``train.progress`` asks, the Trainer's own logging into the run log, and the run's first line."""
+    progress.configure(cfg.train.progress)
+    transformers.utils.logging.disable_default_handler()
+    transformers.utils.logging.enable_propagation()  # the Trainer's warnings go to the run log too
+    log.info("run %s/%s: %s", cfg.experiment_name, cfg.run_name, " ".join(command_line()[3:]) or "(defaults)")
+
+
+def precision_of(args: TrainingArguments) -> str:
+    """The precision the Trainer trains in: bf16, fp16 or fp32."""
+    return "bf16" if args.bf16 else "fp16" if args.fp16 else "fp32"
+
+
+def fit(cfg: DictConfig, task: Task, args: TrainingArguments, checked: preflight.Checked, tracker: Any,
+        on_request: SaveOnRequest, callbacks: list[TrainerCallback], created: Path | None, start: float) -> Trained:
+    """Make the Trainer with every run's callbacks, then ``callbacks``, and train from ``checked.checkpoint`` when there
+    is one. ``created``: the outermost folder of ``output_dir`` this run made (:func:`first_missing`); ``start``: when the
+    run began (its first segment's wall time).
+
+    Raises:
+        TrainingInterrupted: SIGTERM or SIGINT during training: every process saved a checkpoint at
+            the next optimiser step and stopped there (:class:`~softmax_zoo.trainer.SaveOnRequest`);
+            ``resume=true`` continues from that checkpoint.
+        NonFiniteLossError: the loss became NaN/inf, naming the last good checkpoint.
+    """
+    guard = NonFiniteLossGuard()
+    resume = ResumeState(resume_state_holders(task.model, task.callbacks), checked.checkpoint, started=start)
+    subset = cfg.train.get("eval_subset")
+    eval_datasets = evaluation_datasets(task, subset)
+    # on_request before guard, whose step end may still cancel a save of non-finite weights
+    extra = [on_request, guard, resume, StepLog(tracker), SaveRunConfig(cfg), TrainingStepToHeads(task.model),
+             EpochToCollator(task.collator), *task.callbacks, *callbacks]
+    extra += [EpochEval(task, eval_datasets, tracker)] if cfg.train.eval_each_epoch else []
+    with on_request.catching_signals():
+        trainer = make_trainer(task, args, extra, eval_datasets, cfg.train.get("validation_subset"))
+        wait_for_every_process()  # every rank's Trainer has made output_dir before any rank removes it
+        remove_if_empty(checked.output_dir, created)  # made by the Trainer at once; the first checkpoint makes it again
+        trainer.train(resume_from_checkpoint=checked.checkpoint)
+    segments = resume.segments(trainer.state.global_step)
+    log.info("trained in %s", segments_line(segments))
+    if guard.bad_step is None and on_request.stopped_at is not None:
+        wait_for_every_process()  # every rank's share of the checkpoint is written before any rank exits
+        raise interrupted(cfg, on_request, args.output_dir)
+    if guard.bad_step is not None:
+        last = get_last_checkpoint(args.output_dir) if os.path.isdir(args.output_dir) else None
+        raise NonFiniteLossError(
+            f"{guard.what} at optimiser step {guard.bad_step}: training stopped; last good checkpoint: "
+            f"{last or 'none (no checkpoint had been saved)'}. Try a lower train.lr or train.max_grad_norm, "
+            "train.precision=fp32, or loss=stable_softmax."
+        )
+    return Trained(trainer, segments, eval_datasets, subset)
+
+
+def run_record(cfg: DictConfig, task: Task, model: torch.nn.Module, trained: Trained, evaluated: Evaluated,
+               checked: preflight.Checked, choices: dict[str, str], tracker: Any, wall_s: float) -> RunRecord:
+    """The record of a finished run; ``wall_s`` is this process's time from the start of :func:`run` to now."""
+    trainer, args, segments = trained.trainer, trained.trainer.args, trained.segments
     effective_batch = args.per_device_train_batch_size * args.gradient_accumulation_steps * args.world_size
-    record = RunRecord.of_config(
+    return RunRecord.of_config(
         cfg,
-        metrics=metrics,
+        metrics=evaluated.metrics,
         train_loss=records.train_loss_curve(trainer.state.log_history),
         history=[h for h in trainer.state.log_history if any(k.startswith(("val/", "eval_")) for k in h)],
-        data={**task.data_meta, "read": data_read, "examples": dataset_sizes(task)},
+        data={**task.data_meta, "read": checked.data_read, "examples": dataset_sizes(task)},
         task_info=task.info,
         model=describe_model(model),
         timing={
-            # this process's wall time runs on to the record, its training time ended with train()
-            **training_timing([*segments[:-1], {**segments[-1], "wall_s": time.perf_counter() - start}], effective_batch),
+            # this process's wall time runs on to the record, its training time ended with fit()
+            **training_timing([*segments[:-1], {**segments[-1], "wall_s": wall_s}], effective_batch),
             "global_steps": trainer.state.global_step,
-            "eval": eval_timing,
+            "eval": evaluated.timing,
         },
         device={
             "type": args.device.type,
             "name": torch.cuda.get_device_name(args.device) if args.device.type == "cuda" else "cpu",
             "world_size": args.world_size,
             **vocab_parallel_training.describe(model),
-            "precision": precision,
+            "precision": precision_of(args),
             "cpu": cpu_info(),
         },
         command=command_line(),
         choices=choices,
         job=hydra_job(),
         wandb=tracking.run_info(tracker),
-        git=provenance,
+        git=checked.git,
         selection=selection(trainer.state, args),
     )
-    return write_record(record, runs)
 
 
 def interrupted(cfg: DictConfig, on_request: SaveOnRequest, output_dir: str) -> TrainingInterrupted:

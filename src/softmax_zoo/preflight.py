@@ -14,6 +14,7 @@
   unfinished run beside it that this command asks to change (``resume=true loss.k=10`` after an
   interrupted ``loss.k=5``) is refused by name rather than silently started afresh, and a new run
   that starts says so in a warning naming the nearest run beside it and the keys that differ.
+- :func:`check_run`: all of these but :func:`check_config`, in one call (:class:`Checked`: what they found).
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NamedTuple
 
+import hydra
 from omegaconf import DictConfig, OmegaConf
 
 from . import provenance, records, tracking
@@ -463,3 +465,37 @@ def resume_checkpoint(cfg: DictConfig, output_dir: str | Path) -> str | None:
     nearest = min(found, key=lambda s: len(s.keys), default=None)
     log.warning("%s", new_run_warning(folder, nearest, current))
     return None
+
+
+# ---------------------------------------------------------------- every check of a run, in one call
+
+
+class Checked(NamedTuple):
+    """What the checks before a run found: what the record keeps, where the run writes, what it continues."""
+
+    git: dict[str, Any]  # :func:`check_provenance`
+    data_read: dict[str, Any] | None  # :func:`verify_prepared` (None: a task generated in memory)
+    runs: Path  # the records' folder, ``<results_dir>/runs``
+    output_dir: Path  # the checkpoints' folder
+    done: DoneAlready | None  # :func:`check_record`: the run is done already
+    checkpoint: str | None  # :func:`resume_checkpoint`: the checkpoint to continue from
+
+
+def check_run(cfg: DictConfig) -> Checked:
+    """Every check before anything is built, in order: the code's commit (:func:`check_provenance`), the prepared
+    data (:func:`verify_prepared`), writable folders (:func:`check_writable`), an existing record
+    (:func:`check_record`) and the checkpoint to resume (:func:`resume_checkpoint`, not looked for when the run is done).
+
+    Raises:
+        ValueError: from each check (uncommitted code, changed data, a record or checkpoint of another config).
+        OSError: ``results_dir`` or ``output_dir`` not writable.
+    """
+    git = check_provenance(cfg)
+    data_dir = cfg.task.get("data_dir")
+    data_read = verify_prepared(hydra.utils.to_absolute_path(data_dir), cfg.task.name) if data_dir else None
+    runs = records.runs_dir(hydra.utils.to_absolute_path(cfg.results_dir))
+    output_dir = Path(hydra.utils.to_absolute_path(cfg.output_dir))
+    check_writable(results_dir=runs / cfg.experiment_name, output_dir=output_dir)
+    done = check_record(cfg, runs, git)
+    checkpoint = resume_checkpoint(cfg, output_dir) if done is None else None
+    return Checked(git, data_read, runs, output_dir, done, checkpoint)
