@@ -88,7 +88,8 @@ def test_missing_data_names_the_command(tmp_path):
 
 
 def test_a_model_that_is_not_a_text_encoder_is_refused(data_root, tmp_path):
-    with pytest.raises(ValueError, match="needs a model that reads text"):
+    lacks = r"does not fit the classification family: its config lacks \['tokenizer', 'pretrained', 'pooling'\]"
+    with pytest.raises(ValueError, match=lacks):
         engine.build_task(compose(data_root, tmp_path, "wos", "model=mlp"))
 
 

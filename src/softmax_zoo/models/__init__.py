@@ -9,6 +9,7 @@ hook through which every model receives its output layer: ``make_head(in_feature
 Modules::
 
     build        build_model, head_factory (the ``make_head`` hook) and the evaluation-mode helper
+    contracts    what each task family reads of its model: one Protocol per family, checked when the model is built
     heads        build_head: a model's output head from the ``loss`` config (auto counts and cutoffs); its options checked early
     classifier   text classifier: a BERT-style encoder, pooling, an optional MLP and any head
     unilm        a BERT encoder used as a UniLM sequence-to-sequence model
@@ -20,7 +21,7 @@ Modules::
     distill      knowledge distillation from a finished run (``distill=stable|standard``)
 """
 
-from .build import build_model, evaluating, head_factory
+from .build import build_model, evaluating, head_factory, model_target
 from .heads import build_head
 
-__all__ = ["build_head", "build_model", "evaluating", "head_factory"]
+__all__ = ["build_head", "build_model", "evaluating", "head_factory", "model_target"]

@@ -13,6 +13,7 @@ from omegaconf import DictConfig, OmegaConf
 from torch import nn
 
 from ..losses import OutputHead
+from .contracts import Contract
 from .heads import build_head
 
 MakeHead = Callable[..., OutputHead]  # (in_features, weight=None) -> OutputHead
@@ -41,21 +42,38 @@ def head_factory(
     return make_head
 
 
-def build_model(model_cfg: DictConfig, make_head: MakeHead, **sizes: Any) -> nn.Module:
+def model_target(model_cfg: DictConfig | dict) -> str:
+    """The model a config names, as errors name it: "softmax_zoo.models.mlp.MLPClassifier (model=mlp)"."""
+    return f"{model_cfg.get('_target_')} (model={model_cfg.get('name')})"
+
+
+def build_model(model_cfg: DictConfig, make_head: MakeHead, *, contract: Contract | None = None, **sizes: Any) -> nn.Module:
     """``hydra.utils.instantiate(cfg.model, make_head=..., **sizes)`` without the descriptive keys.
 
     Args:
         model_cfg: the composed ``cfg.model`` (``_target_`` + constructor arguments).
         make_head: the output-layer hook (:func:`head_factory`).
+        contract: the task family's (:mod:`softmax_zoo.models.contracts`): its config keys are checked before the
+            model is built, its members after; None checks neither.
         sizes: what the task provides (e.g. ``vocab_size``, ``num_classes``, ``in_features``).
 
     Raises:
-        ValueError: the config has no ``_target_``, or its target does not accept what this task
-            provides (a model of another task family); the message names both.
+        ValueError: the config has no ``_target_``, its target does not accept what this task
+            provides (a model of another task family), or the config or the model lacks what ``contract``
+            names; the message names the model and what is missing.
     """
     plain = OmegaConf.to_container(model_cfg, resolve=True) if isinstance(model_cfg, DictConfig) else dict(model_cfg)
     if "_target_" not in plain:
         raise ValueError(f"model config needs a _target_ (a model class or builder), got keys {sorted(plain)}")
+    if contract is not None:
+        contract.check_config(plain, model_target(plain))
+    model = _instantiate(plain, make_head, sizes)
+    if contract is not None:
+        contract.check_model(model, model_target(plain))
+    return model
+
+
+def _instantiate(plain: dict[str, Any], make_head: MakeHead, sizes: dict[str, Any]) -> nn.Module:
     args = {k: v for k, v in plain.items() if k not in DESCRIPTIVE_KEYS}
     try:
         return hydra.utils.instantiate(args, make_head=make_head, **sizes)
@@ -63,7 +81,7 @@ def build_model(model_cfg: DictConfig, make_head: MakeHead, **sizes: Any) -> nn.
         cause = e.__cause__
         if isinstance(cause, TypeError):
             raise ValueError(
-                f"model {plain['_target_']} (model={plain.get('name')}) does not fit this task, which provides "
+                f"model {model_target(plain)} does not fit this task, which provides "
                 f"make_head and {sorted(sizes)}: {cause}"
             ) from cause
         if isinstance(cause, ValueError):

@@ -47,8 +47,9 @@ from ..diagnostics.topk import diagnostics_k as topk_k
 from ..files import cached_tensors, json_key
 from ..hub import resolve_pretrained
 from ..metrics import macro_f1, micro_f1
-from ..models import build_model, evaluating, head_factory
+from ..models import build_model, evaluating, head_factory, model_target
 from ..models.classifier import TextClassifier, pooled_features, token_states
+from ..models.contracts import CLASSIFICATION
 from .base import Batches, Evaluation, Task, require_prepared, split_prefix
 
 log = logging.getLogger(__name__)
@@ -57,17 +58,8 @@ ENCODE_BATCH = 128  # examples per forward pass when caching features (sorted by
 
 def load_tokenizer(model_cfg: DictConfig, data_dir: Path, train_texts: list[str]) -> Any:
     """``model.tokenizer``: "char" -> the prepared char_vocab.txt (else built from ``train_texts``);
-    otherwise a transformers tokenizer by hub id, local folder or "minilm".
-
-    Raises:
-        ValueError: the model config names no tokenizer (a model that does not read text).
-    """
-    name = model_cfg.get("tokenizer")
-    if name is None:
-        raise ValueError(
-            f"text classification needs a model that reads text (a model config with a tokenizer); "
-            f"model {model_cfg.get('_target_')} has keys {sorted(model_cfg.keys())}"
-        )
+    otherwise a transformers tokenizer by hub id, local folder or "minilm"."""
+    name = model_cfg.tokenizer
     if name == "char":
         vocab = data_dir / CHAR_VOCAB_FILE
         return CharTokenizer.load(vocab) if vocab.is_file() else CharTokenizer.build(train_texts)
@@ -198,6 +190,7 @@ def build_task(cfg: DictConfig, batches: Batches) -> Task:
         ValueError: a bad model or head setting (e.g. sparse-softmax k > number of classes).
     """
     t, m = cfg.task, cfg.model
+    CLASSIFICATION.check_config(m, model_target(m))  # before the tokenizer is read
     data_dir = require_prepared(
         hydra.utils.to_absolute_path(t.data_dir), t.name, ("meta.json", *(f"{s}.jsonl" for s in SPLITS))
     )
@@ -238,7 +231,8 @@ def build_task(cfg: DictConfig, batches: Batches) -> Task:
         "mean_tokens": {s: sum(map(len, ids[s])) / max(1, len(ids[s])) for s in SPLITS},
     }
 
-    model = build_model(m, head_factory(cfg.loss, num_classes, counts), vocab_size=vocab_size, pad_id=pad_id)
+    model = build_model(m, head_factory(cfg.loss, num_classes, counts), contract=CLASSIFICATION, vocab_size=vocab_size,
+                        pad_id=pad_id)
     collator = ClassificationCollator(pad_id)
     if model.feature_encoder is not None:
         path = Path(hydra.utils.to_absolute_path(t.feature_cache_dir)) / f"{t.name}_{_cache_key(meta, m, t.max_length)}.pt"

@@ -36,6 +36,7 @@ from softmax_zoo.data.lm_stream import LMStream
 from softmax_zoo.data.tokenizers import WordVocab
 from softmax_zoo.metrics import perplexity
 from softmax_zoo.models import build_model, evaluating, head_factory
+from softmax_zoo.models.contracts import LM
 from softmax_zoo.models.lstm_lm import LSTMLanguageModel
 from softmax_zoo.tasks.base import Batches, Evaluation, Task, require_prepared, split_prefix
 
@@ -206,7 +207,7 @@ def build_task(cfg: DictConfig, batches: Batches) -> Task:
     vocab = WordVocab.load(data_dir / "vocab.txt", min_count=t.min_count)  # a malformed line: file:line error
     check_vocab_counts(data_dir / "vocab.txt", meta)
     counts = torch.tensor(vocab.counts, dtype=torch.float)
-    model = build_model(cfg.model, head_factory(cfg.loss, len(vocab), counts), vocab_size=len(vocab))
+    model = build_model(cfg.model, head_factory(cfg.loss, len(vocab), counts), contract=LM, vocab_size=len(vocab))
     stream = partial(LMStream, encode=partial(vocab.encode, add_eos=False), eos_id=vocab.eos_id, bptt=t.bptt)
     evals = {s: stream([data_dir / f"{s}.txt"], batch_size=batches.eval) for s in t.eval_splits}
     callbacks = []

@@ -57,7 +57,8 @@ from softmax_zoo.data.seq2seq import (
 from softmax_zoo.data.tokenizers import minilm_tokenizer, pretrained_tokenizer
 from softmax_zoo.diagnostics.topk import TopkDiagnostics, diagnostics_k, head_scores
 from softmax_zoo.hub import MINILM, tokenizer_folder
-from softmax_zoo.models import build_model, evaluating, head_factory
+from softmax_zoo.models import build_model, evaluating, head_factory, model_target
+from softmax_zoo.models.contracts import SEQ2SEQ
 from softmax_zoo.models.decoding import DecodeConfig, Decoded, decode, decoding_view, teacher_forced_states
 from softmax_zoo.models.unilm import UniLM
 from softmax_zoo.tasks.base import Batches, Evaluation, Task, require_prepared, split_prefix
@@ -244,11 +245,12 @@ def build_task(cfg: DictConfig, batches: Batches) -> Task:
     ``batches`` is not read: the Trainer batches the training pairs, and decoding uses ``task.decode.batch_size``.
     """
     t = cfg.task
+    SEQ2SEQ.check_config(cfg.model, model_target(cfg.model))  # before the tokenizer is read
     check_budget(t.max_source_len, t.max_target_len)
     data_dir = require_prepared(hydra.utils.to_absolute_path(t.data_dir), t.name, ("meta.json", "train.jsonl"))
     meta = json.loads((data_dir / "meta.json").read_text(encoding="utf-8"))
     tokenizer = load_tokenizer(cfg.model.tokenizer, cfg.model.get("lowercase"))
-    model = build_model(cfg.model, head_factory(cfg.loss, len(tokenizer)), vocab_size=len(tokenizer))
+    model = build_model(cfg.model, head_factory(cfg.loss, len(tokenizer)), contract=SEQ2SEQ, vocab_size=len(tokenizer))
     max_pos = model.encoder.config.max_position_embeddings
     if t.max_source_len + t.max_target_len > max_pos:
         raise ValueError(

@@ -20,6 +20,7 @@ from torch.utils.data import DataLoader, Dataset
 from .. import progress
 from ..metrics import macro_f1, micro_f1
 from ..models import build_model, evaluating, head_factory
+from ..models.contracts import SYNTHETIC
 from ..models.mlp import MLPClassifier
 from .base import Batches, Evaluation, Task, split_prefix
 
@@ -92,7 +93,8 @@ def build_task(cfg: DictConfig, batches: Batches) -> Task:
     for split in splits.values():
         split.labels = new_id[split.labels]
     counts = torch.bincount(splits["train"].labels, minlength=t.num_classes)
-    model = build_model(cfg.model, head_factory(cfg.loss, t.num_classes, counts), in_features=t.dim, num_classes=t.num_classes)
+    model = build_model(cfg.model, head_factory(cfg.loss, t.num_classes, counts), contract=SYNTHETIC, in_features=t.dim,
+                        num_classes=t.num_classes)
     digest = hashlib.sha256(
         b"".join(s.features.numpy().tobytes() + s.labels.numpy().tobytes() for s in splits.values())
     )
