@@ -6,11 +6,12 @@ import numpy as np
 import pytest
 
 from softmax_zoo import records
-from softmax_zoo.reports import fig2
+from softmax_zoo.reports import _fig1, fig2
+from softmax_zoo.reports._fig1 import fig1_data
 from softmax_zoo.reports._pages import read_claims, render_page
 from softmax_zoo.reports._stats import mean_ci
 from softmax_zoo.reports._verdicts import Form, VerdictKind
-from softmax_zoo.reports.fig2 import fig1_data, regime
+from softmax_zoo.reports.fig2 import regime
 from softmax_zoo.run_record import RunRecord, typed
 
 SEEDS = (0, 1, 2)
@@ -199,7 +200,7 @@ def test_smoothness_measures_read_log_loss_with_the_descent_removed():
     descent = 3.0 * np.exp(-steps / 20) + 0.5
     noisy = descent * np.exp(0.05 * (-1.0) ** steps)  # ±5% around the descent, alternating
     run = lambda loss: RunRecord(train_loss={"step": list(steps), "loss": list(loss)})  # noqa: E731
-    for measure in (fig2.late_steps, fig2.off_trend):
+    for measure in (_fig1.late_steps, _fig1.off_trend):
         assert measure(run(2 * descent)) == pytest.approx(measure(run(descent)))
         assert measure(run(noisy)) > 2 * measure(run(descent))
-    assert fig2.off_trend(run(descent[: fig2.SMOOTH - 1])) is None and fig2.late_steps(run([1.0])) is None
+    assert _fig1.off_trend(run(descent[: _fig1.SMOOTH - 1])) is None and _fig1.late_steps(run([1.0])) is None

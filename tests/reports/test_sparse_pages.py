@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from softmax_zoo.reports import fig2
+from softmax_zoo.reports import _fig1, _fig2_speed, fig2
+from softmax_zoo.reports._fig2_speed import BENCH_FILE, speed_claim
 from softmax_zoo.reports._pages import read_claims
 from softmax_zoo.reports._seq2seq import seq2seq_settings
 from softmax_zoo.reports._settings import AS_THE_PAPER, NOT_STATED, Setting, setting, settings_rows, shown
-from softmax_zoo.reports.fig2 import BENCH_FILE, speed_claim
 from softmax_zoo.run_record import RunRecord
 
 RESULTS = Path(__file__).resolve().parents[2] / "results"
@@ -73,7 +73,7 @@ def step_report(*groups: tuple[str, list[dict]]) -> dict:
 def test_step_row_reads_the_output_layer_pages(tmp_path):
     """The title's "Faster" as the output layer's step: the paper's sizes (plain heads) and an LM size (chunked heads),
     the sparse row at the paper's k, each size's speed-up, and the sizes where it is faster and where not."""
-    paper, lm = fig2.STEP_BENCH_FILES[:2]
+    paper, lm = _fig2_speed.STEP_BENCH_FILES[:2]
     (tmp_path / paper).write_text(json.dumps(step_report(
         ("sparse step clinc_oos N=32 C=151: the output layer's training step", bench_rows(
             ("SoftmaxHead (plain)", 1.0), ("SparseSoftmaxHead (k=20, plain)", 2.0))))))
@@ -82,19 +82,19 @@ def test_step_row_reads_the_output_layer_pages(tmp_path):
     for r, seconds in zip(rows, ([0.9, 0.8], [0.8], [0.1], [0.3, 0.2, 0.4])):
         r["seconds"] = seconds
     (tmp_path / lm).write_text(json.dumps(step_report(("sparse backward N=4096 C=32000: the sparse head's output layer", rows))))
-    claim = fig2.step_claim(tmp_path)
+    claim = _fig2_speed.step_claim(tmp_path)
     assert claim["id"] == "sparse-faster-output-layer" and [r["file"] for r in claim["runs"]] == [paper, lm]
     (small, large) = claim["sizes"]
     assert (small["task"], small["n"], small["c"], small["speedup"]) == ("OOS-eval (CLINC150)", 32, 151, 0.5)
     assert (large["task"], large["n"], large["c"], large["speedup"]) == (None, 4096, 32000, 3.0)  # k=20, not k=10
     assert small["fastest"] is None and large["fastest"] == {"softmax": 800.0, "sparse": 200.0, "speedup": 4.0}
     assert claim["faster"] == [large] and claim["slower"] == [small]
-    assert fig2.step_claim(tmp_path / "absent")["sizes"] == []
+    assert _fig2_speed.step_claim(tmp_path / "absent")["sizes"] == []
 
 
 def test_committed_step_row_is_the_committed_pages_ratios():
     claim = read_claims(RESULTS / "claims.md")["sparse-faster-output-layer"]
-    sizes = fig2.step_claim(RESULTS)["sizes"]
+    sizes = _fig2_speed.step_claim(RESULTS)["sizes"]
     assert {s["c"] for s in sizes} >= {151, 119, 134, 30_522, 32_000}
     assert all(f"({s['speedup']:.2f}x" in claim["ours"] for s in sizes)
     assert claim["verdict"].startswith("single measurement (one benchmark run per page")
@@ -185,8 +185,8 @@ def test_fig1_main_panels_plot_validation_micro_f1_of_both_arms_and_every_seed(m
     summary = {"iflytek": {("softmax", None): [run(s, 0.2, None) for s in (0, 1, 2)],
                            ("sparse_softmax", 20): [run(s, 0.3, 20) for s in (0, 1, 2)]}}
     saved = {}
-    monkeypatch.setattr(fig2, "save_figure", lambda fig, path: saved.setdefault("fig", fig))
-    fig2.plot_fig1({"IFLYTEK": fig2.fig1_data(summary["iflytek"])}, tmp_path / "fig1.png")
+    monkeypatch.setattr(_fig1, "save_figure", lambda fig, path: saved.setdefault("fig", fig))
+    _fig1.plot_fig1({"IFLYTEK": _fig1.fig1_data(summary["iflytek"])}, tmp_path / "fig1.png")
     top, middle, bottom = saved["fig"].axes[:3]
     assert top.get_ylabel() == "validation micro-F1 (%)" and "common metric" in top.get_title()
     assert len(top.lines) == 2 * (3 + 1)  # each arm: its 3 seeds (thin) and their mean (bold)

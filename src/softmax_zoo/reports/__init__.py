@@ -23,6 +23,9 @@ Modules::
     _verdicts       the claims ledger's verdicts: kind, form and numbers (templates/_verdicts.j2 words them)
     _forms          each claim's logical form (non-inferiority, equivalence, every member of a set...), which fixes its test
     _regime         regime gates: a verdict from a setting out of the claim's regime is "not comparable (regime)"
+    _fig1           fig2's Fig. 1: the curves of the softmax and k=20 arms, the measures of "faster" and "smoother", the figure
+    _fig2_speed     fig2's "Faster" from the committed benchmarks: the loss on given logits and the output layer's step
+    _fig2_constants what fig2's modules share: the arms' config names, Sun et al. 2021's k and task names, the metric
     _sweep          any sweep as a table and a plot (``python -m softmax_zoo.reports sweep ...``)
     _settings       a page's table of the paper's stated settings beside ours (read from the records) and why
     _seq2seq        the UniLM pages (table5, table3) as declarations of one :class:`Table`, and their settings beside Sun et al. 2021's

@@ -9,10 +9,7 @@ Words: templates/fig2.md.j2, and the figures' templates/_fig2_figures.j2. Build:
 
 from __future__ import annotations
 
-import json
 import math
-import re
-from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -22,36 +19,23 @@ from omegaconf import OmegaConf
 from ..config import CONFIG_DIR
 from ..losses.registry import variant_title
 from ..records import runs_dir, seeds_of
-from ..run_record import GitState, RunRecord, load_runs
-from ._compare import Comparison, Design, Grid, compare, compare_values, per_seed
+from ..run_record import RunRecord, load_runs
+from ._compare import Grid, compare, per_seed
+from ._fig1 import FASTER, FIGURES, SMOOTH, by_seed, convergence, error_bar, fig1_data, plot_fig1, smoother
+from ._fig2_constants import F1, PAPER_K, SOFTMAX, TASK_NAMES, Groups
+from ._fig2_speed import speed_claim, step_claim
 from ._forms import WIDE_K_RULE, ClaimForm, ClaimKind, up_to_quarter
-from ._pages import bench_group, commits, page_command, publish, pyplot, save_figure, shown_path, words
+from ._pages import commits, page_command, publish, pyplot, save_figure, shown_path, words
 from ._settings import NOT_STATED, SPARSE, Setting, pretrained_name, seeds, setting, settings_data, shown, sparse_ks, values
-from ._stats import DeltaInterval, mean, mean_ci
+from ._stats import mean, mean_ci
 from ._verdicts import MIN_SEEDS, VerdictKind, not_tested
 
-Groups = dict[tuple, list[RunRecord]]  # arm, (SOFTMAX, None) or (SPARSE, k) -> its records, one per seed
-SOFTMAX = "softmax"  # configs/loss/ name of the full-softmax arm
-F1 = "test/micro_f1"
-PAPER_K = 20  # Sun et al. 2021, Fig. 2: the best k with ~100+ classes, the k of its Fig. 1
 PAPER_F1 = {"iflytek": 60.7, "clinc_oos": 96.1}  # Sun et al. 2021, Fig. 2: micro-F1 at k=20
-# scripts/bench_losses.py (`make bench`) times sparse_softmax_cross_entropy beside softmax_cross_entropy and F.cross_entropy
-BENCH_FILE = "bench_losses_cpu.md"  # under results_dir; its data is the .json beside it
-BENCH_GROUP = "cross-entropy ("
-SPARSE_ROW, SOFTMAX_ROW, TORCH_ROW = "sparse_softmax_cross_entropy", "softmax_cross_entropy", "F.cross_entropy"
-# The output layer's training step (scripts/bench_cases/sparse_backward.py): the paper's sizes, then LM sizes; one
-# page each, by `python scripts/bench_losses.py --only "<its --only>"`; its groups' sparse row at the paper's k.
-STEP_BENCH_FILES = ("bench_losses_cpu_sparse-step.json",
-                    *(f"bench_losses_cpu_sparse-backward-n-{n}-c-{c}.json" for n in (4096, 8192) for c in (32000, 128000)))
-STEP_SOFTMAX_ROWS = ("SoftmaxHead (plain)", 'SoftmaxHead (chunk_size="auto")')
-STEP_SPARSE_ROW = f"SparseSoftmaxHead (k={PAPER_K},"
 EXPERIMENT_PREFIX = "fig2_"
 # README.md's status table: experiment -> the claims-ledger row that heads it, Fig. 2's main claim (a wide range of k)
 HEADLINES = {"fig2_clinc_oos": "fig2-robust-k-clinc_oos", "fig2_finetune_clinc_oos": "fig2-finetune-robust-k-clinc_oos",
              "fig2_iflytek": "fig2-robust-k-iflytek", "fig2_wos": "fig2-robust-k-wos"}
 FINETUNE_PREFIX = "fig2_finetune_"  # make reproduce-fig2-finetune
-TASK_NAMES = {"clinc_oos": "OOS-eval (CLINC150)", "iflytek": "IFLYTEK", "wos": "WoS"}  # as the paper names them
-STEP_TASK_NAMES = TASK_NAMES | {"gigaword": "Gigaword (UniLM, 30,522 WordPieces)"}  # the output-layer step's sizes
 TRAIN_COMMAND = "python -m softmax_zoo.train"
 SWEPT = ("loss.k", "seed")  # the sweep dimensions of configs/experiment/fig2_*.yaml
 METRICS = (F1, "val/micro_f1", "test/in_scope_accuracy", "test/target_in_topk")  # per arm, in points
@@ -59,8 +43,6 @@ METRICS = (F1, "val/micro_f1", "test/in_scope_accuracy", "test/target_in_topk") 
 TEXT_CLAIMS = (("rcv1", "fig1-convergence-rcv1"), ("margin", "sparse-margin-log-n-1"), ("sota", "sparse-sota-k20"),
                ("simpler", "sparse-simpler"), ("full-support", "sparse-full-support-weakness"),
                ("perturbed", "sparse-less-perturbed"), ("decoding-cost", "sparse-decoding-cost"))
-SMOOTH = 25  # moving-average window (steps) of the bold fig1 curves
-WORDS = words("_fig2_figures.j2", paper_k=PAPER_K, smooth=SMOOTH)
 
 
 def group_runs(records: list[RunRecord]) -> dict[str, Groups]:
@@ -81,33 +63,6 @@ def metric(runs: list[RunRecord], name: str) -> list[float]:
     return list(per_seed(runs, points(name), partial=True).values())
 
 
-def val_curve(r: RunRecord) -> dict[float, float]:
-    """epoch -> validation micro-F1 (points) of a run that evaluated each epoch (``train.eval_each_epoch``); else empty."""
-    return {h["epoch"]: 100 * h["val/micro_f1"] for h in r.history if "val/micro_f1" in h}
-
-
-def log_loss(r: RunRecord) -> np.ndarray | None:
-    """The run's logged training losses, as logs (None without a curve of 2+ positive losses)."""
-    loss = np.asarray((r.train_loss or {}).get("loss", []), dtype=np.float64)
-    return np.log(loss) if len(loss) > 1 and (loss > 0).all() else None
-
-
-def late_steps(r: RunRecord) -> float | None:
-    """Mean |Δ log loss| between logged steps over the second half of training, where the descent has slowed."""
-    log = log_loss(r)
-    return float(np.abs(np.diff(log[len(log) // 2:])).mean()) if log is not None and len(log) >= 4 else None
-
-
-def off_trend(r: RunRecord) -> float | None:
-    """Mean |log loss − its centred moving average over :data:`SMOOTH` logged steps|: the noise around the descent."""
-    log = log_loss(r)
-    if log is None or len(log) < SMOOTH:
-        return None
-    trend = np.convolve(log, np.ones(SMOOTH) / SMOOTH, mode="valid")
-    lag = (len(log) - len(trend)) // 2
-    return float(np.abs(log[lag:lag + len(trend)] - trend).mean())
-
-
 def grid_ks(groups: Groups) -> list[int]:
     return sorted(k for loss, k in groups if loss == SPARSE)
 
@@ -116,16 +71,11 @@ def best_k(groups: Groups) -> int | None:
     return max(grid_ks(groups), key=lambda k: mean(metric(groups[(SPARSE, k)], F1)), default=None)
 
 
-by_seed = partial(Comparison, design=Design.PAIRED_BY_SEED, partial=True)  # arms of one seed share initialisation and data
 VS_SOFTMAX = by_seed("softmax", "sparse-softmax k", points(F1))
 VS_K20 = by_seed("sparse-softmax k", f"sparse-softmax k={PAPER_K}", points(F1))
 # "stable in its hyperparameter k" (Sun et al. 2021): the paper states no margin, so the margin (micro-F1 points) is ours
 STABLE = by_seed(f"sparse-softmax k={PAPER_K}", "sparse-softmax k", points(F1), margin=1.0,
                  margin_source="ours, 1 micro-F1 point; the paper states no margin for \"stable\"")
-FASTER = by_seed("softmax", f"sparse-softmax k={PAPER_K}", lambda r: next(iter(val_curve(r).values()), None))  # after epoch 1
-# Fig. 1's "smoother", on log loss with the descent removed, by two measures declared before looking; decided where they agree
-SMOOTHER = {name: by_seed("softmax", f"sparse-softmax k={PAPER_K}", measure) for name, measure in
-            (("late_steps", late_steps), ("off_trend", off_trend))}
 
 
 def regime(groups: Groups) -> float | None:
@@ -178,75 +128,6 @@ def task_claims(task: str, groups: Groups, *, finetuned: bool = False) -> list[d
         rows.append({"kind": "f1", "id": f"fig2-{tag}{task}-f1", "paper": PAPER_F1[task], "k20": mean(metric(k20, F1)),
                      "in_scope": mean(in_scope) if in_scope else None, "seeds": sorted(r.seed for r in k20)})
     return [{"task": task, "finetuned": finetuned, "regime": regime(groups), "source": "fig2"} | row for row in rows]
-
-
-def convergence(spec: Comparison, soft: list[RunRecord], k20: list[RunRecord], direction: int,
-                digits: int = 2) -> dict[str, Any] | None:
-    """Fig. 1's "faster" or "smoother": each arm's mean over the seeds both have and the verdict on the paired Δ (k=20 −
-    softmax); None when no seed has it in both arms."""
-    a, b = (per_seed(runs, spec.metric, partial=True) for runs in (soft, k20))
-    if not a.keys() & b.keys():
-        return None
-    c = compare_values(spec, a, b)
-    return {"softmax": mean([a[s] for s in c.delta.seeds]), "sparse": mean([b[s] for s in c.delta.seeds]), "delta": c.delta,
-            "verdict": c.verdict(direction=direction, digits=digits)}
-
-
-def smoother(soft: list[RunRecord], k20: list[RunRecord]) -> dict[str, Any] | None:
-    """Fig. 1's "smoother" by each measure of :data:`SMOOTHER` (lower is smoother), and ``agreed``: their verdicts' kind
-    where every measure decides alike, else None (the page says "depends on the measure"); None without curves."""
-    by = {name: found for name, spec in SMOOTHER.items() if (found := convergence(spec, soft, k20, -1, digits=4))}
-    if not by:
-        return None
-    kinds = {found["verdict"].kind for found in by.values()}
-    return {"measures": by, "agreed": kinds.pop() if len(kinds) == 1 and len(by) == len(SMOOTHER) else None}
-
-
-def speed_claim(results_dir: str | Path) -> dict[str, Any]:
-    """The title's "Faster": the times (ms) of the sparse, softmax and torch losses in ``<results_dir>/bench_losses_cpu.json``'s
-    cross-entropy group, its shape and the load at the start; ``sparse`` is None without a sparse-vs-softmax timing."""
-    group, report = bench_group((Path(results_dir) / BENCH_FILE).with_suffix(".json"), BENCH_GROUP)
-    times = {r["variant"]: r["ms"] for r in group.get("rows", ())}
-    sparse = next((name for name in times if name.startswith(SPARSE_ROW)), None)
-    row = {"kind": "speed", "id": "sparse-faster-timing", "source": "fig2", "bench": BENCH_FILE, "paper_k": PAPER_K}
-    if sparse is None or SOFTMAX_ROW not in times:
-        return row | {"sparse": None}
-    shape, k = re.search(r"\((.*)\)", group["title"]), re.search(r"k=(\d+)", sparse)
-    return row | {"sparse": sparse, "softmax": SOFTMAX_ROW, "torch": TORCH_ROW if TORCH_ROW in times else None, "times": times,
-                  "shape": shape.group(1) if shape else group["title"], "load": report.get("load_average", {}).get("start"),
-                  "k": int(k.group(1)) if k else None}
-
-
-def step_claim(results_dir: str | Path) -> dict[str, Any]:
-    """The title's "Faster" as the output layer's training step: per group of the :data:`STEP_BENCH_FILES` found
-    under ``results_dir``, its task (None: an LM size), N, C, the softmax and sparse (k = 20) heads' ms and the
-    sparse head's speed-up; the files' commands, dates and load; ``sizes`` empty without a measurement."""
-    row = {"kind": "speed-step", "id": "sparse-faster-output-layer", "source": "fig2", "paper_k": PAPER_K}
-    sizes, runs = [], []
-    for name in STEP_BENCH_FILES:
-        path = Path(results_dir) / name
-        if not path.is_file():
-            continue
-        report = json.loads(path.read_text(encoding="utf-8"))
-        runs.append({"file": name, "command": report["command"], "date": report["date"],
-                     "load": report.get("load_average", {}).get("start"), "commit": GitState.of_file(report).commit})
-        for group in report["groups"]:
-            rows = {r["variant"]: r for r in group["rows"]}
-            softmax = next((rows[v] for v in STEP_SOFTMAX_ROWS if v in rows), None)
-            sparse = next((r for v, r in rows.items() if v.startswith(STEP_SPARSE_ROW)), None)
-            size = re.search(r"N=(\d+) C=(\d+)", group["title"])
-            if softmax is None or sparse is None or size is None:
-                continue
-            task = re.match(r"sparse step (\w+) ", group["title"])
-            # the fastest call beside the median: on a shared CPU a call of a few ms waits for the core now and then
-            fastest = [1e3 * min(r["seconds"]) if r.get("seconds") else None for r in (softmax, sparse)]
-            name = STEP_TASK_NAMES.get(task.group(1), task.group(1)) if task else None
-            sizes.append({"task": name, "n": int(size.group(1)), "c": int(size.group(2)),
-                          "softmax": softmax["ms"], "sparse": sparse["ms"], "speedup": softmax["ms"] / sparse["ms"],
-                          "fastest": None if None in fastest else {"softmax": fastest[0], "sparse": fastest[1],
-                                                                   "speedup": fastest[0] / fastest[1]}})
-    return row | {"sizes": sizes, "runs": runs, "faster": [s for s in sizes if s["speedup"] > 1],
-                  "slower": [s for s in sizes if s["speedup"] <= 1]}
 
 
 def task_name(task: str) -> str:
@@ -396,23 +277,16 @@ def build(results_dir: str | Path = "results", out: str | Path | None = None) ->
 
 
 def _k_axis(ax: Any, ks: list[int]) -> None:
-    ax.set(xscale="log", xticks=ks, xticklabels=[str(k) for k in ks], xlabel=WORDS.k_axis)
+    ax.set(xscale="log", xticks=ks, xticklabels=[str(k) for k in ks], xlabel=FIGURES.k_axis)
     ax.minorticks_off()
     ax.grid(True, alpha=0.3)
-
-
-def _half(interval: tuple[float, float] | None, centre: float) -> list[float]:
-    """[below, above] ``centre`` of an interval, for an error bar (0 where there is none)."""
-    if interval is None or any(math.isnan(x) for x in interval):
-        return [0.0, 0.0]
-    return [centre - interval[0], interval[1] - centre]
 
 
 def plot_fig2(tasks: list[dict[str, Any]], path: Path) -> None:
     """Per task (:func:`.fig2.task_data`), top: test micro-F1 against k, the softmax baseline as a band; bottom: the
     paired Δ = sparse k − softmax against k, its 95% paired t and Holm-adjusted intervals, and a line at 0."""
     fig, axes = pyplot().subplots(2, len(tasks), figsize=(4.6 * len(tasks) + 3.4, 7.6), squeeze=False)
-    text = WORDS.fig2
+    text = FIGURES.fig2
     for col, task in enumerate(tasks):
         top, bottom = axes[0][col], axes[1][col]
         sparse = [r for r in task["rows"] if r["kind"] == SPARSE]
@@ -427,8 +301,8 @@ def plot_fig2(tasks: list[dict[str, Any]], path: Path) -> None:
         top.set(ylabel=text["ylabel"], title=task["name"])
         if paired := task["paired"]:
             pk, delta = [r["k"] for r in paired], np.array([r["delta"] for r in paired])
-            holm = np.array([_half(r["holm"], r["delta"]) for r in paired]).T
-            raw = np.array([_half(r["raw"], r["delta"]) for r in paired]).T
+            holm = np.array([error_bar(r["holm"], r["delta"]) for r in paired]).T
+            raw = np.array([error_bar(r["raw"], r["delta"]) for r in paired]).T
             bottom.errorbar(pk, delta, yerr=holm, fmt="none", ecolor="C1", elinewidth=6, alpha=0.35, label=text["holm"])
             bottom.errorbar(pk, delta, yerr=raw, marker="o", color="C0", capsize=3, label=text["raw"])
             bottom.axhline(0.0, color="black", linewidth=1.0, label=text["zero"])
@@ -441,74 +315,3 @@ def plot_fig2(tasks: list[dict[str, Any]], path: Path) -> None:
     save_figure(fig, path)
 
 
-ARMS = {  # fig1's arms: (group, label, colour, line style, marker); distinct styles keep overlapping curves visible
-    "softmax": ((SOFTMAX, None), "softmax", "C0", "-", "o"),
-    "sparse": ((SPARSE, PAPER_K), f"sparse-softmax k={PAPER_K}", "C3", "--", "s"),
-}
-
-
-EPOCH_VS_SOFTMAX = by_seed("softmax", f"sparse-softmax k={PAPER_K}", "validation micro-F1 of one epoch (points)")
-
-
-def epoch_deltas(a: list[RunRecord], b: list[RunRecord]) -> list[tuple[float, DeltaInterval]]:
-    """Per epoch both arms evaluated, in order: Δ = B − A of validation micro-F1 (points), paired by seed (:data:`EPOCH_VS_SOFTMAX`)."""
-    curves = [{r.seed: c for r in runs if (c := val_curve(r))} for runs in (a, b)]
-    seeds = curves[0].keys() & curves[1].keys()
-    epochs = sorted(set.intersection(*(set(c[s]) for c in curves for s in seeds))) if seeds else []
-    return [(e, compare_values(EPOCH_VS_SOFTMAX, *({s: c[s][e] for s in seeds} for c in curves)).delta) for e in epochs]
-
-
-def fig1_data(groups: Groups) -> dict[str, Any]:
-    """Per arm of :data:`ARMS` in ``groups``: each run's (epoch, validation micro-F1) curve, the seed count, the training loss
-    per step averaged over the runs (up to the shortest); "paired": :func:`epoch_deltas` of k=20 against softmax."""
-    out: dict[str, Any] = {}
-    for arm, (key, *_) in ARMS.items():
-        if key in groups:
-            losses = [r.train_loss for r in groups[key] if (r.train_loss or {}).get("loss")]
-            n = min(len(c["loss"]) for c in losses)
-            out[arm] = {"curves": [list(c.items()) for r in groups[key] if (c := val_curve(r))], "seeds": len(groups[key]),
-                        "steps": np.asarray(losses[0]["step"][:n]), "loss": np.mean([c["loss"][:n] for c in losses], axis=0)}
-    out["paired"] = epoch_deltas(groups[ARMS["softmax"][0]], groups[ARMS["sparse"][0]]) if len(out) == 2 else []
-    return out
-
-
-def plot_fig1(tasks: dict[str, dict[str, Any]], path: Path) -> None:
-    """Per task (its name -> :func:`fig1_data`), top: validation micro-F1 per epoch (mean bold, each seed thin); middle:
-    its paired Δ (k=20 − softmax) per epoch with its 95% paired t interval; bottom: each arm's own training loss."""
-    fig, axes = pyplot().subplots(3, len(tasks), figsize=(5.0 * len(tasks) + 3.2, 11.0), squeeze=False)
-    text = WORDS.fig1
-    for col, (name, arms) in enumerate(tasks.items()):
-        top, middle, bottom = axes[0][col], axes[1][col], axes[2][col]
-        if paired := arms.get("paired"):
-            epochs, deltas = [e for e, _ in paired], [d for _, d in paired]
-            yerr = np.array([_half((d.low, d.high), d.delta) for d in deltas]).T
-            middle.errorbar(epochs, [d.delta for d in deltas], yerr=yerr, marker="s", color="C3", capsize=3, label=text["paired"])
-            middle.axhline(0.0, color="black", linewidth=1.0, label=text["zero"])
-        middle.set_title(text["middle"], fontsize=10)
-        middle.set(xlabel="epoch", ylabel=text["delta"])
-        middle.grid(True, alpha=0.3)
-        for arm, (_, label, color, style, marker) in ARMS.items():
-            if arm not in arms:
-                continue
-            curves, steps, loss = arms[arm]["curves"], arms[arm]["steps"], arms[arm]["loss"]
-            for curve in curves:
-                top.plot(*zip(*curve), color=color, linestyle=style, linewidth=0.8, alpha=0.45, zorder=2)
-            if curves:  # the mean over seeds, truncated to the shortest run
-                n = min(map(len, curves))
-                top.plot([e for e, _ in curves[0][:n]], [float(np.mean([c[i][1] for c in curves])) for i in range(n)], color=color,
-                         linestyle=style, marker=marker, linewidth=2.0, zorder=3, label=str(WORDS.mean(label, len(curves))))
-            bottom.plot(steps, loss, color=color, alpha=0.3, linewidth=0.7, zorder=2)
-            window = max(1, min(SMOOTH, len(loss)))
-            smooth = np.convolve(loss, np.ones(window) / window, mode="valid")
-            lag = (len(steps) - len(smooth)) // 2  # centre each window on its middle step
-            bottom.plot(steps[lag:lag + len(smooth)], smooth, color=color, linestyle=style, linewidth=1.8, zorder=3,
-                        label=str(WORDS.loss(label, arms[arm]["seeds"])))
-        top.set(title=str(WORDS.top(name)), xlabel="epoch", ylabel=text["ylabel"])
-        top.grid(True, alpha=0.3)
-        bottom.set_title(text["bottom"], fontsize=10)
-        bottom.set(xlabel=text["step"], ylabel=text["loss"], yscale="log")
-        bottom.grid(True, which="both", alpha=0.3)
-    for ax in axes[:, -1]:  # one legend per row, right of the last column, where it hides no curve
-        if ax.lines:
-            ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.02, 1.0))
-    save_figure(fig, path)
