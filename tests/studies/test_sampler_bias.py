@@ -7,7 +7,7 @@ import json
 import pytest
 
 from softmax_zoo import config, engine
-from softmax_zoo.reports.kernel_bias import diagnostics
+from softmax_zoo.reports._kernel_diagnostics import diagnostics
 from softmax_zoo.studies import sampler_bias
 
 

@@ -26,6 +26,8 @@ Modules::
     _fig1           fig2's Fig. 1: the curves of the softmax and k=20 arms, the measures of "faster" and "smoother", the figure
     _fig2_speed     fig2's "Faster" from the committed benchmarks: the loss on given logits and the output layer's step
     _fig2_constants what fig2's modules share: the arms' config names, Sun et al. 2021's k and task names, the metric
+    _kernel_grid    kernel_bias's records as a grid, sampler x m: each sampler's gap to the full softmax, the rows read off it
+    _kernel_diagnostics kernel_bias's rows from fixed-checkpoint diagnostics: bias against KL(p ‖ q), the kernel's KL over training
     _sweep          any sweep as a table and a plot (``python -m softmax_zoo.reports sweep ...``)
     _settings       a page's table of the paper's stated settings beside ours (read from the records) and why
     _seq2seq        the UniLM pages (table5, table3) as declarations of one :class:`Table`, and their settings beside Sun et al. 2021's

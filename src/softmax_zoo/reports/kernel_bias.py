@@ -4,53 +4,59 @@ Two settings, each a set of records: ``kernel_bias`` (``make reproduce-kernel-bi
 (``make reproduce-kernel-bias-paper``, a paper-like setting of ours). Per setting the same LSTM is trained with the
 sampled head for each sampler x m and once with the full softmax; compared is the final full-softmax validation loss
 (nats/token). The rows are decided from one setting's runs and diagnostics (one function per row), the O(D log n) row
-from the losses benchmark. templates/kernel_bias.md.j2 holds the page's words and rules, templates/_lm_figures.j2 its figures'.
+from the losses benchmark; the grid of records and its gaps are in _kernel_grid.py, the fixed-checkpoint diagnostics'
+rows in _kernel_diagnostics.py. templates/kernel_bias.md.j2 holds the page's words and rules, templates/_lm_figures.j2 its figures'.
 """
 
 from __future__ import annotations
 
-import itertools
-import json
 import math
 import re
-from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from scipy import stats
-
 from ..records import runs_dir, seeds_of
 from ..run_record import RunRecord, load_runs
-from ._compare import Comparison, Design, Grid, compare, per_seed
+from ._compare import Comparison, Design, Grid, compare
 from ._forms import ClaimForm, ClaimKind
+from ._kernel_diagnostics import DIAGNOSTICS as DIAGNOSTICS  # where studies/sampler_bias.py writes, named by this page
+from ._kernel_diagnostics import adapts_row, deviation_row, diagnostics
+from ._kernel_grid import (
+    EXPERIMENT,
+    FLAT_GAIN,
+    PAPER_SETTING,
+    SAMPLERS,
+    VAL_LOSS,
+    Cells,
+    cells,
+    diminishing_row,
+    log_curve,
+    mean_gaps,
+    ordered,
+    row,
+    sampler_name,
+    simple_samplers_row,
+    values,
+)
 from ._pages import bench_group, commits, dirty_note, line_plot, page_command, publish, pyplot, save_figure, shown_path, words
 from ._settings import NOT_STATED, Records, Setting, joined, seeds, settings_data
 from ._stats import mean
 from ._verdicts import MIN_SEEDS, VerdictKind, no_interval_verdict, verdict
 
-EXPERIMENT = "kernel_bias"  # the page's name and our setting's experiment
-PAPER_SETTING = "kernel_bias_paper"  # the paper-like setting's experiment (ours): no output bias, plain SGD, 1,200 steps
 # README.md's status table: experiment -> the claims-ledger row that heads it
 HEADLINES = {EXPERIMENT: "kernel-bias-10-100x", PAPER_SETTING: "kernel-bias-10-100x-paper-like"}
-SAMPLERS = ("uniform", "unigram", "quadratic", "quadratic_centred", "softmax")  # the page's sampler order, others after
 KERNELS = ("quadratic", "quadratic_centred")
-STATIC = ("uniform", "unigram")  # the "simple sampling distributions" of the abstract: q fixed while the model trains
-DIAGNOSTICS = Path("diagnostics") / "sampler_bias"  # under results_dir: the fixed-checkpoint diagnostics' JSON files
 FEW_SAMPLES = (10, 50)  # the review's m ≈ 10–50
 FEWER_SAMPLES = 10.0  # the paper: one to two orders of magnitude (10-100x) fewer samples than uniform
 # Under results_dir: the page of `scripts/bench_losses.py --only "tree sampling time vs C"`; its data is the .json beside it.
 BENCH_FILE = "bench_losses_cpu_tree-sampling-time-vs-c.md"
 BENCH_SECTION = "sampled softmax: tree sampling time vs C"
-VAL_LOSS = "val/loss"
 # "Comparable to full softmax" (non-inferiority: being better supports it): validation perplexity at most 10% worse.
 # Arms are paired by seed: set_seed(seed) precedes the model's construction, which draws the embedding and the LSTM
 # before the head (models/lstm_lm.py), and every run reads the same training stream in order.
 COMPARABLE = Comparison("full softmax", "quadratic", VAL_LOSS, Design.PAIRED_BY_SEED, margin=math.log(1.10),
                         margin_source="ours: the review gives no tolerance for \"comparable\"; perplexity at most 10% worse",
                         better="lower")
-FLAT_GAIN = 0.05  # nats per doubling of m: ours, about the exact softmax sampler's spread over m in our setting (0.06)
-ADAPTS = ("quadratic", "uniform")  # the samplers the adapts-low-bias row sets side by side
-Cells = dict[str | None, dict[int, list[RunRecord]]]  # sampler (None: the full softmax, m 0) -> m -> its records
 # The full-softmax learning rates compared for the paper-like setting's plain SGD (ours; 300 steps each); no record keeps
 # them. The chosen rate, 20, is the grid's largest: a larger rate was not tried.
 SGD_RATE_GRID = (1, 10, 20)
@@ -61,36 +67,6 @@ FIGURE = words("_lm_figures.j2")
 STYLES = {"uniform": ("o", ":", "Blues"), "unigram": ("s", "-.", "Purples"), "quadratic": ("^", "--", "Oranges"),
           "quadratic_centred": ("v", "-", "Greens"), "softmax": ("D", (0, (5, 1, 1, 1)), "Greys")}
 SHIFT = 0.1  # octaves between neighbouring samplers' points along the log-m axis, centred on the true m
-
-
-def sampler_name(record: RunRecord) -> str | None:
-    """"uniform" / "unigram" / "quadratic" / "softmax" for a sampled run, None for the full softmax."""
-    return record.choice("sampler") if record.choice("loss") == "sampled_softmax" else None
-
-
-def ordered(names: Iterable[str]) -> list[str]:
-    """``names`` in the page's sampler order (:data:`SAMPLERS`), others after by name."""
-    return sorted(set(names), key=lambda name: (SAMPLERS.index(name) if name in SAMPLERS else len(SAMPLERS), name))
-
-
-def cells(records: list[RunRecord]) -> Cells:
-    out: Cells = {}
-    for r in records:
-        name = sampler_name(r)
-        out.setdefault(name, {}).setdefault(0 if name is None else int(r.option("loss", "num_samples")), []).append(r)
-    return out
-
-
-def values(by: Cells) -> tuple[list[float], dict[str, dict[int, list[float]]]]:
-    """(full-softmax validation losses over seeds, sampler -> m -> validation losses over seeds)."""
-    found = {name: {m: list(per_seed(rs, VAL_LOSS).values()) for m, rs in per_m.items()} for name, per_m in by.items()}
-    return found.pop(None, {}).get(0, []), found  # type: ignore[return-value]
-
-
-def mean_gaps(by: Cells) -> dict[str, dict[int, float]]:
-    """sampler -> m -> its gap: its mean validation loss over seeds minus the full softmax's."""
-    full, grid = values(by)
-    return {name: {m: mean(v) - mean(full) for m, v in per_m.items()} for name, per_m in grid.items()}
 
 
 FORMS = {  # each ledger row's form (reports/_forms.py), by its kind (m10-50's members are the grid's m in 10–50)
@@ -130,13 +106,6 @@ def form_of(claim: dict[str, Any]) -> ClaimForm:
                      measure="validation loss, quadratic − full softmax", better="lower", margin=COMPARABLE.margin,
                      margin_source=COMPARABLE.margin_source, members=claim.get("ms") or [FEW_SAMPLES[0]],
                      rule=f"every m of the grid with {FEW_SAMPLES[0]} <= m <= {FEW_SAMPLES[1]}")
-
-
-def row(kind: str, name: str, experiment: str, **data: Any) -> dict[str, Any]:
-    """A ledger row of one setting: its kind, its id (``-paper-like`` in the paper-like setting), its data."""
-    paper_setting = experiment == PAPER_SETTING
-    return {"kind": kind, "id": f"kernel-bias-{name}" + ("-paper-like" if paper_setting else ""), "paper_setting": paper_setting,
-            "source": EXPERIMENT, **data}
 
 
 def finding(by: Cells, kernel: str, experiment: str) -> dict[str, Any]:
@@ -215,113 +184,6 @@ def log_time_claim(results_dir: str | Path) -> dict[str, Any]:
     return {"kind": "log-n", "id": "kernel-sampling-log-n", "source": EXPERIMENT, "bench": BENCH_FILE,
             "sizes": [sizes[0], sizes[-1]] if len(sizes) >= 2 else None,
             "log_grow": math.log(sizes[-1][0]) / math.log(sizes[0][0]) if len(sizes) >= 2 else None}
-
-
-def diagnostics(results_dir: str | Path, experiment: str = EXPERIMENT) -> list[dict[str, Any]]:
-    """The fixed-checkpoint diagnostics of ``experiment``'s full-softmax run, by step, each with its ms and per sampler
-    its KL (>= 0; a negative value is rounding) and loss and gradient bias per m (None where not measured)."""
-    results = sorted((json.loads(f.read_text()) for f in Path(results_dir, DIAGNOSTICS, experiment).glob("*.json")),
-                     key=lambda r: r["meta"]["step"])
-    for result in results:
-        result["ms"] = ms = sorted({r["m"] for r in result["rows"]})
-        at = {(r["sampler"], r["m"]): r for r in result["rows"]}
-        result["samplers"] = [{"name": name, "kl": max(next(r for (n, _), r in at.items() if n == name)["kl"], 0.0),
-                               **{key: [at[name, m][f"{key}_bias"] if (name, m) in at else None for m in ms] for key in ("loss", "grad")}}
-                              for name in dict.fromkeys(r["sampler"] for r in result["rows"])]
-    return results
-
-
-def log_curve(record: RunRecord) -> dict[int, float]:
-    """step -> ln validation curve perplexity, step 0 (the initialisation) left out."""
-    return {h["step"]: math.log(h["val/curve_perplexity"]) for h in record.history
-            if "val/curve_perplexity" in h and h["step"] > 0}
-
-
-def gaps_by_m(records: list[RunRecord]) -> tuple[bool, dict[str, dict[int, float]]]:
-    """(whether the gaps are along the validation curves, sampler -> m -> gap to the same seed's full softmax, mean over seeds)."""
-    by, with_curves = cells(records), all(log_curve(r) for r in records)
-    full = {r.seed: r for r in by.pop(None, {}).get(0, [])}
-
-    def gap(run: RunRecord, base: RunRecord) -> float:
-        if not with_curves:
-            return run.metrics[VAL_LOSS] - base.metrics[VAL_LOSS]
-        ref = log_curve(base)
-        return mean([v - ref[s] for s, v in log_curve(run).items() if s in ref])
-
-    found = {name: {m: [gap(r, full[r.seed]) for r in rs if r.seed in full] for m, rs in sorted(per_m.items())}
-             for name, per_m in by.items()}
-    return with_curves, {name: {m: mean(g) for m, g in per_m.items() if g} for name, per_m in found.items() if any(per_m.values())}
-
-
-def gains_per_doubling(gaps: dict[int, float]) -> list[tuple[int, int, float]]:
-    """(m, next m, (gap(m) − gap(next m)) / log2(next m / m)) for successive m of the grid."""
-    ms = sorted(gaps)
-    return [(a, b, (gaps[a] - gaps[b]) / math.log2(b / a)) for a, b in zip(ms, ms[1:])]
-
-
-def flat_from(gains: list[tuple[int, int, float]]) -> int | None:
-    """The smallest m from which every doubling gains less than FLAT_GAIN (None if the last one does not)."""
-    last = max((i for i, (*_, gain) in enumerate(gains) if gain >= FLAT_GAIN), default=-1)
-    return gains[last + 1][0] if last + 1 < len(gains) else None
-
-
-def diminishing_row(records: list[RunRecord], experiment: str) -> list[dict[str, Any]]:
-    """The diminishing-returns row of one setting ([] without sampled runs at two m or more)."""
-    with_curves, gaps = gaps_by_m(records)
-    gains = {name: gains_per_doubling(gaps[name]) for name in ordered(gaps) if len(gaps[name]) >= 2 and name != "softmax"}
-    if not gains:
-        return []
-    return [row("diminishing", "diminishing-returns", experiment, with_curves=with_curves, gains=gains, flat_gain=FLAT_GAIN,
-                seeds=seeds_of(records), flats={name: (flat_from(g), max(gaps[name])) for name, g in gains.items()},
-                dirty=dirty_note([r for r in records if sampler_name(r) in (None, *gains)]))]
-
-
-def simple_samplers_row(records: list[RunRecord], experiment: str) -> list[dict[str, Any]]:
-    """The static samplers' (uniform, unigram) gap to the full softmax at each m of one setting ([] without them)."""
-    with_curves, gaps = gaps_by_m(records)
-    static = {name: gaps[name] for name in STATIC if name in gaps}
-    if not static:
-        return []
-    falls = [name for name, g in static.items() if all(b < a for a, b in itertools.pairwise(g.values()))]
-    return [row("simple-samplers", "simple-samplers-large-m", experiment, with_curves=with_curves, gaps=static, falls=falls,
-                seeds=seeds_of(records), dirty=dirty_note([r for r in records if sampler_name(r) in (None, *static)]))]
-
-
-def spearman(x: list[float], y: list[float]) -> float:
-    """Spearman's rank correlation (ties given their mean rank; nan when either is constant)."""
-    return math.nan if len(set(x)) < 2 or len(set(y)) < 2 else float(stats.spearmanr(x, y).statistic)
-
-
-def trained_seed(meta: dict[str, Any]) -> int:
-    """The seed of the run whose checkpoints a diagnostic measured (its run name's ``seed<N>``, else the diagnostic's)."""
-    trained = re.search(r"seed(\d+)", meta.get("run_name", ""))
-    return int(trained.group(1)) if trained else meta.get("seed", 0)
-
-
-def deviation_row(results_dir: str | Path, experiment: str) -> list[dict[str, Any]]:
-    """The deviation-and-bias row of one setting, from its last checkpoint's diagnostic ([] without one)."""
-    if not (results := diagnostics(results_dir, experiment)):
-        return []
-    meta, rows = results[-1]["meta"], results[-1]["rows"]
-    at = {m: [r for r in rows if r["m"] == m] for m in sorted({r["m"] for r in rows})}
-    rho = {m: (spearman(kl := [max(r["kl"], 0.0) for r in rs], [abs(r["loss_bias"]) for r in rs]),  # KL < 0 is rounding
-               spearman(kl, [r["grad_bias"] for r in rs])) for m, rs in at.items()}
-    return [row("deviation", "deviation", experiment, meta=meta, samplers=list(dict.fromkeys(r["sampler"] for r in rows)), rho=rho,
-                seed=trained_seed(meta), low=min(min(v) for v in rho.values()))]
-
-
-def adapts_row(results_dir: str | Path, experiment: str) -> list[dict[str, Any]]:
-    """The adapts-low-bias row of one setting ([] without diagnostics holding both samplers of :data:`ADAPTS`)."""
-    results, steps = diagnostics(results_dir, experiment), []
-    for result in results:
-        m = min(r["m"] for r in result["rows"])
-        at = {r["sampler"]: (max(r["kl"], 0.0), abs(r["loss_bias"])) for r in result["rows"] if r["m"] == m and r["sampler"] in ADAPTS}
-        if len(at) == len(ADAPTS):
-            steps.append({"step": result["meta"]["step"], "m": m, "samplers": at})
-    if not steps:
-        return []
-    return [row("adapts", "adapts-low-bias", experiment, steps=steps, seed=trained_seed(results[-1]["meta"]),
-                below=sum(s["samplers"]["quadratic"][0] < s["samplers"]["uniform"][0] for s in steps))]
 
 
 def ours(records: Records) -> dict[str, object]:
