@@ -13,9 +13,9 @@ import pytest
 from softmax_zoo.reports._kernel_diagnostics import deviation_row, spearman
 from softmax_zoo.reports._kernel_grid import FLAT_GAIN, diminishing_row, flat_from, gains_per_doubling, gaps_by_m
 from softmax_zoo.reports._pages import read_claims, said
+from softmax_zoo.reports._stable_examples import examples, loss_forms
 from softmax_zoo.reports._verdicts import VerdictKind, by_construction, deterministic
 from softmax_zoo.reports.kernel_bias import DESIGN_IDS
-from softmax_zoo.reports.stable import examples, loss_forms
 from softmax_zoo.run_record import RunRecord
 
 REPO = Path(__file__).resolve().parents[2]

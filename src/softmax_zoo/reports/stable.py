@@ -5,32 +5,28 @@ self-distillation's (``runs/stable_kd_ptb/``). Two arms are compared seed by see
 values, the verdict on log10(A/B) (on A − B where B is exactly 0) with a paired t interval over seeds: the arms of one
 seed share the model's initialisation and data (:func:`higher`). The fix paper's two FP32 minimal examples and its
 "mathematically equivalent" and its near-identical KD, measured by ``python -m softmax_zoo.studies.loss_forms``
-(results/diagnostics/loss_forms.json), are deterministic rows (:func:`examples`).
-Words: templates/stable.md.j2, _stable_figures.j2.
+(results/diagnostics/loss_forms.json), are deterministic rows (_stable_examples.py); the figures' panels are drawn
+by _stable_figures.py. Words: templates/stable.md.j2, _stable_figures.j2.
 """
 
 from __future__ import annotations
 
-import json
 import math
 from itertools import combinations
 from pathlib import Path
 from typing import Any
 
-import torch
-
 from ..records import runs_dir, seeds_of
 from ..run_record import RunRecord, load_runs
 from ._compare import Comparison, Design, compare_values, per_seed
 from ._forms import ClaimForm, ClaimKind
-from ._pages import commits, dirty_note, file_commit, page_command, publish, pyplot, save_figure, shown_path, words
+from ._pages import commits, dirty_note, file_commit, page_command, publish, shown_path
+from ._stable_examples import CANCELLATION_FACTOR, LOSS_FORMS, NEARLY_IDENTICAL, examples, loss_forms
+from ._stable_figures import FLOOR, WORDS, panels
 from ._stats import mean
 from ._verdicts import Verdict, verdict
 
 EXPERIMENT, KD_PTB = "stable", "stable_kd_ptb"
-LOSS_FORMS = Path("diagnostics") / "loss_forms.json"  # python -m softmax_zoo.studies.loss_forms, under results_dir
-KD_ERRORS = ("loss rel", "student grad abs", "teacher grad abs")
-NEAR_FORMS = ("standard", "cast", "stable")
 # README.md's status table: experiment -> the claims-ledger row that heads it
 HEADLINES = {EXPERIMENT: "stable-collapse", KD_PTB: "stable-kd-ptb"}
 PAIRS = {"float32": [("standard", "stable")], "bfloat16": [("standard", "stable"), ("standard", "cast"), ("cast", "stable")]}
@@ -43,17 +39,6 @@ STUDIES = ("collapse", "cancellation", "generalise", "saturate")
 # every PTB student the same initialisation and batch order: two arms are paired by seed.
 PAIRED = Comparison("arm A", "arm B", "final value", Design.PAIRED_BY_SEED)
 SATURATE_ARMS = (("standard", "float32"), ("stable", "float32"), ("standard", "float64"))  # (form, dtype), float64 the control
-FLOOR = 1e-12  # the drift figure draws a drift of 0 at this value, on its log scale
-WORDS = words("_stable_figures.j2", floor=FLOOR)  # the figures' words, and (forms) the arms' loss forms as the page names them
-# (colour, line style, marker) per (form, dtype): each arm its own, so that coinciding curves still show
-STYLE = {("standard", "float32"): ("tab:blue", "-", "o"), ("stable", "float32"): ("tab:orange", "--", "s"),
-         ("standard", "bfloat16"): ("tab:red", "-", "^"), ("cast", "bfloat16"): ("tab:purple", ":", "D"),
-         ("stable", "bfloat16"): ("tab:green", "-.", "v"), ("standard", "float64"): ("black", (0, (5, 2, 1, 2)), "x")}
-PAPER_COLLAPSE = {"standard": 0.0, "stable": -1.52e-8}  # its printed gradients
-KD_TOLERANCE = 1e-12  # ours: "equivalent" in float64 = every relative loss and absolute gradient error below this
-EQUIVALENT_ULPS = 8  # ours: "equivalent" = max abs gradient error within 8 float32 ulps of 1 (|∂L/∂z| <= 1)
-NEARLY_IDENTICAL = 1e-3  # ours: logits that differ by δ <= this are "nearly identical"
-CANCELLATION_FACTOR = 10  # ours: cancellation shown = the standard form's error >= 10x the stable form's at each such δ
 
 
 def arms(dtypes=("float32", "bfloat16")) -> list[tuple[str, str]]:
@@ -278,41 +263,6 @@ def kd_ptb(results_dir: str | Path) -> dict[str, Any]:
             "folder": shown_path(runs_dir(results_dir) / KD_PTB), "commits": commits(teachers + every)}
 
 
-def loss_forms(results_dir: str | Path) -> dict[str, Any]:
-    """The measurements of ``python -m softmax_zoo.studies.loss_forms`` (:data:`LOSS_FORMS` under ``results_dir``)."""
-    path = Path(results_dir) / LOSS_FORMS
-    if not path.is_file():
-        raise FileNotFoundError(f"no {shown_path(path)}; run `python -m softmax_zoo.studies.loss_forms` first")
-    return json.loads(path.read_text(encoding="utf-8"))
-
-
-def examples(m: dict[str, Any]) -> list[dict[str, Any]]:
-    """The claims rows of the two minimal examples, the equivalence checks and near-identical KD, from :func:`loss_forms`."""
-    c, k, e, s = m["collapse"], m["cancellation"], m["equivalence"], m["settings"]
-    kd = {(r["scale"], r["temperature"]): {key: r[key] for key in KD_ERRORS} for r in m["kd_equivalence"]}
-    near: dict[str, dict[float, dict[str, float]]] = {}
-    for r in m["near_identical"]:
-        near.setdefault(r["dtype"], {})[r["delta"]] = {form: r[form] for form in NEAR_FORMS if form in r}
-    close = [d for d in s["near_deltas"] if d <= NEARLY_IDENTICAL]
-    bound = EQUIVALENT_ULPS * torch.finfo(torch.float32).eps
-    cpu = f"torch {m['versions']['torch'].split('+')[0]}, CPU ({m['cpu']['capability']})"
-    where = {dtype: f"{cpu}, {dtype}" for dtype in ("float32", "float64", "float32 and bfloat16")}  # what the rows depend on
-    return [
-        {"id": "stable-example-collapse", "grads": c, "paper": PAPER_COLLAPSE, "where": where["float32"],
-         "matches": c["paper standard"] == 0.0 and f"{c['paper stable']:.2e}" == f"{PAPER_COLLAPSE['stable']:.2e}"},
-        {"id": "stable-example-cancellation", "grads": k, "where": where["float32"],
-         "zero": all(v == 0 for v in k["paper stable"] + k["stable_kd_loss"]), "residual": any(v != 0 for v in k["standard (autograd)"])},
-        {"id": "stable-equivalence", "errors": e, "where": where["float32"], "bound": bound, "ulps": EQUIVALENT_ULPS,
-         "shape": s["equivalence_shape"], "scales": s["scales"], "seed": s["seed"], "within": e["stable"]["grad abs"] <= bound},
-        {"id": "stable-kd-equivalence", "errors": kd, "where": where["float64"], "tolerance": KD_TOLERANCE,
-         "shape": s["kd_shape"], "scales": s["scales"], "temperatures": s["temperatures"],
-         "seed": s["seed"], "off": [case for case, e in kd.items() if not max(e.values()) <= KD_TOLERANCE]},  # (scale, T) off it
-        {"id": "stable-kd-nearly-identical", "errors": near, "where": where["float32 and bfloat16"], "deltas": close,
-         "shape": s["near_shape"], "seed": s["seed"], "bound": NEARLY_IDENTICAL, "factor": CANCELLATION_FACTOR,
-         "shown": all(e[d]["standard"] >= CANCELLATION_FACTOR * e[d]["stable"] for e in near.values() for d in close)},
-    ]
-
-
 def summarise(results_dir: str | Path = "results") -> dict[str, Any]:
     """The page's data: the study's settings and budget, each regime's rows and comparisons, the claims rows."""
     folder = runs_dir(results_dir) / EXPERIMENT
@@ -345,35 +295,6 @@ def summarise(results_dir: str | Path = "results") -> dict[str, Any]:
         "forms": WORDS.forms, "kd_ptb": ptb,
         "claims": [c | {"source": EXPERIMENT, "form": FORMS[c["id"]]} for c in (*claims(records), *example, ptb)],
     }
-
-
-def draw(ax, runs, key: str, form: str, dtype: str, floor: float = -math.inf, slot: int = 0, slots: int = 1) -> None:
-    """The mean curve over seeds of ``key`` (values below ``floor`` drawn at it), markers every ~10 points,
-    staggered by ``slot`` of ``slots`` so that coinciding curves still show every arm's markers."""
-    steps = [p["step"] for p in runs[0].history if key in p]
-    by_step = [[p[key] for p in r.history if key in p] for r in runs]
-    values = [max(mean([c[i] for c in by_step]), floor) for i in range(len(steps))]
-    colour, style, marker = STYLE[(form, dtype)]
-    every = max(slots, len(steps) // 10)
-    ax.plot(steps, values, color=colour, linestyle=style, marker=marker, markevery=(slot * every // slots, every), markersize=5,
-            label=str(WORDS.arm(form, dtype, len(runs))))
-
-
-def panels(path: Path, title: str, texts, specs) -> None:
-    """One row of panels: per panel its (title, ylabel) of ``texts`` and its (log y, [(runs, key, form, dtype, floor), ...])."""
-    fig, axes = pyplot().subplots(1, len(specs), figsize=(5.2 * len(specs), 5.4), squeeze=False)
-    for ax, (name, ylabel), (log, lines) in zip(axes[0], texts, specs):
-        for slot, (runs, key, form, dtype, floor) in enumerate(lines):
-            if runs:
-                draw(ax, runs, key, form, dtype, floor, slot, len(lines))
-        if log:
-            ax.set_yscale("log")
-        ax.set(title=name, xlabel="step", ylabel=ylabel)
-        ax.grid(alpha=0.3)
-        if ax.get_legend_handles_labels()[0]:  # below the panel, where it hides no curve
-            ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.16))
-    fig.suptitle(title)
-    save_figure(fig, path)
 
 
 def plots(records, out: Path) -> None:
