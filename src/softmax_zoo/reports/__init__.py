@@ -30,6 +30,7 @@ Modules::
     _kernel_diagnostics kernel_bias's rows from fixed-checkpoint diagnostics: bias against KL(p ‖ q), the kernel's KL over training
     _stable_examples stable's deterministic rows: the fix paper's minimal examples and equivalence checks, from a measured file
     _stable_figures stable's figures: a row of panels, each arm's mean curve over seeds in its own style
+    _lm1b_heads     lm1b's table of heads: each head's runs over seeds, its speed-up, its trivial and ablation flags
     _sweep          any sweep as a table and a plot (``python -m softmax_zoo.reports sweep ...``)
     _settings       a page's table of the paper's stated settings beside ours (read from the records) and why
     _seq2seq        the UniLM pages (table5, table3) as declarations of one :class:`Table`, and their settings beside Sun et al. 2021's

@@ -2,16 +2,17 @@
 
 The same LSTM trained for the same steps with the full, adaptive and sampled softmax: test perplexity of each head's
 normalised distribution, and the speed-up over the full softmax from the side-by-side measurement of the heads'
-training steps (:data:`SPEED_FILE`) when it was made at the records' size, else from the runs' own tokens/second.
+training steps (_lm1b_heads.SPEED_FILE) when it was made at the records' size, else from the runs' own tokens/second.
 "Close to the full softmax" is a TOST on log test perplexity, paired by seed. Records of another model get a table
-of their own; the speed measurement, the verdicts and the claims rows are the LSTM's. Words: templates/lm1b.md.j2.
+of their own; the speed measurement, the verdicts and the claims rows are the LSTM's. The table of heads is
+built in _lm1b_heads.py. Words: templates/lm1b.md.j2.
 
 The rows come from :data:`RECORDS` (the cpu scale regularised as the paper scale: dropout, min_count 3, each head
 evaluated at its checkpoint of lowest validation perplexity); a model with no records there is shown from
 :data:`EARLIER` (the earlier cpu settings), beside the LSTM runs of those settings. Every head at or above a uniform
 guess's test perplexity (perplexity >= V, :func:`trivial`) is flagged, so is every head at or above the unigram
-frequency predictor's (:data:`UNIGRAM`, :func:`unigram_floor`), and the uniform sampler's arms are an ablation
-(:data:`ABLATIONS`): flagged, and not among the "standard approximations" adaptive is compared with.
+frequency predictor's (:func:`unigram_floor`), and the uniform sampler's arms are an ablation (:func:`ablation`):
+flagged, and not among the "standard approximations" adaptive is compared with.
 """
 
 from __future__ import annotations
@@ -22,11 +23,11 @@ import re
 from pathlib import Path
 from typing import Any
 
-from ..losses.registry import variant_label
-from ..records import choice, get, group_by, load_records, runs_dir, seeds_of
+from ..records import get, group_by, load_records, runs_dir, seeds_of
 from ._compare import Comparison, Design, compare_values
 from ._forms import ClaimForm, ClaimKind
-from ._pages import bench_group, commits, dirty_note, file_commit, line_plot, page_command, publish, shown_path, words
+from ._lm1b_heads import ablation, below_floor, head_label, head_rows, per_head, side_by_side, speedups, trivial, unigram_floor
+from ._pages import bench_group, commits, dirty_note, line_plot, page_command, publish, shown_path, words
 from ._regime import TRIVIAL, failures, gated
 from ._settings import joined
 from ._stats import mean
@@ -36,12 +37,12 @@ EXPERIMENT = "lm1b"  # the page, its claims and README's status row
 RECORDS = "lm1b_regularised"  # the rows' records: configs/experiment/_lm1b.yaml's experiment_name
 EARLIER = "lm1b"  # the records of the earlier cpu settings (min_count 1, no dropout, the last weights evaluated)
 DIAGNOSTIC = "diagnostics/sampled_uniform_check.md"  # under results_dir: why uniform q ends near a uniform guess (with its .json)
-UNIGRAM = "diagnostics/lm1b_unigram_baseline.json"  # under results_dir: the context-free frequency predictor's perplexities
-ABLATIONS = ("sampled (uniform",)  # head labels kept as an ablation, not a baseline
 HEADLINES = {RECORDS: "lm1b-adaptive-speed-ppl"}  # README.md's status table: the row heading the records of the rows
 CLOSE_RATIO = 1.10  # "close to that of the full softmax": adaptive's test perplexity at most 1.10x the full softmax's
 CLOSE = Comparison("softmax", "adaptive", "log test ppl", Design.PAIRED_BY_SEED, margin=math.log(CLOSE_RATIO),
                    margin_source="ours: the abstract gives no number for \"close\"; 10% worse", better="lower")
+# "At no cost in accuracy" (the introduction): the same margin, its own source
+NO_COST_SOURCE = "ours: the paper gives no number for \"no cost\" in the parts we could read; 10% worse"
 FORMS = {  # each ledger row's form (reports/_forms.py), by id
     "lm1b-adaptive-speed-ppl": ClaimForm(
         ClaimKind.NON_INFERIORITY, "achieving an accuracy close to that of the full softmax",
@@ -50,7 +51,7 @@ FORMS = {  # each ledger row's form (reports/_forms.py), by id
     "lm1b-no-cost-in-accuracy": ClaimForm(
         ClaimKind.NON_INFERIORITY, "at no cost in accuracy for a given amount of training data",
         measure="log test ppl at equal training steps, adaptive − full softmax", better="lower", margin=CLOSE.margin,
-        margin_source=CLOSE.margin_source),
+        margin_source=NO_COST_SOURCE),
     "lm1b-cpu-speedup-3x": ClaimForm(ClaimKind.DESCRIPTIVE, ">= 3x faster", measure="training step tokens/s ratio"),
     "lm1b-adaptive-43.9": ClaimForm(ClaimKind.NOT_TESTED, "43.9 test perplexity"),
     "lm1b-adaptive-gpu": ClaimForm(ClaimKind.NOT_TESTED, "particularly suited for graphical processing units"),
@@ -61,7 +62,6 @@ FORMS = {  # each ledger row's form (reports/_forms.py), by id
 }
 SPEEDUP_TARGET = 3.0  # the project's CPU target: an adaptive step >= 3x faster than full softmax, at TARGET_MIN_COUNT
 TARGET_MIN_COUNT = 1  # the target's vocabulary: every training word
-SPEED_FILE = "diagnostics/lm1b_speed.json"  # written by python -m softmax_zoo.studies.lm_speed
 # Full against adaptive softmax time at several class counts: scripts/bench_cases/adaptive.py's VOCAB_GROUP groups
 VOCAB_GROUP = "adaptive softmax vs full softmax: time vs C"
 VOCAB_COMMAND = 'python scripts/bench_losses.py --only "full softmax: time vs C"'
@@ -71,114 +71,6 @@ MAKE_TARGETS = {LSTM: "make reproduce-lm1b", "transformer_lm": "make reproduce-l
 BUDGET_KEYS = ("config.train.max_steps", "config.train.batch_size", "config.task.bptt")  # what fixes the training tokens
 LINESTYLES = ("-", "--", ":", "-.")  # one per model, the LSTM first
 FIGURE = words("_lm_figures.j2")  # lm1b.png's words
-METRICS = {"val": "val/perplexity", "test": "test/perplexity", "tps": "train/tokens_per_second", "tokens": "train/tokens"}
-
-
-def head_label(record: dict[str, Any]) -> str:
-    """"softmax", "adaptive", "sampled (quadratic, m=64)", ...: the registered label of the record's loss."""
-    return variant_label(choice(record, "loss"), get(record, "config.loss"), record.get("choices"))
-
-
-def summarize(records: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
-    """Per head: its seeds, metric lists over seeds, each run's training seconds, steps and evaluated step (the chosen
-    checkpoint's, else the last), vocabulary, width and parameters, and each run's validation curve of (training tokens,
-    perplexity)."""
-    out: dict[str, dict[str, Any]] = {}
-    for r in records:
-        s = out.setdefault(head_label(r), {"seeds": [], "train_s": [], "steps": [], "evaluated_step": [], "curves": [], "curve_tokens": [],
-                                           "vocab": r["task_info"]["vocab_size"], "width": get(r, "config.model.hidden_size"),
-                                           "bias": get(r, "config.loss.bias"), "parameters": r["task_info"]["parameters"],
-                                           **{k: [] for k in METRICS}})
-        s["seeds"].append(r["seed"])
-        s["train_s"].append(r["timing"]["train_s"])
-        s["steps"].append(r["timing"]["global_steps"])
-        s["evaluated_step"].append((r.get("selection") or {}).get("step", r["timing"]["global_steps"]))
-        for key, metric in METRICS.items():
-            s[key].append(r["metrics"].get(metric, math.nan))
-        history = r.get("history", [])
-        s["curves"].append([(h["train/tokens"], h["val/curve_perplexity"]) for h in history if "val/curve_perplexity" in h])
-        s["curve_tokens"] += [h["val/curve_tokens"] for h in history if "val/curve_tokens" in h][:1]
-    return out
-
-
-def side_by_side(results_dir: str | Path, records: list[dict[str, Any]]) -> tuple[dict[str, Any] | None, dict[str, Any]]:
-    """(the side-by-side speed measurement, with ``code`` (its commit) and ``step_tps`` (head -> tokens/second of a step), if
-    made at the records' scale, embedding and LSTM sizes and min_count (hence vocabulary), else None; the speed-up's source
-    ``{"file", "found", "theirs", "ours"}``)."""
-    path = Path(results_dir) / SPEED_FILE
-    source: dict[str, Any] = {"file": SPEED_FILE, "found": path.is_file(), "theirs": None, "ours": None}
-    if not path.is_file():
-        return None, source
-    measured = json.loads(path.read_text(encoding="utf-8"))
-    st = measured["settings"]
-    keys = ("choices.scale", "config.model.embedding_dim", "config.model.hidden_size", "config.task.min_count")
-    ours = {tuple(get(r, k) for k in keys) for r in records}
-    theirs = (st["scale"], st["embedding_dim"], st["hidden_size"], st.get("min_count"))
-    if ours != {theirs}:
-        return None, source | {"theirs": theirs, "ours": sorted(ours, key=str)}
-    step_tps = {head_label(row): row["tokens_per_s"] for row in measured["rows"]}
-    return measured | {"code": file_commit(measured), "step_tps": step_tps}, source
-
-
-def speedups(summary: dict[str, dict[str, Any]], measured: dict[str, Any] | None = None) -> dict[str, float]:
-    """Each head's tokens/second over the full softmax's (nan if either is missing): ``measured`` side by side, else the runs'."""
-    tps = measured["step_tps"] if measured else {head: mean(s["tps"]) for head, s in summary.items()}
-    return {head: tps.get(head, math.nan) / tps.get("softmax", math.nan) for head in summary}
-
-
-def output_parameters(summary: dict[str, dict[str, Any]]) -> dict[str, int | None]:
-    """Each head's output-layer parameters: its model's less the body every head of the table shares, the body being the
-    full-softmax model less its V x d weights and V biases (None for every head without such a softmax run)."""
-    softmax = summary.get("softmax")
-    if softmax is None or not softmax["bias"]:
-        return {head: None for head in summary}
-    body = softmax["parameters"] - softmax["vocab"] * (softmax["width"] + 1)
-    return {head: s["parameters"] - body for head, s in summary.items()}
-
-
-def trivial(test_ppl: float, vocab: int) -> bool:
-    """At or above a uniform guess's score: a test perplexity >= V, what predicting 1/V for every word gets."""
-    return test_ppl >= vocab
-
-
-def unigram_floor(results_dir: str | Path, vocab: int) -> dict[str, Any] | None:
-    """The unigram frequency predictor's test perplexity (:data:`UNIGRAM`, written by
-    ``python -m softmax_zoo.studies.unigram_baseline``) and its command; None without it or when it scored another V."""
-    path = Path(results_dir) / UNIGRAM
-    measured = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
-    if measured.get("vocab_size") != vocab or "test" not in measured.get("splits", {}):
-        return None
-    return {"test": measured["splits"]["test"]["perplexity"], "command": measured["command"], "file": UNIGRAM,
-            "commit": measured["git"]["commit"][:7], "dirty": measured["git"]["dirty"]}
-
-
-def below_floor(test_ppl: float, floor: dict[str, Any] | None) -> bool:
-    """At or above the unigram frequency predictor's test perplexity: the head learnt less than a frequency count."""
-    return floor is not None and test_ppl >= floor["test"]
-
-
-def ablation(head: str) -> bool:
-    """A head kept as an ablation (:data:`ABLATIONS`), not as a baseline."""
-    return head.startswith(ABLATIONS)
-
-
-def head_rows(summary: dict[str, dict[str, Any]], measured: dict[str, Any] | None = None,
-              lstm: dict[str, dict[str, Any]] | None = None, floor: dict[str, Any] | None = None) -> list[dict[str, Any]]:
-    """The table's rows, softmax first; with ``lstm`` (another model's table) the LSTM's test perplexity of the head.
-
-    Each row flags ``trivial`` (:func:`trivial` on its mean test perplexity), ``below_floor`` (:func:`below_floor`) and
-    ``ablation`` (:func:`ablation`)."""
-    speed, step_tps = speedups(summary, measured), (measured["step_tps"] if measured else {})
-    output = output_parameters(summary)
-    return [{"head": head, "val": s["val"], "test": s["test"], "step_tps": step_tps.get(head, math.nan), "speed": speed[head],
-             "run_tps": mean(s["tps"]), "train_min": mean(s["train_s"]) / 60, "tokens": mean(s["tokens"]),
-             "train_mins": [t / 60 for t in s["train_s"]], "evaluated_step": s["evaluated_step"], "steps": s["steps"],
-             "output_parameters": output[head], "parameters": s["parameters"], "vocab": s["vocab"],
-             "trivial": trivial(mean(s["test"]), s["vocab"]), "ablation": ablation(head),
-             "below_floor": below_floor(mean(s["test"]), floor),
-             "lstm_test": mean(lstm[head]["test"]) if lstm and head in lstm else None,
-             "lstm_trivial": bool(lstm and head in lstm and trivial(mean(lstm[head]["test"]), lstm[head]["vocab"]))}
-            for head, s in sorted(summary.items(), key=lambda kv: (kv[0] != "softmax", kv[0]))]
 
 
 def plot(summaries: dict[str, dict[str, dict[str, Any]]], path: Path) -> None:
@@ -215,12 +107,12 @@ def approximations(summary: dict[str, dict[str, Any]], speed: dict[str, float],
     if not sampled:
         return None
     seeds = sorted(set(summary["adaptive"]["seeds"]).intersection(*(summary[h]["seeds"] for h in sampled)))
-    per_head = {h: {"faster": speed["adaptive"] / speed[h], "worse": mean(summary[h]["test"]) / mean(summary["adaptive"]["test"]),
+    each = {h: {"faster": speed["adaptive"] / speed[h], "worse": mean(summary[h]["test"]) / mean(summary["adaptive"]["test"]),
                     "trivial": trivial(mean(summary[h]["test"]), summary[h]["vocab"]),
                     "below_floor": below_floor(mean(summary[h]["test"]), floor)} for h in sampled}
-    out = {"heads": per_head, "seeds": seeds, "n": len(sampled), "kind": too_few(len(seeds)), "verdicts": {},
+    out = {"heads": each, "seeds": seeds, "n": len(sampled), "kind": too_few(len(seeds)), "verdicts": {},
            "ablations": sorted(h for h in summary if ablation(h)),
-           "faster": sum(p["faster"] > 1 for p in per_head.values()), "lower": sum(p["worse"] > 1 for p in per_head.values())}
+           "faster": sum(p["faster"] > 1 for p in each.values()), "lower": sum(p["worse"] > 1 for p in each.values())}
     if out["kind"] is None:
         log_ppl = {h: dict(zip(summary[h]["seeds"], map(math.log, summary[h]["test"]))) for h in ("adaptive", *sampled)}
         trivial_ppl = min(summary["adaptive"]["vocab"], floor["test"] if floor else math.inf)  # the best trivial predictor
@@ -236,7 +128,7 @@ def approximations(summary: dict[str, dict[str, Any]], speed: dict[str, float],
 def model_section(model: str, records: list[dict[str, Any]], lstm_records: list[dict[str, Any]], earlier: bool = False) -> dict[str, Any]:
     """A model other than the LSTM: its description, seeds, rows beside the LSTM's test perplexity (``lstm_records``, of
     the same settings), ratios to the LSTM; ``earlier``: its records are :data:`EARLIER`'s."""
-    lstm, summary = summarize(lstm_records), summarize(records)
+    lstm, summary = per_head(lstm_records), per_head(records)
     first = min(records, key=lambda r: head_label(r) != "softmax")  # the softmax run's parameter count if there is one
     m, lstm0 = get(first, "config.model"), lstm_records[0]
     return {
@@ -307,7 +199,7 @@ def summarise(results_dir: str | Path = "results") -> dict[str, Any]:
         raise FileNotFoundError(f"no {'LSTM ' if every else ''}records in {runs / RECORDS}; run `make reproduce-lm1b` first")
     earlier_lstm, earlier = by_model(load_records(runs, EARLIER) if (runs / EARLIER).is_dir() else [])
     earlier = {model: rs for model, rs in earlier.items() if model not in others and earlier_lstm}
-    summary = summarize(records)
+    summary = per_head(records)
     measured, source = side_by_side(results_dir, records)
     floor = unigram_floor(results_dir, records[0]["task_info"]["vocab_size"])
     decision = (decided(summary, measured, records[0]["task_info"]["min_count"], floor)
@@ -332,7 +224,7 @@ def summarise(results_dir: str | Path = "results") -> dict[str, Any]:
         "div": joined(records, lambda r: get(r, "config.loss.div_value")),
         "m": joined([r for r in records if head_label(r).startswith("sampled")], lambda r: get(r, "config.loss.num_samples")),
         "seeds": seeds_of(records), "rows": head_rows(summary, measured, floor=floor), "unigram": floor,
-        "summaries": {LSTM: summary, **{model: summarize(rs) for model, rs in others.items()}},
+        "summaries": {LSTM: summary, **{model: per_head(rs) for model, rs in others.items()}},
         "sections": [*(model_section(model, rs, records) for model, rs in others.items()),
                      *(model_section(model, rs, earlier_lstm, earlier=True) for model, rs in earlier.items())],
         "decided": decision,
