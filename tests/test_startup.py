@@ -157,8 +157,7 @@ def test_the_size_checks_are_left_to_the_constructor():
 
 
 def test_importing_every_page_module_renders_no_template():
-    """Nothing at import but definitions: a page module's words (``_pages.words``) render on first use. The one
-    exception: ``_settings``'s three fixed cells (NOT_STATED, NOT_RECORDED, AS_THE_PAPER), imported by name."""
+    """Nothing at import but definitions: a page module's words (``_pages.words``) render on first use."""
     code = ("import jinja2, json; calls = []; real = jinja2.Environment.get_template\n"
             "jinja2.Environment.get_template = lambda self, *a, **k: calls.append(a[0]) or real(self, *a, **k)\n"
             "import importlib, pkgutil, softmax_zoo.reports as r\n"
@@ -166,4 +165,4 @@ def test_importing_every_page_module_renders_no_template():
             "print(json.dumps(calls))")
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "WANDB_MODE": "disabled"}
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True)
-    assert json.loads(out.stdout.strip().splitlines()[-1]) == ["_settings.md.j2"]
+    assert json.loads(out.stdout.strip().splitlines()[-1]) == []

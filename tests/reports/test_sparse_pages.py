@@ -13,7 +13,7 @@ from softmax_zoo.reports import _fig1, _fig2_speed, fig2
 from softmax_zoo.reports._fig2_speed import BENCH_FILE, speed_claim
 from softmax_zoo.reports._pages import read_claims
 from softmax_zoo.reports._seq2seq import seq2seq_settings
-from softmax_zoo.reports._settings import AS_THE_PAPER, NOT_STATED, Setting, setting, settings_rows, shown
+from softmax_zoo.reports._settings import WORDS, Setting, setting, settings_rows, shown
 from softmax_zoo.run_record import RunRecord
 
 RESULTS = Path(__file__).resolve().parents[2] / "results"
@@ -105,7 +105,7 @@ def test_a_setting_equal_to_the_papers_says_so_and_another_gives_its_reason():
     settings = [Setting("epochs", "30", lambda rs: shown(rs, setting("train", "epochs")), "a reason"),
                 Setting("batch size", "64", lambda rs: shown(rs, setting("train", "batch_size")), "the budget")]
     table = settings_rows(settings, {"cpu": records})
-    assert row(table, "epochs") == ["epochs", "30", "30", AS_THE_PAPER]
+    assert row(table, "epochs") == ["epochs", "30", "30", WORDS.AS_THE_PAPER]
     assert row(table, "batch size") == ["batch size", "64", "8", "the budget"]
     paper_scale = [RunRecord.of({"config": {"scale": {"name": "paper"}, "train": {"epochs": 30, "batch_size": 32}}})]
     mixed = settings_rows(settings, {"cpu": records, "paper": paper_scale})
@@ -119,7 +119,7 @@ def test_classification_settings_read_ours_from_the_records():
                          "model": {"name": "minilm", "pretrained": "minilm", "cache_features": True, "mlp_layers": 2}},
               "task_info": {"examples": {"train": 123}, "num_classes": 45}}
     table = fig2.settings({"T": {("sparse_softmax", 30): [RunRecord.of(record)]}}, {})["rows"]
-    assert row(table, "epochs")[:3] == ["epochs", NOT_STATED, "7"]
+    assert row(table, "epochs")[:3] == ["epochs", WORDS.NOT_STATED, "7"]
     assert row(table, "learning rate")[2] == "0.002" and row(table, "sparse-softmax k")[2] == "30"
     assert row(table, "training data")[2] == "123 training examples, 45 classes"
     assert "all-MiniLM-L6-v2, frozen encoder" in row(table, "model")[2] and row(table, "seeds")[2] == "seed 4"
@@ -142,9 +142,9 @@ def test_seq2seq_settings_state_the_papers_values_and_read_ours():
     table = part["rows"]
     assert part["columns"] == ["scale=cpu"] and part["paper"] == "Sun et al. 2021's §4 on summarisation (Table 5)"
     assert row(table, "epochs")[1:3] == ["30", "3 (939 optimiser steps)"]
-    assert row(table, "batch size") == ["batch size", "64", "64", AS_THE_PAPER]
-    assert row(table, "beams")[-1] == AS_THE_PAPER and row(table, "masking probability")[-1] == AS_THE_PAPER
-    assert row(table, "learning rate")[1] == NOT_STATED and row(table, "learning rate")[2].startswith("0.0001")
+    assert row(table, "batch size") == ["batch size", "64", "64", WORDS.AS_THE_PAPER]
+    assert row(table, "beams")[-1] == WORDS.AS_THE_PAPER and row(table, "masking probability")[-1] == WORDS.AS_THE_PAPER
+    assert row(table, "learning rate")[1] == WORDS.NOT_STATED and row(table, "learning rate")[2].startswith("0.0001")
     assert row(table, "maximum length")[2] == "source 96, target 32 tokens; 3 of 11951 sources cut"
     assert "no UniLM checkpoint is reachable" in row(table, "model")[-1]
     assert row(table, "model")[2] == "all-MiniLM-L6-v2 as UniLM (`unilm_minilm`), its LM-head transform starting fresh"
@@ -161,7 +161,7 @@ def test_seq2seq_settings_state_the_papers_values_and_read_ours():
 @pytest.mark.parametrize("page", PAGES)
 def test_every_sparse_page_separates_the_papers_settings_from_ours(page):
     text = (RESULTS / f"{page}.md").read_text()
-    assert "## The paper's setting and ours" in text and NOT_STATED in text and "| why ours |" in text
+    assert "## The paper's setting and ours" in text and WORDS.NOT_STATED in text and "| why ours |" in text
 
 
 def test_committed_sentences_a_reviewer_flagged_are_gone():

@@ -27,8 +27,6 @@ from ._forms import ClaimForm, ClaimKind
 from ._pages import commits, dirty_note, page_command, publish, shown_path, words
 from ._regime import DEGENERATE, failures, gated
 from ._settings import (
-    NOT_RECORDED,
-    NOT_STATED,
     SPARSE,
     Records,
     Setting,
@@ -131,7 +129,7 @@ def output_shares(rows: dict[str, list[Row]], beams: list[int]) -> dict[str, Any
 
 
 # .paper: task -> setting -> Sun et al. 2021's §4, as its text states it; .why*: why ours; .ours: ours in words
-SETTINGS_WORDS = words("_seq2seq_settings.j2", NOT_STATED=NOT_STATED, NOT_RECORDED=NOT_RECORDED, MIN_SEEDS=MIN_SEEDS)
+SETTINGS_WORDS = words("_seq2seq_settings.j2", MIN_SEEDS=MIN_SEEDS)
 def task_info(*keys: str) -> Callable[[Record], Any]:
     """A reader of what the record's task reported under ``keys`` (:meth:`RunRecord.info`)."""
     return lambda r: r.info(*keys)
@@ -172,7 +170,7 @@ def seq2seq_settings(task: str, columns: dict[str, Records], page: str | None = 
     if task not in text.paper or (page is not None and page not in text.why_of_page):
         raise ValueError(f"no settings of task {task!r} for page {page!r}")
     why = text.why | text.why_of_task[task] | text.why_of_page.get(page, {})
-    rows = [Setting(name, text.paper[task].get(name, NOT_STATED), lambda rs, name=name: str(text.ours(name, setting_facts(rs), task)),
+    rows = [Setting(name, text.paper[task].get(name), lambda rs, name=name: str(text.ours(name, setting_facts(rs), task)),
                     why[name]) for name in text.settings]
     return settings_data(rows, columns, text.source_of_page[page] if page else text.source[task])
 

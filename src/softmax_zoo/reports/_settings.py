@@ -15,8 +15,7 @@ from ..run_record import RunRecord, typed
 from ._pages import words
 from ._stats import seeds_label
 
-WORDS = words("_settings.md.j2")  # the table's fixed cells and its reason cell
-NOT_STATED, NOT_RECORDED, AS_THE_PAPER = WORDS.NOT_STATED, WORDS.NOT_RECORDED, WORDS.AS_THE_PAPER
+WORDS = words("_settings.md.j2")  # the table's fixed cells (NOT_STATED, NOT_RECORDED, AS_THE_PAPER) and its reason cell
 REASONED_SCALE = "cpu"  # the scale the reasons are written for
 PRETRAINED_NAMES = {"minilm": "all-MiniLM-L6-v2"}  # the checkpoints the configs load, as their authors name them
 Records = Sequence[RunRecord]
@@ -34,7 +33,7 @@ class Setting:
     """One row of the table: the setting, the paper's value, how to read ours, why ours is what it is."""
 
     name: str
-    paper: str
+    paper: str | None  # None: the paper's text is silent (the table says WORDS.NOT_STATED)
     ours: Callable[[Records], str | None]  # a column's records -> our value as the page shows it (None: not this column's)
     why: str  # the reason at the cpu scale
 
@@ -46,8 +45,8 @@ def values(records: Records, read: Read) -> list[Any]:
 
 
 def shown(records: Records, read: Read, fmt: Callable[[Any], str] = str) -> str:
-    """The distinct values ``read`` of ``records``, formatted and joined ("32" or "1, 5"); :data:`NOT_RECORDED` if none."""
-    return ", ".join(fmt(v) for v in values(records, read)) or NOT_RECORDED
+    """The distinct values ``read`` of ``records``, formatted and joined ("32" or "1, 5"); WORDS.NOT_RECORDED if none."""
+    return ", ".join(fmt(v) for v in values(records, read)) or WORDS.NOT_RECORDED
 
 
 def joined(records: Records, read: Read) -> str:
@@ -57,8 +56,8 @@ def joined(records: Records, read: Read) -> str:
 
 
 def seeds(records: Records) -> str:
-    """"seeds 0, 1, 2": the seeds of ``records``; :data:`NOT_RECORDED` without records."""
-    return seeds_label(sorted(values(records, lambda r: r.seed))) if records else NOT_RECORDED
+    """"seeds 0, 1, 2": the seeds of ``records``; WORDS.NOT_RECORDED without records."""
+    return seeds_label(sorted(values(records, lambda r: r.seed))) if records else WORDS.NOT_RECORDED
 
 
 def sparse_ks(records: Records) -> str:
@@ -80,7 +79,8 @@ def settings_rows(settings: Sequence[Setting], columns: dict[str, Records]) -> l
     rows = []
     for s in settings:
         ours = [s.ours(recs) for recs in columns.values()]
-        rows.append([s.name, s.paper, *ours, AS_THE_PAPER if all(v == s.paper for v in ours) else str(why(s.why))])
+        same = s.paper is not None and all(v == s.paper for v in ours)
+        rows.append([s.name, WORDS.NOT_STATED if s.paper is None else s.paper, *ours, WORDS.AS_THE_PAPER if same else str(why(s.why))])
     return rows
 
 

@@ -26,7 +26,7 @@ from ._fig2_constants import F1, PAPER_K, SOFTMAX, TASK_NAMES, Groups
 from ._fig2_speed import speed_claim, step_claim
 from ._forms import WIDE_K_RULE, ClaimForm, ClaimKind, up_to_quarter
 from ._pages import commits, page_command, publish, pyplot, save_figure, shown_path, words
-from ._settings import NOT_STATED, SPARSE, Setting, pretrained_name, seeds, setting, settings_data, shown, sparse_ks, values
+from ._settings import SPARSE, Setting, pretrained_name, seeds, setting, settings_data, shown, sparse_ks, values
 from ._stats import mean, mean_ci
 from ._verdicts import MIN_SEEDS, VerdictKind, not_tested
 
@@ -151,7 +151,7 @@ def settings(summary: dict[str, Groups], tuned: dict[str, Groups]) -> dict[str, 
         "maximum length (tokens)": lambda rs: shown(rs, setting("task", "max_length")), "sparse-softmax k": sparse_ks,
         "metric": lambda rs: text.metric(bool(values(rs, setting("task", "oos_label")))), "seeds": seeds,
     }
-    rows = [Setting(name, text.paper.get(name, NOT_STATED), read, text.why[name]) for name, read in readers.items()]
+    rows = [Setting(name, text.paper.get(name), read, text.why[name]) for name, read in readers.items()]
     columns = {text.column(task_name(t), finetuned): [r for rs in g[t].values() for r in rs]
                for finetuned, g in ((False, summary), (True, tuned)) for t in sorted(g)}
     return settings_data(rows, columns, text.source)

@@ -39,7 +39,7 @@ from ._kernel_grid import (
     values,
 )
 from ._pages import bench_group, commits, dirty_note, line_plot, page_command, publish, pyplot, save_figure, shown_path, words
-from ._settings import NOT_STATED, Records, Setting, joined, seeds, settings_data
+from ._settings import Records, Setting, joined, seeds, settings_data
 from ._stats import mean
 from ._verdicts import MIN_SEEDS, VerdictKind, no_interval_verdict, verdict
 
@@ -233,7 +233,7 @@ def summarise(results_dir: str | Path = "results") -> dict[str, Any]:
             + adapts_row(results_dir, e)]
     more += [{"kind": "design", "id": id_, "source": EXPERIMENT} for id_ in DESIGN_IDS]
     # the page's choices beside the review's (it states none): ours per setting, None where a row is not that setting's
-    chosen = [Setting(name, NOT_STATED, lambda rs, name=name: str(WORDS.ours(name, ours(rs))) or None, why)
+    chosen = [Setting(name, None, lambda rs, name=name: str(WORDS.ours(name, ours(rs))) or None, why)
               for name, why in WORDS.why.items()]
     settings = settings_data(chosen, found, "the review")  # every setting kept has records: setting() raises otherwise
     return {"command": page_command(EXPERIMENT, results_dir), "sections": sections, "findings": findings, "more": more,
