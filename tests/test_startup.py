@@ -157,7 +157,7 @@ def test_the_size_checks_are_left_to_the_constructor():
 
 
 def test_importing_every_page_module_renders_no_template():
-    """Nothing at import but definitions: a page module's words (``_pages.words``) render on first use."""
+    """Nothing at import but definitions: a page module's words (``_pages.template_words``) render on first use."""
     code = ("import jinja2, json; calls = []; real = jinja2.Environment.get_template\n"
             "jinja2.Environment.get_template = lambda self, *a, **k: calls.append(a[0]) or real(self, *a, **k)\n"
             "import importlib, pkgutil, softmax_zoo.reports as r\n"

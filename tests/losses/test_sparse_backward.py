@@ -98,7 +98,7 @@ def test_the_sparse_backward_is_chosen_where_the_gradient_is_sparse(case, chunk_
     h, t = _inputs(gen)
     _step(head, head, h, t)
     sparse = case in SPARSE_OPTIONS
-    assert head.loss_rows().has_sparse_grad is sparse
+    assert head.row_loss_with_options().has_sparse_grad is sparse
     assert len(sparse_calls) == (0 if not sparse else 1 if chunk_size is None else -(-N // chunk_size))
 
 
@@ -277,3 +277,10 @@ def test_the_scatter_writes_its_temporary_into_the_scratch_buffer(gen):
     dense = torch.zeros(r, c, dtype=torch.float64).scatter_add_(1, g.index, g.values)
     for got in results:
         assert_close(got, (dense @ w, dense.T @ h, dense.sum(0)), rtol=1e-12, atol=1e-14)
+
+
+def test_the_old_name_of_row_loss_with_options_warns_and_gives_the_same_rows():
+    head = SparseSoftmaxHead(4, 10, k=3)
+    with pytest.warns(DeprecationWarning, match="row_loss_with_options"):
+        old = head.loss_rows()
+    assert type(old) is type(head.row_loss_with_options()) and old.has_sparse_grad == head.row_loss_with_options().has_sparse_grad

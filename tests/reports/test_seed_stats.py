@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from softmax_zoo.reports._pages import said, words
+from softmax_zoo.reports._pages import said, template_words
 from softmax_zoo.reports._stats import (
     DeltaInterval,
     LinearTrend,
@@ -142,7 +142,7 @@ def test_min_detectable_delta_by_hand():
     assert min_detectable_delta(math.sqrt(2) * 1.0, power=0.5) == pytest.approx(2.771808, rel=1e-6)
     assert math.isnan(min_detectable_delta(math.nan))
     # the page note states the numbers the code computes
-    note = words("_verdicts.j2").SEED_INTERVAL_NOTE
+    note = template_words("_verdicts.j2").SEED_INTERVAL_NOTE
     assert f"{min_detectable_delta(1.0):.2f}" in note and f"t = {stats.t.ppf(0.975, 1):.1f}" in note
 
 
@@ -226,15 +226,15 @@ def test_every_form_has_its_words_and_a_verdict_none_of_its_own():
             str(v)
     lone = no_interval_verdict([0])
     assert lone.kind is VerdictKind.SINGLE_RUN
-    assert str(words("_verdicts.j2").no_interval(lone, "ratio 2x")) == "single run (seed 0): ratio 2x"
+    assert str(template_words("_verdicts.j2").no_interval(lone, "ratio 2x")) == "single run (seed 0): ratio 2x"
 
 
 def seed_summary(d) -> str:
-    return str(words("_verdicts.j2").seed_summary(d))
+    return str(template_words("_verdicts.j2").seed_summary(d))
 
 
 def detectability(d, paper: float) -> str:
-    return str(words("_verdicts.j2").detectability(d, paper))
+    return str(template_words("_verdicts.j2").detectability(d, paper))
 
 
 def test_seed_summary():

@@ -8,7 +8,7 @@ import pytest
 from softmax_zoo import config, records
 from softmax_zoo.metrics import bleu_stats
 from softmax_zoo.reports import table5
-from softmax_zoo.reports._compare import Compared, Comparison, Design
+from softmax_zoo.reports._compare import Comparison, ComparisonResult, Design
 from softmax_zoo.reports._pages import dirty_note, read_claims
 from softmax_zoo.reports._seq2seq import SOFTMAX, SPARSE, corpus_bootstrap, output_shares, paired_runs, stutters
 from softmax_zoo.reports._stats import over_seeds
@@ -87,7 +87,7 @@ def test_init_runs_and_lone_seeds():
 
 
 def paper_verdict(delta, paper):
-    return Compared(Comparison("softmax", "sparse", "rouge1", Design.PAIRED_BY_ITEM), delta).verdict(paper)
+    return ComparisonResult(Comparison("softmax", "sparse", "rouge1", Design.PAIRED_BY_ITEM), delta).verdict(paper)
 
 
 def test_paper_verdict_uses_the_vocabulary():

@@ -196,7 +196,7 @@ def chunked_linear_loss(head, hidden: torch.Tensor, target: torch.Tensor) -> tor
 
     ``head`` is a :class:`~softmax_zoo.losses.softmax.SoftmaxHead` (or subclass) with an int or
     "auto" ``chunk_size``: its ``weight``, ``bias``, ``ignore_index``, ``reduction``, ``options``
-    and ``loss_rows()`` are used (``target`` is already shifted if ``shift``).
+    and ``row_loss_with_options()`` are used (``target`` is already shifted if ``shift``).
 
     Returns:
         Scalar for "mean" and "sum"; target's shape for "none" (0 at ignored rows); or
@@ -218,11 +218,11 @@ def chunked_linear_loss(head, hidden: torch.Tensor, target: torch.Tensor) -> tor
     elif rows == "auto":
         rows = auto_chunk_size(h.shape[0], head.num_classes, chunk_logits(h.device, head.weight.numel()))
     params = (h, head.weight, head.bias)
-    loss_rows = head.loss_rows()  # the variant as set for this call, every chunk alike
+    variant_loss = head.row_loss_with_options()  # the variant as set for this call, every chunk alike
     count = mean_count(head.class_weight, t, keep)
     if torch.is_grad_enabled() and any(p is not None and p.requires_grad for p in params):
-        loss, stats = _ChunkedLinearLoss.apply(loss_rows.loss_and_grad, t, keep, head.reduction, rows, count, *params)
+        loss, stats = _ChunkedLinearLoss.apply(variant_loss.loss_and_grad, t, keep, head.reduction, rows, count, *params)
     else:
-        loss, _, stats = chunked_pass(loss_rows.loss_and_grad, t, keep, *params, None, rows)
+        loss, _, stats = chunked_pass(variant_loss.loss_and_grad, t, keep, *params, None, rows)
         loss = reduce_loss(loss, keep, head.reduction, count)
     return reshape_output(head_output(loss, stats, keep, head.options), target.shape, head.reduction)

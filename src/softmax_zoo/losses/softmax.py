@@ -16,6 +16,8 @@ reference it is tested against.
 
 from __future__ import annotations
 
+import warnings
+
 import torch
 import torch.nn.functional as F
 
@@ -157,7 +159,7 @@ class SoftmaxHead(LinearHead):
     def forward(self, hidden: torch.Tensor, target: torch.Tensor):
         """hidden (..., d), target (...) -> loss (scalar, or target's shape for reduction="none"),
         or ``options.HeadOutput`` with a ``return_*`` option."""
-        if self.chunk_size is None and not self.loss_rows().has_sparse_grad:
+        if self.chunk_size is None and not self.row_loss_with_options().has_sparse_grad:
             return super().forward(hidden, target)
         return chunked_linear_loss(self, hidden, self.shifted(target))
 
@@ -180,13 +182,13 @@ class SoftmaxHead(LinearHead):
     def log_probs(self, hidden: torch.Tensor) -> torch.Tensor:
         """hidden (..., d) -> (..., C): the row loss's distribution (:meth:`RowLoss.log_probs`) of the
         logits (capped with ``softcap``)."""
-        return self.loss_rows().log_probs(self.logits(hidden))
+        return self.row_loss_with_options().log_probs(self.logits(hidden))
 
     def streams_inference(self) -> bool:
         """Whether ``predict``, ``class_log_probs`` and ``topk_log_probs`` run over class blocks:
         chunk_size is set and the distribution is one ``lean_inference.py`` streams
         (:attr:`RowLoss.softmax_of_logits`; not with ``softcap``, whose inference builds the logits)."""
-        return self.chunk_size is not None and self.loss_rows().softmax_of_logits
+        return self.chunk_size is not None and self.row_loss_with_options().softmax_of_logits
 
     def predict(self, hidden: torch.Tensor) -> torch.Tensor:
         if not self.streams_inference():
@@ -207,13 +209,18 @@ class SoftmaxHead(LinearHead):
         """The variant's loss on logits (``row_loss.py``), as this head is set now."""
         return SoftmaxRows(self.label_smoothing)
 
-    def loss_rows(self) -> RowLoss:
+    def row_loss_with_options(self) -> RowLoss:
         """:meth:`row_loss` with the head's options (``options.with_options``): what every path runs."""
         return with_options(self.row_loss(), self.options, self.class_weight)
 
+    def loss_rows(self) -> RowLoss:
+        """Deprecated name of :meth:`row_loss_with_options`."""
+        warnings.warn("SoftmaxHead.loss_rows() is now row_loss_with_options()", DeprecationWarning, stacklevel=2)
+        return self.row_loss_with_options()
+
     def loss_from_logits(self, logits: torch.Tensor, target: torch.Tensor):
         """logits (N, C), target (N,) -> the loss reduced by ``self.reduction`` (or ``options.HeadOutput``)."""
-        rows = self.loss_rows()
+        rows = self.row_loss_with_options()
         if not isinstance(rows, OptionRows):
             return rows.on_logits(logits, target, ignore_index=self.ignore_index, reduction=self.reduction)
         keep, safe = check_ce_inputs(logits, target, self.ignore_index, self.reduction, rows.label_smoothing)

@@ -1,5 +1,5 @@
 """One comparison engine: a page declares a :class:`Comparison` (arms, metric, design, a "close" claim's margin) and
-gets a :class:`Compared` back, Δ = B − A as a :class:`._stats.DeltaInterval`; a claim over a grid is a :class:`Grid`
+gets a :class:`ComparisonResult` back, Δ = B − A as a :class:`._stats.DeltaInterval`; a claim over a grid is a :class:`Grid`
 (Holm). :func:`per_seed` is the one extractor of a metric per seed that every page uses.
 """
 
@@ -50,7 +50,7 @@ class Comparison:
 
 
 @dataclass(frozen=True)
-class Compared:
+class ComparisonResult:
     """One comparison's result: its spec and Δ with its interval over seeds (whose ``method`` names the test)."""
 
     spec: Comparison
@@ -76,9 +76,9 @@ class Compared:
 
 @dataclass(frozen=True)
 class Grid:
-    """Comparisons over a grid (k -> :class:`Compared`), one claim over all of them: Holm-adjusted intervals beside the raw."""
+    """Comparisons over a grid (k -> :class:`ComparisonResult`), one claim over all of them: Holm-adjusted intervals beside the raw."""
 
-    compared: Mapping[Any, Compared]
+    compared: Mapping[Any, ComparisonResult]
     name: str = "k"  # what the grid's keys are, as the text names them
 
     @property
@@ -137,21 +137,21 @@ def per_seed(records: Records, metric: str | Callable[[RunRecord], float | None]
 
 
 def compare(spec: Comparison, a: Records = (), b: Records = (), *, items: Mapping[int, tuple[Any, Any]] | None = None,
-            bootstrap: Callable[[Any, Any], dict[str, float]] | None = None, num_samples: int = 10_000) -> Compared:
+            bootstrap: Callable[[Any, Any], dict[str, float]] | None = None, num_samples: int = 10_000) -> ComparisonResult:
     """Δ = B − A by ``spec``'s design from the arms' records, or for ``PAIRED_BY_ITEM`` from ``items`` (seed -> (A's
     per-item scores, B's))."""
     if spec.design is Design.PAIRED_BY_ITEM:
         if items is None:
             raise ValueError(f"{spec.design.name} needs the per-item scores of each seed")
-        return Compared(spec, paired_seed_deltas(items, num_samples=num_samples, bootstrap=bootstrap))
+        return ComparisonResult(spec, paired_seed_deltas(items, num_samples=num_samples, bootstrap=bootstrap))
     return compare_values(spec, *(per_seed(arm, spec.metric, spec.log, spec.partial) for arm in (a, b)))
 
 
-def compare_values(spec: Comparison, va: Mapping[int, float], vb: Mapping[int, float]) -> Compared:
+def compare_values(spec: Comparison, va: Mapping[int, float], vb: Mapping[int, float]) -> ComparisonResult:
     """Δ = B − A by ``spec``'s design (``PAIRED_BY_SEED`` on the seeds both arms have, or ``UNPAIRED``) from each arm's seed -> value."""
     if spec.design is Design.UNPAIRED:
-        return Compared(spec, unpaired(va, vb))
+        return ComparisonResult(spec, unpaired(va, vb))
     seeds = sorted(set(va) & set(vb))
     if not seeds:
         raise ValueError(f"arms {spec.a} and {spec.b} share no seed: {sorted(va)} and {sorted(vb)}")
-    return Compared(spec, over_seeds({s: vb[s] - va[s] for s in seeds}))
+    return ComparisonResult(spec, over_seeds({s: vb[s] - va[s] for s in seeds}))

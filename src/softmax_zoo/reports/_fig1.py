@@ -17,12 +17,12 @@ import numpy as np
 from ..run_record import RunRecord
 from ._compare import Comparison, Design, compare_values, per_seed
 from ._fig2_constants import PAPER_K, SOFTMAX, Groups
-from ._pages import pyplot, save_figure, words
+from ._pages import pyplot, save_figure, template_words
 from ._settings import SPARSE
 from ._stats import DeltaInterval, mean
 
 SMOOTH = 25  # moving-average window (steps) of the bold fig1 curves
-FIGURES = words("_fig2_figures.j2", paper_k=PAPER_K, smooth=SMOOTH)
+FIGURES = template_words("_fig2_figures.j2", paper_k=PAPER_K, smooth=SMOOTH)
 
 
 def val_curve(r: RunRecord) -> dict[float, float]:

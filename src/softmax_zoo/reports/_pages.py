@@ -85,14 +85,14 @@ def render(template: str, **data: Any) -> str:
 def render_page(template: str, data: dict[str, Any]) -> tuple[str, list[dict[str, Any]]]:
     """(the page, its ledger rows): ``template`` filled with ``data``, ``data["claims"]`` in its macros claim, paper, ours,
     verdict, each row with the form its claim declares (:func:`._forms.declared`, as data)."""
-    page, macros = words(template, **data), ("claim", "paper", "ours", "verdict")
+    page, macros = template_words(template, **data), ("claim", "paper", "ours", "verdict")
     return str(page), [{"id": c["id"], "source": c["source"], "form": declared(c).data(),
                         **{m: str(getattr(page, m)(c)) for m in macros}} for c in data.get("claims", ())]
 
 
 class Words:
     """The variables and macros ``templates/<template>`` sets, given ``data``, as attributes: the words Python pairs
-    with numbers. The template renders on the first attribute read, so a module's ``WORDS = words(...)`` does no work
+    with numbers. The template renders on the first attribute read, so a module's ``WORDS = template_words(...)`` does no work
     at import."""
 
     def __init__(self, template: str, data: dict[str, Any]) -> None:
@@ -110,17 +110,17 @@ class Words:
         return str(self._rendered())  # the template's body
 
 
-def words(template: str, **data: Any) -> Words:
+def template_words(template: str, **data: Any) -> Words:
     """:class:`Words` of ``templates/<template>`` given ``data``."""
     return Words(template, data)
 
 
-PROVENANCE = words("_provenance.md.j2")  # the macros that word a page's provenance
+PROVENANCE = template_words("_provenance.md.j2")  # the macros that word a page's provenance
 
 
 def said(verdict: Verdict) -> str:
     """``verdict`` in the ledger's words: templates/_verdicts.j2's ``said``, as a page's template prints it."""
-    return str(words("_verdicts.j2").said(verdict))
+    return str(template_words("_verdicts.j2").said(verdict))
 
 
 def shown_path(path: str | Path) -> str:

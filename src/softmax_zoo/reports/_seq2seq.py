@@ -24,7 +24,7 @@ from ..records import read_predictions, runs_dir
 from ..run_record import RunRecord, load_runs
 from ._compare import Comparison, Design, compare, per_seed
 from ._forms import ClaimForm, ClaimKind
-from ._pages import commits, dirty_note, page_command, publish, shown_path, words
+from ._pages import commits, dirty_note, page_command, publish, shown_path, template_words
 from ._regime import DEGENERATE, failures, gated
 from ._settings import (
     SPARSE,
@@ -129,7 +129,7 @@ def output_shares(rows: dict[str, list[Row]], beams: list[int]) -> dict[str, Any
 
 
 # .paper: task -> setting -> Sun et al. 2021's §4, as its text states it; .why*: why ours; .ours: ours in words
-SETTINGS_WORDS = words("_seq2seq_settings.j2", MIN_SEEDS=MIN_SEEDS)
+SETTINGS_WORDS = template_words("_seq2seq_settings.j2", MIN_SEEDS=MIN_SEEDS)
 def task_info(*keys: str) -> Callable[[Record], Any]:
     """A reader of what the record's task reported under ``keys`` (:meth:`RunRecord.info`)."""
     return lambda r: r.info(*keys)

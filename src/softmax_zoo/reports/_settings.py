@@ -12,10 +12,10 @@ from functools import partial
 from typing import Any
 
 from ..run_record import RunRecord, typed
-from ._pages import words
+from ._pages import template_words
 from ._stats import seeds_label
 
-WORDS = words("_settings.md.j2")  # the table's fixed cells (NOT_STATED, NOT_RECORDED, AS_THE_PAPER) and its reason cell
+WORDS = template_words("_settings.md.j2")  # the table's fixed cells (NOT_STATED, NOT_RECORDED, AS_THE_PAPER) and its reason cell
 REASONED_SCALE = "cpu"  # the scale the reasons are written for
 PRETRAINED_NAMES = {"minilm": "all-MiniLM-L6-v2"}  # the checkpoints the configs load, as their authors name them
 Records = Sequence[RunRecord]

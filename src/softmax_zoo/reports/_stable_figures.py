@@ -9,11 +9,11 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-from ._pages import pyplot, save_figure, words
+from ._pages import pyplot, save_figure, template_words
 from ._stats import mean
 
 FLOOR = 1e-12  # the drift figure draws a drift of 0 at this value, on its log scale
-WORDS = words("_stable_figures.j2", floor=FLOOR)  # the figures' words, and (forms) the arms' loss forms as the page names them
+WORDS = template_words("_stable_figures.j2", floor=FLOOR)  # the figures' words, and (forms) the arms' loss forms as the page names them
 # (colour, line style, marker) per (form, dtype): each arm its own, so that coinciding curves still show
 STYLE = {("standard", "float32"): ("tab:blue", "-", "o"), ("stable", "float32"): ("tab:orange", "--", "s"),
          ("standard", "bfloat16"): ("tab:red", "-", "^"), ("cast", "bfloat16"): ("tab:purple", ":", "D"),

@@ -22,7 +22,7 @@ from ..losses.registry import variant_label
 from ..records import RESULTS_DIRS, find_records
 from ..run_identity import COMPUTES_NOTHING, POOLED, matches
 from ..run_record import RunRecord, typed
-from ._pages import line_plot, provenance, render, words
+from ._pages import line_plot, provenance, render, template_words
 from ._stats import mean_ci
 
 # Metrics that describe a run rather than score it: the top-k regime diagnostics (softmax_zoo.diagnostics.topk), token
@@ -31,7 +31,7 @@ DIAGNOSTIC = re.compile(
     r"/(target_in_topk|median_target_rank|logits_near_kth|diagnostics_k|diagnostic_targets|tokens|tokens_per_second"
     r"|examples_per_s\w*|altered_by_constraint\w*|ended_by_constraint\w*|blocked_by_constraint\w*)$"
 )
-FIGURE = words("_sweep_figure.j2")  # the plot's words
+FIGURE = template_words("_sweep_figure.j2")  # the plot's words
 
 
 def overrides(record: RunRecord) -> dict[str, str]:

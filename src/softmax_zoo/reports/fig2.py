@@ -25,7 +25,7 @@ from ._fig1 import FASTER, FIGURES, SMOOTH, by_seed, convergence, error_bar, fig
 from ._fig2_constants import F1, PAPER_K, SOFTMAX, TASK_NAMES, Groups
 from ._fig2_speed import speed_claim, step_claim
 from ._forms import WIDE_K_RULE, ClaimForm, ClaimKind, up_to_quarter
-from ._pages import commits, page_command, publish, pyplot, save_figure, shown_path, words
+from ._pages import commits, page_command, publish, pyplot, save_figure, shown_path, template_words
 from ._settings import SPARSE, Setting, pretrained_name, seeds, setting, settings_data, shown, sparse_ks, values
 from ._stats import mean, mean_ci
 from ._verdicts import MIN_SEEDS, VerdictKind, not_tested
@@ -53,14 +53,14 @@ def group_runs(records: list[RunRecord]) -> dict[str, Groups]:
     return out
 
 
-def points(name: str):
+def percent_reader(name: str):
     """A record's metric ``name`` (e.g. "test/micro_f1") in points (x100), None without it."""
     return lambda r: 100 * r.metrics[name] if name in r.metrics else None
 
 
 def metric(runs: list[RunRecord], name: str) -> list[float]:
     """``name`` of each run in points, in record order, runs lacking it left out."""
-    return list(per_seed(runs, points(name), partial=True).values())
+    return list(per_seed(runs, percent_reader(name), partial=True).values())
 
 
 def grid_ks(groups: Groups) -> list[int]:
@@ -71,10 +71,10 @@ def best_k(groups: Groups) -> int | None:
     return max(grid_ks(groups), key=lambda k: mean(metric(groups[(SPARSE, k)], F1)), default=None)
 
 
-VS_SOFTMAX = by_seed("softmax", "sparse-softmax k", points(F1))
-VS_K20 = by_seed("sparse-softmax k", f"sparse-softmax k={PAPER_K}", points(F1))
+VS_SOFTMAX = by_seed("softmax", "sparse-softmax k", percent_reader(F1))
+VS_K20 = by_seed("sparse-softmax k", f"sparse-softmax k={PAPER_K}", percent_reader(F1))
 # "stable in its hyperparameter k" (Sun et al. 2021): the paper states no margin, so the margin (micro-F1 points) is ours
-STABLE = by_seed(f"sparse-softmax k={PAPER_K}", "sparse-softmax k", points(F1), margin=1.0,
+STABLE = by_seed(f"sparse-softmax k={PAPER_K}", "sparse-softmax k", percent_reader(F1), margin=1.0,
                  margin_source="ours, 1 micro-F1 point; the paper states no margin for \"stable\"")
 
 
@@ -142,7 +142,7 @@ def caveat(task: str) -> str | None:
 
 def settings(summary: dict[str, Groups], tuned: dict[str, Groups]) -> dict[str, Any]:
     """The settings table: the paper's statements and our reasons (templates/_fig2_settings.j2), ours per task from its records."""
-    text = words("_fig2_settings.j2", paper_k=PAPER_K, paper_f1=PAPER_F1, task_names=TASK_NAMES, min_seeds=MIN_SEEDS)
+    text = template_words("_fig2_settings.j2", paper_k=PAPER_K, paper_f1=PAPER_F1, task_names=TASK_NAMES, min_seeds=MIN_SEEDS)
     readers = {
         "training data": lambda rs: text.data(rs[0].task_info or {}),
         "model": lambda rs: text.model(rs[0].setting("model"), pretrained_name(rs[0].setting("model", "pretrained"))),

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from ._forms import ClaimForm, ClaimKind
-from ._pages import file_commit, page_command, publish, pyplot, save_figure, shown_path, words
+from ._pages import file_commit, page_command, publish, pyplot, save_figure, shown_path, template_words
 
 PAGE = "grad_precision"
 MEASUREMENT = Path("diagnostics") / f"{PAGE}.json"
@@ -24,7 +24,7 @@ CONFIDENT = 0.999  # the claim's members: every measured p_t at or above it ("wh
 # The unit roundoff of each precision's gradient (2^-p, p its significand bits): an error within it is the rounding
 # of the gradient itself, which no form of the loss avoids.
 ROUNDOFF = {"float32": 2.0 ** -24, "bfloat16": 2.0 ** -8, "float16": 2.0 ** -11}
-FIGURE = words("_grad_precision_figures.j2")
+FIGURE = template_words("_grad_precision_figures.j2")
 
 
 def spread(values: list[float]) -> dict[str, float]:

@@ -38,7 +38,7 @@ from ._kernel_grid import (
     simple_samplers_row,
     values,
 )
-from ._pages import bench_group, commits, dirty_note, line_plot, page_command, publish, pyplot, save_figure, shown_path, words
+from ._pages import bench_group, commits, dirty_note, line_plot, page_command, publish, pyplot, save_figure, shown_path, template_words
 from ._settings import Records, Setting, joined, seeds, settings_data
 from ._stats import mean
 from ._verdicts import MIN_SEEDS, VerdictKind, no_interval_verdict, verdict
@@ -60,9 +60,9 @@ COMPARABLE = Comparison("full softmax", "quadratic", VAL_LOSS, Design.PAIRED_BY_
 # The full-softmax learning rates compared for the paper-like setting's plain SGD (ours; 300 steps each); no record keeps
 # them. The chosen rate, 20, is the grid's largest: a larger rate was not tried.
 SGD_RATE_GRID = (1, 10, 20)
-WORDS = words("_kernel_bias_settings.j2", MIN_SEEDS=MIN_SEEDS, rate_grid=SGD_RATE_GRID)
+WORDS = template_words("_kernel_bias_settings.j2", MIN_SEEDS=MIN_SEEDS, rate_grid=SGD_RATE_GRID)
 SETUP = (("model", "hidden_size"), ("task", "bptt"), ("train", "optim"), ("train", "lr"), ("loss", "bias"))  # the settings a section names
-FIGURE = words("_lm_figures.j2")
+FIGURE = template_words("_lm_figures.j2")
 # One look per sampler (marker, line style, colour map), so that two samplers with the same losses stay apart.
 STYLES = {"uniform": ("o", ":", "Blues"), "unigram": ("s", "-.", "Purples"), "quadratic": ("^", "--", "Oranges"),
           "quadratic_centred": ("v", "-", "Greens"), "softmax": ("D", (0, (5, 1, 1, 1)), "Greys")}

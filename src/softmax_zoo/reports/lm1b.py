@@ -27,7 +27,7 @@ from ..records import get, group_by, load_records, runs_dir, seeds_of
 from ._compare import Comparison, Design, compare_values
 from ._forms import ClaimForm, ClaimKind
 from ._lm1b_heads import ablation, below_floor, head_label, head_rows, per_head, side_by_side, speedups, trivial, unigram_floor
-from ._pages import bench_group, commits, dirty_note, line_plot, page_command, publish, shown_path, words
+from ._pages import bench_group, commits, dirty_note, line_plot, page_command, publish, shown_path, template_words
 from ._regime import TRIVIAL, failures, gated
 from ._settings import joined
 from ._stats import mean
@@ -70,7 +70,7 @@ LSTM = "lstm_lm"  # the task's own model: the head comparison that the speed mea
 MAKE_TARGETS = {LSTM: "make reproduce-lm1b", "transformer_lm": "make reproduce-lm1b-transformer"}
 BUDGET_KEYS = ("config.train.max_steps", "config.train.batch_size", "config.task.bptt")  # what fixes the training tokens
 LINESTYLES = ("-", "--", ":", "-.")  # one per model, the LSTM first
-FIGURE = words("_lm_figures.j2")  # lm1b.png's words
+FIGURE = template_words("_lm_figures.j2")  # lm1b.png's words
 
 
 def plot(summaries: dict[str, dict[str, dict[str, Any]]], path: Path) -> None:

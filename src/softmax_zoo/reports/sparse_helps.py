@@ -19,7 +19,7 @@ from ..records import runs_dir, seeds_of
 from ..run_record import RunRecord, load_runs
 from ._compare import Comparison, Design, compare, per_seed
 from ._forms import ClaimForm, ClaimKind
-from ._pages import dirty_note, page_command, provenance, publish, pyplot, save_figure, shown_path, words
+from ._pages import dirty_note, page_command, provenance, publish, pyplot, save_figure, shown_path, template_words
 from ._stats import LinearTrend, mean, mean_ci, seeds_label
 from ._verdicts import MIN_SEEDS, VerdictKind, too_few, trend_verdict
 
@@ -27,7 +27,7 @@ EXPERIMENT = "sparse_helps"
 HEADLINES = {EXPERIMENT: "sparse-helps-threshold-k20"}  # README.md's status table: the row heading the experiment
 ACCURACY, LOG_LIKELIHOOD = "test/mode_accuracy", "test/log_likelihood"
 DIAL_K = 20  # the k at which the real runs' records hold the softmax arm's share of targets
-FIGURE = words("_sparse_helps_figures.j2")  # sparse_helps.png's words
+FIGURE = template_words("_sparse_helps_figures.j2")  # sparse_helps.png's words
 Record = RunRecord
 
 

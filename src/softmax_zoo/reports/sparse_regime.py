@@ -13,7 +13,7 @@ import numpy as np
 from ..records import group_by, runs_dir, seeds_of
 from ..run_record import load_runs
 from ._forms import ClaimForm, ClaimKind
-from ._pages import dirty_note, page_command, provenance, publish, pyplot, save_figure, shown_path, words
+from ._pages import dirty_note, page_command, provenance, publish, pyplot, save_figure, shown_path, template_words
 from ._regime import DEGENERATE, failures, gated
 from ._seq2seq import ARMS, BOOTSTRAP_SAMPLES, SETTINGS_WORDS, SOFTMAX, SPARSE, Record, output_shares, outputs, seq2seq_settings
 from ._settings import setting, shown
@@ -27,7 +27,7 @@ METRICS = ("rouge1", "rouge2")
 BEAM = 1
 PAPER_DELTAS = TABLE5.paper[BEAM]  # Sun et al. 2021, Table 5 (Gigaword-10k, UniLM, beam 1): sparse − softmax
 START = setting("regime", "start_epoch")  # a fine-tuning run's start epoch; the start run's config has none
-FIGURE = words("_sparse_regime_figures.j2")  # sparse_regime.png's words
+FIGURE = template_words("_sparse_regime_figures.j2")  # sparse_regime.png's words
 
 
 def sparse_k(record: Record) -> int | None:
