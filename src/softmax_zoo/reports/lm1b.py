@@ -23,7 +23,8 @@ import re
 from pathlib import Path
 from typing import Any
 
-from ..records import get, group_by, load_records, runs_dir, seeds_of
+from ..records import runs_dir, seeds_of
+from ..run_record import RunRecord, below, load_runs
 from ._compare import Comparison, Design, compare_values
 from ._forms import ClaimForm, ClaimKind
 from ._lm1b_heads import ablation, below_floor, head_label, head_rows, per_head, side_by_side, speedups, trivial, unigram_floor
@@ -68,7 +69,7 @@ VOCAB_COMMAND = 'python scripts/bench_losses.py --only "full softmax: time vs C"
 VOCAB_BENCH = "bench_losses_cpu_full-softmax--time-vs-c.json"  # under results_dir
 LSTM = "lstm_lm"  # the task's own model: the head comparison that the speed measurement and the claims are about
 MAKE_TARGETS = {LSTM: "make reproduce-lm1b", "transformer_lm": "make reproduce-lm1b-transformer"}
-BUDGET_KEYS = ("config.train.max_steps", "config.train.batch_size", "config.task.bptt")  # what fixes the training tokens
+BUDGET = (("train", "max_steps"), ("train", "batch_size"), ("task", "bptt"))  # the settings that fix the training tokens
 LINESTYLES = ("-", "--", ":", "-.")  # one per model, the LSTM first
 FIGURE = template_words("_lm_figures.j2")  # lm1b.png's words
 
@@ -125,19 +126,19 @@ def approximations(summary: dict[str, dict[str, Any]], speed: dict[str, float],
     return out
 
 
-def model_section(model: str, records: list[dict[str, Any]], lstm_records: list[dict[str, Any]], earlier: bool = False) -> dict[str, Any]:
+def model_section(model: str, records: list[RunRecord], lstm_records: list[RunRecord], earlier: bool = False) -> dict[str, Any]:
     """A model other than the LSTM: its description, seeds, rows beside the LSTM's test perplexity (``lstm_records``, of
     the same settings), ratios to the LSTM; ``earlier``: its records are :data:`EARLIER`'s."""
     lstm, summary = per_head(lstm_records), per_head(records)
     first = min(records, key=lambda r: head_label(r) != "softmax")  # the softmax run's parameter count if there is one
-    m, lstm0 = get(first, "config.model"), lstm_records[0]
+    m, lstm0 = first.setting("model"), lstm_records[0]
     return {
         "model": model, "command": MAKE_TARGETS.get(model), "earlier": earlier, "commits": commits(records),
-        "vocab": first["task_info"]["vocab_size"], "min_count": first["task_info"]["min_count"],
+        "vocab": first.info("vocab_size"), "min_count": first.info("min_count"),
         "seeds": seeds_of(records), "rows": head_rows(summary, lstm=lstm),
-        "transformer": model == "transformer_lm", "m": m, "head": head_label(first), "parameters": first["task_info"].get("parameters"),
-        "bptt": get(first, "config.task.bptt"), "same_width": m["hidden_size"] == get(lstm0, "config.model.hidden_size"),
-        "budget": [get(first, k) for k in BUDGET_KEYS], "lstm_budget": [get(lstm0, k) for k in BUDGET_KEYS],
+        "transformer": model == "transformer_lm", "m": m, "head": head_label(first), "parameters": first.info("parameters"),
+        "bptt": first.setting("task", "bptt"), "same_width": m["hidden_size"] == lstm0.setting("model", "hidden_size"),
+        "budget": [first.setting(*k) for k in BUDGET], "lstm_budget": [lstm0.setting(*k) for k in BUDGET],
         "ratios": {h: mean(s["test"]) / mean(lstm[h]["test"]) for h, s in sorted(summary.items()) if h in lstm},
         "adaptive_ratio": (mean(summary["adaptive"]["test"]) / mean(summary["softmax"]["test"])
                            if "softmax" in summary and "adaptive" in summary else None),
@@ -157,9 +158,9 @@ def decided(summary: dict[str, dict[str, Any]], measured: dict[str, Any] | None,
             "kernel": (kernel[0][0], kernel[1][0]) if all(kernel) and not math.isnan(kernel[0][0] / kernel[1][0]) else None}
 
 
-def claims(records: list[dict[str, Any]], decision: dict[str, Any] | None, measured: dict[str, Any] | None) -> list[dict[str, Any]]:
+def claims(records: list[RunRecord], decision: dict[str, Any] | None, measured: dict[str, Any] | None) -> list[dict[str, Any]]:
     """The ledger's rows, each with the dirty note of the records (or the speed measurement) its numbers come from."""
-    behind: dict[str, list[dict[str, Any]]] = {}  # a decided row -> what its numbers come from
+    behind: dict[str, list[RunRecord | dict[str, Any]]] = {}  # a decided row -> the records (or measurement) behind its numbers
     a = decision and decision["approximations"]
     if decision:
         pair = runs_of(records, ("softmax", "adaptive"), decision["trade_off"]["seeds"])
@@ -179,56 +180,65 @@ def approximations_form(heads: list[str]) -> ClaimForm:
                      better="lower", members=heads, rule="every sampled head that is a baseline (the ablations left out)")
 
 
-def runs_of(records: list[dict[str, Any]], heads: tuple[str, ...], seeds: list[int]) -> list[dict[str, Any]]:
+def runs_of(records: list[RunRecord], heads: tuple[str, ...], seeds: list[int]) -> list[RunRecord]:
     """The records of ``heads`` at ``seeds``."""
-    return [r for r in records if head_label(r) in heads and r["seed"] in seeds]
+    return [r for r in records if head_label(r) in heads and r.seed in seeds]
 
 
-def by_model(records: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], dict[str, list[dict[str, Any]]]]:
+def by_model(records: list[RunRecord]) -> tuple[list[RunRecord], dict[str, list[RunRecord]]]:
     """(the LSTM's records, every other model's by name); a record that keeps no model ran the LSTM."""
-    lstm = [r for r in records if get(r, "choices.model") in (None, LSTM)]
-    return lstm, {model: rs for (model,), rs in group_by(records, ["choices.model"]).items() if model not in (None, LSTM)}
+    others: dict[str, list[RunRecord]] = {}
+    for r in records:
+        if (model := r.choices.get("model")) not in (None, LSTM):
+            others.setdefault(model, []).append(r)
+    return [r for r in records if r.choices.get("model") in (None, LSTM)], others
+
+
+def facts(r: RunRecord) -> dict[str, Any]:
+    """The setting of one LSTM run as the page states it: vocabulary, sizes, data and training budget."""
+    return {"vocab_size": r.info("vocab_size"), "min_count": r.info("min_count"), "unk_train_tokens": r.info("unk_train_tokens"),
+            "hidden_size": r.setting("model", "hidden_size"), "embedding_dim": r.setting("model", "embedding_dim"),
+            "bptt": r.setting("task", "bptt"), "tokens_with_eos": below(r.data, ("splits", "train", "tokens_with_eos")),
+            **{key: r.setting("train", key) for key in ("batch_size", "optim", "lr", "max_grad_norm")},
+            "global_steps": r.timing.get("global_steps")}
 
 
 def summarise(results_dir: str | Path = "results") -> dict[str, Any]:
     """The page's data: the LSTM runs' setting, rows, speed source, decisions, other models' sections, claims."""
     runs = runs_dir(results_dir)
-    every = load_records(runs, RECORDS)
+    every = load_runs(runs, RECORDS)
     records, others = by_model(every)
     if not records:
         raise FileNotFoundError(f"no {'LSTM ' if every else ''}records in {runs / RECORDS}; run `make reproduce-lm1b` first")
-    earlier_lstm, earlier = by_model(load_records(runs, EARLIER) if (runs / EARLIER).is_dir() else [])
+    earlier_lstm, earlier = by_model(load_runs(runs, EARLIER) if (runs / EARLIER).is_dir() else [])
     earlier = {model: rs for model, rs in earlier.items() if model not in others and earlier_lstm}
     summary = per_head(records)
     measured, source = side_by_side(results_dir, records)
-    floor = unigram_floor(results_dir, records[0]["task_info"]["vocab_size"])
-    decision = (decided(summary, measured, records[0]["task_info"]["min_count"], floor)
+    floor = unigram_floor(results_dir, records[0].info("vocab_size"))
+    decision = (decided(summary, measured, records[0].info("min_count"), floor)
                 if {"softmax", "adaptive"} <= set(summary) else None)
     return {
         "make": MAKE_TARGETS[LSTM], "folder": shown_path(runs / RECORDS), "commits": commits(every),
         "earlier_folder": shown_path(runs / EARLIER), "diagnostic": diagnostic(results_dir),
-        "earlier_vocab": sorted({r["task_info"]["vocab_size"] for r in earlier_lstm}),
-        "earlier_min_count": sorted({r["task_info"]["min_count"] for r in earlier_lstm}),
-        "steps": sorted({r["timing"]["global_steps"] for r in records}),
-        "selection": sorted({(get(r, "selection.metric"), get(r, "config.train.eval_steps"), get(r, "config.train.validation_subset"))
+        "earlier_vocab": sorted({r.info("vocab_size") for r in earlier_lstm}),
+        "earlier_min_count": sorted({r.info("min_count") for r in earlier_lstm}),
+        "steps": sorted({r.timing["global_steps"] for r in records}),
+        "selection": sorted({((r.selection or {}).get("metric"), r.setting("train", "eval_steps"), r.setting("train", "validation_subset"))
                              for r in records}, key=str),
-        "validation_tokens": sorted({int(h["eval_val/tokens"]) for r in records for h in r.get("history", []) if "eval_val/tokens" in h}),
-        "dropout": joined(records, lambda r: get(r, "config.model.dropout")),
+        "validation_tokens": sorted({int(h["eval_val/tokens"]) for r in records for h in r.history if "eval_val/tokens" in h}),
+        "dropout": joined(records, lambda r: r.setting("model", "dropout")),
         "command": page_command(EXPERIMENT, results_dir),
-        "facts": {k.rsplit(".", 1)[-1]: get(records[0], k) for k in (
-            "task_info.vocab_size", "task_info.min_count", "task_info.unk_train_tokens", "config.model.hidden_size",
-            "config.model.embedding_dim", "config.task.bptt", "data.splits.train.tokens_with_eos",
-            "config.train.batch_size", "config.train.optim", "config.train.lr", "config.train.max_grad_norm", "timing.global_steps")},
+        "facts": facts(records[0]),
         "measured": measured, "source": source, "close": (1 / CLOSE_RATIO, CLOSE_RATIO), "vocab": vocab_timing(results_dir),
-        "cutoffs": joined([r for r in records if head_label(r) == "adaptive"], lambda r: get(r, "config.loss.cutoffs")),
-        "div": joined(records, lambda r: get(r, "config.loss.div_value")),
-        "m": joined([r for r in records if head_label(r).startswith("sampled")], lambda r: get(r, "config.loss.num_samples")),
+        "cutoffs": joined([r for r in records if head_label(r) == "adaptive"], lambda r: r.option("loss", "cutoffs")),
+        "div": joined(records, lambda r: r.option("loss", "div_value")),
+        "m": joined([r for r in records if head_label(r).startswith("sampled")], lambda r: r.option("loss", "num_samples")),
         "seeds": seeds_of(records), "rows": head_rows(summary, measured, floor=floor), "unigram": floor,
         "summaries": {LSTM: summary, **{model: per_head(rs) for model, rs in others.items()}},
         "sections": [*(model_section(model, rs, records) for model, rs in others.items()),
                      *(model_section(model, rs, earlier_lstm, earlier=True) for model, rs in earlier.items())],
         "decided": decision,
-        "sampler_powers": joined([r for r in records if "unigram" in head_label(r)], lambda r: get(r, "config.loss.sampler.power")),
+        "sampler_powers": joined([r for r in records if "unigram" in head_label(r)], lambda r: r.setting("loss", "sampler", "power")),
         "claims": claims(records, decision, measured),
     }
 
@@ -237,7 +247,7 @@ def diagnostic(results_dir: str | Path) -> dict[str, Any]:
     """The uniform-sampler diagnostic the flags link to: its page (relative to the results folder) and the V it ran at."""
     path = Path(results_dir) / DIAGNOSTIC
     measured = json.loads(path.with_suffix(".json").read_text(encoding="utf-8")) if path.with_suffix(".json").is_file() else {}
-    return {"page": DIAGNOSTIC, "vocab": get(measured, "config.vocab_size")}
+    return {"page": DIAGNOSTIC, "vocab": below(measured, ("config", "vocab_size"))}  # the measurement's own config, not a record's
 
 
 def vocab_timing(results_dir: str | Path) -> dict[str, Any]:
