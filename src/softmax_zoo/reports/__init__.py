@@ -15,6 +15,7 @@ Modules::
     lm1b            One Billion Word head comparison (Grave et al. 2017)
     kernel_bias     Blanc & Rendle 2018's sampler bias study on Penn Treebank, and its figures
     stable          softmax collapse and KD cancellation in training, its figures, the fix paper's minimal examples
+    sampled_uniform why the lm1b uniform-sampler arm ends near perplexity V: the diagnostic's page, from its measurement
     grad_precision  cross-entropy's logit gradient against float64 at confident predictions, per head and precision
     __main__        the command line: ``python -m softmax_zoo.reports <page> [results_dir=DIR] [out=DIR]``, and README.md's status table
     _pages          what every page shares: Jinja2 over templates/ and its number formats, folders, provenance, figures, the ledger

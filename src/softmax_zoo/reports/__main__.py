@@ -76,8 +76,8 @@ def differences(page: str, results_dir: str | Path = "results") -> list[str]:
             if (results_dir / ledger).is_file():
                 shutil.copy(results_dir / ledger, out / ledger)
         builder(page)(results_dir, out)
-        return [p.name for p in sorted(out.iterdir())
-                if not (results_dir / p.name).is_file() or not filecmp.cmp(p, results_dir / p.name, shallow=False)]
+        built = sorted(p.relative_to(out) for p in out.rglob("*") if p.is_file())  # a page may write below out (diagnostics/)
+        return [str(p) for p in built if not (results_dir / p).is_file() or not filecmp.cmp(out / p, results_dir / p, shallow=False)]
 
 
 def snapshot(folder: Path) -> dict[Path, tuple[int, bytes]]:

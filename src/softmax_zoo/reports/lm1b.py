@@ -25,6 +25,7 @@ from typing import Any
 
 from ..records import runs_dir, seeds_of
 from ..run_record import RunRecord, below, load_runs
+from . import sampled_uniform as uniform_check
 from ._compare import Comparison, Design, compare_values
 from ._forms import ClaimForm, ClaimKind
 from ._lm1b_heads import ablation, below_floor, head_label, head_rows, per_head, side_by_side, speedups, trivial, unigram_floor
@@ -37,7 +38,7 @@ from ._verdicts import VerdictKind, too_few
 EXPERIMENT = "lm1b"  # the page, its claims and README's status row
 RECORDS = "lm1b_regularised"  # the rows' records: configs/experiment/_lm1b.yaml's experiment_name
 EARLIER = "lm1b"  # the records of the earlier cpu settings (min_count 1, no dropout, the last weights evaluated)
-DIAGNOSTIC = "diagnostics/sampled_uniform_check.md"  # under results_dir: why uniform q ends near a uniform guess (with its .json)
+DIAGNOSTIC = "sampled_uniform.md"  # beside this page: why uniform q ends near a uniform guess (reports/sampled_uniform.py)
 HEADLINES = {RECORDS: "lm1b-adaptive-speed-ppl"}  # README.md's status table: the row heading the records of the rows
 CLOSE_RATIO = 1.10  # "close to that of the full softmax": adaptive's test perplexity at most 1.10x the full softmax's
 CLOSE = Comparison("softmax", "adaptive", "log test ppl", Design.PAIRED_BY_SEED, margin=math.log(CLOSE_RATIO),
@@ -245,8 +246,8 @@ def summarise(results_dir: str | Path = "results") -> dict[str, Any]:
 
 def diagnostic(results_dir: str | Path) -> dict[str, Any]:
     """The uniform-sampler diagnostic the flags link to: its page (relative to the results folder) and the V it ran at."""
-    path = Path(results_dir) / DIAGNOSTIC
-    measured = json.loads(path.with_suffix(".json").read_text(encoding="utf-8")) if path.with_suffix(".json").is_file() else {}
+    path = Path(results_dir) / uniform_check.MEASUREMENT
+    measured = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
     return {"page": DIAGNOSTIC, "vocab": below(measured, ("config", "vocab_size"))}  # the measurement's own config, not a record's
 
 
