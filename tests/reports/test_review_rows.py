@@ -118,3 +118,11 @@ def test_committed_ledger_has_the_review_rows_and_marks_unverified_numbers():
     for id_ in ("lm1b-adaptive-43.9", "lm1b-adaptive-speed-ppl"):
         assert rows[id_]["paper"].endswith("unverified)") or "unverified, not used)" in rows[id_]["paper"]
     assert not [id_ for id_ in rows if id_.endswith("-paper-setting")]  # the paper-like setting is ours: its ids say so
+
+
+def test_the_float32_epsilon_the_equivalence_bound_uses_is_torchs():
+    import torch
+
+    from softmax_zoo.reports._stable_examples import FLOAT32_EPS
+
+    assert FLOAT32_EPS == torch.finfo(torch.float32).eps

@@ -11,8 +11,6 @@ import json
 from pathlib import Path
 from typing import Any
 
-import torch
-
 from ._pages import shown_path
 
 LOSS_FORMS = Path("diagnostics") / "loss_forms.json"  # python -m softmax_zoo.studies.loss_forms, under results_dir
@@ -20,6 +18,7 @@ KD_ERRORS = ("loss rel", "student grad abs", "teacher grad abs")
 NEAR_FORMS = ("standard", "cast", "stable")
 PAPER_COLLAPSE = {"standard": 0.0, "stable": -1.52e-8}  # its printed gradients
 KD_TOLERANCE = 1e-12  # ours: "equivalent" in float64 = every relative loss and absolute gradient error below this
+FLOAT32_EPS = 2.0**-23  # float32's machine epsilon, torch.finfo(torch.float32).eps: a page needs no torch
 EQUIVALENT_ULPS = 8  # ours: "equivalent" = max abs gradient error within 8 float32 ulps of 1 (|∂L/∂z| <= 1)
 NEARLY_IDENTICAL = 1e-3  # ours: logits that differ by δ <= this are "nearly identical"
 CANCELLATION_FACTOR = 10  # ours: cancellation shown = the standard form's error >= 10x the stable form's at each such δ
@@ -41,7 +40,7 @@ def examples(m: dict[str, Any]) -> list[dict[str, Any]]:
     for r in m["near_identical"]:
         near.setdefault(r["dtype"], {})[r["delta"]] = {form: r[form] for form in NEAR_FORMS if form in r}
     close = [d for d in s["near_deltas"] if d <= NEARLY_IDENTICAL]
-    bound = EQUIVALENT_ULPS * torch.finfo(torch.float32).eps
+    bound = EQUIVALENT_ULPS * FLOAT32_EPS
     cpu = f"torch {m['versions']['torch'].split('+')[0]}, CPU ({m['cpu']['capability']})"
     where = {dtype: f"{cpu}, {dtype}" for dtype in ("float32", "float64", "float32 and bfloat16")}  # what the rows depend on
     return [
