@@ -1,7 +1,7 @@
 """Vocabulary-parallel heads against one process: peak memory per rank and time per step, side by side.
 
 One run measures, for each head, a training step (forward + backward) of the one-process head and
-of its :class:`~softmax_zoo.losses.vocab_parallel_head.VocabParallelHead` on 2 gloo processes, at
+of its :class:`~softmax_zoo.losses.parallel.vocab_parallel_head.VocabParallelHead` on 2 gloo processes, at
 C = 131,072 classes on CPU (float32, one thread per process). Each configuration runs in fresh
 processes (spawned one after the other), so their memory is measured apart:
 
@@ -32,8 +32,8 @@ import torch.multiprocessing as mp
 
 from softmax_zoo.files import write_text
 from softmax_zoo.losses import SoftmaxHead, SparseSoftmaxHead
-from softmax_zoo.losses.vocab_parallel import VocabShard
-from softmax_zoo.losses.vocab_parallel_head import VocabParallelHead
+from softmax_zoo.losses.parallel.vocab_parallel import VocabShard
+from softmax_zoo.losses.parallel.vocab_parallel_head import VocabParallelHead
 
 HEADS = {
     "softmax": (SoftmaxHead, {}),

@@ -239,7 +239,7 @@ def sparse_backward(device: torch.device, dtype: torch.dtype, n: int = 8192, d: 
     import statistics
 
     from softmax_zoo.losses import SoftmaxHead, SparseSoftmaxHead
-    from softmax_zoo.losses.head import LinearHead
+    from softmax_zoo.losses.machinery.head import LinearHead
 
     os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")  # deterministic cuBLAS, read when it starts
     gen = torch.Generator(device).manual_seed(0)

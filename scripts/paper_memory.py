@@ -30,7 +30,7 @@ sys.path[:0] = [str(ROOT / "src")]
 
 from softmax_zoo import memory_plan  # noqa: E402
 from softmax_zoo.config import CONFIG_DIR, compose  # noqa: E402
-from softmax_zoo.losses import memory  # noqa: E402
+from softmax_zoo.losses.machinery import memory  # noqa: E402
 from softmax_zoo.models import build_model, head_factory  # noqa: E402
 
 H200 = 141 * 10**9  # bytes

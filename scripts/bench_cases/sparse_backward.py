@@ -4,7 +4,7 @@
     OMP_NUM_THREADS=1 python scripts/bench_losses.py --only "sparse backward N=4096"       # N=4,096 only
 
 Sparse-softmax's gradient has k + 1 nonzeros a row (Sun et al. 2021), so its head's backward is a
-gather and a scatter of k + 1 rows a row (``losses/sparse_linear.py``) instead of the two backward
+gather and a scatter of k + 1 rows a row (``losses/machinery/sparse_linear.py``) instead of the two backward
 GEMMs. Sizes: N = 4,096 and 8,192 rows, d = 512, C = 32,000 and 128,000, float32, gradients for the
 hidden states and the weight, no bias; every head with ``chunk_size="auto"``. Rows of a group:
 
@@ -30,8 +30,8 @@ import torch
 from bench_cases import Case
 from bench_cases.chunked_heads import inputs, module_case
 from softmax_zoo.losses import SoftmaxHead, SparseSoftmaxHead
-from softmax_zoo.losses.chunked import auto_chunk_size
-from softmax_zoo.losses.memory import chunk_logits
+from softmax_zoo.losses.machinery.chunked import auto_chunk_size
+from softmax_zoo.losses.machinery.memory import chunk_logits
 
 KS = (10, 20, 100)
 TARGET_K = 20  # the paper's k (Sun et al. 2021, Fig. 1 and 2) and the target's

@@ -16,7 +16,7 @@ its bias if it has one), so the model keeps its parameters, its state dict and i
   is Σ w_t·ℓ / Σ w_t over the labelled tokens (``num_items_in_batch``, a count, divides as given);
 - the head's loss options (``z_loss``, ``softcap``, ``class_weight``, ``temperature``,
   ``return_lse``, ``return_token_accuracy``, ``return_entropy``, ``return_target_log_prob``;
-  ``softmax_zoo.losses.options``) as head options; the output then also carries ``lse``,
+  ``softmax_zoo.losses.machinery.options``) as head options; the output then also carries ``lse``,
   ``entropy``, ``target_log_prob`` (batch, positions) and ``token_accuracy``; ``shift`` is use_head's own;
 - models that scale their logits after the output layer (Cohere's ``logit_scale``, Granite's
   ``logits_scaling``) train through the head with that scale as its temperature
@@ -63,7 +63,7 @@ from torch import nn  # noqa: E402
 
 from .config import accepted_arguments, compose_option, group_options, unknown_name  # noqa: E402
 from .losses import LinearHead, variants  # noqa: E402
-from .losses.options import HeadOutput, check_loss_options, mean_count, reshape_output  # noqa: E402
+from .losses.machinery.options import HeadOutput, check_loss_options, mean_count, reshape_output  # noqa: E402
 
 __all__ = ["head_of", "model_temperature", "projection", "remove_head", "tied_variants", "use_head"]
 
@@ -81,7 +81,7 @@ SET_BY_USE_HEAD = ("bias", "reduction", "weight", "in_features", "num_classes", 
 # (z ← z / T) that scale is: Cohere multiplies its logits by ``logit_scale`` (T = 1 / s), Granite
 # divides them by ``logits_scaling`` (T = s). The head applies it as its ``temperature``, times any
 # temperature given to use_head. Gemma 2/3's soft-capping, ``final_logit_softcapping``, becomes the
-# head's ``softcap`` (``losses/options.py``); it is applied before the temperature.
+# head's ``softcap`` (``losses/machinery/options.py``); it is applied before the temperature.
 LOGIT_SCALES = {"logit_scale": lambda s: 1.0 / s, "logits_scaling": lambda s: s}
 SOFTCAP_FIELD = "final_logit_softcapping"
 CONFIG_KEY = "softmax_zoo_head"

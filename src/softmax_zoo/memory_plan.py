@@ -27,7 +27,8 @@ import dataclasses
 import torch
 from omegaconf import DictConfig
 
-from .losses import OutputHead, memory
+from .losses import OutputHead
+from .losses.machinery import memory
 
 # Tensors of the optimiser's state per trainable parameter, by TrainingArguments.optim.
 OPTIMIZER_STATES = {"adamw_torch": 2, "adamw_torch_fused": 2, "adamw_hf": 2, "adam": 2, "adagrad": 1, "sgd": 0}

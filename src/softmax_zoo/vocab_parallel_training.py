@@ -7,7 +7,7 @@
 
 Every process runs the whole model on the same batches (the same seed, hence the same
 initialisation and data order) except the output head, whose weight rows are split evenly over
-the processes (:class:`~softmax_zoo.losses.vocab_parallel_head.VocabParallelHead`): this is tensor
+the processes (:class:`~softmax_zoo.losses.parallel.vocab_parallel_head.VocabParallelHead`): this is tensor
 parallelism of the head alone, not data parallelism. The hidden states' gradient is summed over the
 ranks inside the head, so the body's gradients are the same on every rank, and the optimiser
 (elementwise) keeps the bodies equal; the global batch is ``train.batch_size``, as in one process.
@@ -29,8 +29,8 @@ from omegaconf import DictConfig
 from torch import nn
 
 from .losses import OutputHead
-from .losses.vocab_parallel import VocabShard
-from .losses.vocab_parallel_head import VocabParallelHead
+from .losses.parallel.vocab_parallel import VocabShard
+from .losses.parallel.vocab_parallel_head import VocabParallelHead
 
 # torchrun's variables that make accelerate set up data parallelism.
 LAUNCHER_VARIABLES = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "GROUP_RANK", "GROUP_WORLD_SIZE",

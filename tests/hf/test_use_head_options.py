@@ -1,4 +1,4 @@
-"""The loss options (``softmax_zoo.losses.options``) through ``use_head`` on a tiny Llama (causal).
+"""The loss options (``softmax_zoo.losses.machinery.options``) through ``use_head`` on a tiny Llama (causal).
 
 The reference is the options' formulas by autograd (``reference.logits.options_ref``) on the
 model's own float64 logits, shifted as transformers shifts them: the loss, every parameter's

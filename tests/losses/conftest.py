@@ -1,4 +1,4 @@
-"""The heads every shared head test runs on, read from the registry (``softmax_zoo.losses.registry``).
+"""The heads every shared head test runs on, read from the registry (``softmax_zoo.losses.machinery.registry``).
 
 A variant registered anywhere before collection is among them: the logit-level ones
 (``SoftmaxHead`` subclasses, which take ``chunk_size``) in test_chunked, test_lean_inference and

@@ -11,8 +11,9 @@ import pytest
 import torch
 from torch import nn
 
-from softmax_zoo.losses import StableSoftmaxHead, chunked
-from softmax_zoo.losses.chunked import _ChunkedLinearLoss, auto_chunk_size
+from softmax_zoo.losses import StableSoftmaxHead
+from softmax_zoo.losses.machinery import chunked
+from softmax_zoo.losses.machinery.chunked import _ChunkedLinearLoss, auto_chunk_size
 from softmax_zoo.losses.reference.logits import REDUCTIONS, cross_entropy_ref, sparse_cross_entropy_ref
 
 from .conftest import logit_cases

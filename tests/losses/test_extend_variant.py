@@ -17,8 +17,9 @@ import textwrap
 import pytest
 import torch
 
-from softmax_zoo.losses import SoftmaxHead, registry, variant_label, variant_title, variants
-from softmax_zoo.losses.row_loss import RowLoss
+from softmax_zoo.losses import SoftmaxHead, variant_label, variant_title, variants
+from softmax_zoo.losses.machinery import registry
+from softmax_zoo.losses.machinery.row_loss import RowLoss
 from softmax_zoo.reports._sweep import build_sweep
 
 from . import test_head_common
@@ -187,7 +188,7 @@ def test_the_names_an_extension_imports_are_public():
     from softmax_zoo.data import prepare
     from softmax_zoo.data.prepare import raw, writer
     from softmax_zoo.data.prepare import registry as preparers
-    from softmax_zoo.losses import _core, row_loss
+    from softmax_zoo.losses.machinery import _core, row_loss
 
     assert losses.RowLoss is row_loss.RowLoss and losses.compute_dtype is _core.compute_dtype
     assert prepare.Prepared is writer.Prepared and prepare.RawDir is raw.RawDir and prepare.register is preparers.register

@@ -10,8 +10,9 @@ from __future__ import annotations
 import pytest
 import torch
 
-from softmax_zoo.losses import AdaptiveSoftmaxHead, streaming
-from softmax_zoo.losses.streaming import StreamingTopK, class_block_size, scan_classes, topk_lowest_index
+from softmax_zoo.losses import AdaptiveSoftmaxHead
+from softmax_zoo.losses.machinery import streaming
+from softmax_zoo.losses.machinery.streaming import StreamingTopK, class_block_size, scan_classes, topk_lowest_index
 
 from .conftest import logit_cases
 

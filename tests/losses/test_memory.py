@@ -7,11 +7,12 @@ from __future__ import annotations
 import pytest
 import torch
 
-from softmax_zoo.losses import QuadraticKernelSampler, SoftmaxHead, memory
-from softmax_zoo.losses._core import CHUNK_LOGITS
-from softmax_zoo.losses.chunked import auto_chunk_size
+from softmax_zoo.losses import QuadraticKernelSampler, SoftmaxHead
+from softmax_zoo.losses.machinery import memory
+from softmax_zoo.losses.machinery._core import CHUNK_LOGITS
+from softmax_zoo.losses.machinery.chunked import auto_chunk_size
 from softmax_zoo.losses.reference.sampled import kernel_probs
-from softmax_zoo.losses.sampled import candidate_logits
+from softmax_zoo.losses.variants.sampled import candidate_logits
 
 H200 = 141e9  # bytes
 

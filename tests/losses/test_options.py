@@ -1,4 +1,4 @@
-"""The loss options (``losses/options.py``) on every registered head that takes them.
+"""The loss options (``losses/machinery/options.py``) on every registered head that takes them.
 
 Logit-level heads (softmax, stable, sparse and any registered SoftmaxHead subclass), plain and
 chunked paths: values and gradients (hidden, weight, bias) in float64 against the formulas by
@@ -25,10 +25,10 @@ from softmax_zoo.losses import (
     SparseSoftmaxHead,
     StableSoftmaxHead,
     UniformSampler,
-    chunked,
     linear_cross_entropy,
 )
-from softmax_zoo.losses.options import OPTIONS, HeadOutput
+from softmax_zoo.losses.machinery import chunked
+from softmax_zoo.losses.machinery.options import OPTIONS, HeadOutput
 from softmax_zoo.losses.reference.adaptive import make_pair, reference_loss
 from softmax_zoo.losses.reference.logits import (
     REDUCTIONS,

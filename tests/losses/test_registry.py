@@ -10,12 +10,12 @@ from softmax_zoo.losses import (
     StableSoftmaxHead,
     linear_cross_entropy,
     register_variant,
-    registry,
     variant,
     variant_label,
     variant_title,
     variants,
 )
+from softmax_zoo.losses.machinery import registry
 from softmax_zoo.models import build_head
 
 from .conftest import logit_cases
@@ -70,7 +70,7 @@ def test_auto_options_are_inherited_and_read_by_build_head(scratch_registry):
 
 
 def test_a_name_is_registered_once(scratch_registry):
-    with pytest.raises(ValueError, match="'softmax' is already registered for softmax_zoo.losses.softmax.SoftmaxHead"):
+    with pytest.raises(ValueError, match="'softmax' is already registered for softmax_zoo.losses.variants.softmax.SoftmaxHead"):
         register_variant("softmax")(type("OtherHead", (SoftmaxHead,), {}))
     register_variant("softmax")(SoftmaxHead)  # the same class again (a module imported twice): fine
     assert variant("softmax").head is SoftmaxHead

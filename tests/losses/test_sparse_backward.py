@@ -1,4 +1,4 @@
-"""The sparse head's sparse backward (``losses/sparse_linear.py``): where it is chosen, and that it is the dense path.
+"""The sparse head's sparse backward (``losses/machinery/sparse_linear.py``): where it is chosen, and that it is the dense path.
 
 The dense path is the head's logits through ``F.linear`` and the row loss's whole (N, C) gradient
 (``LinearHead.forward``, which autograd carries through the two GEMMs). Every comparison is to float64
@@ -12,14 +12,15 @@ import torch
 import torch.distributed as dist
 from torch.testing import assert_close
 
-from softmax_zoo.losses import SparseSoftmaxHead, linear_cross_entropy, sparse_linear
-from softmax_zoo.losses import chunked as chunked_module
-from softmax_zoo.losses.head import LinearHead
+from softmax_zoo.losses import SparseSoftmaxHead, linear_cross_entropy
+from softmax_zoo.losses.machinery import chunked as chunked_module
+from softmax_zoo.losses.machinery import sparse_linear
+from softmax_zoo.losses.machinery.head import LinearHead
+from softmax_zoo.losses.machinery.row_loss import SparseGrad
+from softmax_zoo.losses.parallel.vocab_parallel import VocabShard
+from softmax_zoo.losses.parallel.vocab_parallel_head import VocabParallelHead
 from softmax_zoo.losses.reference.logits import REDUCTIONS
-from softmax_zoo.losses.row_loss import SparseGrad
-from softmax_zoo.losses.sparse import SparseRows
-from softmax_zoo.losses.vocab_parallel import VocabShard
-from softmax_zoo.losses.vocab_parallel_head import VocabParallelHead
+from softmax_zoo.losses.variants.sparse import SparseRows
 
 from .ranks import run_ranks
 

@@ -28,10 +28,10 @@ from softmax_zoo.losses import (
     UnigramSampler,
     stable_kd_loss,
 )
-from softmax_zoo.losses.vocab_parallel import VocabShard
-from softmax_zoo.losses.vocab_parallel_head import VocabParallelHead
-from softmax_zoo.losses.vocab_parallel_kd import vocab_parallel_stable_kd_loss
-from softmax_zoo.losses.vocab_parallel_sampled import draw_negatives
+from softmax_zoo.losses.parallel.vocab_parallel import VocabShard
+from softmax_zoo.losses.parallel.vocab_parallel_head import VocabParallelHead
+from softmax_zoo.losses.parallel.vocab_parallel_kd import vocab_parallel_stable_kd_loss
+from softmax_zoo.losses.parallel.vocab_parallel_sampled import draw_negatives
 
 from .ranks import run_ranks
 

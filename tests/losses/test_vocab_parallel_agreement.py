@@ -25,9 +25,9 @@ from softmax_zoo.losses import (
     vocab_parallel_linear_cross_entropy,
     vocab_parallel_stable_kd_loss,
 )
-from softmax_zoo.losses import vocab_parallel as vp_module
-from softmax_zoo.losses.vocab_parallel import VocabShard, linear_call
-from softmax_zoo.losses.vocab_parallel_head import VocabParallelHead
+from softmax_zoo.losses.parallel import vocab_parallel as vp_module
+from softmax_zoo.losses.parallel.vocab_parallel import VocabShard, linear_call
+from softmax_zoo.losses.parallel.vocab_parallel_head import VocabParallelHead
 
 from .ranks import run_ranks
 

@@ -16,8 +16,8 @@ import torch.distributed as dist
 from torch.testing import assert_close
 
 from softmax_zoo.losses import QuadraticKernelSampler, SampledSoftmaxHead, UniformSampler
-from softmax_zoo.losses.vocab_parallel import VocabShard
-from softmax_zoo.losses.vocab_parallel_head import VocabParallelHead
+from softmax_zoo.losses.parallel.vocab_parallel import VocabShard
+from softmax_zoo.losses.parallel.vocab_parallel_head import VocabParallelHead
 
 from .ranks import run_ranks
 

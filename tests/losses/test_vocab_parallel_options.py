@@ -15,9 +15,9 @@ from torch.testing import assert_close
 
 from softmax_zoo import losses
 from softmax_zoo.losses import VocabShard, vocab_parallel_cross_entropy, vocab_parallel_linear_cross_entropy
-from softmax_zoo.losses.softmax import SoftmaxRows
-from softmax_zoo.losses.sparse import SparseRows
-from softmax_zoo.losses.stable import StableRows
+from softmax_zoo.losses.variants.softmax import SoftmaxRows
+from softmax_zoo.losses.variants.sparse import SparseRows
+from softmax_zoo.losses.variants.stable import StableRows
 
 from .ranks import single_process_group
 
@@ -143,7 +143,7 @@ def test_the_functions_default_to_the_softmax_in_auto_chunks():
 
 def test_the_default_chunks_as_auto_does(shard, monkeypatch):
     """The default cuts the rows as ``chunk_size="auto"`` does: with a budget of 2 rows' logits, 3 chunks of N = 6 rows."""
-    import softmax_zoo.losses.vocab_parallel as vp
+    import softmax_zoo.losses.parallel.vocab_parallel as vp
 
     monkeypatch.setattr(vp, "chunk_logits", lambda device, weight_numel: 2 * C)
     seen = []

@@ -11,8 +11,8 @@ import torch
 from softmax_zoo.data import layout
 from softmax_zoo.data.prepare import writer
 from softmax_zoo.losses import SoftmaxHead
-from softmax_zoo.losses.row_loss import RowLoss
-from softmax_zoo.losses.vocab_parallel import ROW_LOSS_VARIANTS, SHARDED_ROWS
+from softmax_zoo.losses.machinery.row_loss import RowLoss
+from softmax_zoo.losses.parallel.vocab_parallel import ROW_LOSS_VARIANTS, SHARDED_ROWS
 from softmax_zoo.models import build_model
 from softmax_zoo.models.classifier import TextClassifier
 from softmax_zoo.models.contracts import CLASSIFICATION, CONTRACTS, LM
@@ -104,7 +104,7 @@ def test_the_table_names_the_variant_members_and_the_vocabulary_parallel_registr
     row = ticked(extend_table()["a softmax variant"])
     for member in ("rows", "grad", "log_probs", "sparse_grad", "has_sparse_grad"):
         assert member in row and hasattr(RowLoss, member), member
-    assert "SHARDED_ROWS" in row and "losses/vocab_parallel.py" in row
+    assert "SHARDED_ROWS" in row and "losses/parallel/vocab_parallel.py" in row
     assert set(SHARDED_ROWS) == set(ROW_LOSS_VARIANTS)  # each sharded row loss names its variant
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from softmax_zoo.losses import registry
+from softmax_zoo.losses.machinery import registry
 from softmax_zoo.reports.__main__ import builder, pages
 
 RESULTS = Path(__file__).resolve().parents[2] / "results"

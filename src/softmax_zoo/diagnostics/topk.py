@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-from ..losses.head import LinearHead, OutputHead
+from ..losses.machinery.head import LinearHead, OutputHead
 
 NEAR = 0.1  # "within 0.1 of the k-th logit"
 

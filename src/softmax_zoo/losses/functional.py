@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import torch
 
-from .registry import variant
-from .softmax import SoftmaxHead
+from .machinery.registry import variant
+from .variants.softmax import SoftmaxHead
 
 
 def linear_cross_entropy(

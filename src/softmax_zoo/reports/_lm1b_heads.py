@@ -13,7 +13,7 @@ import math
 from pathlib import Path
 from typing import Any
 
-from ..losses.registry import variant_label
+from ..losses.machinery.registry import variant_label
 from ..run_record import GitState, RunRecord, typed
 from ._pages import file_commit
 from ._stats import mean

@@ -35,8 +35,8 @@ CLAIMS_HEADER = ("id", "claim", "paper", "ours", "verdict", "source")  # claims.
 
 
 def variant_label(loss: str) -> str:
-    """:func:`softmax_zoo.losses.registry.variant_label`, imported when a page first words an arm (torch with it)."""
-    from ..losses.registry import variant_label as label
+    """:func:`softmax_zoo.losses.machinery.registry.variant_label`, imported when a page first words an arm (torch with it)."""
+    from ..losses.machinery.registry import variant_label as label
 
     return label(loss)
 

@@ -18,7 +18,7 @@ from omegaconf import OmegaConf
 
 from ..config import CONFIG_DIR, SCRATCH_DIR
 from ..files import write_text
-from ..losses.registry import variant_label
+from ..losses.machinery.registry import variant_label
 from ..records import RESULTS_DIRS, find_records
 from ..run_identity import COMPUTES_NOTHING, POOLED, matches
 from ..run_record import RunRecord, typed

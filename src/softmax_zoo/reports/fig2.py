@@ -17,7 +17,7 @@ import numpy as np
 from omegaconf import OmegaConf
 
 from ..config import CONFIG_DIR
-from ..losses.registry import variant_title
+from ..losses.machinery.registry import variant_title
 from ..records import runs_dir, seeds_of
 from ..run_record import RunRecord, load_runs
 from ._compare import Grid, compare, per_seed

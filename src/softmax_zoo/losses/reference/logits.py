@@ -2,7 +2,7 @@
 
 Each is the textbook formula through autograd (no custom backward), in whatever dtype it is
 given: the tests feed float64 clones and compare the package's values and ``.grad``s against
-them. They reduce on their own (not through ``softmax_zoo.losses._core``) so that a bug in the
+them. They reduce on their own (not through ``softmax_zoo.losses.machinery._core``) so that a bug in the
 shared core cannot hide in both.
 """
 

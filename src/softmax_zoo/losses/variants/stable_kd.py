@@ -27,7 +27,7 @@ import math
 
 import torch
 
-from ._core import check_reduction, compute_dtype
+from ..machinery._core import check_reduction, compute_dtype
 
 
 class _StableKD(torch.autograd.Function):

@@ -39,7 +39,7 @@ from typing import Sequence
 import numpy as np
 import torch
 
-from ._core import check_positive
+from ..machinery._core import check_positive
 
 
 def check_cutoffs(cutoffs: Sequence[int], num_classes: int) -> list[int]:

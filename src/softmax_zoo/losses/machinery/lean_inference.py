@@ -1,7 +1,7 @@
 """``predict``, ``class_log_probs`` and ``topk_log_probs`` of a chunked head over class blocks.
 
-What :class:`~softmax_zoo.losses.softmax.SoftmaxHead` and its subclasses run when ``chunk_size``
-is set: one pass of :func:`~softmax_zoo.losses.streaming.scan_classes`, holding at most
+What :class:`~softmax_zoo.losses.variants.softmax.SoftmaxHead` and its subclasses run when ``chunk_size``
+is set: one pass of :func:`~softmax_zoo.losses.machinery.streaming.scan_classes`, holding at most
 ``chunk_size`` × C logits (a whole (N, C) block only when N <= chunk_size). The head's inference
 distribution normalises either over all classes (softmax, stable: log p_j = z_j − logsumexp_C z)
 or over its top-k support (sparse-softmax, Sun et al. 2021: log p_j = z_j − logsumexp_{Ω_k} z for
@@ -18,9 +18,9 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from ._core import check_k, compute_dtype
-from .head import check_classes, exclusion_mask
-from .streaming import class_block_size, scan_classes
+from ..machinery._core import check_k, compute_dtype
+from ..machinery.head import check_classes, exclusion_mask
+from ..machinery.streaming import class_block_size, scan_classes
 
 
 def _tempered(head, h: torch.Tensor):

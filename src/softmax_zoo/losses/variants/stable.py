@@ -24,10 +24,10 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from ._core import compute_dtype
-from .registry import register_variant
-from .row_loss import RowLoss
-from .softmax import SoftmaxHead, softmax_log_probs
+from ..machinery._core import compute_dtype
+from ..machinery.registry import register_variant
+from ..machinery.row_loss import RowLoss
+from ..variants.softmax import SoftmaxHead, softmax_log_probs
 
 
 def _sigmoid(a: torch.Tensor) -> torch.Tensor:

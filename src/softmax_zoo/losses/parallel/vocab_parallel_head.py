@@ -14,8 +14,8 @@ Building the whole head first and keeping a slice is what makes every rank's sha
 the one-process initialisation.
 
 Every logit-level variant (softmax, stable, sparse, with ``chunk_size`` or not) runs its sharded
-row loss (:mod:`softmax_zoo.losses.vocab_parallel`); the sampled softmax draws its negatives once
-over the whole vocabulary (:mod:`softmax_zoo.losses.vocab_parallel_sampled`) and gathers the
+row loss (:mod:`softmax_zoo.losses.parallel.vocab_parallel`); the sampled softmax draws its negatives once
+over the whole vocabulary (:mod:`softmax_zoo.losses.parallel.vocab_parallel_sampled`) and gathers the
 candidates' logits from their owning ranks. The adaptive softmax is refused: its clusters each
 have their own projection of another width and its head scores the shortlist together with one
 logit per cluster, so no split of one weight's rows applies; it would be parallelised by placing
@@ -35,13 +35,10 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ._core import check_k, check_target_dtype, reduce_loss
-from .head import OutputHead, check_classes, exclusion_mask
-from .sampled import Negatives, SampledSoftmaxHead, candidate_logits
-from .softmax import SoftmaxHead, SoftmaxRows
-from .sparse import SparseRows
-from .streaming import topk_lowest_index
-from .vocab_parallel import (
+from ..machinery._core import check_k, check_target_dtype, reduce_loss
+from ..machinery.head import OutputHead, check_classes, exclusion_mask
+from ..machinery.streaming import topk_lowest_index
+from ..parallel.vocab_parallel import (
     VocabShard,
     _all_gather,
     _all_reduce,
@@ -54,7 +51,10 @@ from .vocab_parallel import (
     refuse_loss_options,
     shard_row_loss,
 )
-from .vocab_parallel_sampled import check_sampler, draw_negatives
+from ..parallel.vocab_parallel_sampled import check_sampler, draw_negatives
+from ..variants.sampled import Negatives, SampledSoftmaxHead, candidate_logits
+from ..variants.softmax import SoftmaxHead, SoftmaxRows
+from ..variants.sparse import SparseRows
 
 
 def _refusal(head) -> Exception | None:

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import torch
 
-from ._core import CHUNK_LOGITS
+from ..machinery._core import CHUNK_LOGITS
 
 GPU_FREE_SHARE = 16  # a chunk's float32 logits take at most 1/16 of the free memory ...
 GPU_CHUNK_LOGITS_MAX = 1 << 30  # ... and at most 2^30 logits (4 GiB in float32)

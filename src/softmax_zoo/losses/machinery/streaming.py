@@ -28,7 +28,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from ._core import CHUNK_LOGITS, compute_dtype
+from ..machinery._core import CHUNK_LOGITS, compute_dtype
 
 # Logits per block for chunk_size="auto": the budget of training's chunks (``_core.CHUNK_LOGITS``).
 AUTO_BLOCK_LOGITS = CHUNK_LOGITS

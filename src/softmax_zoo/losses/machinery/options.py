@@ -36,7 +36,7 @@ for softmax and stable, the support S = Ω_k or Ω_k ∪ {t} for sparse-softmax)
   smoothing, z-loss and class weights), whose gradients are exact for any upstream weights.
 
 The logit-level heads (softmax, stable, sparse) run the options as :class:`OptionRows` around their
-:class:`~softmax_zoo.losses.row_loss.RowLoss`, so the whole-matrix path, the chunked path and
+:class:`~softmax_zoo.losses.machinery.row_loss.RowLoss`, so the whole-matrix path, the chunked path and
 ``use_head`` share one definition; the chunked path keeps its memory bound (the softcap writes its
 derivative 1 − tanh² over the chunk's logits and makes the capped logits, one more (chunk, C)
 buffer, which the variant's loss may overwrite; ``return_entropy`` and ``return_target_log_prob``
@@ -54,8 +54,8 @@ from typing import NamedTuple
 import torch
 import torch.nn.functional as F
 
-from ._core import check_ce_inputs, compute_dtype, reduce_loss
-from .row_loss import RowLoss
+from ..machinery._core import check_ce_inputs, compute_dtype, reduce_loss
+from ..machinery.row_loss import RowLoss
 
 #: Every option's name, in the order of the README's table.
 OPTIONS = ("z_loss", "return_lse", "class_weight", "softcap", "shift", "return_token_accuracy", "temperature",

@@ -23,7 +23,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from .row_loss import SparseGrad
+from ..machinery.row_loss import SparseGrad
 
 # Elements of a scatter's temporary (a block's rows of h times their values) where no scratch buffer holds it: 4 MiB in
 # float32, or one (r, d) where that is more; blocks of index columns within it keep the calls few at small r.

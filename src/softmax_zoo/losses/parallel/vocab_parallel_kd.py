@@ -1,4 +1,4 @@
-"""The stable distillation loss (:mod:`softmax_zoo.losses.stable_kd`) with teacher and student sharded alike.
+"""The stable distillation loss (:mod:`softmax_zoo.losses.variants.stable_kd`) with teacher and student sharded alike.
 
 Each rank holds the columns [start, stop) of both the student's and the teacher's logits. The
 expm1 form needs four row sums, each a sum over the ranks (all_reduce SUM), after one global
@@ -17,9 +17,9 @@ from __future__ import annotations
 
 import torch
 
-from ._core import check_reduction, compute_dtype
-from .stable_kd import far_apart, scaled_row_grads
-from .vocab_parallel import VocabShard, _all_reduce, agree, global_max
+from ..machinery._core import check_reduction, compute_dtype
+from ..parallel.vocab_parallel import VocabShard, _all_reduce, agree, global_max
+from ..variants.stable_kd import far_apart, scaled_row_grads
 
 
 class _ShardStableKD(torch.autograd.Function):
@@ -98,7 +98,7 @@ def vocab_parallel_stable_kd_loss(
     Args:
         student_logits: (N, stop − start) this rank's columns of z_S. teacher_logits: the same
             columns of z_T (its gradient, if it requires one, is this rank's columns').
-        shard: this rank's :class:`~softmax_zoo.losses.vocab_parallel.VocabShard`.
+        shard: this rank's :class:`~softmax_zoo.losses.parallel.vocab_parallel.VocabShard`.
         temperature: T > 0. reduction: "mean" over the N rows, "sum", or "none" -> (N,).
         zero_sum_correction: as :func:`~softmax_zoo.losses.stable_kd_loss`'s (False: the expm1 rewrite alone).
 

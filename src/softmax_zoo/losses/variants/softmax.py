@@ -5,12 +5,12 @@ A thin wrapper over ``torch.nn.functional.cross_entropy`` (fused log-softmax + N
 package's input checks, so that it equals torch in value and gradient. float16/bfloat16 logits
 are cast to float32 first (the package's dtype rule, ``_core``): the loss is float32, the
 gradient has the logits' dtype. The chunked head (``chunk_size``) runs the same loss written as a
-:class:`~softmax_zoo.losses.row_loss.RowLoss`, :class:`SoftmaxRows`, with ``F.cross_entropy`` the
+:class:`~softmax_zoo.losses.machinery.row_loss.RowLoss`, :class:`SoftmaxRows`, with ``F.cross_entropy`` the
 reference it is tested against.
 
 :class:`SoftmaxHead` is also the base of every logit-level variant: a subclass registers itself
 (``registry.register_variant``) and overrides :meth:`SoftmaxHead.row_loss`, nothing else: its
-:class:`~softmax_zoo.losses.row_loss.RowLoss` gives the loss, its gradient and the distribution
+:class:`~softmax_zoo.losses.machinery.row_loss.RowLoss` gives the loss, its gradient and the distribution
 ``log_probs`` returns.
 """
 
@@ -21,14 +21,14 @@ import warnings
 import torch
 import torch.nn.functional as F
 
-from . import memory
-from ._core import check_ce_inputs, check_label_smoothing, compute_dtype, reduce_loss
-from .chunked import auto_chunk_size, check_chunk_size, chunked_linear_loss
-from .head import LinearHead
-from .lean_inference import lean_class_log_probs, lean_predict, lean_topk_log_probs
-from .options import OptionRows, check_loss_options, head_output, with_options
-from .registry import register_variant
-from .row_loss import RowLoss
+from ..machinery import memory
+from ..machinery._core import check_ce_inputs, check_label_smoothing, compute_dtype, reduce_loss
+from ..machinery.chunked import auto_chunk_size, check_chunk_size, chunked_linear_loss
+from ..machinery.head import LinearHead
+from ..machinery.lean_inference import lean_class_log_probs, lean_predict, lean_topk_log_probs
+from ..machinery.options import OptionRows, check_loss_options, head_output, with_options
+from ..machinery.registry import register_variant
+from ..machinery.row_loss import RowLoss
 
 
 def softmax_cross_entropy(

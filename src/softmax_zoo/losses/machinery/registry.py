@@ -33,7 +33,7 @@ class Variant:
 
     Args:
         name: the loss config's name (``loss=<name>``).
-        head: the :class:`~softmax_zoo.losses.head.OutputHead` subclass.
+        head: the :class:`~softmax_zoo.losses.machinery.head.OutputHead` subclass.
         label: short name on pages and in legends, e.g. "sparse"; may name loss options in braces,
             "sampled ({sampler}, m={num_samples})", filled by :func:`variant_label`.
         title: the variant in prose, e.g. "sparse-softmax".

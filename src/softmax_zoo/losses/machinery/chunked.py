@@ -15,7 +15,7 @@ ignored rows). The backward only multiplies these by the upstream gradient g. Fo
 every kept row (``loss.sum()``, ``loss.mean()``); any other g reruns the pass with g_i as w_i.
 
 Each variant supplies ``loss_and_grad(z, target, keep, row_weight) -> (loss (r,), G (r, C) or
-None, stats (r, s) or None)``: its head's :class:`~softmax_zoo.losses.row_loss.RowLoss` with the
+None, stats (r, s) or None)``: its head's :class:`~softmax_zoo.losses.machinery.row_loss.RowLoss` with the
 head's options (``options.py``), the same definition the plain path runs on the whole logits
 (``row_loss.py``); the stats (per-row lse, correct prediction) come back beside the loss.
 Matmuls run in the weight's dtype (autocast's under autocast), the loss and the logit gradient in
@@ -36,11 +36,11 @@ import numbers
 import torch
 from torch.autograd.function import once_differentiable
 
-from ._core import CHUNK_LOGITS, check_target_dtype, check_target_range, matmul_dtypes, reduce_loss, reduction_scale
-from .memory import chunk_logits
-from .options import head_output, mean_count, reshape_output
-from .row_loss import SparseGrad
-from .sparse_linear import sparse_linear_grads
+from ..machinery._core import CHUNK_LOGITS, check_target_dtype, check_target_range, matmul_dtypes, reduce_loss, reduction_scale
+from ..machinery.memory import chunk_logits
+from ..machinery.options import head_output, mean_count, reshape_output
+from ..machinery.row_loss import SparseGrad
+from ..machinery.sparse_linear import sparse_linear_grads
 
 # Logits per chunk for chunk_size="auto" on a CPU unless d rows are more (the softmax head holds one
 # such buffer, 64 MiB in float32). At N=4096, C=32000, d=512 this is 8 chunks of 512 rows (524 fit);
@@ -91,7 +91,7 @@ def chunked_pass(loss_and_grad, target, keep, hidden, weight, bias, row_weight, 
     """Per-row loss of ``hidden @ weight.T + bias`` and, if ``row_weight`` is given, the gradients.
 
     Every chunk's logits are written into one (chunk_rows, C) buffer, which ``loss_and_grad`` may
-    overwrite (:meth:`~softmax_zoo.losses.row_loss.RowLoss.scratch_rows`): the softmax, stable and
+    overwrite (:meth:`~softmax_zoo.losses.machinery.row_loss.RowLoss.scratch_rows`): the softmax, stable and
     sparse heads write their logit gradient into it, so a chunk holds one (chunk_rows, C) buffer.
 
     Args:
@@ -194,7 +194,7 @@ class _ChunkedLinearLoss(torch.autograd.Function):
 def chunked_linear_loss(head, hidden: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
     """``head``'s loss of hidden (..., d) and target (...) through :class:`_ChunkedLinearLoss`.
 
-    ``head`` is a :class:`~softmax_zoo.losses.softmax.SoftmaxHead` (or subclass) with an int or
+    ``head`` is a :class:`~softmax_zoo.losses.variants.softmax.SoftmaxHead` (or subclass) with an int or
     "auto" ``chunk_size``: its ``weight``, ``bias``, ``ignore_index``, ``reduction``, ``options``
     and ``row_loss_with_options()`` are used (``target`` is already shifted if ``shift``).
 

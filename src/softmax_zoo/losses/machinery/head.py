@@ -25,10 +25,10 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from . import memory
-from ._core import check_k, check_reduction, check_target_dtype, compute_dtype
-from .options import LossOptions, check_loss_options, class_weight_tensor, reshape_output, shift_steps, shift_target
-from .streaming import topk_lowest_index
+from ..machinery import memory
+from ..machinery._core import check_k, check_reduction, check_target_dtype, compute_dtype
+from ..machinery.options import LossOptions, check_loss_options, class_weight_tensor, reshape_output, shift_steps, shift_target
+from ..machinery.streaming import topk_lowest_index
 
 
 def nan_rows_to_ignore(scores: torch.Tensor, ignore_index: int) -> torch.Tensor:
@@ -79,7 +79,7 @@ class OutputHead(nn.Module):
         reduction: "mean" (over non-ignored rows), "sum" or "none".
         z_loss, return_lse, class_weight, softcap, shift, return_token_accuracy, temperature,
             return_entropy, return_target_log_prob: the loss options, defined in
-            :mod:`softmax_zoo.losses.options`; a head refuses those in its
+            :mod:`softmax_zoo.losses.machinery.options`; a head refuses those in its
             :attr:`refused_options`, naming the option and why.
     """
 

@@ -1,7 +1,7 @@
-"""The memory-lean distillation loss (:mod:`softmax_zoo.losses.linear_kd`) with the classes split over ranks.
+"""The memory-lean distillation loss (:mod:`softmax_zoo.losses.variants.linear_kd`) with the classes split over ranks.
 
 Each rank holds rows [start, stop) of the student's output weight (a
-:class:`~softmax_zoo.losses.vocab_parallel.VocabShard`) and the same columns of the teacher's
+:class:`~softmax_zoo.losses.parallel.vocab_parallel.VocabShard`) and the same columns of the teacher's
 logits (or the same rows of the teacher's weight); hidden states, targets and a top-K teacher
 (global class ids) are the same on every rank. The streamed passes of ``linear_kd`` run over this
 rank's classes, and each row statistic is then combined over the ranks: a log-normaliser's running
@@ -19,9 +19,10 @@ from __future__ import annotations
 import torch
 import torch.distributed as dist
 
-from ._core import CHUNK_LOGITS
-from .chunked import auto_chunk_size, check_chunk_size
-from .linear_kd import (
+from ..machinery._core import CHUNK_LOGITS
+from ..machinery.chunked import auto_chunk_size, check_chunk_size
+from ..parallel.vocab_parallel import VocabShard, _all_reduce, copy_to_shards
+from ..variants.linear_kd import (
     Collectives,
     Spec,
     check_class_chunk_size,
@@ -31,7 +32,6 @@ from .linear_kd import (
     run,
     teacher_rows,
 )
-from .vocab_parallel import VocabShard, _all_reduce, copy_to_shards
 
 
 class ShardCollectives(Collectives):
@@ -68,12 +68,12 @@ def vocab_parallel_linear_kd_loss(
     chunk_size: int | str = "auto",
     class_chunk_size: int | None = None,
 ) -> torch.Tensor:
-    """:func:`~softmax_zoo.losses.linear_kd.linear_kd_loss` with the classes split over ``shard.group``.
+    """:func:`~softmax_zoo.losses.variants.linear_kd.linear_kd_loss` with the classes split over ``shard.group``.
 
     Args:
         student_hidden: (..., d), the same on every rank; its gradient is the full one on every rank.
         student_weight: (stop − start, d) this rank's rows. student_bias: (stop − start,) or None.
-        shard: this rank's :class:`~softmax_zoo.losses.vocab_parallel.VocabShard`. num_classes: C.
+        shard: this rank's :class:`~softmax_zoo.losses.parallel.vocab_parallel.VocabShard`. num_classes: C.
         teacher_logits: (..., stop − start) this rank's columns; or teacher_hidden (..., d_T), the
             same on every rank, with teacher_weight (stop − start, d_T) and teacher_bias; or
             teacher_topk = (ids (..., K) global class ids, logits (..., K)), the same on every rank.

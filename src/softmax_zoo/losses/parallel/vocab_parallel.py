@@ -12,7 +12,7 @@ torch.distributed's collectives, a few (N,)-sized tensors a call:
     stable KD     p, Σ p·δ, Σ p·expm1(d), Σ u and KL as sums over the ranks (all_reduce SUM)
 
 Every rank then holds the same loss, and its gradient with respect to its own logits is local:
-the variant's :class:`~softmax_zoo.losses.row_loss.RowLoss` formula on z_r, with the global sums
+the variant's :class:`~softmax_zoo.losses.machinery.row_loss.RowLoss` formula on z_r, with the global sums
 in place of the local ones. So the plain path (the whole (N, C_r) logits through the row loss's
 Function; for a sparse gradient one chunk of all N rows, so the backward is a gather and a scatter of
 the members of Ω_k ∪ {t} the rank owns) and the chunked path (``chunked.py``, chunk after chunk of
@@ -47,7 +47,7 @@ import torch
 import torch.distributed as dist
 import torch.nn.functional as F
 
-from ._core import (
+from ..machinery._core import (
     check_label_smoothing,
     check_reduction,
     check_target_dtype,
@@ -55,14 +55,14 @@ from ._core import (
     compute_dtype,
     reduce_loss,
 )
-from .chunked import _ChunkedLinearLoss, auto_chunk_size, check_chunk_size, chunked_pass
-from .memory import chunk_logits
-from .registry import variant
-from .row_loss import RowLoss, SparseGrad
-from .softmax import SoftmaxHead, SoftmaxRows
-from .sparse import SparseRows
-from .stable import StableRows, _sigmoid
-from .streaming import topk_lowest_index
+from ..machinery.chunked import _ChunkedLinearLoss, auto_chunk_size, check_chunk_size, chunked_pass
+from ..machinery.memory import chunk_logits
+from ..machinery.registry import variant
+from ..machinery.row_loss import RowLoss, SparseGrad
+from ..machinery.streaming import topk_lowest_index
+from ..variants.softmax import SoftmaxHead, SoftmaxRows
+from ..variants.sparse import SparseRows
+from ..variants.stable import StableRows, _sigmoid
 
 
 @dataclass(frozen=True)
@@ -299,7 +299,7 @@ class ShardRows:
 
 
 class ShardSoftmaxRows(ShardRows, SoftmaxRows):
-    """:class:`~softmax_zoo.losses.softmax.SoftmaxRows` on a shard: one MAX and one SUM all_reduce a call."""
+    """:class:`~softmax_zoo.losses.variants.softmax.SoftmaxRows` on a shard: one MAX and one SUM all_reduce a call."""
 
     options = ("label_smoothing",)
 
@@ -329,7 +329,7 @@ class ShardSoftmaxRows(ShardRows, SoftmaxRows):
 
 
 class ShardStableRows(ShardRows, StableRows):
-    """:class:`~softmax_zoo.losses.stable.StableRows` on a shard: the non-target sum S is summed over
+    """:class:`~softmax_zoo.losses.variants.stable.StableRows` on a shard: the non-target sum S is summed over
     the ranks, the target's entry zeroed on its owning rank only."""
 
     options = ("label_smoothing",)
@@ -368,7 +368,7 @@ class ShardStableRows(ShardRows, StableRows):
 
 
 class ShardSparseRows(ShardRows, SparseRows):
-    """:class:`~softmax_zoo.losses.sparse.SparseRows` (k < C) on a shard: each rank's top-k values and
+    """:class:`~softmax_zoo.losses.variants.sparse.SparseRows` (k < C) on a shard: each rank's top-k values and
     class ids are all-gathered, the support Ω_k is the k largest of them, the same on every rank;
     a rank's gradient reaches only its logits inside Ω_k (and the target, on its owning rank)."""
 
@@ -650,7 +650,7 @@ def linear_call(hidden, weight, bias, target, shard: VocabShard, num_classes: in
 def linear_loss(rows: ShardRows, hidden, weight, bias, call: LinearCall, reduction: str) -> torch.Tensor:
     """The loss of an agreed :class:`LinearCall`: hidden (N, d) through :func:`copy_to_shards`, this
     rank's logits whole or ``call.chunk_rows`` rows at a time (``chunked.py``). The plain path of a
-    sparse gradient (:attr:`~softmax_zoo.losses.row_loss.RowLoss.has_sparse_grad`) is one chunk of
+    sparse gradient (:attr:`~softmax_zoo.losses.machinery.row_loss.RowLoss.has_sparse_grad`) is one chunk of
     all N rows, so its backward gathers and scatters the shard's members of Ω_k ∪ {t}, no GEMM."""
     h = copy_to_shards(hidden, rows.shard.group)
     t, keep = call.target, call.keep

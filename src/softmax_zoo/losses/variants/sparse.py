@@ -38,11 +38,11 @@ from __future__ import annotations
 
 import torch
 
-from ._core import check_ce_inputs, check_k, compute_dtype
-from .options import scale_logits
-from .registry import register_variant
-from .row_loss import RowLoss, SparseGrad
-from .softmax import SoftmaxHead, SoftmaxRows
+from ..machinery._core import check_ce_inputs, check_k, compute_dtype
+from ..machinery.options import scale_logits
+from ..machinery.registry import register_variant
+from ..machinery.row_loss import RowLoss, SparseGrad
+from ..variants.softmax import SoftmaxHead, SoftmaxRows
 
 
 def sparse_softmax(logits: torch.Tensor, k: int, dim: int = -1) -> torch.Tensor:

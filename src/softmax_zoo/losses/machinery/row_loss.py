@@ -41,7 +41,7 @@ from typing import NamedTuple
 
 import torch
 
-from ._core import check_ce_inputs, compute_dtype, reduce_loss
+from ..machinery._core import check_ce_inputs, compute_dtype, reduce_loss
 
 
 class SparseGrad(NamedTuple):
