@@ -74,7 +74,7 @@ def lm1b_page(tmp_path, seeds=(0, 1), speed: dict | None = None) -> dict:
 
 def test_lm1b_report(tmp_path):
     d = lm1b_page(tmp_path)
-    rows = {r["head"]: r for r in d["rows"]}
+    rows = {r["head"].label: r for r in d["rows"]}
     assert list(rows) == ["softmax", "adaptive", "sampled (quadratic, m=8)"]  # softmax first
     # output layer: softmax V x (d + 1), adaptive its own; each seed's minutes and evaluated (best-validation) step
     a = rows["adaptive"]
@@ -110,8 +110,7 @@ def test_close_to_the_full_softmax_is_non_inferiority(adaptive, kind):
     seeds = list(range(len(adaptive)))
     softmax = [100.0 + s for s in seeds]
     ratio = (sum(adaptive) / len(adaptive)) / (sum(softmax) / len(softmax))
-    summary = {"softmax": {"loss": "softmax", "seeds": seeds, "test": softmax},
-               "adaptive": {"loss": "adaptive_softmax", "seeds": seeds, "test": adaptive}}
+    summary = {lm1b_heads.SOFTMAX: {"seeds": seeds, "test": softmax}, lm1b_heads.ADAPTIVE: {"seeds": seeds, "test": adaptive}}
     decided = lm1b.closeness(summary, 7.0, ratio)
     assert decided["kind"] is kind
     geo = math.exp(sum(math.log(a / b) for a, b in zip(adaptive, softmax)) / len(seeds))
@@ -152,10 +151,10 @@ def speed_measurement(hidden_size: int = 8) -> dict:
 
 def test_lm1b_report_takes_the_speed_from_the_side_by_side_measurement(tmp_path):
     d = lm1b_page(tmp_path, speed=speed_measurement())
-    rows = {r["head"]: r for r in d["rows"]}
+    rows = {r["head"].label: r for r in d["rows"]}
     assert (rows["adaptive"]["step_tps"], rows["adaptive"]["speed"], rows["adaptive"]["run_tps"]) == (4000.0, 4.0, 500.0)
     assert (rows["sampled (quadratic, m=8)"]["step_tps"], rows["sampled (quadratic, m=8)"]["speed"]) == (500.0, 0.5)
-    assert d["source"]["found"] and d["measured"]["step_tps"]["adaptive"] == 4000.0
+    assert d["source"]["found"] and d["measured"]["step_tps"][lm1b_heads.ADAPTIVE] == 4000.0
     assert (d["measured"]["load_average_start"], d["measured"]["load_average_end"]) == ("1.00 1.00 1.00", "1.10 1.00 1.00")
     assert d["decided"]["trade_off"]["speed"] == 4.0 and d["decided"]["target_setting"] is False
 
@@ -183,7 +182,7 @@ def test_lm1b_verdicts_from_three_seeds(tmp_path):
     approximations = decided["approximations"]
     assert approximations["kind"] is VerdictKind.SUPPORTED and approximations["seeds"] == [0, 1, 2]
     assert (approximations["faster"], approximations["lower"], approximations["n"]) == (1, 1, 1)
-    assert {h: v.kind for h, v in approximations["verdicts"].items()} == {"sampled (quadratic, m=8)": VerdictKind.SUPPORTED}
+    assert {h.label: v.kind for h, v in approximations["verdicts"].items()} == {"sampled (quadratic, m=8)": VerdictKind.SUPPORTED}
 
 
 def test_lm1b_report_ignores_a_measurement_of_another_model(tmp_path):
@@ -403,9 +402,9 @@ def test_a_head_at_or_above_a_uniform_guess_is_flagged_and_the_uniform_arm_is_an
     assert "| sampled (uniform, m=8) (ablation, not a baseline: uniform q pushes a word down at most m/(V-1) per row" in text
     assert "| sampled (quadratic, m=8) | 231.0 ±" in text  # neither flag
     approximations = lm1b.summarise(tmp_path)["decided"]["approximations"]
-    assert sorted(approximations["heads"]) == ["sampled (quadratic, m=8)", "sampled (unigram, m=8)"]
-    assert approximations["ablations"] == ["sampled (uniform, m=8)"]
-    heads = approximations["heads"]
+    heads = {h.label: found for h, found in approximations["heads"].items()}  # keyed by what each head is; its label words it
+    assert sorted(heads) == ["sampled (quadratic, m=8)", "sampled (unigram, m=8)"]
+    assert approximations["ablations"] == [lm1b_heads.Head("sampled_softmax", "uniform", 8)]
     assert heads["sampled (unigram, m=8)"]["trivial"] and not heads["sampled (quadratic, m=8)"]["trivial"]
 
 
@@ -419,10 +418,10 @@ def test_a_head_at_or_above_the_unigram_frequency_predictor_is_flagged(tmp_path,
              "command": "python -m softmax_zoo.studies.unigram_baseline", "git": {"commit": "abcdef0123", "dirty": False}}
     files.write_text(tmp_path / lm1b_heads.UNIGRAM, json.dumps(floor))
     data = lm1b.summarise(tmp_path)
-    rows = {r["head"]: r["below_floor"] for r in data["rows"]}
+    rows = {r["head"].label: r["below_floor"] for r in data["rows"]}
     assert rows["sampled (quadratic, m=8)"] is flagged and rows["sampled (uniform, m=8)"] is flagged  # 231 and 500 >= 230
     assert not rows["softmax"] and not rows["adaptive"]
-    assert data["decided"]["approximations"]["heads"]["sampled (quadratic, m=8)"]["below_floor"] is flagged
+    assert data["decided"]["approximations"]["heads"][lm1b_heads.Head("sampled_softmax", "quadratic", 8)]["below_floor"] is flagged
     lm1b.build(tmp_path)
     assert ("worse than the unigram frequency predictor" in (tmp_path / "lm1b.md").read_text()) is flagged
 
@@ -433,18 +432,19 @@ def test_trivial_is_a_perplexity_at_or_above_the_vocabulary(ppl, flagged):
 
 
 def test_output_parameters_are_the_parameters_of_the_head_of_a_real_model():
-    heads = {"softmax": {"_target_": "softmax_zoo.losses.SoftmaxHead", "bias": True},
-             "adaptive": {"_target_": "softmax_zoo.losses.AdaptiveSoftmaxHead", "cutoffs": [20, 50], "div_value": 4.0}}
+    heads = {lm1b_heads.SOFTMAX: {"_target_": "softmax_zoo.losses.SoftmaxHead", "bias": True},
+             lm1b_heads.ADAPTIVE: {"_target_": "softmax_zoo.losses.AdaptiveSoftmaxHead", "cutoffs": [20, 50], "div_value": 4.0}}
     models = {h: LSTMLanguageModel(100, head_factory(loss, 100), embedding_dim=8, hidden_size=8) for h, loss in heads.items()}
-    summary = {h: {"parameters": sum(p.numel() for p in m.parameters()), "vocab": 100, "width": 8, "bias": h == "softmax"}
+    summary = {h: {"parameters": sum(p.numel() for p in m.parameters()), "vocab": 100, "width": 8, "bias": h == lm1b_heads.SOFTMAX}
                for h, m in models.items()}
     assert lm1b_heads.output_parameters(summary) == {h: sum(p.numel() for p in m.head.parameters()) for h, m in models.items()}
 
 
 def test_output_parameters_are_the_model_less_the_shared_body():
-    summary = {"softmax": {"parameters": 10_000, "vocab": V, "width": 8, "bias": True}, "adaptive": {"parameters": 4_000}}
-    assert lm1b_heads.output_parameters(summary) == {"softmax": 9_000, "adaptive": 3_000}
-    assert lm1b_heads.output_parameters({"adaptive": {"parameters": 4_000}}) == {"adaptive": None}  # no softmax run: no body
+    softmax, adaptive = lm1b_heads.SOFTMAX, lm1b_heads.ADAPTIVE
+    summary = {softmax: {"parameters": 10_000, "vocab": V, "width": 8, "bias": True}, adaptive: {"parameters": 4_000}}
+    assert lm1b_heads.output_parameters(summary) == {softmax: 9_000, adaptive: 3_000}
+    assert lm1b_heads.output_parameters({adaptive: {"parameters": 4_000}}) == {adaptive: None}  # no softmax run: no body
 
 
 def test_a_model_without_regularised_records_is_shown_from_the_earlier_settings(tmp_path):
@@ -462,4 +462,5 @@ def test_a_model_without_regularised_records_is_shown_from_the_earlier_settings(
     assert section["earlier"] and section["model"] == "transformer_lm" and section["min_count"] == 1
     (row,) = section["rows"]
     assert row["trivial"] and row["lstm_test"] == 1500.0 and row["lstm_trivial"]  # 2000 and the earlier LSTM's 1500 >= V
-    assert [r["head"] for r in data["rows"]] == ["softmax", "adaptive", "sampled (quadratic, m=8)"]  # the rows: the regularised records
+    # the rows: the regularised records
+    assert [r["head"].label for r in data["rows"]] == ["softmax", "adaptive", "sampled (quadratic, m=8)"]

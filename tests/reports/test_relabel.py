@@ -24,18 +24,11 @@ def relabelled(monkeypatch) -> None:
         monkeypatch.setitem(registry._VARIANTS, name, dataclasses.replace(variant, label=MARK + variant.label))
 
 
-NOT_YET = {"lm1b"}  # pages still keying arms by their labels (the regularised-baseline rows); it only shrinks
-
-
 @pytest.mark.parametrize("page", pages())
 def test_relabelling_a_variant_changes_only_the_words_naming_it(relabelled, page, tmp_path):
     builder(page)(RESULTS, tmp_path)
     text = (tmp_path / f"{page}.md").read_text(encoding="utf-8")
-    same = text.replace(MARK, "") == (RESULTS / f"{page}.md").read_text(encoding="utf-8")
-    if page in NOT_YET:
-        assert not same, f"{page} is safe to relabel now: take it off NOT_YET"
-    else:
-        assert same
+    assert text.replace(MARK, "") == (RESULTS / f"{page}.md").read_text(encoding="utf-8")
 
 
 @pytest.mark.parametrize("page, label", [("table5", "relabelled-sparse"), ("lm1b", "relabelled-adaptive")])

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import math
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from ..losses.machinery.registry import variant_label
 from ..run_record import GitState, RunRecord, typed
@@ -19,24 +19,43 @@ from ._pages import file_commit
 from ._stats import mean
 
 UNIGRAM = "diagnostics/lm1b_unigram_baseline.json"  # under results_dir: the context-free frequency predictor's perplexities
-ABLATIONS = ("sampled (uniform",)  # head labels kept as an ablation, not a baseline
+SAMPLED = "sampled_softmax"  # configs/loss/ name of the sampled heads (their sampler: loss/sampler's choice)
+ABLATION_SAMPLERS = ("uniform",)  # the sampled heads kept as an ablation, not a baseline
 SPEED_FILE = "diagnostics/lm1b_speed.json"  # written by python -m softmax_zoo.studies.lm_speed
 METRICS = {"val": "val/perplexity", "test": "test/perplexity", "tps": "train/tokens_per_second", "tokens": "train/tokens"}
 
 
-def head_label(record: RunRecord | dict[str, Any]) -> str:
-    """"softmax", "adaptive", "sampled (quadratic, m=64)", ...: the registered label of the record's loss."""
+class Head(NamedTuple):
+    """A head of the table as the run's config names it: its loss choice and, for a sampled head, its sampler and m."""
+
+    loss: str
+    sampler: str | None = None
+    m: int | None = None
+
+    @property
+    def label(self) -> str:
+        """The registered label the page words the head by: "softmax", "adaptive", "sampled (quadratic, m=64)"."""
+        return variant_label(self.loss, {"num_samples": self.m}, {"sampler": self.sampler})
+
+
+SOFTMAX, ADAPTIVE = Head("softmax"), Head("adaptive_softmax")
+
+
+def head_of(record: RunRecord | dict[str, Any]) -> Head:
+    """The :class:`Head` a record's run trained."""
     record = RunRecord.of(record)
-    return variant_label(record.choice("loss"), record.setting("loss"), record.choices)
+    if (loss := record.choice("loss")) != SAMPLED:
+        return Head(loss)
+    return Head(loss, record.choices.get("sampler"), record.option("loss", "num_samples"))
 
 
-def per_head(records: list[RunRecord] | list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+def per_head(records: list[RunRecord] | list[dict[str, Any]]) -> dict[Head, dict[str, Any]]:
     """Per head: its seeds, metric lists over seeds, each run's training seconds, steps and evaluated step (the chosen
     checkpoint's, else the last), vocabulary, width and parameters, and each run's validation curve of (training tokens,
     perplexity)."""
-    out: dict[str, dict[str, Any]] = {}
+    out: dict[Head, dict[str, Any]] = {}
     for r in typed(records):
-        s = out.setdefault(head_label(r), {"seeds": [], "train_s": [], "steps": [], "evaluated_step": [], "curves": [], "curve_tokens": [],
+        s = out.setdefault(head_of(r), {"seeds": [], "train_s": [], "steps": [], "evaluated_step": [], "curves": [], "curve_tokens": [],
                                            "vocab": r.info("vocab_size"), "width": r.setting("model", "hidden_size"),
                                            "bias": r.option("loss", "bias"), "parameters": r.info("parameters"),
                                            **{k: [] for k in METRICS}})
@@ -66,20 +85,20 @@ def side_by_side(results_dir: str | Path, records: list[RunRecord] | list[dict[s
     theirs = (st["scale"], st["embedding_dim"], st["hidden_size"], st.get("min_count"))
     if ours != {theirs}:
         return None, source | {"theirs": theirs, "ours": sorted(ours, key=str)}
-    step_tps = {head_label(RunRecord.of_row(row)): row["tokens_per_s"] for row in measured["rows"]}
+    step_tps = {head_of(RunRecord.of_row(row)): row["tokens_per_s"] for row in measured["rows"]}
     return measured | {"code": file_commit(measured), "step_tps": step_tps}, source
 
 
-def speedups(summary: dict[str, dict[str, Any]], measured: dict[str, Any] | None = None) -> dict[str, float]:
+def speedups(summary: dict[Head, dict[str, Any]], measured: dict[str, Any] | None = None) -> dict[str, float]:
     """Each head's tokens/second over the full softmax's (nan if either is missing): ``measured`` side by side, else the runs'."""
     tps = measured["step_tps"] if measured else {head: mean(s["tps"]) for head, s in summary.items()}
-    return {head: tps.get(head, math.nan) / tps.get("softmax", math.nan) for head in summary}
+    return {head: tps.get(head, math.nan) / tps.get(SOFTMAX, math.nan) for head in summary}
 
 
-def output_parameters(summary: dict[str, dict[str, Any]]) -> dict[str, int | None]:
+def output_parameters(summary: dict[Head, dict[str, Any]]) -> dict[str, int | None]:
     """Each head's output-layer parameters: its model's less the body every head of the table shares, the body being the
     full-softmax model less its V x d weights and V biases (None for every head without such a softmax run)."""
-    softmax = summary.get("softmax")
+    softmax = summary.get(SOFTMAX)
     if softmax is None or not softmax["bias"]:
         return {head: None for head in summary}
     body = softmax["parameters"] - softmax["vocab"] * (softmax["width"] + 1)
@@ -108,13 +127,13 @@ def below_floor(test_ppl: float, floor: dict[str, Any] | None) -> bool:
     return floor is not None and test_ppl >= floor["test"]
 
 
-def ablation(head: str) -> bool:
-    """A head kept as an ablation (:data:`ABLATIONS`), not as a baseline."""
-    return head.startswith(ABLATIONS)
+def ablation(head: Head) -> bool:
+    """A head kept as an ablation (a sampled head with a sampler of :data:`ABLATION_SAMPLERS`), not as a baseline."""
+    return head.loss == SAMPLED and head.sampler in ABLATION_SAMPLERS
 
 
-def head_rows(summary: dict[str, dict[str, Any]], measured: dict[str, Any] | None = None,
-              lstm: dict[str, dict[str, Any]] | None = None, floor: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+def head_rows(summary: dict[Head, dict[str, Any]], measured: dict[str, Any] | None = None,
+              lstm: dict[Head, dict[str, Any]] | None = None, floor: dict[str, Any] | None = None) -> list[dict[str, Any]]:
     """The table's rows, softmax first; with ``lstm`` (another model's table) the LSTM's test perplexity of the head.
 
     Each row flags ``trivial`` (:func:`trivial` on its mean test perplexity), ``below_floor`` (:func:`below_floor`) and
@@ -129,4 +148,4 @@ def head_rows(summary: dict[str, dict[str, Any]], measured: dict[str, Any] | Non
              "below_floor": below_floor(mean(s["test"]), floor),
              "lstm_test": mean(lstm[head]["test"]) if lstm and head in lstm else None,
              "lstm_trivial": bool(lstm and head in lstm and trivial(mean(lstm[head]["test"]), lstm[head]["vocab"]))}
-            for head, s in sorted(summary.items(), key=lambda kv: (kv[0] != "softmax", kv[0]))]
+            for head, s in sorted(summary.items(), key=lambda kv: (kv[0] != SOFTMAX, kv[0]))]

@@ -28,7 +28,21 @@ from ..run_record import RunRecord, below, load_runs
 from . import sampled_uniform as uniform_check
 from ._compare import Comparison, Design, compare_values
 from ._forms import ClaimForm, ClaimKind
-from ._lm1b_heads import ablation, below_floor, head_label, head_rows, per_head, side_by_side, speedups, trivial, unigram_floor
+from ._lm1b_heads import (
+    ADAPTIVE,
+    SAMPLED,
+    SOFTMAX,
+    Head,
+    ablation,
+    below_floor,
+    head_of,
+    head_rows,
+    per_head,
+    side_by_side,
+    speedups,
+    trivial,
+    unigram_floor,
+)
 from ._pages import bench_group, commits, dirty_note, line_plot, page_command, publish, shown_path, template_words
 from ._regime import TRIVIAL, failures, gated
 from ._settings import joined
@@ -75,7 +89,7 @@ LINESTYLES = ("-", "--", ":", "-.")  # one per model, the LSTM first
 FIGURE = template_words("_lm_figures.j2")  # lm1b.png's words
 
 
-def plot(summaries: dict[str, dict[str, dict[str, Any]]], path: Path) -> None:
+def plot(summaries: dict[str, dict[Head, dict[str, Any]]], path: Path) -> None:
     """Validation curves of every run: one colour per head, one line style per model."""
     heads = sorted({head for summary in summaries.values() for head in summary})
     sizes = sorted({n for summary in summaries.values() for s in summary.values() for n in s["curve_tokens"]})
@@ -84,14 +98,14 @@ def plot(summaries: dict[str, dict[str, dict[str, Any]]], path: Path) -> None:
             for head, s in sorted(summary.items()):
                 for i, curve in enumerate(c for c in s["curves"] if c):
                     ax.plot(*zip(*curve), marker=".", linestyle=style, color=f"C{heads.index(head)}",
-                            label=str(FIGURE.run(head, model if model != LSTM else None)) if i == 0 else None)
+                            label=str(FIGURE.run(head.label, model if model != LSTM else None)) if i == 0 else None)
         ax.set_yscale("log")
 
 
-def closeness(summary: dict[str, dict[str, Any]], speed: float, ratio: float) -> dict[str, Any]:
+def closeness(summary: dict[Head, dict[str, Any]], speed: float, ratio: float) -> dict[str, Any]:
     """"Accuracy close to that of the full softmax", non-inferiority (:data:`CLOSE`): Δ = log test ppl (adaptive) − log
     test ppl (softmax), paired by seed, no more than log 1.10 worse; the speed-up beside it, without a verdict."""
-    softmax, adaptive = (dict(zip(summary[h]["seeds"], map(math.log, summary[h]["test"]))) for h in ("softmax", "adaptive"))
+    softmax, adaptive = (dict(zip(summary[h]["seeds"], map(math.log, summary[h]["test"]))) for h in (SOFTMAX, ADAPTIVE))
     compared = compare_values(CLOSE, softmax, adaptive)
     decided = compared.verdict()
     exp = lambda interval: tuple(math.exp(x) for x in interval)  # noqa: E731  (log ratio -> ratio)
@@ -100,27 +114,27 @@ def closeness(summary: dict[str, dict[str, Any]], speed: float, ratio: float) ->
             "verdict": decided, "kind": decided.kind}
 
 
-def approximations(summary: dict[str, dict[str, Any]], speed: dict[str, float],
+def approximations(summary: dict[Head, dict[str, Any]], speed: dict[str, float],
                    floor: dict[str, Any] | None = None) -> dict[str, Any] | None:
     """Adaptive against the sampled heads that are baselines (the ablations left out, :func:`ablation`): per head how much
     faster adaptive is, how much higher the head's test perplexity is and whether it is :func:`trivial`, and from 3 seeds
     each head's verdict on log test perplexity (paired by seed)."""
-    sampled = sorted(h for h in summary if h.startswith("sampled") and not ablation(h))
+    sampled = sorted(h for h in summary if h.loss == SAMPLED and not ablation(h))
     if not sampled:
         return None
-    seeds = sorted(set(summary["adaptive"]["seeds"]).intersection(*(summary[h]["seeds"] for h in sampled)))
-    each = {h: {"faster": speed["adaptive"] / speed[h], "worse": mean(summary[h]["test"]) / mean(summary["adaptive"]["test"]),
+    seeds = sorted(set(summary[ADAPTIVE]["seeds"]).intersection(*(summary[h]["seeds"] for h in sampled)))
+    each = {h: {"faster": speed[ADAPTIVE] / speed[h], "worse": mean(summary[h]["test"]) / mean(summary[ADAPTIVE]["test"]),
                     "trivial": trivial(mean(summary[h]["test"]), summary[h]["vocab"]),
                     "below_floor": below_floor(mean(summary[h]["test"]), floor)} for h in sampled}
     out = {"heads": each, "seeds": seeds, "n": len(sampled), "kind": too_few(len(seeds)), "verdicts": {},
            "ablations": sorted(h for h in summary if ablation(h)),
            "faster": sum(p["faster"] > 1 for p in each.values()), "lower": sum(p["worse"] > 1 for p in each.values())}
     if out["kind"] is None:
-        log_ppl = {h: dict(zip(summary[h]["seeds"], map(math.log, summary[h]["test"]))) for h in ("adaptive", *sampled)}
-        trivial_ppl = min(summary["adaptive"]["vocab"], floor["test"] if floor else math.inf)  # the best trivial predictor
-        out["verdicts"] = {h: gated(compare_values(Comparison("adaptive", h, "log test ppl", Design.PAIRED_BY_SEED),
-                                                   log_ppl["adaptive"], log_ppl[h]).verdict(direction=+1),
-                                    failures(TRIVIAL, {h: mean(summary[h]["test"]) / trivial_ppl})) for h in sampled}
+        log_ppl = {h: dict(zip(summary[h]["seeds"], map(math.log, summary[h]["test"]))) for h in (ADAPTIVE, *sampled)}
+        trivial_ppl = min(summary[ADAPTIVE]["vocab"], floor["test"] if floor else math.inf)  # the best trivial predictor
+        out["verdicts"] = {h: gated(compare_values(Comparison("adaptive", h.label, "log test ppl", Design.PAIRED_BY_SEED),
+                                                   log_ppl[ADAPTIVE], log_ppl[h]).verdict(direction=+1),
+                                    failures(TRIVIAL, {h.label: mean(summary[h]["test"]) / trivial_ppl})) for h in sampled}
         kinds = {v.kind for v in out["verdicts"].values()}
         out["kind"] = next((k for k in (VerdictKind.CONTRADICTS, VerdictKind.NOT_COMPARABLE, VerdictKind.INCONCLUSIVE) if k in kinds),
                            VerdictKind.SUPPORTED if out["faster"] == len(sampled) else VerdictKind.INCONCLUSIVE)
@@ -131,30 +145,30 @@ def model_section(model: str, records: list[RunRecord], lstm_records: list[RunRe
     """A model other than the LSTM: its description, seeds, rows beside the LSTM's test perplexity (``lstm_records``, of
     the same settings), ratios to the LSTM; ``earlier``: its records are :data:`EARLIER`'s."""
     lstm, summary = per_head(lstm_records), per_head(records)
-    first = min(records, key=lambda r: head_label(r) != "softmax")  # the softmax run's parameter count if there is one
+    first = min(records, key=lambda r: head_of(r) != SOFTMAX)  # the softmax run's parameter count if there is one
     m, lstm0 = first.setting("model"), lstm_records[0]
     return {
         "model": model, "command": MAKE_TARGETS.get(model), "earlier": earlier, "commits": commits(records),
         "vocab": first.info("vocab_size"), "min_count": first.info("min_count"),
         "seeds": seeds_of(records), "rows": head_rows(summary, lstm=lstm),
-        "transformer": model == "transformer_lm", "m": m, "head": head_label(first), "parameters": first.info("parameters"),
+        "transformer": model == "transformer_lm", "m": m, "head": head_of(first), "parameters": first.info("parameters"),
         "bptt": first.setting("task", "bptt"), "same_width": m["hidden_size"] == lstm0.setting("model", "hidden_size"),
         "budget": [first.setting(*k) for k in BUDGET], "lstm_budget": [lstm0.setting(*k) for k in BUDGET],
         "ratios": {h: mean(s["test"]) / mean(lstm[h]["test"]) for h, s in sorted(summary.items()) if h in lstm},
-        "adaptive_ratio": (mean(summary["adaptive"]["test"]) / mean(summary["softmax"]["test"])
-                           if "softmax" in summary and "adaptive" in summary else None),
+        "adaptive_ratio": (mean(summary[ADAPTIVE]["test"]) / mean(summary[SOFTMAX]["test"])
+                           if SOFTMAX in summary and ADAPTIVE in summary else None),
     }
 
 
-def decided(summary: dict[str, dict[str, Any]], measured: dict[str, Any] | None, min_count: int | None = None,
+def decided(summary: dict[Head, dict[str, Any]], measured: dict[str, Any] | None, min_count: int | None = None,
             floor: dict[str, Any] | None = None) -> dict[str, Any]:
     """The LSTM's comparisons: speed-ups, the "close" test, adaptive against the sampled heads, the kernel sampler's cost."""
     speed, test = speedups(summary, measured), {h: mean(s["test"]) for h, s in summary.items()}
-    kernel = [[v for h, v in speed.items() if h.startswith(f"sampled ({name}")] for name in ("quadratic", "uniform")]
-    return {"speed": speed, "trade_off": closeness(summary, speed["adaptive"], test["adaptive"] / test["softmax"]),
-            "tokens": mean(summary["adaptive"]["tokens"]), "approximations": approximations(summary, speed, floor),
-            "sampled": {h: test[h] / test["softmax"] for h in sorted(summary) if h.startswith("sampled")},
-            "adaptive_test": test["adaptive"], "met": speed["adaptive"] >= SPEEDUP_TARGET,
+    kernel = [[v for h, v in speed.items() if h.loss == SAMPLED and h.sampler == name] for name in ("quadratic", "uniform")]
+    return {"speed": speed, "trade_off": closeness(summary, speed[ADAPTIVE], test[ADAPTIVE] / test[SOFTMAX]),
+            "tokens": mean(summary[ADAPTIVE]["tokens"]), "approximations": approximations(summary, speed, floor),
+            "sampled": {h: test[h] / test[SOFTMAX] for h in sorted(summary) if h.loss == SAMPLED},
+            "adaptive_test": test[ADAPTIVE], "met": speed[ADAPTIVE] >= SPEEDUP_TARGET,
             "target_setting": min_count in (None, TARGET_MIN_COUNT), "target_min_count": TARGET_MIN_COUNT,
             "kernel": (kernel[0][0], kernel[1][0]) if all(kernel) and not math.isnan(kernel[0][0] / kernel[1][0]) else None}
 
@@ -164,26 +178,28 @@ def claims(records: list[RunRecord], decision: dict[str, Any] | None, measured: 
     behind: dict[str, list[RunRecord | dict[str, Any]]] = {}  # a decided row -> the records (or measurement) behind its numbers
     a = decision and decision["approximations"]
     if decision:
-        pair = runs_of(records, ("softmax", "adaptive"), decision["trade_off"]["seeds"])
+        pair = runs_of(records, (SOFTMAX, ADAPTIVE), decision["trade_off"]["seeds"])
         behind = {"lm1b-adaptive-speed-ppl": pair, "lm1b-no-cost-in-accuracy": pair,
                   "lm1b-cpu-speedup-3x": [measured] if measured else pair}
         if a:
-            behind["lm1b-adaptive-vs-approximations"] = runs_of(records, ("adaptive", *a["heads"]), a["seeds"])
+            behind["lm1b-adaptive-vs-approximations"] = runs_of(records, (ADAPTIVE, *a["heads"]), a["seeds"])
     ids = [*behind, *["lm1b-adaptive-43.9"] * bool(decision), "lm1b-adaptive-gpu", "lm1b-adaptive-cutoffs", "lm1b-europarl",
            "lm1b-vocabulary-cost"]
     forms = FORMS | ({"lm1b-adaptive-vs-approximations": approximations_form(sorted(a["heads"]))} if decision and a else {})
     return [{"id": i, "source": EXPERIMENT, "dirty": dirty_note(behind.get(i, [])), "form": forms[i]} for i in ids]
 
 
-def approximations_form(heads: list[str]) -> ClaimForm:
-    """"A large gain … over standard approximations": adaptive beats every sampled head that is a baseline."""
+def approximations_form(heads: list[Head]) -> ClaimForm:
+    """"A large gain … over standard approximations": adaptive beats every sampled head that is a baseline (the members
+    named by their labels, as the ledger words them)."""
     return ClaimForm(ClaimKind.EVERY_MEMBER, "a large gain in efficiency over standard approximations", measure="log test ppl",
-                     better="lower", members=heads, rule="every sampled head that is a baseline (the ablations left out)")
+                     better="lower", members=[h.label for h in heads],
+                     rule="every sampled head that is a baseline (the ablations left out)")
 
 
-def runs_of(records: list[RunRecord], heads: tuple[str, ...], seeds: list[int]) -> list[RunRecord]:
+def runs_of(records: list[RunRecord], heads: tuple[Head, ...], seeds: list[int]) -> list[RunRecord]:
     """The records of ``heads`` at ``seeds``."""
-    return [r for r in records if head_label(r) in heads and r.seed in seeds]
+    return [r for r in records if head_of(r) in heads and r.seed in seeds]
 
 
 def by_model(records: list[RunRecord]) -> tuple[list[RunRecord], dict[str, list[RunRecord]]]:
@@ -217,7 +233,7 @@ def summarise(results_dir: str | Path = "results") -> dict[str, Any]:
     measured, source = side_by_side(results_dir, records)
     floor = unigram_floor(results_dir, records[0].info("vocab_size"))
     decision = (decided(summary, measured, records[0].info("min_count"), floor)
-                if {"softmax", "adaptive"} <= set(summary) else None)
+                if {SOFTMAX, ADAPTIVE} <= set(summary) else None)
     return {
         "make": MAKE_TARGETS[LSTM], "folder": shown_path(runs / RECORDS), "commits": commits(every),
         "earlier_folder": shown_path(runs / EARLIER), "diagnostic": diagnostic(results_dir),
@@ -231,15 +247,15 @@ def summarise(results_dir: str | Path = "results") -> dict[str, Any]:
         "command": page_command(EXPERIMENT, results_dir),
         "facts": facts(records[0]),
         "measured": measured, "source": source, "close": (1 / CLOSE_RATIO, CLOSE_RATIO), "vocab": vocab_timing(results_dir),
-        "cutoffs": joined([r for r in records if head_label(r) == "adaptive"], lambda r: r.option("loss", "cutoffs")),
+        "cutoffs": joined([r for r in records if head_of(r) == ADAPTIVE], lambda r: r.option("loss", "cutoffs")),
         "div": joined(records, lambda r: r.option("loss", "div_value")),
-        "m": joined([r for r in records if head_label(r).startswith("sampled")], lambda r: r.option("loss", "num_samples")),
+        "m": joined([r for r in records if head_of(r).loss == SAMPLED], lambda r: r.option("loss", "num_samples")),
         "seeds": seeds_of(records), "rows": head_rows(summary, measured, floor=floor), "unigram": floor,
         "summaries": {LSTM: summary, **{model: per_head(rs) for model, rs in others.items()}},
         "sections": [*(model_section(model, rs, records) for model, rs in others.items()),
                      *(model_section(model, rs, earlier_lstm, earlier=True) for model, rs in earlier.items())],
         "decided": decision,
-        "sampler_powers": joined([r for r in records if "unigram" in head_label(r)], lambda r: r.setting("loss", "sampler", "power")),
+        "sampler_powers": joined([r for r in records if head_of(r).sampler == "unigram"], lambda r: r.setting("loss", "sampler", "power")),
         "claims": claims(records, decision, measured),
     }
 
