@@ -189,10 +189,11 @@ def test_lm1b_report_ignores_a_measurement_of_another_model(tmp_path):
     for r in lm1b_records():
         records.write_record(r, records.runs_dir(tmp_path))
     files.write_text(tmp_path / lm1b_heads.SPEED_FILE, json.dumps(speed_measurement(hidden_size=16)))
-    lm1b.build(tmp_path)
-    text = (tmp_path / "lm1b.md").read_text()
-    assert "| adaptive | 210.5 ± 6.4 (n=2) | 211.0 ± 12.7 (n=2) | 3,000 | 4,000 | 500 | 5.00x |" in text
-    assert "was measured at (scale, embedding, LSTM, min_count) ('cpu', 8, 16, 3), the records have [('cpu', 8, 8, 3)]" in text
+    d = lm1b.summarise(tmp_path)
+    assert d["measured"] is None  # the runs' own tokens/second instead
+    assert d["source"] == {"file": lm1b_heads.SPEED_FILE, "found": True, "theirs": ("cpu", 8, 16, 3), "ours": [("cpu", 8, 8, 3)]}
+    adaptive = next(r for r in d["rows"] if r["head"] == lm1b_heads.ADAPTIVE)
+    assert (adaptive["val"], adaptive["test"], adaptive["run_tps"], adaptive["speed"]) == ([210.0, 211.0], [210.0, 212.0], 500.0, 5.0)
 
 
 def test_kernel_cost_is_the_quadratic_and_uniform_heads_speed_ups(tmp_path):
@@ -395,13 +396,12 @@ def test_a_head_at_or_above_a_uniform_guess_is_flagged_and_the_uniform_arm_is_an
     for r in more:
         records.write_record(r, records.runs_dir(tmp_path))
     files.write_text(tmp_path / lm1b_heads.SPEED_FILE, json.dumps(speed_measurement()))
-    lm1b.build(tmp_path)
-    text = (tmp_path / "lm1b.md").read_text()
-    why = f"[why]({lm1b.DIAGNOSTIC})"
-    assert f"| sampled (unigram, m=8) (worse than a uniform guess: the method at this m ({why})) | 1000.0 ±" in text  # 1000-1002 >= V
-    assert "| sampled (uniform, m=8) (ablation, not a baseline: uniform q pushes a word down at most m/(V-1) per row" in text
-    assert "| sampled (quadratic, m=8) | 231.0 ±" in text  # neither flag
-    approximations = lm1b.summarise(tmp_path)["decided"]["approximations"]
+    data = lm1b.summarise(tmp_path)
+    flags = {r["head"].label: (r["trivial"], r["ablation"]) for r in data["rows"]}
+    assert flags["sampled (unigram, m=8)"] == (True, False)  # 1000-1002 >= V
+    assert flags["sampled (uniform, m=8)"] == (False, True) and flags["sampled (quadratic, m=8)"] == (False, False)
+    assert data["diagnostic"]["page"] == lm1b.DIAGNOSTIC  # what the flags link to
+    approximations = data["decided"]["approximations"]
     heads = {h.label: found for h, found in approximations["heads"].items()}  # keyed by what each head is; its label words it
     assert sorted(heads) == ["sampled (quadratic, m=8)", "sampled (unigram, m=8)"]
     assert approximations["ablations"] == [lm1b_heads.Head("sampled_softmax", "uniform", 8)]
