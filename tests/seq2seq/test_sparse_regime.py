@@ -96,27 +96,24 @@ def test_regime_chain_at_smoke_scale_builds_the_page(tmp_path, monkeypatch):
     assert study.run_all(jobs, in_process) == paths and len(ran) == 14  # finished records are skipped
 
     page.build(tmp_path / "scratch")
-    text = (tmp_path / "scratch" / "sparse_regime.md").read_text()
     arms = [r for p in dict.fromkeys(paths) if page.START(r := RunRecord.load(p)) is not None]
     assert len(arms) == 12  # the start run's record is no arm
     pts = page.points(tmp_path / "scratch" / "runs", arms)
     assert [(p["start"], p["seed"], p["k"]) for p in pts] == [(s, seed, k) for s in (0, 2) for seed in (0, 1) for k in (20, 50)]
     assert all(p["rouge1"]["low"] <= p["rouge1"]["delta"] <= p["rouge1"]["high"] and p["n"] == 8 for p in pts)
-    assert "Where the paper's regime lies" in text and "Δ R-1 [95% over test items]" in text
     data = page.summarise(tmp_path / "scratch")
     assert {key: data["grid"][key] for key in ("starts", "ks", "seeds", "runs")} == {"starts": [0, 2], "ks": [20, 50], "seeds": [0, 1],
                                                                                     "runs": 13}
     assert (data["schedule"], data["start_epochs"], data["start_seeds"]) == ("1", "2", [0])  # one start run, resumed to 2 epochs
     shares = [[p["share"] for p in t["points"]] for t in data["per_k"]]  # each k's points, in order of the start's share
     assert [t["k"] for t in data["per_k"]] == [20, 50] and [len(s) for s in shares] == [4, 4] and all(s == sorted(s) for s in shares)
-    assert "- k=20: Δ R-1 " in text and "What the curve says" in text
     row = read_claims(tmp_path / "scratch" / "claims.md")["sparse-regime-gigaword-beam1"]
     assert "a weaker regime than the paper's (needs scale=paper)" in row["verdict"] and row["ours"].startswith("k=20: Δ R-1")
     assert "degenerate outputs at beam 1 softmax" in row["ours"]
     assert (tmp_path / "scratch" / "sparse_regime.png").stat().st_size > 0
     rows = page.per_start(pts)
     assert [(r["start"], r["k"], r["delta"].seeds) for r in rows] == [(0, 20, (0, 1)), (0, 50, (0, 1)), (2, 20, (0, 1)), (2, 50, (0, 1))]
-    assert all(0 <= r["degenerate"]["softmax"] <= 1 for r in rows) and "**Per start**" in text
+    assert all(0 <= r["degenerate"]["softmax"] <= 1 for r in rows)
     trend = read_claims(tmp_path / "scratch" / "claims.md")["sparse-regime-trend-k20"]
     assert trend["verdict"].startswith("too few points (2; a verdict needs 3)")
 
