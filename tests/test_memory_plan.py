@@ -11,7 +11,7 @@ from torch import nn
 from softmax_zoo import engine, memory_plan
 from softmax_zoo.losses import AdaptiveSoftmaxHead, QuadraticKernelSampler, SampledSoftmaxHead, SoftmaxHead, UniformSampler
 from softmax_zoo.losses.machinery import memory
-from softmax_zoo.losses.variants.sampled import candidate_logits
+from softmax_zoo.losses.methods.sampled import candidate_logits
 
 GIB = 2**30
 

@@ -22,8 +22,8 @@ import torch
 
 from bench_cases import Case
 from softmax_zoo.losses import AdaptiveSoftmaxHead, SoftmaxHead, optimal_cutoffs
+from softmax_zoo.losses.methods.adaptive_cutoffs import MatmulCost
 from softmax_zoo.losses.reference.adaptive import make_pair, zipf_targets
-from softmax_zoo.losses.variants.adaptive_cutoffs import MatmulCost
 
 ZIPF_EXPONENT = 1.0
 TORCH = "torch AdaptiveLogSoftmaxWithLoss"

@@ -7,7 +7,7 @@ kernel q with one ``torch.multinomial`` over all classes. The training step of t
 is sampling + tree refresh + forward + backward + an SGD update of the weight (the update bumps
 the weight's version, so the next step refreshes the tree as in training); the full softmax row
 is ``SoftmaxHead`` forward + backward only. The candidate-logits rows time the two ways the head
-computes its (n, 1 + m) logits (``softmax_zoo.losses.variants.sampled.candidate_logits``), forward + backward,
+computes its (n, 1 + m) logits (``softmax_zoo.losses.methods.sampled.candidate_logits``), forward + backward,
 at the Penn Treebank study's sizes (n = 640 rows, d = 200, C = 10,000, uniform candidates).
 """
 
@@ -28,8 +28,8 @@ from softmax_zoo.losses import (
     UniformSampler,
     UnigramSampler,
 )
+from softmax_zoo.losses.methods import sampled
 from softmax_zoo.losses.reference.sampled import naive_kernel_sample
-from softmax_zoo.losses.variants import sampled
 
 D, M, ALPHA = 64, 64, 100.0  # d, negatives per row, the paper's α
 LR = 0.1  # SGD step of the sampled training step (only its in-place update matters here)

@@ -20,7 +20,7 @@ from torch import nn
 from transformers import TrainingArguments
 
 from . import memory_plan, vocab_parallel_training
-from .losses.variants.sampled import seed_samplers
+from .losses.methods.sampled import seed_samplers
 
 log = logging.getLogger(__name__)
 

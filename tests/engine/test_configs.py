@@ -19,7 +19,7 @@ from softmax_zoo import config, losses
 from softmax_zoo.models import build_head
 
 CONFIGS = Path(__file__).resolve().parents[2] / "configs"
-FIXED_COST = "{_target_:softmax_zoo.losses.variants.adaptive_cutoffs.MatmulCost,c_m:1e-5,lam:1e-11,w0:1e6}"
+FIXED_COST = "{_target_:softmax_zoo.losses.methods.adaptive_cutoffs.MatmulCost,c_m:1e-5,lam:1e-11,w0:1e6}"
 
 
 def names(group: str) -> list[str]:

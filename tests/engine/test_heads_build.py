@@ -18,7 +18,7 @@ COUNTS = (1000.0 / torch.arange(1, C + 1)).round()  # Zipf, sorted by decreasing
 
 # Fixed matmul costs (a device fitting c_m = 10 us, 1e-11 s per multiply-add above 1e6) make auto
 # cutoffs deterministic; measuring them on a busy CI machine is neither fast nor stable.
-FIXED_COST = {"_target_": "softmax_zoo.losses.variants.adaptive_cutoffs.MatmulCost", "c_m": 1e-5, "lam": 1e-11, "w0": 1e6}
+FIXED_COST = {"_target_": "softmax_zoo.losses.methods.adaptive_cutoffs.MatmulCost", "c_m": 1e-5, "lam": 1e-11, "w0": 1e6}
 
 
 def loss_cfg(name: str, sampler: str | None = None):

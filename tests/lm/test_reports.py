@@ -366,12 +366,12 @@ def test_lm1b_rows_say_how_many_of_their_records_are_dirty(tmp_path):
     files; the rows resting on clean records or on no record do not."""
     runs = lm1b_records(seeds=(0, 1, 2))
     dirty = next(r for r in runs if r["run_name"] == "adaptive_seed1")
-    dirty["git"] = {"commit": "0123456789", "dirty": True, "dirty_paths": ["src/softmax_zoo/losses/variants/adaptive.py"]}
+    dirty["git"] = {"commit": "0123456789", "dirty": True, "dirty_paths": ["src/softmax_zoo/losses/methods/adaptive.py"]}
     for r in runs:
         records.write_record(r, records.runs_dir(tmp_path))
     lm1b.build(tmp_path)
     claims = read_claims(tmp_path / "claims.md")
-    note = "rests on 1 of 6 records made with uncommitted changes (src/softmax_zoo/losses/variants/adaptive.py)"
+    note = "rests on 1 of 6 records made with uncommitted changes (src/softmax_zoo/losses/methods/adaptive.py)"
     assert claims["lm1b-adaptive-speed-ppl"]["verdict"].endswith(f"; {note}")
     assert claims["lm1b-cpu-speedup-3x"]["verdict"].endswith(f"; {note}")  # the speed-up from the runs' own tokens/s
     assert claims["lm1b-adaptive-vs-approximations"]["verdict"].endswith(f"; {note}")  # adaptive and the sampled head

@@ -7,8 +7,8 @@ import torch
 from torch.func import functional_call
 
 from softmax_zoo.losses import AdaptiveSoftmaxHead
+from softmax_zoo.losses.methods import adaptive
 from softmax_zoo.losses.reference.adaptive import make_pair, reference_loss, zipf_targets
-from softmax_zoo.losses.variants import adaptive
 
 D, C, CUTOFFS = 32, 300, [20, 60, 150]  # tail widths 16, 8, 4 at div 2 (at div 4: 8, 2, 1, torch's 8, 2, 0)
 DIV = 2.0

@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from softmax_zoo.losses import AdaptiveSoftmaxHead, optimal_cutoffs
-from softmax_zoo.losses.variants.adaptive_cutoffs import MatmulCost, expected_time, measure_matmul_cost
+from softmax_zoo.losses.methods.adaptive_cutoffs import MatmulCost, expected_time, measure_matmul_cost
 
 # Illustrative constants: 20 µs per small matmul, 50 G multiply-adds/s, saturated above 10^6.
 COST = MatmulCost(c_m=2e-5, lam=2e-11, w0=1e6)

@@ -17,9 +17,9 @@ from softmax_zoo.losses import (
     SoftmaxSampler,
     UniformSampler,
 )
+from softmax_zoo.losses.methods.sampled import candidate_logits
+from softmax_zoo.losses.methods.samplers import Sampler
 from softmax_zoo.losses.reference.sampled import centred_kernel_probs, kernel_probs, softmax_probs
-from softmax_zoo.losses.variants.sampled import candidate_logits
-from softmax_zoo.losses.variants.samplers import Sampler
 
 AUTOCAST = [torch.bfloat16, torch.float16]  # CPU autocast supports both (torch >= 2.4)
 C, D, M, N, LEAF = 20_000, 32, 4, 16, 64  # 313 leaves; a step changes at most N·(1 + M) = 80 rows

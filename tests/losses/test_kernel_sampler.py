@@ -7,8 +7,8 @@ import pytest
 import torch
 
 from softmax_zoo.losses import QuadraticKernelSampler
+from softmax_zoo.losses.methods.kernel_sampler import _tiles
 from softmax_zoo.losses.reference.sampled import chi_square_pvalue, kernel_probs
-from softmax_zoo.losses.variants.kernel_sampler import _tiles
 
 P_FALSE_ALARM = 1e-6
 # C = 37 classes in leaves of 4 (the last one padded), a 3-ary tree 10 -> 4 -> 2 leaves/nodes with
@@ -191,7 +191,7 @@ def test_default_tree_on_a_larger_vocabulary():
 def test_node_products_gathered_a_few_tiles_at_a_time_equal_per_tile_products(monkeypatch):
     """``_node_products`` in several gathers (two tiles each): each tile's rows times the first n rows of
     its node, read from a table whose rows hold more than n rows (as the walk's B − 1 of B children)."""
-    from softmax_zoo.losses.variants import kernel_sampler
+    from softmax_zoo.losses.methods import kernel_sampler
 
     g = torch.Generator().manual_seed(3)
     nodes, n, d, t, P = 6, 3, 4, 5, 7
@@ -206,7 +206,7 @@ def test_node_products_gathered_a_few_tiles_at_a_time_equal_per_tile_products(mo
 
 def test_draws_follow_q_tilde_with_one_tile_per_gather(monkeypatch, data):
     """The walk and the class step with every tile gathered and multiplied on its own still draw q̃."""
-    from softmax_zoo.losses.variants import kernel_sampler
+    from softmax_zoo.losses.methods import kernel_sampler
 
     monkeypatch.setattr(kernel_sampler, "_GATHER_BYTES", 1)
     check_draws_follow(QuadraticKernelSampler(**dict(SMALL_TREE, top_nodes=1)), kernel_probs, data, excluded=True)
@@ -215,7 +215,7 @@ def test_draws_follow_q_tilde_with_one_tile_per_gather(monkeypatch, data):
 def test_node_quads_gathered_a_few_tiles_at_a_time_equal_per_tile_quadratic_forms(monkeypatch):
     """``_node_quads`` in several gathers (two tiles each, the last one shorter): each tile's rows h
     against the first n symmetric matrices S of its node, hᵀ S h, read from a table holding n + 1."""
-    from softmax_zoo.losses.variants import kernel_sampler
+    from softmax_zoo.losses.methods import kernel_sampler
 
     g = torch.Generator().manual_seed(4)
     nodes, n, d, t, P = 6, 3, 4, 5, 7
@@ -243,7 +243,7 @@ def test_targets_under_the_drawn_nodes_and_elsewhere_in_one_tile(data):
 def test_pick_is_the_first_index_whose_cumulative_mass_reaches_the_threshold(width):
     """``_pick`` by counting (up to ``_COUNT_BELOW`` entries) and by binary search: the inverse CDF of the
     same uniforms, never an index of zero mass, also when a row has zero masses at both ends."""
-    from softmax_zoo.losses.variants.kernel_sampler import _pick
+    from softmax_zoo.losses.methods.kernel_sampler import _pick
 
     g = torch.Generator().manual_seed(5)
     mass = torch.rand(300, 7, width, generator=g).double()

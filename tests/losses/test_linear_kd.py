@@ -9,8 +9,8 @@ import pytest
 import torch
 
 from softmax_zoo.losses import linear_kd_loss, stable_kd_loss
+from softmax_zoo.losses.methods.stable_kd import far_apart
 from softmax_zoo.losses.reference.distill import divergence_ref, teacher_log_probs
-from softmax_zoo.losses.variants.stable_kd import far_apart
 
 REDUCTIONS = ("mean", "sum", "none")
 # (divergence, beta): the three divergences and the two ends of JSD's beta, which are the KLs

@@ -11,8 +11,8 @@ from softmax_zoo.losses import QuadraticKernelSampler, SoftmaxHead
 from softmax_zoo.losses.machinery import memory
 from softmax_zoo.losses.machinery._core import CHUNK_LOGITS
 from softmax_zoo.losses.machinery.chunked import auto_chunk_size
+from softmax_zoo.losses.methods.sampled import candidate_logits
 from softmax_zoo.losses.reference.sampled import kernel_probs
-from softmax_zoo.losses.variants.sampled import candidate_logits
 
 H200 = 141e9  # bytes
 

@@ -1,4 +1,4 @@
-"""The losses modules' paths before the split into variants/, machinery/ and parallel/ still import, and warn."""
+"""The losses modules' paths before the split into methods/, machinery/ and parallel/ still import, and warn."""
 
 from __future__ import annotations
 
@@ -59,3 +59,14 @@ def test_the_project_imports_no_old_path():
     assert found == {}
     assert old_path_imports("from softmax_zoo.losses import chunked, SoftmaxHead\nimport softmax_zoo.losses.sparse\n") == [
         "softmax_zoo.losses.chunked", "softmax_zoo.losses.sparse"]
+
+
+def test_no_subpackage_hides_a_name_the_package_exports():
+    """A subpackage named like an export (``variants``, the registry's function) would replace it as the package's
+    attribute once imported, and dotted paths through it (Hydra's ``_target_``) would stop resolving."""
+    import hydra.utils
+
+    import softmax_zoo.losses as losses
+
+    assert not set(MOVED.values()) & set(losses.__all__) and callable(losses.variants)
+    assert hydra.utils.get_class("softmax_zoo.losses.methods.adaptive_cutoffs.MatmulCost").__name__ == "MatmulCost"

@@ -70,7 +70,7 @@ def test_auto_options_are_inherited_and_read_by_build_head(scratch_registry):
 
 
 def test_a_name_is_registered_once(scratch_registry):
-    with pytest.raises(ValueError, match="'softmax' is already registered for softmax_zoo.losses.variants.softmax.SoftmaxHead"):
+    with pytest.raises(ValueError, match="'softmax' is already registered for softmax_zoo.losses.methods.softmax.SoftmaxHead"):
         register_variant("softmax")(type("OtherHead", (SoftmaxHead,), {}))
     register_variant("softmax")(SoftmaxHead)  # the same class again (a module imported twice): fine
     assert variant("softmax").head is SoftmaxHead

@@ -232,7 +232,7 @@ def test_kernel_sampler_has_less_bias_than_uniform():
 @pytest.mark.parametrize("m", [3, 40])
 def test_candidate_logits_paths_agree_in_values_and_gradients(monkeypatch, m):
     """The per-row gather and the one GEMM over distinct candidates give the same logits and gradients (float64)."""
-    from softmax_zoo.losses.variants import sampled
+    from softmax_zoo.losses.methods import sampled
 
     g = torch.Generator().manual_seed(5)
     hidden = torch.randn(6, D, generator=g, dtype=torch.float64, requires_grad=True)

@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from softmax_zoo.losses import QuadraticKernelSampler, SampledSoftmaxHead, UniformSampler
-from softmax_zoo.losses.variants.sampled import seed_samplers
+from softmax_zoo.losses.methods.sampled import seed_samplers
 
 
 def draws(sampler, monkeypatch, rank: int | None) -> torch.Tensor:

@@ -17,10 +17,10 @@ from softmax_zoo.losses.machinery import chunked as chunked_module
 from softmax_zoo.losses.machinery import sparse_linear
 from softmax_zoo.losses.machinery.head import LinearHead
 from softmax_zoo.losses.machinery.row_loss import SparseGrad
+from softmax_zoo.losses.methods.sparse import SparseRows
 from softmax_zoo.losses.parallel.vocab_parallel import VocabShard
 from softmax_zoo.losses.parallel.vocab_parallel_head import VocabParallelHead
 from softmax_zoo.losses.reference.logits import REDUCTIONS
-from softmax_zoo.losses.variants.sparse import SparseRows
 
 from .ranks import run_ranks
 

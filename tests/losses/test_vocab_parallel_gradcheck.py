@@ -9,6 +9,7 @@ import torch.distributed as dist
 from torch.testing import assert_close
 
 from softmax_zoo.losses import softmax_cross_entropy, sparse_softmax_cross_entropy, stable_cross_entropy, stable_kd_loss
+from softmax_zoo.losses.methods.softmax import SoftmaxRows
 from softmax_zoo.losses.parallel.vocab_parallel import (
     VocabShard,
     copy_to_shards,
@@ -18,7 +19,6 @@ from softmax_zoo.losses.parallel.vocab_parallel import (
     vocab_parallel_linear_cross_entropy,
 )
 from softmax_zoo.losses.parallel.vocab_parallel_kd import vocab_parallel_stable_kd_loss
-from softmax_zoo.losses.variants.softmax import SoftmaxRows
 
 from .ranks import single_process_group
 

@@ -15,9 +15,9 @@ from torch.testing import assert_close
 
 from softmax_zoo import losses
 from softmax_zoo.losses import VocabShard, vocab_parallel_cross_entropy, vocab_parallel_linear_cross_entropy
-from softmax_zoo.losses.variants.softmax import SoftmaxRows
-from softmax_zoo.losses.variants.sparse import SparseRows
-from softmax_zoo.losses.variants.stable import StableRows
+from softmax_zoo.losses.methods.softmax import SoftmaxRows
+from softmax_zoo.losses.methods.sparse import SparseRows
+from softmax_zoo.losses.methods.stable import StableRows
 
 from .ranks import single_process_group
 

@@ -13,10 +13,10 @@ def cancellation_run(form: str, seed: int, drift: float, dirty_paths=()) -> RunR
 
 
 def test_a_row_with_a_dirty_run_carries_the_note_and_a_clean_row_does_not():
-    runs = [cancellation_run("standard", s, 1e-6 * (s + 1), ["src/softmax_zoo/losses/variants/stable.py"] * (s == 0)) for s in range(3)]
+    runs = [cancellation_run("standard", s, 1e-6 * (s + 1), ["src/softmax_zoo/losses/methods/stable.py"] * (s == 0)) for s in range(3)]
     runs += [cancellation_run("stable", s, 0.0) for s in range(3)]
     row = next(r for r in stable.claims(runs) if r["id"] == "stable-cancellation")
-    assert row["dirty"] == "rests on 1 of 6 records made with uncommitted changes (src/softmax_zoo/losses/variants/stable.py)"
+    assert row["dirty"] == "rests on 1 of 6 records made with uncommitted changes (src/softmax_zoo/losses/methods/stable.py)"
     runs[0] = cancellation_run("standard", 0, 1e-6)
     assert next(r for r in stable.claims(runs) if r["id"] == "stable-cancellation")["dirty"] == ""
 

@@ -9,7 +9,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from softmax_zoo.losses.variants.distill import kd_loss
+from softmax_zoo.losses.methods.distill import kd_loss
 from softmax_zoo.records import RECORD_SCHEMA
 from softmax_zoo.studies import stable as study
 from softmax_zoo.studies._stable_runs import Setting, collapse_run, collapse_stats, cross_entropy, distill_loss

@@ -9,7 +9,7 @@ import torch
 
 from softmax_zoo import config, engine
 from softmax_zoo.data.prepare.generated import classification_task, lm_corpus
-from softmax_zoo.losses.variants.distill import kd_loss
+from softmax_zoo.losses.methods.distill import kd_loss
 from softmax_zoo.models.distill import bucket_scores, output_head
 
 

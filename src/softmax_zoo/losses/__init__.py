@@ -59,11 +59,11 @@ Samplers for :class:`SampledSoftmaxHead`::
 
 Modules::
 
-    variants    the variants, one module each: softmax, stable, stable_kd, sparse, adaptive, sampled and its samplers, ...
+    methods     the variants, one module each: softmax, stable, stable_kd, sparse, adaptive, sampled and its samplers, ...
     machinery   what every variant is built on: the head interface, the row loss, options, chunking, memory, the registry
     parallel    the vocabulary-parallel forms: the output weight's rows split over ranks
     functional  linear_cross_entropy: the chunked linear + loss of any logit-level variant
-    _moved      the modules' import paths before the split into variants/, machinery/ and parallel/: they warn once
+    _moved      the modules' import paths before the split into methods/, machinery/ and parallel/: they warn once
     reference   plain-torch references the losses are tested and benchmarked against
 """
 
@@ -74,20 +74,20 @@ from .machinery.head import LinearHead, OutputHead
 from .machinery.options import HeadOutput
 from .machinery.registry import register_variant, variant, variant_label, variant_title, variants
 from .machinery.row_loss import RowLoss
+from .methods.adaptive import AdaptiveSoftmaxHead, optimal_cutoffs
+from .methods.centred_kernel_sampler import CentredQuadraticKernelSampler
+from .methods.kernel_sampler import QuadraticKernelSampler
+from .methods.linear_kd import linear_kd_loss
+from .methods.sampled import SampledSoftmaxHead
+from .methods.samplers import Sampler, SoftmaxSampler, UniformSampler, UnigramSampler
+from .methods.softmax import SoftmaxHead, softmax_cross_entropy
+from .methods.sparse import SparseSoftmaxHead, sparse_softmax, sparse_softmax_cross_entropy
+from .methods.stable import StableSoftmaxHead, stable_cross_entropy
+from .methods.stable_kd import stable_kd_loss
 from .parallel.vocab_parallel import VocabShard, vocab_parallel_cross_entropy, vocab_parallel_linear_cross_entropy
 from .parallel.vocab_parallel_head import VocabParallelHead
 from .parallel.vocab_parallel_kd import vocab_parallel_stable_kd_loss
 from .parallel.vocab_parallel_linear_kd import vocab_parallel_linear_kd_loss
-from .variants.adaptive import AdaptiveSoftmaxHead, optimal_cutoffs
-from .variants.centred_kernel_sampler import CentredQuadraticKernelSampler
-from .variants.kernel_sampler import QuadraticKernelSampler
-from .variants.linear_kd import linear_kd_loss
-from .variants.sampled import SampledSoftmaxHead
-from .variants.samplers import Sampler, SoftmaxSampler, UniformSampler, UnigramSampler
-from .variants.softmax import SoftmaxHead, softmax_cross_entropy
-from .variants.sparse import SparseSoftmaxHead, sparse_softmax, sparse_softmax_cross_entropy
-from .variants.stable import StableSoftmaxHead, stable_cross_entropy
-from .variants.stable_kd import stable_kd_loss
 
 keep_old_paths()  # softmax_zoo.losses.<module> as before the split: the moved module, with a warning
 

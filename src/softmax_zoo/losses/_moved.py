@@ -1,4 +1,4 @@
-"""The import paths of the losses modules before their split into variants/, machinery/ and parallel/.
+"""The import paths of the losses modules before their split into methods/, machinery/ and parallel/.
 
 ``import softmax_zoo.losses.chunked`` still works and gives the module ``softmax_zoo.losses.machinery.chunked`` itself
 (one module object under both names, so patching either patches both), with a DeprecationWarning naming the new path
@@ -19,7 +19,7 @@ MOVED = {  # the module's name under PACKAGE before the split -> the subpackage 
     **dict.fromkeys(("_core", "chunked", "head", "lean_inference", "memory", "options", "registry", "row_loss", "sparse_linear",
                      "streaming"), "machinery"),
     **dict.fromkeys(("adaptive", "adaptive_cutoffs", "centred_kernel_sampler", "distill", "kernel_sampler", "linear_kd", "sampled",
-                     "samplers", "softmax", "sparse", "stable", "stable_kd"), "variants"),
+                     "samplers", "softmax", "sparse", "stable", "stable_kd"), "methods"),
     **dict.fromkeys(("vocab_parallel", "vocab_parallel_head", "vocab_parallel_kd", "vocab_parallel_linear_kd",
                      "vocab_parallel_sampled"), "parallel"),
 }

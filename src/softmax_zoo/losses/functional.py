@@ -10,7 +10,7 @@ from __future__ import annotations
 import torch
 
 from .machinery.registry import variant
-from .variants.softmax import SoftmaxHead
+from .methods.softmax import SoftmaxHead
 
 
 def linear_cross_entropy(

@@ -6,7 +6,7 @@ student's training loss becomes
     L = α·T²·KL(softmax(z_T/T) ‖ softmax(z_S/T)) + (1 − α)·L_head(z_S, y)
 
 where L_head is the student head's own loss (softmax, stable, sparse, ...) and the KL is
-:func:`softmax_zoo.losses.variants.distill.kd_loss` in the form ``distill.kl`` ("stable": the expm1 form,
+:func:`softmax_zoo.losses.methods.distill.kd_loss` in the form ``distill.kl`` ("stable": the expm1 form,
 exactly 0 at identical logits; "standard": kl_div of two log-softmaxes).
 
 How it plugs in without changing models or tasks (:func:`maybe_distill`, which the training engine
@@ -51,7 +51,7 @@ from torch.utils.data import DataLoader, Dataset, IterableDataset
 from ..files import cached_tensors, json_key, sha256_file
 from ..losses import OutputHead
 from ..losses.machinery.head import LinearHead
-from ..losses.variants.distill import KL_FORMS, kd_loss
+from ..losses.methods.distill import KL_FORMS, kd_loss
 from .build import evaluating
 
 log = logging.getLogger(__name__)

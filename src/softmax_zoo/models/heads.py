@@ -9,7 +9,7 @@ are written ``auto`` and filled here from the task:
 - ``cutoffs: auto`` (``AdaptiveSoftmaxHead``) -> ``losses.optimal_cutoffs(counts, in_features,
   **cutoffs_search)`` (Grave et al. 2017's cost model), where ``cutoffs_search`` is a reserved
   key of the loss config (e.g. ``{num_clusters: 2, batch_size: 256, cost: null}``; ``cost`` may
-  be a ``_target_: softmax_zoo.losses.variants.adaptive_cutoffs.MatmulCost`` node with fixed constants,
+  be a ``_target_: softmax_zoo.losses.methods.adaptive_cutoffs.MatmulCost`` node with fixed constants,
   else the matmul cost is measured on the running device) removed before the head is built.
   ``cutoffs`` may also be a list of class ids (ints) or of fractions of the number of
   classes (floats in (0, 1)); fractions are rounded to class ids, so the same config serves a

@@ -5,7 +5,7 @@ full batch, a small MLP. A run's logits are float32, bfloat16 (CPU autocast) or 
 model in float64). The loss "form" is one of :data:`FORMS`:
 
 - ``standard``: the usual formula in the logits' own dtype (``F.cross_entropy``; the KL through
-  ``softmax(z_S) − softmax(z_T)``, :func:`softmax_zoo.losses.variants.distill.kd_loss` form "standard");
+  ``softmax(z_S) − softmax(z_T)``, :func:`softmax_zoo.losses.methods.distill.kd_loss` form "standard");
 - ``cast``: the same standard formula on the logits cast to float32 first. For bfloat16 logits it
   separates the effect of computing in float32 from the effect of the rewritten formula;
 - ``stable``: the package's rewritten loss (softplus form for CE, expm1 form for KD), which
@@ -30,9 +30,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ..losses.variants.distill import kd_loss
-from ..losses.variants.stable import stable_cross_entropy
-from ..losses.variants.stable_kd import stable_kd_loss
+from ..losses.methods.distill import kd_loss
+from ..losses.methods.stable import stable_cross_entropy
+from ..losses.methods.stable_kd import stable_kd_loss
 
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float64": torch.float64}
 FORMS = ("standard", "cast", "stable")

@@ -45,7 +45,7 @@ import torch.nn.functional as F
 from ..cli_args import ArgumentError, Option, Parser, fail
 from ..files import write_text
 from ..losses import linear_cross_entropy
-from ..losses.variants.sparse import SparseSoftmaxHead
+from ..losses.methods.sparse import SparseSoftmaxHead
 from ..provenance import measurement_provenance
 
 log = logging.getLogger(__name__)

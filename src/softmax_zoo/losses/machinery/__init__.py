@@ -1,6 +1,6 @@
 """What every variant is built on: the head interface, the row loss, the options, chunking, memory, the registry.
 
-Nothing here names a variant: a variant (``softmax_zoo.losses.variants``) is a row loss and a head on this machinery,
+Nothing here names a variant: a variant (``softmax_zoo.losses.methods``) is a row loss and a head on this machinery,
 and the vocabulary-parallel forms (``softmax_zoo.losses.parallel``) split it over ranks.
 
 Modules::

@@ -194,7 +194,7 @@ class _ChunkedLinearLoss(torch.autograd.Function):
 def chunked_linear_loss(head, hidden: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
     """``head``'s loss of hidden (..., d) and target (...) through :class:`_ChunkedLinearLoss`.
 
-    ``head`` is a :class:`~softmax_zoo.losses.variants.softmax.SoftmaxHead` (or subclass) with an int or
+    ``head`` is a :class:`~softmax_zoo.losses.methods.softmax.SoftmaxHead` (or subclass) with an int or
     "auto" ``chunk_size``: its ``weight``, ``bias``, ``ignore_index``, ``reduction``, ``options``
     and ``row_loss_with_options()`` are used (``target`` is already shifted if ``shift``).
 

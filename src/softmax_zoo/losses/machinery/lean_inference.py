@@ -1,6 +1,6 @@
 """``predict``, ``class_log_probs`` and ``topk_log_probs`` of a chunked head over class blocks.
 
-What :class:`~softmax_zoo.losses.variants.softmax.SoftmaxHead` and its subclasses run when ``chunk_size``
+What :class:`~softmax_zoo.losses.methods.softmax.SoftmaxHead` and its subclasses run when ``chunk_size``
 is set: one pass of :func:`~softmax_zoo.losses.machinery.streaming.scan_classes`, holding at most
 ``chunk_size`` × C logits (a whole (N, C) block only when N <= chunk_size). The head's inference
 distribution normalises either over all classes (softmax, stable: log p_j = z_j − logsumexp_C z)

@@ -60,9 +60,9 @@ from ..machinery.memory import chunk_logits
 from ..machinery.registry import variant
 from ..machinery.row_loss import RowLoss, SparseGrad
 from ..machinery.streaming import topk_lowest_index
-from ..variants.softmax import SoftmaxHead, SoftmaxRows
-from ..variants.sparse import SparseRows
-from ..variants.stable import StableRows, _sigmoid
+from ..methods.softmax import SoftmaxHead, SoftmaxRows
+from ..methods.sparse import SparseRows
+from ..methods.stable import StableRows, _sigmoid
 
 
 @dataclass(frozen=True)
@@ -299,7 +299,7 @@ class ShardRows:
 
 
 class ShardSoftmaxRows(ShardRows, SoftmaxRows):
-    """:class:`~softmax_zoo.losses.variants.softmax.SoftmaxRows` on a shard: one MAX and one SUM all_reduce a call."""
+    """:class:`~softmax_zoo.losses.methods.softmax.SoftmaxRows` on a shard: one MAX and one SUM all_reduce a call."""
 
     options = ("label_smoothing",)
 
@@ -329,7 +329,7 @@ class ShardSoftmaxRows(ShardRows, SoftmaxRows):
 
 
 class ShardStableRows(ShardRows, StableRows):
-    """:class:`~softmax_zoo.losses.variants.stable.StableRows` on a shard: the non-target sum S is summed over
+    """:class:`~softmax_zoo.losses.methods.stable.StableRows` on a shard: the non-target sum S is summed over
     the ranks, the target's entry zeroed on its owning rank only."""
 
     options = ("label_smoothing",)
@@ -368,7 +368,7 @@ class ShardStableRows(ShardRows, StableRows):
 
 
 class ShardSparseRows(ShardRows, SparseRows):
-    """:class:`~softmax_zoo.losses.variants.sparse.SparseRows` (k < C) on a shard: each rank's top-k values and
+    """:class:`~softmax_zoo.losses.methods.sparse.SparseRows` (k < C) on a shard: each rank's top-k values and
     class ids are all-gathered, the support Ω_k is the k largest of them, the same on every rank;
     a rank's gradient reaches only its logits inside Ω_k (and the target, on its owning rank)."""
 

@@ -38,6 +38,9 @@ from torch import nn
 from ..machinery._core import check_k, check_target_dtype, reduce_loss
 from ..machinery.head import OutputHead, check_classes, exclusion_mask
 from ..machinery.streaming import topk_lowest_index
+from ..methods.sampled import Negatives, SampledSoftmaxHead, candidate_logits
+from ..methods.softmax import SoftmaxHead, SoftmaxRows
+from ..methods.sparse import SparseRows
 from ..parallel.vocab_parallel import (
     VocabShard,
     _all_gather,
@@ -52,9 +55,6 @@ from ..parallel.vocab_parallel import (
     shard_row_loss,
 )
 from ..parallel.vocab_parallel_sampled import check_sampler, draw_negatives
-from ..variants.sampled import Negatives, SampledSoftmaxHead, candidate_logits
-from ..variants.softmax import SoftmaxHead, SoftmaxRows
-from ..variants.sparse import SparseRows
 
 
 def _refusal(head) -> Exception | None:

@@ -1,4 +1,4 @@
-"""The stable distillation loss (:mod:`softmax_zoo.losses.variants.stable_kd`) with teacher and student sharded alike.
+"""The stable distillation loss (:mod:`softmax_zoo.losses.methods.stable_kd`) with teacher and student sharded alike.
 
 Each rank holds the columns [start, stop) of both the student's and the teacher's logits. The
 expm1 form needs four row sums, each a sum over the ranks (all_reduce SUM), after one global
@@ -18,8 +18,8 @@ from __future__ import annotations
 import torch
 
 from ..machinery._core import check_reduction, compute_dtype
+from ..methods.stable_kd import far_apart, scaled_row_grads
 from ..parallel.vocab_parallel import VocabShard, _all_reduce, agree, global_max
-from ..variants.stable_kd import far_apart, scaled_row_grads
 
 
 class _ShardStableKD(torch.autograd.Function):

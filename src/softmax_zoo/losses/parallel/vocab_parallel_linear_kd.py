@@ -1,4 +1,4 @@
-"""The memory-lean distillation loss (:mod:`softmax_zoo.losses.variants.linear_kd`) with the classes split over ranks.
+"""The memory-lean distillation loss (:mod:`softmax_zoo.losses.methods.linear_kd`) with the classes split over ranks.
 
 Each rank holds rows [start, stop) of the student's output weight (a
 :class:`~softmax_zoo.losses.parallel.vocab_parallel.VocabShard`) and the same columns of the teacher's
@@ -21,8 +21,7 @@ import torch.distributed as dist
 
 from ..machinery._core import CHUNK_LOGITS
 from ..machinery.chunked import auto_chunk_size, check_chunk_size
-from ..parallel.vocab_parallel import VocabShard, _all_reduce, copy_to_shards
-from ..variants.linear_kd import (
+from ..methods.linear_kd import (
     Collectives,
     Spec,
     check_class_chunk_size,
@@ -32,6 +31,7 @@ from ..variants.linear_kd import (
     run,
     teacher_rows,
 )
+from ..parallel.vocab_parallel import VocabShard, _all_reduce, copy_to_shards
 
 
 class ShardCollectives(Collectives):
@@ -68,7 +68,7 @@ def vocab_parallel_linear_kd_loss(
     chunk_size: int | str = "auto",
     class_chunk_size: int | None = None,
 ) -> torch.Tensor:
-    """:func:`~softmax_zoo.losses.variants.linear_kd.linear_kd_loss` with the classes split over ``shard.group``.
+    """:func:`~softmax_zoo.losses.methods.linear_kd.linear_kd_loss` with the classes split over ``shard.group``.
 
     Args:
         student_hidden: (..., d), the same on every rank; its gradient is the full one on every rank.

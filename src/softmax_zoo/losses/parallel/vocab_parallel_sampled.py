@@ -1,7 +1,7 @@
 """Negatives for a vocabulary-parallel sampled softmax, drawn once over the whole vocabulary.
 
 Every rank must train on the same m negatives per row, drawn from the sampler's q over all C
-classes (Blanc & Rendle 2018; :mod:`softmax_zoo.losses.variants.sampled` for the loss). Two cases:
+classes (Blanc & Rendle 2018; :mod:`softmax_zoo.losses.methods.sampled` for the loss). Two cases:
 
 - q independent of the weight (:class:`UniformSampler`, :class:`UnigramSampler`): every rank
   draws over the whole vocabulary from its own generator, so that the generators stay in step
@@ -24,10 +24,10 @@ import torch
 import torch.distributed as dist
 import torch.nn.functional as F
 
+from ..methods.centred_kernel_sampler import CentredQuadraticKernelSampler
+from ..methods.kernel_sampler import QuadraticKernelSampler
+from ..methods.samplers import Sampler, SoftmaxSampler, UniformSampler, UnigramSampler
 from ..parallel.vocab_parallel import VocabShard, _all_gather, _all_reduce
-from ..variants.centred_kernel_sampler import CentredQuadraticKernelSampler
-from ..variants.kernel_sampler import QuadraticKernelSampler
-from ..variants.samplers import Sampler, SoftmaxSampler, UniformSampler, UnigramSampler
 
 WHOLE_VOCABULARY = (UniformSampler, UnigramSampler)  # q does not read the weight
 PER_SHARD = (QuadraticKernelSampler, SoftmaxSampler)  # q from the weight: rank mass, then a local draw

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import torch
 
-from ..variants.adaptive import AdaptiveSoftmaxHead
+from ..methods.adaptive import AdaptiveSoftmaxHead
 
 
 def zipf_targets(n: int, num_classes: int, exponent: float, gen: torch.Generator) -> torch.Tensor:

@@ -1,6 +1,6 @@
 """Materialised distillation divergences: the (N, C) logits of student and teacher whole, autograd of the formulas.
 
-:func:`divergence_ref` is what :func:`softmax_zoo.losses.variants.linear_kd.linear_kd_loss` is checked against;
+:func:`divergence_ref` is what :func:`softmax_zoo.losses.methods.linear_kd.linear_kd_loss` is checked against;
 :func:`materialised_kd` is the library's whole-matrix KD (``F.linear`` + ``stable_kd_loss``) it is benchmarked beside.
 """
 
@@ -9,7 +9,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from ..variants.stable_kd import stable_kd_loss
+from ..methods.stable_kd import stable_kd_loss
 
 
 def divergence_ref(student_logits, teacher_log_p, *, divergence="forward_kl", beta=0.5, temperature=1.0,

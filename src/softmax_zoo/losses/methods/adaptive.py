@@ -38,7 +38,7 @@ from ..machinery._core import CHUNK_LOGITS, check_target_dtype, check_target_ran
 from ..machinery.head import OutputHead
 from ..machinery.options import HeadOutput
 from ..machinery.registry import register_variant
-from ..variants.adaptive_cutoffs import (
+from ..methods.adaptive_cutoffs import (
     MatmulCost,
     check_cutoffs,
     expected_time,
@@ -253,7 +253,7 @@ class AdaptiveSoftmaxHead(OutputHead):
         cutoffs: c_0 < ... < c_{J-1} in (0, C): shortlist [0, c_0), cluster i = [c_i, c_{i+1}).
             :func:`optimal_cutoffs` chooses them with the paper's cost model.
         div_value: tail cluster i projects to ``max(1, in_features // div_value**(i+1))`` dimensions
-            (:func:`~softmax_zoo.losses.variants.adaptive_cutoffs.tail_widths`; torch's would be 0 at small d).
+            (:func:`~softmax_zoo.losses.methods.adaptive_cutoffs.tail_widths`; torch's would be 0 at small d).
         head_bias: give the head a bias (torch's default and the paper's: no bias).
         ignore_index, reduction: see :class:`~softmax_zoo.losses.machinery.head.OutputHead`.
         class_weight, shift, return_token_accuracy: as every head (``options.py``); the token

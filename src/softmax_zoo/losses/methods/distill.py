@@ -13,7 +13,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from ..variants.stable_kd import stable_kd_loss
+from ..methods.stable_kd import stable_kd_loss
 
 KL_FORMS = ("stable", "standard")
 

@@ -5,7 +5,7 @@ a distribution ``q_i`` over the C classes (``q`` may depend on the row's hidden 
 output weight), and reports ``log q`` of what it drew. With ``exclude`` (N,) — the rows' targets —
 it draws from ``q̃_i = q_i`` restricted to the other classes and renormalised,
 ``q̃_ij = q_ij / (1 − q_i,t)``, and reports ``log q̃``: the distribution the sampled softmax needs
-(see :mod:`softmax_zoo.losses.variants.sampled`). Exclusion is exact (the target is never drawn), and done
+(see :mod:`softmax_zoo.losses.methods.sampled`). Exclusion is exact (the target is never drawn), and done
 without a per-draw Python loop.
 
 Samplers draw from torch's global generator (``torch.manual_seed`` fixes the draws), or from a
@@ -16,7 +16,7 @@ or the weight run outside autocast (:func:`outside_autocast`), in float32 (float
 float64): under a GPU's bfloat16 autocast their matmuls would otherwise round, and log q would no
 longer be that of the distribution drawn from.
 
-The quadratic-kernel tree sampler lives in :mod:`softmax_zoo.losses.variants.kernel_sampler`.
+The quadratic-kernel tree sampler lives in :mod:`softmax_zoo.losses.methods.kernel_sampler`.
 """
 
 from __future__ import annotations

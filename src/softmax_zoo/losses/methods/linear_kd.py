@@ -59,7 +59,7 @@ from torch.autograd.function import once_differentiable
 from ..machinery._core import check_reduction, check_target_dtype, check_target_range, matmul_dtypes, reduce_loss, reduction_scale
 from ..machinery.chunked import _addmm_, auto_chunk_size, check_chunk_size, linear_into, unit_row_weight
 from ..machinery.memory import chunk_logits
-from ..variants.stable_kd import far_apart
+from ..methods.stable_kd import far_apart
 
 DIVERGENCES = ("forward_kl", "reverse_kl", "jsd")
 

@@ -27,7 +27,7 @@ import torch.nn.functional as F
 from ..machinery._core import compute_dtype
 from ..machinery.registry import register_variant
 from ..machinery.row_loss import RowLoss
-from ..variants.softmax import SoftmaxHead, softmax_log_probs
+from ..methods.softmax import SoftmaxHead, softmax_log_probs
 
 
 def _sigmoid(a: torch.Tensor) -> torch.Tensor:

@@ -42,7 +42,7 @@ from ..machinery._core import check_ce_inputs, check_k, compute_dtype
 from ..machinery.options import scale_logits
 from ..machinery.registry import register_variant
 from ..machinery.row_loss import RowLoss, SparseGrad
-from ..variants.softmax import SoftmaxHead, SoftmaxRows
+from ..methods.softmax import SoftmaxHead, SoftmaxRows
 
 
 def sparse_softmax(logits: torch.Tensor, k: int, dim: int = -1) -> torch.Tensor:

@@ -74,7 +74,7 @@ from typing import NamedTuple
 import torch
 
 from ..machinery import memory
-from ..variants.samplers import Sampler, outside_autocast
+from ..methods.samplers import Sampler, outside_autocast
 
 _CHUNK = 8192  # draw slots per batched GEMM (e.g. 256 tiles of 32): bounds the GEMM's memory without a loop of tiny GEMMs
 _CHUNK_TILES = 512  # tiles per batched GEMM: bounds the gathered node parameters (512 × B·L·d floats: 32 MB at d = 64)

@@ -53,8 +53,8 @@ from ..machinery._core import check_target_dtype, check_target_range, reduce_los
 from ..machinery.head import LinearHead
 from ..machinery.options import mean_count, with_options
 from ..machinery.registry import register_variant
-from ..variants.samplers import Sampler, UniformSampler
-from ..variants.softmax import SoftmaxRows
+from ..methods.samplers import Sampler, UniformSampler
+from ..methods.softmax import SoftmaxRows
 
 # One GEMM over the U distinct candidates replaces the per-row gather when U <= this x (1 + m): the GEMM does
 # U / (1 + m) times the gather's multiply-adds, at a far higher rate. The ratio sits below the two's break-even;
@@ -96,7 +96,7 @@ class SampledSoftmaxHead(LinearHead):
     Args:
         in_features: d.
         num_classes: C.
-        sampler: a :class:`~softmax_zoo.losses.variants.samplers.Sampler` (``UniformSampler``,
+        sampler: a :class:`~softmax_zoo.losses.methods.samplers.Sampler` (``UniformSampler``,
             ``UnigramSampler``, ``QuadraticKernelSampler``, ``SoftmaxSampler``); one built for a
             fixed number of classes must be built for C.
         num_samples: m negatives per row, 1 <= m < C (for m >= C use the full softmax).

@@ -14,7 +14,7 @@ Exact drawing in O(d² log C) with the same tree: append −1 to every row and h
 
 so K_c(h, w_j) is the paper's kernel on (h̃, w̃_j), and a node's sum Σ w̃ w̃ᵀ is the block matrix
 [[Σ w wᵀ, −Σ w], [−Σ wᵀ, count]]: the per-node sums of w wᵀ, of w and the class count. The
-tree of :class:`~softmax_zoo.losses.variants.kernel_sampler.QuadraticKernelSampler` over the rows w̃
+tree of :class:`~softmax_zoo.losses.methods.kernel_sampler.QuadraticKernelSampler` over the rows w̃
 (dimension d + 1) draws it; w̄ (O(C·d)) is recomputed at every refresh and enters only through
 the query h̃, so a refresh after a training step still updates only the leaves whose rows changed.
 
@@ -30,8 +30,8 @@ from __future__ import annotations
 
 import torch
 
-from ..variants.kernel_sampler import QuadraticKernelSampler
-from ..variants.samplers import outside_autocast
+from ..methods.kernel_sampler import QuadraticKernelSampler
+from ..methods.samplers import outside_autocast
 
 RECENTRE_AT = 0.5  # recentre when ‖w̄ − c‖ > RECENTRE_AT · rms_j ‖w_j − w̄‖ (see the module docstring)
 
@@ -39,7 +39,7 @@ RECENTRE_AT = 0.5  # recentre when ‖w̄ − c‖ > RECENTRE_AT · rms_j ‖w_j
 class CentredQuadraticKernelSampler(QuadraticKernelSampler):
     """Sampler from q_j ∝ α(h·w_j − h·w̄)² + 1, w̄ the mean output row (our extension; module docstring).
 
-    Args: those of :class:`~softmax_zoo.losses.variants.kernel_sampler.QuadraticKernelSampler`.
+    Args: those of :class:`~softmax_zoo.losses.methods.kernel_sampler.QuadraticKernelSampler`.
     """
 
     extra_dims = 1  # [w_j − c, −1]

@@ -1,5 +1,7 @@
 """The softmax variants, each where its paper's equation is implemented: a row loss and a head, registered by name.
 
+The folder is ``methods``, not ``variants``: ``softmax_zoo.losses.variants`` is the registry's function listing them.
+
 Modules::
 
     softmax                 full softmax cross-entropy, the baseline (and the base head of every logit-level variant)
