@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from ..losses.machinery.registry import variant_label
-from ..run_record import GitState, RunRecord, typed
+from ..run_record import GitState, RunRecord
 from ._pages import file_commit
 from ._stats import mean
 
@@ -41,20 +41,19 @@ class Head(NamedTuple):
 SOFTMAX, ADAPTIVE = Head("softmax"), Head("adaptive_softmax")
 
 
-def head_of(record: RunRecord | dict[str, Any]) -> Head:
+def head_of(record: RunRecord) -> Head:
     """The :class:`Head` a record's run trained."""
-    record = RunRecord.of(record)
     if (loss := record.choice("loss")) != SAMPLED:
         return Head(loss)
     return Head(loss, record.choices.get("sampler"), record.option("loss", "num_samples"))
 
 
-def per_head(records: list[RunRecord] | list[dict[str, Any]]) -> dict[Head, dict[str, Any]]:
+def per_head(records: list[RunRecord]) -> dict[Head, dict[str, Any]]:
     """Per head: its seeds, metric lists over seeds, each run's training seconds, steps and evaluated step (the chosen
     checkpoint's, else the last), vocabulary, width and parameters, and each run's validation curve of (training tokens,
     perplexity)."""
     out: dict[Head, dict[str, Any]] = {}
-    for r in typed(records):
+    for r in records:
         s = out.setdefault(head_of(r), {"seeds": [], "train_s": [], "steps": [], "evaluated_step": [], "curves": [], "curve_tokens": [],
                                            "vocab": r.info("vocab_size"), "width": r.setting("model", "hidden_size"),
                                            "bias": r.option("loss", "bias"), "parameters": r.info("parameters"),
@@ -70,7 +69,7 @@ def per_head(records: list[RunRecord] | list[dict[str, Any]]) -> dict[Head, dict
     return out
 
 
-def side_by_side(results_dir: str | Path, records: list[RunRecord] | list[dict[str, Any]]) -> tuple[dict[str, Any] | None, dict[str, Any]]:
+def side_by_side(results_dir: str | Path, records: list[RunRecord]) -> tuple[dict[str, Any] | None, dict[str, Any]]:
     """(the side-by-side speed measurement, with ``code`` (its commit) and ``step_tps`` (head -> tokens/second of a step), if
     made at the records' scale, embedding and LSTM sizes and min_count (hence vocabulary), else None; the speed-up's source
     ``{"file", "found", "theirs", "ours"}``)."""
@@ -81,7 +80,7 @@ def side_by_side(results_dir: str | Path, records: list[RunRecord] | list[dict[s
     measured = json.loads(path.read_text(encoding="utf-8"))
     st = measured["settings"]
     ours = {(r.choice("scale"), r.setting("model", "embedding_dim"), r.setting("model", "hidden_size"), r.setting("task", "min_count"))
-            for r in typed(records)}
+            for r in records}
     theirs = (st["scale"], st["embedding_dim"], st["hidden_size"], st.get("min_count"))
     if ours != {theirs}:
         return None, source | {"theirs": theirs, "ours": sorted(ours, key=str)}

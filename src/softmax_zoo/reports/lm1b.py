@@ -52,7 +52,7 @@ from ._verdicts import VerdictKind, too_few
 EXPERIMENT = "lm1b"  # the page, its claims and README's status row
 RECORDS = "lm1b_regularised"  # the rows' records: configs/experiment/_lm1b.yaml's experiment_name
 EARLIER = "lm1b"  # the records of the earlier cpu settings (min_count 1, no dropout, the last weights evaluated)
-DIAGNOSTIC = "sampled_uniform.md"  # beside this page: why uniform q ends near a uniform guess (reports/sampled_uniform.py)
+DIAGNOSTIC = f"{uniform_check.PAGE}.md"  # beside this page: why uniform q ends near a uniform guess
 HEADLINES = {RECORDS: "lm1b-adaptive-speed-ppl"}  # README.md's status table: the row heading the records of the rows
 CLOSE_RATIO = 1.10  # "close to that of the full softmax": adaptive's test perplexity at most 1.10x the full softmax's
 CLOSE = Comparison("softmax", "adaptive", "log test ppl", Design.PAIRED_BY_SEED, margin=math.log(CLOSE_RATIO),

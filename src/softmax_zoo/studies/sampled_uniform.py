@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import json
 import math
-import shlex
 import sys
 import tempfile
 from pathlib import Path
@@ -44,6 +43,7 @@ from ..engine import build_task, run
 from ..files import write_text
 from ..losses import Sampler
 from ..models import evaluating
+from ..provenance import measurement_provenance
 from ..reports import sampled_uniform as page
 from ..reports.sampled_uniform import COMMITTED_RECORD, RECORD_SETTINGS
 from ..run_record import RunRecord
@@ -197,7 +197,6 @@ def main(argv: list[str] | None = None) -> int:
     record = RunRecord.of(run(cfg, callbacks=[probe]))
     s = probe.sampler
     result = {
-        "command": shlex.join(["python", "-m", MODULE, *argv]),
         "config": {"steps": args["steps"], "num_samples": int(cfg.loss.num_samples), "vocab_size": int(record.info("vocab_size")),
                    "batch_tokens": int(cfg.train.batch_size * cfg.task.bptt), "probe_tokens": args["probe_tokens"]},
         "threshold_frequency": cfg.loss.num_samples / (record.info("vocab_size") - 1),
@@ -206,6 +205,7 @@ def main(argv: list[str] | None = None) -> int:
         "final_val_perplexity_full_split": record.metrics["val/perplexity"],
         "final_train_loss": record.train_loss["loss"][-1],
         "points": probe.points,
+        **measurement_provenance(f"python -m {MODULE}", argv),  # the command line, the code's commit, the machine
     }
     result["committed_record"] = compare_with_record(record.train_loss, COMMITTED_RECORD)
     write_text(Path(args["results_dir"]) / page.MEASUREMENT, json.dumps(result, indent=1) + "\n")
