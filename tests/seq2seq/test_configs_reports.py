@@ -103,15 +103,17 @@ N_ITEMS = 40
 
 
 def table5_records(runs, shifts: dict[int, float], lone: dict[int, str] = {}, stutter: float = 0.0,
-                   dirty: dict[int, dict] = {}) -> None:
+                   dirty: dict[int, dict] = {}, constraints: dict[str, dict] | None = None) -> None:
     """Records and predictions of table5 at scale=cpu, a fresh LM head (the cold-start ablation): per seed, sparse =
     softmax + shifts[seed] on every item (plus noise); the first ``stutter`` share of the sparse arm's outputs are
-    degenerate; ``dirty``: seed -> both its records' ``git`` (else a clean commit)."""
+    degenerate; ``dirty``: seed -> both its records' ``git`` (else a clean commit); ``constraints``: arm -> the
+    constraint counts of each of its prediction rows (else none)."""
     def write(loss: str, seed: int, scores: np.ndarray) -> None:
         name = f"gigaword_{loss}_cpu_seed{seed}"
         bad = int(stutter * N_ITEMS) if loss == SPARSE else 0
+        counts = (constraints or {}).get(loss, {})
         rows = [{"reference": f"ref {i}", **{f"beam{b}": {"prediction": "a a a" if i < bad else "a b c", "rouge1": s,
-                                                          "rouge2": s / 2, "rougeL": s}
+                                                          "rouge2": s / 2, "rougeL": s, **counts}
                                               for b in (1, 5)}} for i, s in enumerate(scores.tolist())]
         metrics = {f"test/{m}_beam{b}": float(np.mean([r[f"beam{b}"][m] for r in rows]))
                    for m in ("rouge1", "rouge2", "rougeL") for b in (1, 5)}
@@ -242,3 +244,41 @@ def test_init_runs_of_every_seed_form_one_setting_though_each_starts_from_its_ow
     assert list(pairs) == ["cpu+init", "cpu"]  # the setting with a trained LM head heads the page
     assert [(a.seed, b.seed) for a, b in pairs["cpu+init"]] == [(0, 0), (1, 1)]
     assert all(a.setting("init_from") == b.setting("init_from") for a, b in pairs["cpu+init"]) and lone == {}
+
+
+OLD_COUNTS = {"constraint_steps": 0, "ended_by_constraint": False}  # records made before the count alike in both arms
+
+
+@pytest.mark.parametrize("own_blocked", [False, True])
+def test_a_recount_rerun_counts_the_constraints_alike_where_the_pages_records_do_not(tmp_path, own_blocked):
+    own = {arm: OLD_COUNTS | ({"blocked_steps": 1} if own_blocked else {}) for arm in (SOFTMAX, SPARSE)}
+    table5_records(records.runs_dir(tmp_path), {0: -2.0, 1: -2.5, 2: -1.8}, constraints=own)
+    again = tmp_path / table5.RECOUNT
+    table5_records(records.runs_dir(again), {0: 3.0},
+                   constraints={SOFTMAX: OLD_COUNTS | {"blocked_steps": 1}, SPARSE: OLD_COUNTS | {"blocked_steps": 0}})
+    (section,) = table5_page(tmp_path)["sections"]
+    if own_blocked:  # the page's own records count alike: the re-run adds nothing
+        assert section["recount"] is None and section["outputs"]["blocked"] == {SOFTMAX: [1.0, 1.0], SPARSE: [1.0, 1.0]}
+        return
+    r = section["recount"]
+    assert section["outputs"]["blocked"] is None and r["seeds"] == [0] and r["metric"] == "rouge1"
+    assert r["outputs"]["blocked"] == {SOFTMAX: [1.0, 1.0], SPARSE: [0.0, 0.0]}
+    assert r["folder"].endswith("diagnostics/table5_constraints/runs/table5")
+    soft, sparse = r["scores"][SOFTMAX], r["scores"][SPARSE]
+    assert sparse[0] - soft[0] == pytest.approx(3.0, abs=0.5)  # the re-run's own shift, not the page's
+    own_soft, own_sparse = r["own_scores"][SOFTMAX], r["own_scores"][SPARSE]
+    assert own_sparse[0] - own_soft[0] == pytest.approx(-2.0, abs=0.5)  # the page's seed 0
+    assert r["folder"] in (tmp_path / "table5.md").read_text()  # the page names where the re-run is
+
+
+def test_no_recount_folder_leaves_the_section_as_it_was(tmp_path):
+    table5_records(records.runs_dir(tmp_path), {0: -2.0}, constraints={SOFTMAX: OLD_COUNTS, SPARSE: OLD_COUNTS})
+    (section,) = table5_page(tmp_path)["sections"]
+    assert section["recount"] is None and section["outputs"]["altered"] == {SOFTMAX: [0.0, 0.0], SPARSE: [0.0, 0.0]}
+
+
+def test_make_writes_the_recount_where_the_page_reads_it():
+    from pathlib import Path
+
+    make = (Path(__file__).parents[2] / "make" / "seq2seq.mk").read_text()
+    assert f"TABLE5_RECOUNT := results/{table5.RECOUNT}\n" in make

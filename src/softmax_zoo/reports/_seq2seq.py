@@ -187,6 +187,9 @@ class Table:
     unilm_beam: int
     claim_key: str  # a claims row's id after "<experiment>_<setting>_", formatted with its beam and metric
     claim: str  # the paper's words that the rows' Δ test
+    # a folder below results_dir holding a re-run of some seeds (<recount>/runs/<experiment>) whose records count the
+    # search constraints alike in both arms, for settings whose own records do not (None: no such re-run)
+    recount: str | None = None
 
     def row(self, pairs: list[Pair], rows: Outputs, beam: int, metric: str) -> dict[str, Any]:
         """One table row: each arm's metric per seed, Δ over seeds paired by test item within each seed (BLEU-n as corpus
@@ -233,6 +236,30 @@ class Table:
         return row and {"metric": metric, "beam": self.unilm_beam, "ours": sum(row["a"]) / len(row["a"]),
                         "unilm": self.unilm[metric]}
 
+    def recounts(self, results_dir: str | Path, sections: list[dict[str, Any]],
+                 by_setting: dict[str, list[Pair]]) -> dict[str, dict[str, Any]]:
+        """Per setting whose own records carry no count made alike in both arms, the re-run under ``<recount>/`` that
+        does: its seeds, commits and commands, its output shares (:func:`output_shares`), and each arm's mean of UniLM's
+        first metric per beam beside the page's own records of the same seeds; {} without a re-run."""
+        if self.recount is None:
+            return {}
+        runs, metric = runs_dir(Path(results_dir) / self.recount), next(iter(self.unilm))
+        again, _ = paired_runs(load_runs(runs, self.experiment))
+        found = {}
+        for s in sections:
+            if s["outputs"]["blocked"] is not None or not (pairs := again.get(s["scale"])):
+                continue
+            by_seed, beams = outputs(pairs, runs), s["beams"]
+            own = [p for p in by_setting[s["scale"]] if p[0].seed in by_seed]
+            found[s["scale"]] = {
+                "seeds": list(by_seed), "folder": shown_path(runs / self.experiment), "metric": metric,
+                "commits": commits([r for p in pairs for r in p]), "commands": [r.command for p in pairs for r in p if r.command],
+                "outputs": output_shares({arm: [r for a_b in by_seed.values() for r in a_b[i]] for i, arm in enumerate(ARMS)}, beams),
+                "scores": {arm: [arm_means(pairs, f"test/{metric}_beam{b}")[arm] for b in beams] for arm in ARMS},
+                "own_scores": {arm: [arm_means(own, f"test/{metric}_beam{b}")[arm] for b in beams] for arm in ARMS} if own else None,
+            }
+        return found
+
     def form(self, row: dict[str, Any]) -> ClaimForm:
         """A row's claim, the paper's table: sparse-softmax above softmax on the row's metric at its beam (superiority)."""
         return ClaimForm(ClaimKind.SUPERIORITY, f"{self.claim} ({row['metric']}, beam {row['beam']})",
@@ -247,6 +274,9 @@ class Table:
             raise FileNotFoundError(f"no paired softmax/sparse-softmax records under {runs / self.experiment}; "
                                     f"run `make reproduce-{self.experiment}`")
         sections = [self.section(scale, pairs, runs, lone.get(scale, {})) for scale, pairs in by_setting.items()]
+        recounts = self.recounts(results_dir, sections, by_setting)
+        for s in sections:
+            s["recount"] = recounts.get(s["scale"])
         claims = [r | {"key": (key := self.claim_key.format(**r)), "id": f"{self.experiment}_{s['scale']}_{key}", "section": s,
                        "source": self.experiment, "untested": False, "form": self.form(r)}
                   for s in sections for r in s["rows"] if r["paper"] is not None]
