@@ -3,8 +3,7 @@ with softmax vs sparse-softmax, the paper's deltas and UniLM's published result 
 
 from ._seq2seq import Table
 
-# Seed 0's cpu+init pair re-run so that both arms' records count the search constraints alike (its cold softmax start
-# re-run too, its record left in scratch/): make reproduce-table5-recount.
+# Seed 0 of both settings re-run so that both arms' records count the search constraints alike: make reproduce-table5-recount.
 RECOUNT = "diagnostics/table5_constraints"
 
 TABLE5 = Table(
