@@ -97,6 +97,17 @@ def arm_means(pairs: list[Pair], metric: str) -> dict[str, float]:
     return {arm: float(np.mean(list(per_seed([p[i] for p in pairs], metric).values()))) for i, arm in enumerate(ARMS)}
 
 
+def per_beam(pairs: list[Pair], metric: str, beams: list[int]) -> dict[str, list[float]]:
+    """Per arm, the mean over seeds of ``test/<metric>_beam<b>`` at each of ``beams``."""
+    means = [arm_means(pairs, f"test/{metric}_beam{b}") for b in beams]
+    return {arm: [m[arm] for m in means] for arm in ARMS}
+
+
+def arm_rows(by_seed: Outputs) -> dict[str, list[Row]]:
+    """Per arm, the prediction rows of every seed, one seed after another."""
+    return {arm: [r for a_b in by_seed.values() for r in a_b[i]] for i, arm in enumerate(ARMS)}
+
+
 def regime(pairs: list[Pair]) -> dict[str, Any] | None:
     """Per arm, the means over seeds of where the test targets sit among its logits (:data:`TOPK`), and where the runs
     start (None: a random init); None for records without them."""
@@ -205,11 +216,13 @@ class Table:
                 "a": list(per_seed([p[0] for p in pairs], key).values()), "b": list(per_seed([p[1] for p in pairs], key).values()),
                 "delta": c.delta, "paper": paper, "verdict": c.verdict(paper)}
 
-    def section(self, scale: str, pairs: list[Pair], runs: Path, lone: dict[int, str]) -> dict[str, Any]:
-        """One setting's section: who ran, from where, its rows and what the template says of them."""
+    def section(self, scale: str, pairs: list[Pair], runs: Path, lone: dict[int, str],
+                again: tuple[list[Pair], Path] | None = None) -> dict[str, Any]:
+        """One setting's section: who ran, from where, its rows and what the template says of them; ``again``: this
+        setting's pairs in the :attr:`recount` folder and that folder's runs (None: none)."""
         by_seed = outputs(pairs, runs)
         beams = sorted(int(b) for b in pairs[0][0].setting("task", "decode", "beams"))
-        shares = output_shares({arm: [r for a_b in by_seed.values() for r in a_b[i]] for i, arm in enumerate(ARMS)}, beams)
+        shares = output_shares(arm_rows(by_seed), beams)
         rows = [self.row(pairs, by_seed, beam, metric) for beam in beams for metric in self.metrics]
         for r in rows:  # the regime gate: more than half of an arm's outputs at the row's beam degenerate
             degenerate = {arm: by_beam[beams.index(r["beam"])] for arm, by_beam in shares["degenerate"].items()}
@@ -221,8 +234,8 @@ class Table:
             "n_test": len(next(iter(by_seed.values()))[0]), "beams": beams, "rows": rows, "regime": regime(pairs),
             "inits": sorted({str(i) for p in pairs for r in p if (i := r.setting("init_from"))}),  # their checkpoints
             "cold_start": all(bool(r.info("fresh_weights")) and not r.setting("init_from") for p in pairs for r in p),
-            "throughput": {arm: [arm_means(pairs, f"test/examples_per_s_beam{b}")[arm] for b in beams] for arm in ARMS},
-            "outputs": shares,
+            "throughput": per_beam(pairs, "examples_per_s", beams), "outputs": shares,
+            "recount": self.recounted(*again, pairs, beams) if again and shares["blocked"] is None else None,
             "counts": {kind.value: n for kind in VerdictKind if (n := sum(v.kind is kind for v in verdicts))},
             "n_verdicts": len(verdicts), "sd_above_item_se": sum(spread), "n_spread": len(spread),
             "dirty": dirty_note([r for p in pairs for r in p]), "gap": self.gap(rows),
@@ -236,29 +249,16 @@ class Table:
         return row and {"metric": metric, "beam": self.unilm_beam, "ours": sum(row["a"]) / len(row["a"]),
                         "unilm": self.unilm[metric]}
 
-    def recounts(self, results_dir: str | Path, sections: list[dict[str, Any]],
-                 by_setting: dict[str, list[Pair]]) -> dict[str, dict[str, Any]]:
-        """Per setting whose own records carry no count made alike in both arms, the re-run under ``<recount>/`` that
-        does: its seeds, commits and commands, its output shares (:func:`output_shares`), and each arm's mean of UniLM's
-        first metric per beam beside the page's own records of the same seeds; {} without a re-run."""
-        if self.recount is None:
-            return {}
-        runs, metric = runs_dir(Path(results_dir) / self.recount), next(iter(self.unilm))
-        again, _ = paired_runs(load_runs(runs, self.experiment))
-        found = {}
-        for s in sections:
-            if s["outputs"]["blocked"] is not None or not (pairs := again.get(s["scale"])):
-                continue
-            by_seed, beams = outputs(pairs, runs), s["beams"]
-            own = [p for p in by_setting[s["scale"]] if p[0].seed in by_seed]
-            found[s["scale"]] = {
-                "seeds": list(by_seed), "folder": shown_path(runs / self.experiment), "metric": metric,
+    def recounted(self, pairs: list[Pair], runs: Path, own: list[Pair], beams: list[int]) -> dict[str, Any]:
+        """A re-run of some seeds (``pairs``, under ``runs``) whose records count the search constraints alike in both arms:
+        its seeds, commits and commands, its output shares (:func:`output_shares`), and each arm's mean of UniLM's first
+        metric per beam beside the page's own pairs (``own``) of the same seeds (None where it has none)."""
+        by_seed, metric = outputs(pairs, runs), next(iter(self.unilm))
+        own = [p for p in own if p[0].seed in by_seed]
+        return {"seeds": list(by_seed), "folder": shown_path(runs / self.experiment), "metric": metric,
                 "commits": commits([r for p in pairs for r in p]), "commands": [r.command for p in pairs for r in p if r.command],
-                "outputs": output_shares({arm: [r for a_b in by_seed.values() for r in a_b[i]] for i, arm in enumerate(ARMS)}, beams),
-                "scores": {arm: [arm_means(pairs, f"test/{metric}_beam{b}")[arm] for b in beams] for arm in ARMS},
-                "own_scores": {arm: [arm_means(own, f"test/{metric}_beam{b}")[arm] for b in beams] for arm in ARMS} if own else None,
-            }
-        return found
+                "outputs": output_shares(arm_rows(by_seed), beams), "scores": per_beam(pairs, metric, beams),
+                "own_scores": per_beam(own, metric, beams) if own else None}
 
     def form(self, row: dict[str, Any]) -> ClaimForm:
         """A row's claim, the paper's table: sparse-softmax above softmax on the row's metric at its beam (superiority)."""
@@ -273,10 +273,10 @@ class Table:
         if not by_setting:
             raise FileNotFoundError(f"no paired softmax/sparse-softmax records under {runs / self.experiment}; "
                                     f"run `make reproduce-{self.experiment}`")
-        sections = [self.section(scale, pairs, runs, lone.get(scale, {})) for scale, pairs in by_setting.items()]
-        recounts = self.recounts(results_dir, sections, by_setting)
-        for s in sections:
-            s["recount"] = recounts.get(s["scale"])
+        again_runs = runs_dir(Path(results_dir) / self.recount) if self.recount else None
+        again = paired_runs(load_runs(again_runs, self.experiment))[0] if again_runs else {}
+        sections = [self.section(scale, pairs, runs, lone.get(scale, {}), (again[scale], again_runs) if scale in again else None)
+                    for scale, pairs in by_setting.items()]
         claims = [r | {"key": (key := self.claim_key.format(**r)), "id": f"{self.experiment}_{s['scale']}_{key}", "section": s,
                        "source": self.experiment, "untested": False, "form": self.form(r)}
                   for s in sections for r in s["rows"] if r["paper"] is not None]
